@@ -1,0 +1,1 @@
+//! truss-push library
