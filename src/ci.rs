@@ -1,0 +1,1 @@
+//! stub (ci) — being written

@@ -1,0 +1,1 @@
+//! stub (s3) — being written
