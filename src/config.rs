@@ -1,0 +1,606 @@
+//! Stage two of the inputs: a validated `Config`, built before any network
+//! call. Every message says what was wrong, what was expected and how to fix
+//! it (SPEC: bad input gets one clear message and changes nothing).
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use reqwest::Url;
+use serde_json::Value;
+
+use crate::cli::Inputs;
+use crate::git;
+use crate::secret::Secret;
+
+pub const DEFAULT_APP_URL: &str = "https://app.baseten.co";
+pub const DEFAULT_API_URL: &str = "https://api.baseten.co";
+pub const DEFAULT_INFERENCE_URL: &str = "https://{prefix}-{id}.api.baseten.co";
+pub const DEFAULT_DEPLOY_TIMEOUT_MINUTES: u32 = 45;
+/// The platform rejects deploy_timeout_minutes outside this range.
+pub const DEPLOY_TIMEOUT_MINUTES_RANGE: std::ops::RangeInclusive<u32> = 10..=1440;
+pub const DEFAULT_PREDICT_TIMEOUT_SECS: u64 = 300;
+pub const DEFAULT_POLL_INTERVAL_SECS: f64 = 2.0;
+/// `raw_config` is sent only up to this size (as truss does).
+pub const RAW_CONFIG_MAX_BYTES: usize = 100 * 1024;
+
+/// What is being deployed.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// A model directory with its parsed `config.yaml`.
+    Model {
+        dir: PathBuf,
+        config: Value,
+        raw_config: Vec<u8>,
+    },
+    /// A chain: the `.py` file holding the entrypoint.
+    Chain { file: PathBuf },
+}
+
+/// Whether cleanup runs, and whether the user said so or it is the default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cleanup {
+    pub enabled: bool,
+    pub explicit: bool,
+}
+
+/// Format of the outputs file for CI systems other than GitHub.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    Dotenv,
+    Json,
+}
+
+/// Hosts, all overridable (staging, tests).
+#[derive(Clone, Debug)]
+pub struct Endpoints {
+    pub app: Url,
+    pub api: Url,
+    /// `{prefix}` is `model` or `chain`, `{id}` the model/chain id (or
+    /// `<id>-<environment>` for the regional host).
+    pub inference: String,
+    pub s3: Option<Url>,
+}
+
+impl Endpoints {
+    pub fn graphql(&self) -> Url {
+        join(&self.app, "graphql/")
+    }
+
+    /// `{api}/{path}` with `path` like `v1/models/…`.
+    pub fn rest(&self, path: &str) -> Url {
+        join(&self.api, path)
+    }
+
+    /// Base of the inference host for `prefix-id`.
+    pub fn inference_base(&self, prefix: &str, id: &str) -> String {
+        self.inference
+            .replace("{prefix}", prefix)
+            .replace("{id}", id)
+            .trim_end_matches('/')
+            .to_string()
+    }
+
+    /// The model's logs page in the app.
+    pub fn logs_page(&self, model_id: &str, deployment_id: &str) -> String {
+        join(&self.app, &format!("models/{model_id}/logs/{deployment_id}")).to_string()
+    }
+}
+
+/// Appends `path` to `base` whether or not `base` ends with a slash (hazard
+/// H29: no `//graphql/`).
+fn join(base: &Url, path: &str) -> Url {
+    let mut s = base.as_str().trim_end_matches('/').to_string();
+    s.push('/');
+    s.push_str(path.trim_start_matches('/'));
+    Url::parse(&s).expect("a valid base joined with a plain path is valid")
+}
+
+/// Everything the run needs, validated.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub target: Target,
+    pub api_key: Secret,
+    pub model_name: String,
+    pub environment: Option<String>,
+    pub include_git_info: bool,
+    pub labels: Option<serde_json::Map<String, Value>>,
+    pub deployment_name: String,
+    pub cleanup: Cleanup,
+    /// `None`: no payload configured, predict is skipped.
+    pub predict_payload: Option<Value>,
+    pub deploy_timeout_minutes: u32,
+    pub wait_timeout: Duration,
+    pub predict_timeout: Duration,
+    pub regional_environment: bool,
+    pub team: Option<String>,
+    pub endpoints: Endpoints,
+    pub poll_interval: Duration,
+    pub stream_logs: bool,
+    pub dry_run: bool,
+    pub ci_revision: Option<git::Revision>,
+}
+
+/// Where outputs go; resolved first so that even a bad input gets them.
+#[derive(Clone, Debug, Default)]
+pub struct OutputSettings {
+    pub file: Option<(PathBuf, OutputFormat)>,
+}
+
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Resolves the outputs file. A bad format is reported after outputs are
+/// written (in the default format), so the user still gets them.
+pub fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
+    let Some(path) = inputs.trimmed("output-file") else {
+        return (OutputSettings::default(), None);
+    };
+    let path = PathBuf::from(path);
+    let by_ext = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+        OutputFormat::Json
+    } else {
+        OutputFormat::Dotenv
+    };
+    let (format, err) = match inputs.trimmed("output-format").map(str::to_ascii_lowercase) {
+        None => (by_ext, None),
+        Some(f) if f == "dotenv" || f == "env" => (OutputFormat::Dotenv, None),
+        Some(f) if f == "json" => (OutputFormat::Json, None),
+        Some(f) => (
+            by_ext,
+            Some(format!("output-format must be dotenv or json, got {f:?}")),
+        ),
+    };
+    (
+        OutputSettings {
+            file: Some((path, format)),
+        },
+        err,
+    )
+}
+
+/// Parses a strict boolean: true/false, 1/0, yes/no in any case.
+pub fn parse_bool(name: &str, value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" => Ok(false),
+        _ => Err(format!(
+            "{name} must be true or false (also 1/0, yes/no), got {value:?}: set {name} to 'true' or 'false'"
+        )),
+    }
+}
+
+/// True when `name` is a whole match of `[0-9A-Za-z_.-]+` (hazard H6: no
+/// trailing newline slips through).
+pub fn is_valid_deployment_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+fn is_loopback_host(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost" || d.ends_with(".localhost"),
+        None => false,
+    }
+}
+
+/// Parses a URL that will carry the API key: HTTPS, or plain HTTP to
+/// loopback only (tests).
+fn key_url(name: &str, value: &str) -> Result<Url, String> {
+    let url = Url::parse(value.trim())
+        .map_err(|e| format!("{name} must be a URL like https://example.com, got {value:?}: {e}"))?;
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if is_loopback_host(&url) => Ok(url),
+        "http" => Err(format!(
+            "{name} is {value}: the API key is only sent over HTTPS (plain http is allowed to loopback only); use an https:// URL"
+        )),
+        other => Err(format!("{name} must be an http(s) URL, got scheme {other:?}")),
+    }
+}
+
+fn positive_secs(name: &str, value: &str) -> Result<Duration, String> {
+    let secs: f64 = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("{name} must be a number of seconds, got {value:?}"))?;
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("{name} must be greater than 0, got {value:?}"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Loads and checks the model directory.
+fn load_model(dir: &Path) -> Result<Target, String> {
+    if !dir.is_dir() {
+        return Err(format!(
+            "truss-directory {} does not exist or is not a directory: point it at the folder holding config.yaml (or at a chain's .py file)",
+            dir.display()
+        ));
+    }
+    let path = dir.join("config.yaml");
+    let raw = std::fs::read(&path).map_err(|e| {
+        let hint = if dir.join("config.yml").exists() {
+            " (found config.yml: Truss reads config.yaml; rename it)"
+        } else {
+            ""
+        };
+        format!(
+            "cannot read {}: {e}{hint}: a Truss model directory must contain config.yaml",
+            path.display()
+        )
+    })?;
+    let yaml: serde_yaml::Value = if raw.iter().all(u8::is_ascii_whitespace) {
+        serde_yaml::Value::Mapping(Default::default())
+    } else {
+        serde_yaml::from_slice(&raw)
+            .map_err(|e| format!("{} is not valid YAML: {e}", path.display()))?
+    };
+    if !yaml.is_mapping() {
+        return Err(format!(
+            "{} must hold a YAML mapping (model_name: ..., ...), got something else",
+            path.display()
+        ));
+    }
+    let config: Value = serde_json::to_value(&yaml).map_err(|e| {
+        format!(
+            "{} cannot be represented as JSON (keys must be strings): {e}",
+            path.display()
+        )
+    })?;
+    Ok(Target::Model {
+        dir: dir.to_path_buf(),
+        config,
+        raw_config: raw,
+    })
+}
+
+/// What a run reports as `model-name` before validation finished.
+pub fn best_effort_model_name(inputs: &Inputs) -> String {
+    if let Some(n) = inputs.trimmed("model-name") {
+        return n.to_string();
+    }
+    inputs
+        .trimmed("truss-directory")
+        .and_then(|d| std::fs::read(Path::new(d).join("config.yaml")).ok())
+        .and_then(|raw| serde_yaml::from_slice::<serde_yaml::Value>(&raw).ok())
+        .and_then(|v| v.get("model_name").and_then(|n| n.as_str().map(str::to_string)))
+        .unwrap_or_default()
+}
+
+impl Config {
+    /// Validates every input. `env` reads CI variables for the default
+    /// deployment name; `git` is consulted only when no CI variable names
+    /// the commit.
+    pub fn from_inputs(inputs: &Inputs, env: Env<'_>) -> Result<Config, String> {
+        let dir = inputs.trimmed("truss-directory").ok_or(
+            "truss-directory is required: set it to your model directory (with config.yaml) or your chain's .py file",
+        )?;
+        let api_key = inputs.trimmed("baseten-api-key").ok_or(
+            "baseten-api-key is required: pass your Baseten API key from a secret, e.g. baseten-api-key: ${{ secrets.BASETEN_API_KEY }}",
+        )?;
+        if api_key.chars().any(char::is_whitespace) {
+            return Err("baseten-api-key contains whitespace inside it: check the secret's value".into());
+        }
+        let target = if dir.ends_with(".py") {
+            let file = PathBuf::from(dir);
+            if !file.is_file() {
+                return Err(format!(
+                    "truss-directory {dir} ends in .py, so it names a chain file, but there is no such file"
+                ));
+            }
+            Target::Chain { file }
+        } else {
+            load_model(Path::new(dir))?
+        };
+
+        let bool_input = |name: &str, default: bool| -> Result<bool, String> {
+            inputs.trimmed(name).map_or(Ok(default), |v| parse_bool(name, v))
+        };
+        let environment = inputs.trimmed("environment").map(str::to_string);
+        let include_git_info = bool_input("include-git-info", true)?;
+        let regional_environment = bool_input("regional-environment", false)?;
+        let stream_logs = bool_input("stream-logs", true)?;
+        let dry_run = bool_input("dry-run", false)?;
+        let cleanup = match inputs.trimmed("cleanup") {
+            Some(v) => Cleanup {
+                enabled: parse_bool("cleanup", v)?,
+                explicit: true,
+            },
+            None => Cleanup {
+                enabled: environment.is_none(),
+                explicit: false,
+            },
+        };
+        if regional_environment && environment.is_none() {
+            return Err(
+                "regional-environment is true but no environment was given: the regional host serves an environment; set environment (e.g. production) or drop regional-environment".into(),
+            );
+        }
+
+        let model_name = match (inputs.trimmed("model-name"), &target) {
+            (Some(n), _) => n.to_string(),
+            (None, Target::Model { config, .. }) => config
+                .get("model_name")
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .ok_or(
+                    "no model name: config.yaml has no model_name and model-name is not set; add model_name to config.yaml or set model-name",
+                )?,
+            // A chain's name comes from its code; resolved during codegen.
+            (None, Target::Chain { .. }) => String::new(),
+        };
+
+        let labels = match inputs.trimmed("labels") {
+            None => None,
+            Some(raw) => match serde_json::from_str::<Value>(raw) {
+                Ok(Value::Object(m)) => Some(m),
+                Ok(other) => {
+                    return Err(format!(
+                        "labels must be a JSON object, got {}: set labels to '{{\"team\":\"ml\"}}'",
+                        json_kind(&other)
+                    ));
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "labels is not valid JSON ({e}): set labels to a JSON object like '{{\"team\":\"ml\"}}'"
+                    ));
+                }
+            },
+        };
+
+        let predict_payload = match inputs.trimmed("predict-payload") {
+            Some(raw) => {
+                let v: Value = serde_json::from_str(raw).map_err(|e| {
+                    format!("predict-payload is not valid JSON ({e}): set it to a JSON object like '{{\"prompt\":\"hi\"}}'")
+                })?;
+                if matches!(target, Target::Model { .. }) && !v.is_object() {
+                    return Err(format!(
+                        "predict-payload must be a JSON object for a model, got {}: wrap it, e.g. '{{\"input\": ...}}'",
+                        json_kind(&v)
+                    ));
+                }
+                Some(v)
+            }
+            None => match &target {
+                Target::Model { config, .. } => config
+                    .pointer("/model_metadata/example_model_input")
+                    .cloned(),
+                Target::Chain { .. } => None,
+            },
+        }
+        // An empty payload means "no predict", as in the anchor action.
+        .filter(|v| !is_falsy(v));
+
+        let deploy_timeout_minutes = match inputs.trimmed("deploy-timeout-minutes") {
+            None => DEFAULT_DEPLOY_TIMEOUT_MINUTES,
+            Some(v) => {
+                let n: u32 = v.parse().map_err(|_| {
+                    format!("deploy-timeout-minutes must be a whole number of minutes between 10 and 1440, got {v:?}")
+                })?;
+                if !DEPLOY_TIMEOUT_MINUTES_RANGE.contains(&n) {
+                    return Err(format!(
+                        "deploy-timeout-minutes must be between 10 and 1440 (the platform rejects other values), got {n}"
+                    ));
+                }
+                n
+            }
+        };
+        let wait_timeout = match inputs.trimmed("wait-timeout-seconds") {
+            Some(v) => positive_secs("wait-timeout-seconds", v)?,
+            None => Duration::from_secs(u64::from(deploy_timeout_minutes) * 60),
+        };
+        let predict_timeout = match inputs.trimmed("predict-timeout") {
+            None => Duration::from_secs(DEFAULT_PREDICT_TIMEOUT_SECS),
+            Some(v) => match v.parse::<u64>() {
+                Ok(n) if n > 0 => Duration::from_secs(n),
+                _ => {
+                    return Err(format!(
+                        "predict-timeout must be a positive whole number of seconds, got {v:?}"
+                    ));
+                }
+            },
+        };
+        let poll_interval = match inputs.trimmed("poll-interval-seconds") {
+            Some(v) => positive_secs("poll-interval-seconds", v)?,
+            None => Duration::from_secs_f64(DEFAULT_POLL_INTERVAL_SECS),
+        };
+
+        let ci_revision = git::ci_revision(env);
+        let deployment_name = match inputs.trimmed("deployment-name") {
+            Some(n) => {
+                if !is_valid_deployment_name(n) {
+                    return Err(format!(
+                        "deployment-name {n:?} may contain only letters, digits, '_', '.' and '-': pick a name like pr-42_abc1234"
+                    ));
+                }
+                n.to_string()
+            }
+            None => {
+                let rev = ci_revision.clone().or_else(|| {
+                    let dir = match &target {
+                        Target::Model { dir, .. } => dir.clone(),
+                        Target::Chain { file } => file.parent().map(Path::to_path_buf).unwrap_or_default(),
+                    };
+                    let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+                    git::run_git(&dir, &["rev-parse", "HEAD"]).map(|sha| git::Revision {
+                        change: None,
+                        sha: Some(sha),
+                    })
+                });
+                rev.as_ref().and_then(git::default_deployment_name).ok_or(
+                    "no deployment name: not in a recognised CI and no git commit found; set deployment-name (letters, digits, '_', '.', '-')",
+                )?
+            }
+        };
+
+        let app = key_url("app-url", inputs.trimmed("app-url").unwrap_or(DEFAULT_APP_URL))?;
+        let api = key_url("api-url", inputs.trimmed("api-url").unwrap_or(DEFAULT_API_URL))?;
+        let inference = inputs
+            .trimmed("inference-url")
+            .unwrap_or(DEFAULT_INFERENCE_URL)
+            .to_string();
+        if !inference.contains("{id}") {
+            return Err(format!(
+                "inference-url must contain {{id}} (and usually {{prefix}}), got {inference:?}"
+            ));
+        }
+        key_url(
+            "inference-url",
+            &inference.replace("{prefix}", "model").replace("{id}", "x"),
+        )?;
+        let s3 = match inputs.trimmed("s3-endpoint") {
+            None => None,
+            Some(v) => Some(Url::parse(v).map_err(|e| {
+                format!("s3-endpoint must be a URL like https://s3.us-west-2.amazonaws.com, got {v:?}: {e}")
+            })?),
+        };
+
+        Ok(Config {
+            target,
+            api_key: Secret::new(api_key),
+            model_name,
+            environment,
+            include_git_info,
+            labels,
+            deployment_name,
+            cleanup,
+            predict_payload,
+            deploy_timeout_minutes,
+            wait_timeout,
+            predict_timeout,
+            regional_environment,
+            team: inputs.trimmed("team").map(str::to_string),
+            endpoints: Endpoints {
+                app,
+                api,
+                inference,
+                s3,
+            },
+            poll_interval,
+            stream_logs,
+            dry_run,
+            ci_revision,
+        })
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The anchor action skips predict for a falsy payload (`null`, `{}`, `[]`,
+/// `""`, `0`, `false`).
+fn is_falsy(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model_dir(config: &str) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("config.yaml"), config).unwrap();
+        d
+    }
+
+    fn build(pairs: &[(&'static str, &str)]) -> Result<Config, String> {
+        Config::from_inputs(&Inputs::from_pairs(pairs), &|_| None)
+    }
+
+    #[test]
+    fn a_good_config_with_defaults() {
+        let d = model_dir("model_name: hello\nmodel_metadata:\n  example_model_input: {\"x\": 1}\n");
+        let dir = d.path().to_str().unwrap();
+        let c = build(&[
+            ("truss-directory", dir),
+            ("baseten-api-key", " key \n"),
+            ("deployment-name", "v1"),
+        ])
+        .unwrap();
+        assert_eq!(c.model_name, "hello");
+        assert_eq!(c.api_key.expose(), "key");
+        assert_eq!(c.cleanup, Cleanup { enabled: true, explicit: false });
+        assert_eq!(c.deploy_timeout_minutes, 45);
+        assert_eq!(c.wait_timeout, Duration::from_secs(45 * 60));
+        assert_eq!(c.predict_payload, Some(serde_json::json!({"x": 1})));
+        assert_eq!(c.endpoints.graphql().as_str(), "https://app.baseten.co/graphql/");
+        assert_eq!(
+            c.endpoints.inference_base("model", "abc"),
+            "https://model-abc.api.baseten.co"
+        );
+    }
+
+    #[test]
+    fn cleanup_defaults_off_with_an_environment() {
+        let d = model_dir("model_name: hello\n");
+        let dir = d.path().to_str().unwrap();
+        let base = [("truss-directory", dir), ("baseten-api-key", "k"), ("deployment-name", "v1")];
+        let with_env: Vec<_> = base.iter().copied().chain([("environment", "production")]).collect();
+        assert_eq!(build(&with_env).unwrap().cleanup, Cleanup { enabled: false, explicit: false });
+        let forced: Vec<_> = with_env.iter().copied().chain([("cleanup", "TRUE")]).collect();
+        assert_eq!(build(&forced).unwrap().cleanup, Cleanup { enabled: true, explicit: true });
+    }
+
+    #[test]
+    fn urls_join_without_double_slashes_and_keys_stay_on_https() {
+        let d = model_dir("model_name: hello\n");
+        let dir = d.path().to_str().unwrap();
+        let c = build(&[
+            ("truss-directory", dir),
+            ("baseten-api-key", "k"),
+            ("deployment-name", "v1"),
+            ("app-url", "http://127.0.0.1:8080/"),
+            ("api-url", "http://localhost:9/"),
+        ])
+        .unwrap();
+        assert_eq!(c.endpoints.graphql().as_str(), "http://127.0.0.1:8080/graphql/");
+        assert_eq!(c.endpoints.rest("v1/models/m").as_str(), "http://localhost:9/v1/models/m");
+        let err = build(&[
+            ("truss-directory", dir),
+            ("baseten-api-key", "k"),
+            ("deployment-name", "v1"),
+            ("api-url", "http://api.example.com"),
+        ])
+        .unwrap_err();
+        assert!(err.contains("only sent over HTTPS"), "{err}");
+    }
+
+    #[test]
+    fn deployment_name_rule_is_a_full_match() {
+        for ok in ["v1", "PR-42_abc1234", "a.b-c_d"] {
+            assert!(is_valid_deployment_name(ok), "{ok}");
+        }
+        for bad in ["", "v1\n", "a b", "a\"b", "x/y", "é"] {
+            assert!(!is_valid_deployment_name(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn falsy_payloads_skip_predict() {
+        let d = model_dir("model_name: hello\nmodel_metadata:\n  example_model_input: {}\n");
+        let dir = d.path().to_str().unwrap();
+        let c = build(&[("truss-directory", dir), ("baseten-api-key", "k"), ("deployment-name", "v1")]).unwrap();
+        assert_eq!(c.predict_payload, None);
+    }
+}

@@ -1,0 +1,55 @@
+//! Every environment variable truss-push reads, declared once.
+//!
+//! Inputs (see `crate::cli::INPUTS`) are read under three names each — the
+//! GitHub Docker-action form `INPUT_NAME-WITH-HYPHENS`, `INPUT_NAME_WITH_UNDERSCORES`
+//! and the anchor action's plain name — which are derived from the input's
+//! name, not listed here. Everything else the binary reads is below.
+
+/// `true` when running inside GitHub Actions: enables workflow commands.
+pub const GITHUB_ACTIONS: &str = "GITHUB_ACTIONS";
+/// File the step's outputs are appended to (heredoc form).
+pub const GITHUB_OUTPUT: &str = "GITHUB_OUTPUT";
+/// File the step's Markdown summary is appended to.
+pub const GITHUB_STEP_SUMMARY: &str = "GITHUB_STEP_SUMMARY";
+/// The commit; on `pull_request` a synthetic merge commit.
+pub const GITHUB_SHA: &str = "GITHUB_SHA";
+/// The full ref: `refs/pull/<n>/merge` on pull requests.
+pub const GITHUB_REF: &str = "GITHUB_REF";
+/// The webhook payload (holds `.pull_request.head.sha`).
+pub const GITHUB_EVENT_PATH: &str = "GITHUB_EVENT_PATH";
+/// `push`, `pull_request`, …
+pub const GITHUB_EVENT_NAME: &str = "GITHUB_EVENT_NAME";
+/// `https://github.com` (for the run link in the summary).
+pub const GITHUB_SERVER_URL: &str = "GITHUB_SERVER_URL";
+/// `owner/repo`.
+pub const GITHUB_REPOSITORY: &str = "GITHUB_REPOSITORY";
+/// The workflow run id.
+pub const GITHUB_RUN_ID: &str = "GITHUB_RUN_ID";
+
+/// `true` inside GitLab CI.
+pub const GITLAB_CI: &str = "GITLAB_CI";
+/// The commit GitLab builds.
+pub const CI_COMMIT_SHA: &str = "CI_COMMIT_SHA";
+/// The tag of a tag pipeline.
+pub const CI_COMMIT_TAG: &str = "CI_COMMIT_TAG";
+/// The merge request's project-level number (MR pipelines only).
+pub const CI_MERGE_REQUEST_IID: &str = "CI_MERGE_REQUEST_IID";
+/// The MR head commit in merged-results pipelines (empty otherwise).
+pub const CI_MERGE_REQUEST_SOURCE_BRANCH_SHA: &str = "CI_MERGE_REQUEST_SOURCE_BRANCH_SHA";
+
+/// `true` inside Buildkite.
+pub const BUILDKITE: &str = "BUILDKITE";
+/// The commit Buildkite builds.
+pub const BUILDKITE_COMMIT: &str = "BUILDKITE_COMMIT";
+/// The pull request number, or the string `false`.
+pub const BUILDKITE_PULL_REQUEST: &str = "BUILDKITE_PULL_REQUEST";
+/// The tag of a tag build.
+pub const BUILDKITE_TAG: &str = "BUILDKITE_TAG";
+
+/// Extra trusted CA bundle (PEM), added to the bundled public roots.
+pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
+/// Directory of extra trusted CA certificates (PEM files).
+pub const SSL_CERT_DIR: &str = "SSL_CERT_DIR";
+
+/// Log filter for debug output on stderr (`truss_push=debug`).
+pub const TRUSS_PUSH_LOG: &str = "TRUSS_PUSH_LOG";

@@ -1,0 +1,207 @@
+//! Where the code being deployed came from: the default deployment name and
+//! the git info attached to the deployment, from CI variables or `git`.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde::Serialize;
+
+use crate::env_vars as ev;
+
+/// Git facts the platform records with a deployment (`GitInfo`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GitInfo {
+    pub latest_commit_sha: String,
+    pub latest_tag: Option<String>,
+    pub commits_since_tag: Option<u64>,
+    pub has_uncommitted_changes: bool,
+}
+
+/// Runs `git` in `dir` and returns trimmed stdout on success; `None` when git
+/// is missing, the directory is not a repository, or the command failed —
+/// git info is a nicety and must never abort a deploy (hazard H12).
+pub fn run_git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    Some(s)
+}
+
+/// The pull/merge request a CI run builds, and the head commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Revision {
+    /// `PR-<n>` / `MR-<n>` when the run builds a change request.
+    pub change: Option<String>,
+    /// The commit being deployed (the PR head, not a synthetic merge).
+    pub sha: Option<String>,
+}
+
+fn non_empty(v: Option<String>) -> Option<String> {
+    v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// Reads the head sha of a GitHub pull request from the event payload.
+fn github_pr_head_sha(event_path: &str) -> Option<String> {
+    let text = std::fs::read_to_string(event_path).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.pointer("/pull_request/head/sha")?
+        .as_str()
+        .map(str::to_string)
+        .filter(|s| !s.is_empty())
+}
+
+/// The revision according to the CI system's variables (GitHub, GitLab,
+/// Buildkite), or `None` outside a recognised CI.
+pub fn ci_revision(env: &dyn Fn(&str) -> Option<String>) -> Option<Revision> {
+    let get = |k: &str| non_empty(env(k));
+    if let Some(sha) = get(ev::GITHUB_SHA) {
+        let pr = get(ev::GITHUB_REF).and_then(|r| {
+            let rest = r.strip_prefix("refs/pull/")?;
+            Some(rest.split('/').next()?.to_string())
+        });
+        return Some(match pr {
+            Some(n) => {
+                // GITHUB_SHA is the test-merge commit on pull_request; the
+                // payload names the commit the author pushed.
+                let head = get(ev::GITHUB_EVENT_PATH)
+                    .and_then(|p| github_pr_head_sha(&p))
+                    .unwrap_or(sha);
+                Revision {
+                    change: Some(format!("PR-{n}")),
+                    sha: Some(head),
+                }
+            }
+            None => Revision {
+                change: None,
+                sha: Some(sha),
+            },
+        });
+    }
+    if get(ev::GITLAB_CI).is_some() {
+        let mr = get(ev::CI_MERGE_REQUEST_IID);
+        let sha = get(ev::CI_MERGE_REQUEST_SOURCE_BRANCH_SHA).or_else(|| get(ev::CI_COMMIT_SHA));
+        return Some(Revision {
+            change: mr.map(|n| format!("MR-{n}")),
+            sha,
+        });
+    }
+    if get(ev::BUILDKITE).is_some() {
+        let pr = get(ev::BUILDKITE_PULL_REQUEST).filter(|p| p != "false");
+        return Some(Revision {
+            change: pr.map(|n| format!("PR-{n}")),
+            sha: get(ev::BUILDKITE_COMMIT),
+        });
+    }
+    None
+}
+
+/// The default deployment name: `<change>_<sha7>` for change requests, else
+/// `<sha7>`. `None` when no commit is known.
+pub fn default_deployment_name(rev: &Revision) -> Option<String> {
+    let sha = rev.sha.as_deref()?;
+    let short: String = sha.chars().take(7).collect();
+    if short.is_empty() {
+        return None;
+    }
+    Some(match &rev.change {
+        Some(c) => format!("{c}_{short}"),
+        None => short,
+    })
+}
+
+/// Collects git info for `dir`: commit from CI variables when present (a
+/// shallow CI checkout may have no tags, but it always knows its commit),
+/// the rest from `git` when available.
+pub fn collect_git_info(dir: &Path, ci: Option<&Revision>) -> Option<GitInfo> {
+    let from_git = run_git(dir, &["rev-parse", "HEAD"]).filter(|s| !s.is_empty());
+    let sha = ci.and_then(|r| r.sha.clone()).or(from_git.clone())?;
+    let (latest_tag, commits_since_tag, dirty) = if from_git.is_some() {
+        let tag = run_git(dir, &["describe", "--tags", "--abbrev=0"]).filter(|s| !s.is_empty());
+        let since = tag.as_ref().and_then(|t| {
+            run_git(dir, &["rev-list", &format!("{t}..HEAD"), "--count"])?
+                .parse()
+                .ok()
+        });
+        let dirty = run_git(dir, &["status", "--porcelain"]).is_some_and(|s| !s.is_empty());
+        (tag, since, dirty)
+    } else {
+        (None, None, false)
+    };
+    Some(GitInfo {
+        latest_commit_sha: sha,
+        latest_tag,
+        commits_since_tag,
+        has_uncommitted_changes: dirty,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn default_names_by_ci_system() {
+        let dir = tempfile::tempdir().unwrap();
+        let event = dir.path().join("event.json");
+        std::fs::write(&event, r#"{"pull_request":{"head":{"sha":"feedbeef0123456"}}}"#).unwrap();
+        let event = event.to_str().unwrap();
+        let cases: Vec<(Vec<(&str, &str)>, Option<&str>)> = vec![
+            (vec![("GITHUB_SHA", "abc1234def"), ("GITHUB_REF", "refs/heads/main")], Some("abc1234")),
+            (
+                vec![("GITHUB_SHA", "abc1234def"), ("GITHUB_REF", "refs/pull/42/merge"), ("GITHUB_EVENT_PATH", event)],
+                Some("PR-42_feedbee"),
+            ),
+            // No payload: fall back to GITHUB_SHA rather than fail.
+            (vec![("GITHUB_SHA", "abc1234def"), ("GITHUB_REF", "refs/pull/7/merge")], Some("PR-7_abc1234")),
+            (vec![("GITLAB_CI", "true"), ("CI_COMMIT_SHA", "0123456789")], Some("0123456")),
+            (
+                vec![("GITLAB_CI", "true"), ("CI_COMMIT_SHA", "0123456789"), ("CI_MERGE_REQUEST_IID", "9")],
+                Some("MR-9_0123456"),
+            ),
+            (
+                vec![("BUILDKITE", "true"), ("BUILDKITE_COMMIT", "fedcba98765"), ("BUILDKITE_PULL_REQUEST", "false")],
+                Some("fedcba9"),
+            ),
+            (
+                vec![("BUILDKITE", "true"), ("BUILDKITE_COMMIT", "fedcba98765"), ("BUILDKITE_PULL_REQUEST", "15")],
+                Some("PR-15_fedcba9"),
+            ),
+            (vec![], None),
+        ];
+        for (env, want) in cases {
+            let rev = ci_revision(&lookup(&env));
+            let got = rev.as_ref().and_then(default_deployment_name);
+            assert_eq!(got.as_deref(), want, "{env:?}");
+        }
+    }
+
+    #[test]
+    fn git_info_without_a_repository_is_none_not_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(collect_git_info(dir.path(), None), None);
+        let rev = Revision {
+            change: None,
+            sha: Some("abc".into()),
+        };
+        let info = collect_git_info(dir.path(), Some(&rev)).unwrap();
+        assert_eq!(info.latest_commit_sha, "abc");
+        assert_eq!(info.latest_tag, None);
+    }
+}

@@ -1,0 +1,112 @@
+//! How a run ends: the status word users branch on, and the exit code.
+
+use std::fmt;
+
+/// The `status` output. The five words are the anchor action's and must not
+/// change meaning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Success,
+    DeployFailed,
+    DeployTimeout,
+    PredictFailed,
+    CleanupFailed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Success => "success",
+            Status::DeployFailed => "deploy_failed",
+            Status::DeployTimeout => "deploy_timeout",
+            Status::PredictFailed => "predict_failed",
+            Status::CleanupFailed => "cleanup_failed",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a run did not succeed. A caller branches on the kind (status word and
+/// exit code); the message chain is for people.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// An input was wrong; nothing was uploaded or created.
+    #[error("{0}")]
+    InvalidInput(String),
+    /// The platform said the deploy failed, or a step before it did.
+    #[error("{0:#}")]
+    Deploy(anyhow::Error),
+    /// The deadline passed while the deploy was still in progress.
+    #[error("{0}")]
+    Timeout(String),
+    /// The smoke-test predict failed.
+    #[error("{0:#}")]
+    Predict(anyhow::Error),
+    /// Deactivating the deployment failed after everything else succeeded.
+    #[error("{0:#}")]
+    Cleanup(anyhow::Error),
+    /// SIGINT/SIGTERM stopped the run.
+    #[error("cancelled by {0}")]
+    Cancelled(&'static str),
+}
+
+impl Failure {
+    pub fn status(&self) -> Status {
+        match self {
+            Failure::InvalidInput(_) | Failure::Deploy(_) | Failure::Cancelled(_) => {
+                Status::DeployFailed
+            }
+            Failure::Timeout(_) => Status::DeployTimeout,
+            Failure::Predict(_) => Status::PredictFailed,
+            Failure::Cleanup(_) => Status::CleanupFailed,
+        }
+    }
+
+    /// Distinct exit codes so shell users can branch without parsing
+    /// outputs. Documented in the README.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Failure::Deploy(_) => EXIT_DEPLOY_FAILED,
+            Failure::InvalidInput(_) => EXIT_INVALID_INPUT,
+            Failure::Timeout(_) => EXIT_DEPLOY_TIMEOUT,
+            Failure::Predict(_) => EXIT_PREDICT_FAILED,
+            Failure::Cleanup(_) => EXIT_CLEANUP_FAILED,
+            Failure::Cancelled(_) => EXIT_CANCELLED,
+        }
+    }
+}
+
+pub const EXIT_SUCCESS: u8 = 0;
+pub const EXIT_DEPLOY_FAILED: u8 = 1;
+pub const EXIT_INVALID_INPUT: u8 = 2;
+pub const EXIT_DEPLOY_TIMEOUT: u8 = 3;
+pub const EXIT_PREDICT_FAILED: u8 = 4;
+pub const EXIT_CLEANUP_FAILED: u8 = 5;
+pub const EXIT_CANCELLED: u8 = 130;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_and_exit_codes() {
+        let cases = [
+            (Failure::InvalidInput("x".into()), "deploy_failed", 2),
+            (Failure::Deploy(anyhow::anyhow!("x")), "deploy_failed", 1),
+            (Failure::Timeout("x".into()), "deploy_timeout", 3),
+            (Failure::Predict(anyhow::anyhow!("x")), "predict_failed", 4),
+            (Failure::Cleanup(anyhow::anyhow!("x")), "cleanup_failed", 5),
+            (Failure::Cancelled("SIGINT"), "deploy_failed", 130),
+        ];
+        for (f, status, code) in cases {
+            assert_eq!(f.status().as_str(), status);
+            assert_eq!(f.exit_code(), code);
+        }
+        assert_eq!(Status::Success.as_str(), "success");
+    }
+}

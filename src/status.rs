@@ -1,0 +1,279 @@
+//! Readiness: which platform statuses mean ready, failed, or still going.
+//!
+//! The polarity is the point (seed 000): only an explicit FAILED status fails
+//! a deploy. Every other status — including ones the platform adds tomorrow —
+//! is "in progress" and only the deadline can end the wait.
+
+/// How one observed status is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Readiness {
+    Ready,
+    Failed,
+    InProgress,
+}
+
+impl Readiness {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Readiness::Ready => "ready",
+            Readiness::Failed => "failed",
+            Readiness::InProgress => "in progress",
+        }
+    }
+}
+
+/// The 14 public REST v1 deployment statuses (`DeploymentStatusV1`).
+pub const PUBLIC_STATUSES: [&str; 14] = [
+    "BUILDING",
+    "DEPLOYING",
+    "DEPLOY_FAILED",
+    "LOADING_MODEL",
+    "ACTIVE",
+    "UNHEALTHY",
+    "BUILD_FAILED",
+    "BUILD_STOPPED",
+    "DEACTIVATING",
+    "INACTIVE",
+    "FAILED",
+    "UPDATING",
+    "SCALED_TO_ZERO",
+    "WAKING_UP",
+];
+
+/// Raw internal statuses that GraphQL `current_model_deployment_status`
+/// returns for chainlets (reference 4.3, left column).
+pub const RAW_STATUSES: [&str; 15] = [
+    "BUILDING_MODEL",
+    "DEPLOYING_MODEL",
+    "MODEL_DEPLOY_FAILED",
+    "MODEL_LOADING",
+    "MODEL_READY",
+    "MODEL_UNHEALTHY",
+    "BUILDING_MODEL_FAILED",
+    "BUILDING_MODEL_STOPPED",
+    "DEACTIVATING_MODEL",
+    "DEACTIVATED_MODEL",
+    "MODEL_DNE_ERROR",
+    "UPDATING",
+    "MIGRATING_WORKLOAD_PLANES",
+    "SCALED_TO_ZERO",
+    "SCALING_FROM_ZERO",
+];
+
+/// Models (public REST statuses): a deployment resting at zero replicas is
+/// healthy and promotable, so it is ready.
+pub const MODEL_READY_STATUSES: &[&str] = &["ACTIVE", "SCALED_TO_ZERO"];
+
+/// Models: terminal failures. DEACTIVATING is deliberately absent: it
+/// converges to INACTIVE, which is here.
+pub const MODEL_FAILED_STATUSES: &[&str] = &[
+    "BUILD_FAILED",
+    "BUILD_STOPPED",
+    "DEPLOY_FAILED",
+    "FAILED",
+    "INACTIVE",
+    "UNHEALTHY",
+];
+
+/// Models: statuses known to be on the way (for documentation and tests;
+/// classification does not need them, unknown statuses are in progress too).
+pub const MODEL_IN_PROGRESS_STATUSES: &[&str] = &[
+    "BUILDING",
+    "DEPLOYING",
+    "LOADING_MODEL",
+    "UPDATING",
+    "WAKING_UP",
+    "DEACTIVATING",
+];
+
+/// Chains (raw GraphQL chainlet statuses, read untranslated): `MODEL_READY`
+/// is the raw spelling of ACTIVE.
+pub const CHAIN_READY_STATUSES: &[&str] = &["ACTIVE", "SCALED_TO_ZERO", "MODEL_READY"];
+
+/// Chains: the public failure names and their raw internal equivalents.
+pub const CHAIN_FAILED_STATUSES: &[&str] = &[
+    "BUILD_FAILED",
+    "BUILD_STOPPED",
+    "DEPLOY_FAILED",
+    "FAILED",
+    "INACTIVE",
+    "UNHEALTHY",
+    "BUILDING_MODEL_FAILED",
+    "BUILDING_MODEL_STOPPED",
+    "MODEL_DEPLOY_FAILED",
+    "MODEL_DNE_ERROR",
+    "DEACTIVATED_MODEL",
+    "MODEL_UNHEALTHY",
+];
+
+/// Chains: statuses known to be on the way, public and raw.
+pub const CHAIN_IN_PROGRESS_STATUSES: &[&str] = &[
+    "BUILDING",
+    "DEPLOYING",
+    "LOADING_MODEL",
+    "UPDATING",
+    "WAKING_UP",
+    "DEACTIVATING",
+    "BUILDING_MODEL",
+    "DEPLOYING_MODEL",
+    "MODEL_LOADING",
+    "MIGRATING_WORKLOAD_PLANES",
+    "SCALING_FROM_ZERO",
+    "DEACTIVATING_MODEL",
+];
+
+fn classify(status: &str, ready: &[&str], failed: &[&str]) -> Readiness {
+    let status = status.trim();
+    if ready.iter().any(|s| s.eq_ignore_ascii_case(status)) {
+        Readiness::Ready
+    } else if failed.iter().any(|s| s.eq_ignore_ascii_case(status)) {
+        Readiness::Failed
+    } else {
+        Readiness::InProgress
+    }
+}
+
+/// Reads a model deployment's public status.
+pub fn classify_model(status: &str) -> Readiness {
+    classify(status, MODEL_READY_STATUSES, MODEL_FAILED_STATUSES)
+}
+
+/// Reads one chainlet's raw status.
+pub fn classify_chainlet(status: &str) -> Readiness {
+    classify(status, CHAIN_READY_STATUSES, CHAIN_FAILED_STATUSES)
+}
+
+/// True when a status is one this build knows; unknown ones are polled and
+/// reported once.
+pub fn is_known_model_status(status: &str) -> bool {
+    PUBLIC_STATUSES.iter().any(|s| s.eq_ignore_ascii_case(status.trim()))
+}
+
+/// True for any public or raw status name this build knows.
+pub fn is_known_chainlet_status(status: &str) -> bool {
+    let s = status.trim();
+    PUBLIC_STATUSES
+        .iter()
+        .chain(RAW_STATUSES.iter())
+        .any(|k| k.eq_ignore_ascii_case(s))
+}
+
+/// Where a set of chainlets stands: failed as soon as one failed, ready when
+/// every one is ready, and never ready when the list is empty (hazard H5).
+pub fn chain_readiness<'a>(statuses: impl IntoIterator<Item = &'a str>) -> Readiness {
+    let mut any = false;
+    let mut all_ready = true;
+    for s in statuses {
+        any = true;
+        match classify_chainlet(s) {
+            Readiness::Failed => return Readiness::Failed,
+            Readiness::InProgress => all_ready = false,
+            Readiness::Ready => {}
+        }
+    }
+    if any && all_ready {
+        Readiness::Ready
+    } else {
+        Readiness::InProgress
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn set(xs: &[&'static str]) -> BTreeSet<&'static str> {
+        xs.iter().copied().collect()
+    }
+
+    #[test]
+    fn model_sets_partition_all_fourteen_public_statuses() {
+        let ready = set(MODEL_READY_STATUSES);
+        let failed = set(MODEL_FAILED_STATUSES);
+        let going = set(MODEL_IN_PROGRESS_STATUSES);
+        assert!(ready.is_disjoint(&failed));
+        assert!(ready.is_disjoint(&going));
+        assert!(failed.is_disjoint(&going));
+        let union: BTreeSet<_> = ready.union(&failed).chain(going.iter()).copied().collect();
+        assert_eq!(union, set(&PUBLIC_STATUSES));
+        for s in PUBLIC_STATUSES {
+            let want = if ready.contains(s) {
+                Readiness::Ready
+            } else if failed.contains(s) {
+                Readiness::Failed
+            } else {
+                Readiness::InProgress
+            };
+            assert_eq!(classify_model(s), want, "{s}");
+        }
+    }
+
+    #[test]
+    fn chain_sets_partition_every_public_and_raw_status() {
+        let ready = set(CHAIN_READY_STATUSES);
+        let failed = set(CHAIN_FAILED_STATUSES);
+        let going = set(CHAIN_IN_PROGRESS_STATUSES);
+        assert!(ready.is_disjoint(&failed));
+        assert!(ready.is_disjoint(&going));
+        assert!(failed.is_disjoint(&going));
+        let all: BTreeSet<_> = PUBLIC_STATUSES
+            .iter()
+            .chain(RAW_STATUSES.iter())
+            .copied()
+            .collect();
+        let union: BTreeSet<_> = ready.union(&failed).chain(going.iter()).copied().collect();
+        assert_eq!(union, all);
+    }
+
+    #[test]
+    fn the_seed_history_reads_ready_at_scaled_to_zero() {
+        // Seed 000: BUILDING, DEPLOYING, SCALED_TO_ZERO (the old client died
+        // here), WAKING_UP, ACTIVE.
+        let got: Vec<_> = ["BUILDING", "DEPLOYING", "SCALED_TO_ZERO", "WAKING_UP", "ACTIVE"]
+            .iter()
+            .map(|s| classify_model(s))
+            .collect();
+        use Readiness::*;
+        assert_eq!(got, [InProgress, InProgress, Ready, InProgress, Ready]);
+    }
+
+    #[test]
+    fn unknown_statuses_are_in_progress_never_failed() {
+        for s in ["RESHARDING", "", "MODEL_READY", "PENDING"] {
+            assert_eq!(classify_model(s), Readiness::InProgress, "{s}");
+            assert!(!is_known_model_status(s) || s.is_empty());
+        }
+        assert_eq!(classify_chainlet("SOMETHING_NEW"), Readiness::InProgress);
+        assert_eq!(classify_model(" active "), Readiness::Ready);
+    }
+
+    #[test]
+    fn raw_chainlet_failures_fail_the_chain() {
+        for s in [
+            "MODEL_DEPLOY_FAILED",
+            "BUILDING_MODEL_FAILED",
+            "BUILDING_MODEL_STOPPED",
+            "MODEL_DNE_ERROR",
+        ] {
+            assert_eq!(chain_readiness(["MODEL_READY", s, "BUILDING_MODEL"]), Readiness::Failed);
+        }
+    }
+
+    #[test]
+    fn chain_readiness_rules() {
+        use Readiness::*;
+        let cases: &[(&[&str], Readiness)] = &[
+            (&[], InProgress),
+            (&["MODEL_READY"], Ready),
+            (&["MODEL_READY", "SCALED_TO_ZERO"], Ready),
+            (&["MODEL_READY", "BUILDING_MODEL"], InProgress),
+            (&["MODEL_READY", "SCALING_FROM_ZERO"], InProgress),
+            (&["MODEL_READY", "BRAND_NEW_STATUS"], InProgress),
+            (&["BUILDING_MODEL", "MODEL_DEPLOY_FAILED"], Failed),
+        ];
+        for (statuses, want) in cases {
+            assert_eq!(chain_readiness(statuses.iter().copied()), *want, "{statuses:?}");
+        }
+    }
+}
