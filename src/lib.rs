@@ -2,13 +2,19 @@
 //! the truth about it.
 
 pub mod archive;
+pub mod baseten;
 pub mod ci;
+pub mod cli;
+pub mod config;
+pub mod deploy;
 pub mod env_vars;
+pub mod git;
+pub mod net;
+pub mod outcome;
 pub mod retry;
+pub mod run;
 pub mod s3;
 pub mod secret;
 pub mod status;
-pub mod cli;
-pub mod config;
-pub mod git;
-pub mod outcome;
+
+pub use run::{Io, run};

@@ -1,1 +1,37 @@
-fn main() {}
+//! The `truss-push` executable: parse, run, exit. Nothing else exits.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use truss_push::cli::Cli;
+
+fn main() -> ExitCode {
+    let (cli, parse_error) = match Cli::try_parse() {
+        Ok(cli) => (cli, None),
+        Err(e) if !e.use_stderr() => {
+            // --help / --version
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => (Cli::default(), Some(e.to_string().trim().to_string())),
+    };
+    if let Ok(filter) = std::env::var(truss_push::env_vars::TRUSS_PUSH_LOG) {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let code = runtime.block_on(truss_push::run(cli, parse_error, truss_push::Io::process()));
+    ExitCode::from(code)
+}

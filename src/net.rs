@@ -1,0 +1,55 @@
+//! The one HTTP client: bundled public roots plus the CAs named by
+//! `SSL_CERT_FILE`/`SSL_CERT_DIR` (TLS-intercepting proxies), proxies from
+//! `HTTPS_PROXY`/`NO_PROXY`, and sane timeouts.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::env_vars as ev;
+
+pub const CONNECT_TIMEOUT_SECS: u64 = 10;
+pub const USER_AGENT: &str = concat!("truss-push/", env!("CARGO_PKG_VERSION"));
+
+fn pem_certs(path: &Path) -> Result<Vec<reqwest::Certificate>> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading CA file {}", path.display()))?;
+    reqwest::Certificate::from_pem_bundle(&bytes)
+        .with_context(|| format!("{} holds no PEM certificates", path.display()))
+}
+
+/// Extra CA certificates from the environment, on top of the bundled roots.
+pub fn extra_roots(env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<reqwest::Certificate>> {
+    let mut certs = Vec::new();
+    if let Some(file) = env(ev::SSL_CERT_FILE).filter(|s| !s.is_empty()) {
+        certs.extend(pem_certs(Path::new(&file)).context("SSL_CERT_FILE")?);
+    }
+    if let Some(dir) = env(ev::SSL_CERT_DIR).filter(|s| !s.is_empty()) {
+        for d in std::env::split_paths(&dir) {
+            let Ok(entries) = std::fs::read_dir(&d) else { continue };
+            let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect();
+            paths.sort();
+            for p in paths {
+                // c_rehash directories hold hash-named links next to other
+                // files; anything that is not PEM is skipped, not fatal.
+                if let Ok(c) = pem_certs(&p) {
+                    certs.extend(c);
+                }
+            }
+        }
+    }
+    Ok(certs)
+}
+
+/// Builds the client used for every host.
+pub fn client(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::Client> {
+    let mut b = reqwest::Client::builder()
+        .use_rustls_tls()
+        .user_agent(USER_AGENT)
+        .connect_timeout(Duration::from_secs(CONNECT_TIMEOUT_SECS))
+        .pool_idle_timeout(Duration::from_secs(30));
+    for cert in extra_roots(env)? {
+        b = b.add_root_certificate(cert);
+    }
+    b.build().context("building the HTTP client")
+}

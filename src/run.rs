@@ -1,0 +1,232 @@
+//! One run from inputs to exit code: validate, deploy (racing the
+//! cancellation signals), clean up, and write the outputs on every path.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::ci::{self, CiEnv, DeployKind, Level, Outputs, OutputsFormat, Reporter, SummaryInput};
+use crate::cli::{Cli, Inputs};
+use crate::config::{self, Config, OutputFormat, OutputSettings, Target};
+use crate::deploy::{self, Ctx, State};
+use crate::outcome::{EXIT_SUCCESS, Failure, Status};
+use crate::{archive, baseten, net};
+
+/// Reads one environment variable.
+pub type EnvLookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Everything a run needs from the outside world, so tests can run it
+/// in-process.
+pub struct Io {
+    pub env: EnvLookup,
+    pub reporter: Reporter,
+}
+
+impl Io {
+    /// The real process environment and stdio.
+    pub fn process() -> Self {
+        let env = |k: &str| std::env::var(k).ok();
+        let kind = CiEnv::from_lookup(env).kind();
+        Self {
+            env: Box::new(env),
+            reporter: Reporter::stdio(kind),
+        }
+    }
+}
+
+/// Waits for SIGINT or SIGTERM and names it.
+async fn cancellation() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        // Without handlers the default action (exit) applies; never resolve.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => "SIGINT",
+        _ = term.recv() => "SIGTERM",
+    }
+}
+
+/// Runs the whole job and returns the process exit code. `parse_error` is a
+/// command-line error already found by clap: it is reported like any bad
+/// input, with outputs written.
+pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
+    let env = io.env;
+    let ci_env = CiEnv::from_lookup(|k| env(k));
+    let rep = Arc::new(Mutex::new(io.reporter));
+    let inputs = cli.gather(&*env);
+    if let Some(k) = inputs.trimmed("baseten-api-key") {
+        rep.lock().unwrap().mask(k);
+    }
+    let (out_settings, out_err) = config::output_settings(&inputs);
+    let started = Instant::now();
+    let state = Mutex::new(State {
+        model_name: config::best_effort_model_name(&inputs),
+        ..State::default()
+    });
+
+    let validated = match (parse_error, out_err) {
+        (Some(e), _) | (None, Some(e)) => Err(e),
+        (None, None) => Config::from_inputs(&inputs, &*env),
+    };
+    let (result, kind, cfg) = match validated {
+        Err(e) => (Err(Failure::InvalidInput(e)), DeployKind::Model, None),
+        Ok(cfg) => {
+            let kind = match cfg.target {
+                Target::Model { .. } => DeployKind::Model,
+                Target::Chain { .. } => DeployKind::Chain,
+            };
+            state.lock().unwrap().model_name = cfg.model_name.clone();
+            let r = execute(&cfg, &rep, &state, started, &*env).await;
+            (r, kind, Some(cfg))
+        }
+    };
+    report(&rep, &ci_env, &out_settings, &state, kind, cfg.as_ref(), &inputs, &result);
+    match &result {
+        Ok(()) => EXIT_SUCCESS,
+        Err(f) => f.exit_code(),
+    }
+}
+
+async fn execute(
+    cfg: &Config,
+    rep: &Arc<Mutex<Reporter>>,
+    state: &Mutex<State>,
+    started: Instant,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), Failure> {
+    if let Target::Chain { .. } = cfg.target {
+        return Err(Failure::InvalidInput(
+            "chains (.py truss-directory) are not supported by this build yet: deploy a model directory".into(),
+        ));
+    }
+    if cfg.dry_run {
+        return dry_run(cfg, rep);
+    }
+    let http = net::client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
+    let api = baseten::Api::new(http.clone(), cfg.endpoints.clone(), cfg.api_key.clone());
+    let ctx = Ctx {
+        cfg,
+        api: &api,
+        http: &http,
+        rep: Arc::clone(rep),
+        state,
+        started,
+    };
+    let (flow, cancelled) = tokio::select! {
+        r = deploy::deploy_model(&ctx) => (r, false),
+        sig = cancellation() => {
+            rep.lock().unwrap().finish();
+            (Err(Failure::Cancelled(sig)), true)
+        }
+    };
+    // Cleanup runs whatever happened, once something was created.
+    let cleaned = if cancelled {
+        deploy::cleanup(&ctx, true).await
+    } else {
+        tokio::select! {
+            r = deploy::cleanup(&ctx, false) => r,
+            sig = cancellation() => Err(Failure::Cancelled(sig)),
+        }
+    };
+    match (flow, cleaned) {
+        (Ok(()), Err(e)) => Err(e),
+        (Err(f), Err(c)) => {
+            state.lock().unwrap().notes.push(format!("cleanup also failed: {c}"));
+            Err(f)
+        }
+        (flow, Ok(())) => flow,
+    }
+}
+
+fn dry_run(cfg: &Config, rep: &Arc<Mutex<Reporter>>) -> Result<(), Failure> {
+    let Target::Model { dir, .. } = &cfg.target else {
+        return Ok(());
+    };
+    let tmp = tempfile::tempdir().map_err(|e| Failure::Deploy(e.into()))?;
+    let a = archive::write(dir, &tmp.path().join("truss.tar")).map_err(Failure::Deploy)?;
+    let mut r = rep.lock().unwrap();
+    r.line(&format!(
+        "Dry run: inputs are valid; {} would be deployed as {:?} ({} files, {}). Nothing was uploaded or created.",
+        cfg.model_name,
+        cfg.deployment_name,
+        a.members.len(),
+        ci::format_bytes(a.size)
+    ));
+    for m in &a.members {
+        r.line(&format!("  {}", m.path));
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    rep: &Arc<Mutex<Reporter>>,
+    ci_env: &CiEnv,
+    out: &OutputSettings,
+    state: &Mutex<State>,
+    kind: DeployKind,
+    cfg: Option<&Config>,
+    _inputs: &Inputs,
+    result: &Result<(), Failure>,
+) {
+    let st = state.lock().unwrap();
+    let status = match result {
+        Ok(()) => Status::Success,
+        Err(f) => f.status(),
+    };
+    let mut outputs = Outputs::new(status.as_str());
+    outputs.deployment_id = st.deployment_id.clone().unwrap_or_default();
+    outputs.model_id = st.model_id.clone().unwrap_or_default();
+    outputs.model_name = st.model_name.clone();
+    outputs.deploy_time_seconds = st.deploy_time.map(|d| d.as_secs_f64());
+    outputs.predict_response = st.predict_response.clone().unwrap_or_default();
+    outputs.last_status = st.last_status.clone().unwrap_or_default();
+    if let (Some(cfg), Some(m), Some(d)) = (cfg, &st.model_id, &st.deployment_id) {
+        outputs.logs_url = cfg.endpoints.logs_page(m, d);
+    }
+    if let Err(f) = result {
+        outputs.error_message = f.to_string();
+    }
+    let mut r = rep.lock().unwrap();
+    r.finish();
+    for n in &st.notes {
+        r.line(&format!("Note: {n}"));
+    }
+    if let Err(f) = result {
+        r.annotate(Level::Error, Some(status.as_str()), &f.to_string());
+    }
+    r.line(&format!("Final status: {status}"));
+    // Secrets registered with the reporter never reach files either.
+    if let Some(path) = &ci_env.github_output
+        && let Err(e) = ci::append_github_output(path, &outputs)
+    {
+        r.warning(&format!("could not write GITHUB_OUTPUT: {e:#}"));
+    }
+    if let Some(path) = &ci_env.github_step_summary {
+        let page = match (cfg, &st.model_id) {
+            (Some(cfg), Some(m)) => format!("{}/models/{m}/overview", cfg.endpoints.app.as_str().trim_end_matches('/')),
+            _ => String::new(),
+        };
+        let input = SummaryInput {
+            kind,
+            outputs: &outputs,
+            predict: st.predict,
+            page_url: &page,
+            notes: &st.notes,
+            history: &st.history,
+        };
+        if let Err(e) = ci::append_step_summary(path, &input) {
+            r.warning(&format!("could not write the step summary: {e:#}"));
+        }
+    }
+    if let Some((path, format)) = &out.file {
+        let f = match format {
+            OutputFormat::Dotenv => OutputsFormat::Dotenv,
+            OutputFormat::Json => OutputsFormat::Json,
+        };
+        if let Err(e) = ci::write_outputs_file(path, f, &outputs) {
+            r.warning(&format!("could not write the outputs file: {e:#}"));
+        }
+    }
+    r.finish();
+}
