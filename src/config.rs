@@ -9,6 +9,7 @@ use std::time::Duration;
 use reqwest::Url;
 use serde_json::Value;
 
+use crate::ci::OutputsFormat as OutputFormat;
 use crate::cli::Inputs;
 use crate::git;
 use crate::secret::Secret;
@@ -44,13 +45,6 @@ pub struct Cleanup {
     pub explicit: bool,
 }
 
-/// Format of the outputs file for CI systems other than GitHub.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OutputFormat {
-    Dotenv,
-    Json,
-}
-
 /// Hosts, all overridable (staging, tests).
 #[derive(Clone, Debug)]
 pub struct Endpoints {
@@ -83,7 +77,11 @@ impl Endpoints {
 
     /// The model's logs page in the app.
     pub fn logs_page(&self, model_id: &str, deployment_id: &str) -> String {
-        join(&self.app, &format!("models/{model_id}/logs/{deployment_id}")).to_string()
+        join(
+            &self.app,
+            &format!("models/{model_id}/logs/{deployment_id}"),
+        )
+        .to_string()
     }
 }
 
@@ -136,7 +134,10 @@ pub fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
         return (OutputSettings::default(), None);
     };
     let path = PathBuf::from(path);
-    let by_ext = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+    let by_ext = if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+    {
         OutputFormat::Json
     } else {
         OutputFormat::Dotenv
@@ -190,15 +191,18 @@ fn is_loopback_host(url: &Url) -> bool {
 /// Parses a URL that will carry the API key: HTTPS, or plain HTTP to
 /// loopback only (tests).
 fn key_url(name: &str, value: &str) -> Result<Url, String> {
-    let url = Url::parse(value.trim())
-        .map_err(|e| format!("{name} must be a URL like https://example.com, got {value:?}: {e}"))?;
+    let url = Url::parse(value.trim()).map_err(|e| {
+        format!("{name} must be a URL like https://example.com, got {value:?}: {e}")
+    })?;
     match url.scheme() {
         "https" => Ok(url),
         "http" if is_loopback_host(&url) => Ok(url),
         "http" => Err(format!(
             "{name} is {value}: the API key is only sent over HTTPS (plain http is allowed to loopback only); use an https:// URL"
         )),
-        other => Err(format!("{name} must be an http(s) URL, got scheme {other:?}")),
+        other => Err(format!(
+            "{name} must be an http(s) URL, got scheme {other:?}"
+        )),
     }
 }
 
@@ -267,7 +271,10 @@ pub fn best_effort_model_name(inputs: &Inputs) -> String {
         .trimmed("truss-directory")
         .and_then(|d| std::fs::read(Path::new(d).join("config.yaml")).ok())
         .and_then(|raw| serde_yaml::from_slice::<serde_yaml::Value>(&raw).ok())
-        .and_then(|v| v.get("model_name").and_then(|n| n.as_str().map(str::to_string)))
+        .and_then(|v| {
+            v.get("model_name")
+                .and_then(|n| n.as_str().map(str::to_string))
+        })
         .unwrap_or_default()
 }
 
@@ -283,7 +290,9 @@ impl Config {
             "baseten-api-key is required: pass your Baseten API key from a secret, e.g. baseten-api-key: ${{ secrets.BASETEN_API_KEY }}",
         )?;
         if api_key.chars().any(char::is_whitespace) {
-            return Err("baseten-api-key contains whitespace inside it: check the secret's value".into());
+            return Err(
+                "baseten-api-key contains whitespace inside it: check the secret's value".into(),
+            );
         }
         let target = if dir.ends_with(".py") {
             let file = PathBuf::from(dir);
@@ -298,7 +307,9 @@ impl Config {
         };
 
         let bool_input = |name: &str, default: bool| -> Result<bool, String> {
-            inputs.trimmed(name).map_or(Ok(default), |v| parse_bool(name, v))
+            inputs
+                .trimmed(name)
+                .map_or(Ok(default), |v| parse_bool(name, v))
         };
         let environment = inputs.trimmed("environment").map(str::to_string);
         let include_git_info = bool_input("include-git-info", true)?;
@@ -425,9 +436,15 @@ impl Config {
                 let rev = ci_revision.clone().or_else(|| {
                     let dir = match &target {
                         Target::Model { dir, .. } => dir.clone(),
-                        Target::Chain { file } => file.parent().map(Path::to_path_buf).unwrap_or_default(),
+                        Target::Chain { file } => {
+                            file.parent().map(Path::to_path_buf).unwrap_or_default()
+                        }
                     };
-                    let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+                    let dir = if dir.as_os_str().is_empty() {
+                        PathBuf::from(".")
+                    } else {
+                        dir
+                    };
                     git::run_git(&dir, &["rev-parse", "HEAD"]).map(|sha| git::Revision {
                         change: None,
                         sha: Some(sha),
@@ -439,8 +456,14 @@ impl Config {
             }
         };
 
-        let app = key_url("app-url", inputs.trimmed("app-url").unwrap_or(DEFAULT_APP_URL))?;
-        let api = key_url("api-url", inputs.trimmed("api-url").unwrap_or(DEFAULT_API_URL))?;
+        let app = key_url(
+            "app-url",
+            inputs.trimmed("app-url").unwrap_or(DEFAULT_APP_URL),
+        )?;
+        let api = key_url(
+            "api-url",
+            inputs.trimmed("api-url").unwrap_or(DEFAULT_API_URL),
+        )?;
         let inference = inputs
             .trimmed("inference-url")
             .unwrap_or(DEFAULT_INFERENCE_URL)
@@ -530,7 +553,8 @@ mod tests {
 
     #[test]
     fn a_good_config_with_defaults() {
-        let d = model_dir("model_name: hello\nmodel_metadata:\n  example_model_input: {\"x\": 1}\n");
+        let d =
+            model_dir("model_name: hello\nmodel_metadata:\n  example_model_input: {\"x\": 1}\n");
         let dir = d.path().to_str().unwrap();
         let c = build(&[
             ("truss-directory", dir),
@@ -540,11 +564,20 @@ mod tests {
         .unwrap();
         assert_eq!(c.model_name, "hello");
         assert_eq!(c.api_key.expose(), "key");
-        assert_eq!(c.cleanup, Cleanup { enabled: true, explicit: false });
+        assert_eq!(
+            c.cleanup,
+            Cleanup {
+                enabled: true,
+                explicit: false
+            }
+        );
         assert_eq!(c.deploy_timeout_minutes, 45);
         assert_eq!(c.wait_timeout, Duration::from_secs(45 * 60));
         assert_eq!(c.predict_payload, Some(serde_json::json!({"x": 1})));
-        assert_eq!(c.endpoints.graphql().as_str(), "https://app.baseten.co/graphql/");
+        assert_eq!(
+            c.endpoints.graphql().as_str(),
+            "https://app.baseten.co/graphql/"
+        );
         assert_eq!(
             c.endpoints.inference_base("model", "abc"),
             "https://model-abc.api.baseten.co"
@@ -555,11 +588,35 @@ mod tests {
     fn cleanup_defaults_off_with_an_environment() {
         let d = model_dir("model_name: hello\n");
         let dir = d.path().to_str().unwrap();
-        let base = [("truss-directory", dir), ("baseten-api-key", "k"), ("deployment-name", "v1")];
-        let with_env: Vec<_> = base.iter().copied().chain([("environment", "production")]).collect();
-        assert_eq!(build(&with_env).unwrap().cleanup, Cleanup { enabled: false, explicit: false });
-        let forced: Vec<_> = with_env.iter().copied().chain([("cleanup", "TRUE")]).collect();
-        assert_eq!(build(&forced).unwrap().cleanup, Cleanup { enabled: true, explicit: true });
+        let base = [
+            ("truss-directory", dir),
+            ("baseten-api-key", "k"),
+            ("deployment-name", "v1"),
+        ];
+        let with_env: Vec<_> = base
+            .iter()
+            .copied()
+            .chain([("environment", "production")])
+            .collect();
+        assert_eq!(
+            build(&with_env).unwrap().cleanup,
+            Cleanup {
+                enabled: false,
+                explicit: false
+            }
+        );
+        let forced: Vec<_> = with_env
+            .iter()
+            .copied()
+            .chain([("cleanup", "TRUE")])
+            .collect();
+        assert_eq!(
+            build(&forced).unwrap().cleanup,
+            Cleanup {
+                enabled: true,
+                explicit: true
+            }
+        );
     }
 
     #[test]
@@ -574,8 +631,14 @@ mod tests {
             ("api-url", "http://localhost:9/"),
         ])
         .unwrap();
-        assert_eq!(c.endpoints.graphql().as_str(), "http://127.0.0.1:8080/graphql/");
-        assert_eq!(c.endpoints.rest("v1/models/m").as_str(), "http://localhost:9/v1/models/m");
+        assert_eq!(
+            c.endpoints.graphql().as_str(),
+            "http://127.0.0.1:8080/graphql/"
+        );
+        assert_eq!(
+            c.endpoints.rest("v1/models/m").as_str(),
+            "http://localhost:9/v1/models/m"
+        );
         let err = build(&[
             ("truss-directory", dir),
             ("baseten-api-key", "k"),
@@ -600,7 +663,12 @@ mod tests {
     fn falsy_payloads_skip_predict() {
         let d = model_dir("model_name: hello\nmodel_metadata:\n  example_model_input: {}\n");
         let dir = d.path().to_str().unwrap();
-        let c = build(&[("truss-directory", dir), ("baseten-api-key", "k"), ("deployment-name", "v1")]).unwrap();
+        let c = build(&[
+            ("truss-directory", dir),
+            ("baseten-api-key", "k"),
+            ("deployment-name", "v1"),
+        ])
+        .unwrap();
         assert_eq!(c.predict_payload, None);
     }
 }

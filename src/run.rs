@@ -4,9 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::ci::{self, CiEnv, DeployKind, Level, Outputs, OutputsFormat, Reporter, SummaryInput};
+use crate::ci::{self, CiEnv, DeployKind, Level, Outputs, Reporter, SummaryInput};
 use crate::cli::{Cli, Inputs};
-use crate::config::{self, Config, OutputFormat, OutputSettings, Target};
+use crate::config::{self, Config, OutputSettings, Target};
 use crate::deploy::{self, Ctx, State};
 use crate::outcome::{EXIT_SUCCESS, Failure, Status};
 use crate::{archive, baseten, net};
@@ -166,7 +166,7 @@ fn report(
     state: &Mutex<State>,
     kind: DeployKind,
     cfg: Option<&Config>,
-    _inputs: &Inputs,
+    inputs: &Inputs,
     result: &Result<(), Failure>,
 ) {
     let st = state.lock().unwrap();
@@ -186,6 +186,11 @@ fn report(
     }
     if let Err(f) = result {
         outputs.error_message = f.to_string();
+    }
+    // The key never reaches an output, a summary or a file, whatever a
+    // message happened to quote.
+    if let Some(key) = inputs.trimmed("baseten-api-key") {
+        outputs.redact(key);
     }
     let mut r = rep.lock().unwrap();
     r.finish();
@@ -220,11 +225,7 @@ fn report(
         }
     }
     if let Some((path, format)) = &out.file {
-        let f = match format {
-            OutputFormat::Dotenv => OutputsFormat::Dotenv,
-            OutputFormat::Json => OutputsFormat::Json,
-        };
-        if let Err(e) = ci::write_outputs_file(path, f, &outputs) {
+        if let Err(e) = ci::write_outputs_file(path, *format, &outputs) {
             r.warning(&format!("could not write the outputs file: {e:#}"));
         }
     }
