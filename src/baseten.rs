@@ -171,7 +171,11 @@ pub struct UploadCredentials {
 
 impl std::fmt::Debug for UploadCredentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "UploadCredentials {{ s3_bucket: {}, s3_key: {}, .. }}", self.s3_bucket, self.s3_key)
+        write!(
+            f,
+            "UploadCredentials {{ s3_bucket: {}, s3_key: {}, .. }}",
+            self.s3_bucket, self.s3_key
+        )
     }
 }
 
@@ -235,7 +239,12 @@ impl Api {
 
     /// One GraphQL round trip. GraphQL errors (HTTP 200 with `errors`) are
     /// permanent; every error message is reported, not only the first.
-    pub async fn graphql_once(&self, what: &str, query: &str, variables: Option<Value>) -> Result<Value, ApiError> {
+    pub async fn graphql_once(
+        &self,
+        what: &str,
+        query: &str,
+        variables: Option<Value>,
+    ) -> Result<Value, ApiError> {
         let mut body = json!({ "query": query });
         if let Some(v) = variables {
             body["variables"] = v;
@@ -256,11 +265,18 @@ impl Api {
             message: format!("{what}: unreadable answer: {}", describe_reqwest(&e)),
             retry_after: None,
         })?;
-        if let Some(errs) = v.get("errors").and_then(Value::as_array).filter(|e| !e.is_empty()) {
+        if let Some(errs) = v
+            .get("errors")
+            .and_then(Value::as_array)
+            .filter(|e| !e.is_empty())
+        {
             let msgs: Vec<String> = errs
                 .iter()
                 .map(|e| {
-                    let msg = e.get("message").and_then(Value::as_str).unwrap_or("unknown error");
+                    let msg = e
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("unknown error");
                     let desc = e.pointer("/extensions/description").and_then(Value::as_str);
                     let code = e.pointer("/extensions/code").and_then(Value::as_str);
                     let mut s = msg.to_string();
@@ -287,7 +303,10 @@ impl Api {
         loop {
             match self.graphql_once(what, query, variables.clone()).await {
                 Ok(v) => return Ok(v),
-                Err(ApiError::Transient { message, retry_after }) if attempt + 1 < SETUP_ATTEMPTS => {
+                Err(ApiError::Transient {
+                    message,
+                    retry_after,
+                }) if attempt + 1 < SETUP_ATTEMPTS => {
                     tracing::debug!("retrying: {message}");
                     tokio::time::sleep(retry::delay_for(attempt, retry_after)).await;
                     attempt += 1;
@@ -298,7 +317,13 @@ impl Api {
     }
 
     pub async fn teams(&self) -> Result<Vec<Team>> {
-        let d = self.query("listing teams", "query Teams { teams { id name default } }", None).await?;
+        let d = self
+            .query(
+                "listing teams",
+                "query Teams { teams { id name default } }",
+                None,
+            )
+            .await?;
         serde_json::from_value(d["teams"].clone()).context("reading the teams list")
     }
 
@@ -313,24 +338,38 @@ impl Api {
         serde_json::from_value(d["models"].clone()).context("reading the models list")
     }
 
-    pub async fn truss_validation(&self, config_b64: &str, truss_user_env: &str) -> Result<Validation> {
+    pub async fn truss_validation(
+        &self,
+        config_b64: &str,
+        truss_user_env: &str,
+    ) -> Result<Validation> {
         let q = format!(
             "query ($trussUserEnv: String) {{ truss_validation(truss_user_env: $trussUserEnv, config: {}) {{ success details }} }}",
             gql_str(config_b64)
         );
         let d = self
-            .query("validating the truss config", &q, Some(json!({ "trussUserEnv": truss_user_env })))
+            .query(
+                "validating the truss config",
+                &q,
+                Some(json!({ "trussUserEnv": truss_user_env })),
+            )
             .await?;
         let tv = &d["truss_validation"];
         let details: Value = match &tv["details"] {
-            Value::String(s) if !s.trim().is_empty() => serde_json::from_str(s).unwrap_or(Value::Null),
+            Value::String(s) if !s.trim().is_empty() => {
+                serde_json::from_str(s).unwrap_or(Value::Null)
+            }
             Value::Object(_) => tv["details"].clone(),
             _ => Value::Null,
         };
         let strings = |k: &str| -> Vec<String> {
             details[k]
                 .as_array()
-                .map(|a| a.iter().map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string)).collect())
+                .map(|a| {
+                    a.iter()
+                        .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         Ok(Validation {
@@ -348,7 +387,8 @@ impl Api {
                 None,
             )
             .await?;
-        serde_json::from_value(d["model_s3_upload_credentials"].clone()).context("reading upload credentials")
+        serde_json::from_value(d["model_s3_upload_credentials"].clone())
+            .context("reading upload credentials")
     }
 
     /// `create_model_from_truss` for a new model, else
@@ -381,7 +421,10 @@ impl Api {
         if let Some(env) = r.environment {
             args.push(format!("environment_name: {}", gql_str(env)));
         }
-        args.push(format!("deploy_timeout_minutes: {}", r.deploy_timeout_minutes));
+        args.push(format!(
+            "deploy_timeout_minutes: {}",
+            r.deploy_timeout_minutes
+        ));
         if let (None, Some(team)) = (r.existing_model_id, r.team_id) {
             args.push(format!("team_id: {}", gql_str(team)));
         }
@@ -404,7 +447,9 @@ impl Api {
             match self.graphql_once(what, &q, Some(vars.clone())).await {
                 Ok(d) => break d,
                 Err(ApiError::Transient { message, .. })
-                    if attempt + 1 < SETUP_ATTEMPTS && message.contains("error sending request") && message.contains("onnect") =>
+                    if attempt + 1 < SETUP_ATTEMPTS
+                        && message.contains("error sending request")
+                        && message.contains("onnect") =>
                 {
                     tokio::time::sleep(retry::delay_for(attempt, None)).await;
                     attempt += 1;
@@ -413,7 +458,9 @@ impl Api {
             }
         };
         let mv = &d[field]["model_version"];
-        let deployment_id = mv["id"].as_str().ok_or_else(|| anyhow!("{what}: the answer has no model_version.id"))?;
+        let deployment_id = mv["id"]
+            .as_str()
+            .ok_or_else(|| anyhow!("{what}: the answer has no model_version.id"))?;
         let model_id = match r.existing_model_id {
             Some(id) => id.to_string(),
             None => mv["oracle"]["id"]
@@ -430,7 +477,11 @@ impl Api {
         })
     }
 
-    async fn rest_get<T: serde::de::DeserializeOwned>(&self, what: &str, url: Url) -> Result<T, ApiError> {
+    async fn rest_get<T: serde::de::DeserializeOwned>(
+        &self,
+        what: &str,
+        url: Url,
+    ) -> Result<T, ApiError> {
         let resp = self
             .http
             .get(url)
@@ -449,13 +500,22 @@ impl Api {
     }
 
     /// One status read (REST v1); the wait loop owns retries.
-    pub async fn deployment(&self, model_id: &str, deployment_id: &str) -> Result<Deployment, ApiError> {
-        let url = self.endpoints.rest(&format!("v1/models/{model_id}/deployments/{deployment_id}"));
+    pub async fn deployment(
+        &self,
+        model_id: &str,
+        deployment_id: &str,
+    ) -> Result<Deployment, ApiError> {
+        let url = self
+            .endpoints
+            .rest(&format!("v1/models/{model_id}/deployments/{deployment_id}"));
         self.rest_get("reading the deployment status", url).await
     }
 
     pub async fn environment(&self, model_id: &str, env: &str) -> Result<Environment, ApiError> {
-        let url = self.endpoints.rest(&format!("v1/models/{model_id}/environments/{}", urlencode(env)));
+        let url = self.endpoints.rest(&format!(
+            "v1/models/{model_id}/environments/{}",
+            urlencode(env)
+        ));
         self.rest_get("reading the environment", url).await
     }
 
@@ -464,20 +524,30 @@ impl Api {
         struct List {
             environments: Vec<Environment>,
         }
-        let url = self.endpoints.rest(&format!("v1/models/{model_id}/environments"));
+        let url = self
+            .endpoints
+            .rest(&format!("v1/models/{model_id}/environments"));
         let l: List = self.rest_get("listing environments", url).await?;
         Ok(l.environments)
     }
 
     /// Log lines since `start_ms` (epoch milliseconds), oldest first.
-    pub async fn logs(&self, model_id: &str, deployment_id: &str, start_ms: Option<u64>) -> Result<Vec<LogLine>, ApiError> {
+    pub async fn logs(
+        &self,
+        model_id: &str,
+        deployment_id: &str,
+        start_ms: Option<u64>,
+    ) -> Result<Vec<LogLine>, ApiError> {
         #[derive(Deserialize)]
         struct Logs {
             logs: Vec<LogLine>,
         }
-        let mut url = self.endpoints.rest(&format!("v1/models/{model_id}/deployments/{deployment_id}/logs"));
+        let mut url = self.endpoints.rest(&format!(
+            "v1/models/{model_id}/deployments/{deployment_id}/logs"
+        ));
         if let Some(s) = start_ms {
-            url.query_pairs_mut().append_pair("start_epoch_millis", &s.to_string());
+            url.query_pairs_mut()
+                .append_pair("start_epoch_millis", &s.to_string());
         }
         let mut l: Logs = self.rest_get("reading deployment logs", url).await?;
         // The platform answers newest first.
@@ -487,9 +557,9 @@ impl Api {
 
     /// Deactivates a model deployment, retrying transient errors.
     pub async fn deactivate(&self, model_id: &str, deployment_id: &str) -> Result<()> {
-        let url = self
-            .endpoints
-            .rest(&format!("v1/models/{model_id}/deployments/{deployment_id}/deactivate"));
+        let url = self.endpoints.rest(&format!(
+            "v1/models/{model_id}/deployments/{deployment_id}/deactivate"
+        ));
         let what = "deactivating the deployment";
         let mut attempt = 0;
         loop {

@@ -68,7 +68,7 @@ pub fn env_names(spec: &InputSpec) -> [String; 3] {
 /// kept or turned into underscores, as GitHub Actions passes inputs) or the
 /// plain variable shown. Booleans take true/false, 1/0, yes/no.
 #[derive(Debug, Default, Parser)]
-#[command(name = "truss-push", version, about, long_about = None)]
+#[command(name = "truss-push", version, about, long_about = None, args_override_self = true)]
 pub struct Cli {
     /// Model directory (with config.yaml) or chain .py file [env: TRUSS_DIRECTORY]
     #[arg(long, value_name = "PATH")]
@@ -201,7 +201,10 @@ pub struct Inputs {
 impl Inputs {
     /// The raw value, untrimmed (JSON and paths keep their spaces).
     pub fn get(&self, name: &str) -> Option<&str> {
-        debug_assert!(INPUTS.iter().any(|s| s.name == name), "unknown input {name}");
+        debug_assert!(
+            INPUTS.iter().any(|s| s.name == name),
+            "unknown input {name}"
+        );
         self.values.get(name).map(String::as_str)
     }
 

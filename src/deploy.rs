@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, anyhow};
 use base64::Engine;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::baseten::{Api, ApiError, CreateRequest, Created, LogLine, Team};
 use crate::ci::{Level, PredictStats, Reporter, StatusEvent, StreamStats};
@@ -91,21 +91,40 @@ pub fn human(d: Duration) -> String {
     } else {
         let total = s.round() as u64;
         let (h, m, sec) = (total / 3600, (total % 3600) / 60, total % 60);
-        if h > 0 { format!("{h}h{m:02}m{sec:02}s") } else { format!("{m}m{sec:02}s") }
+        if h > 0 {
+            format!("{h}h{m:02}m{sec:02}s")
+        } else {
+            format!("{m}m{sec:02}s")
+        }
     }
 }
 
 /// Picks the team: the one named; the only one; the one that already has a
 /// model of this name; the default one. Anything else needs a name.
-pub fn resolve_team(teams: &[Team], requested: Option<&str>, owners: &[String]) -> Result<Option<Team>, String> {
-    let names = || teams.iter().map(|t| format!("{:?}", t.name)).collect::<Vec<_>>().join(", ");
+pub fn resolve_team(
+    teams: &[Team],
+    requested: Option<&str>,
+    owners: &[String],
+) -> Result<Option<Team>, String> {
+    let names = || {
+        teams
+            .iter()
+            .map(|t| format!("{:?}", t.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     if let Some(name) = requested {
         return teams
             .iter()
             .find(|t| t.name == name)
             .cloned()
             .map(Some)
-            .ok_or_else(|| format!("team {name:?} is not visible to this API key; teams: {}", names()));
+            .ok_or_else(|| {
+                format!(
+                    "team {name:?} is not visible to this API key; teams: {}",
+                    names()
+                )
+            });
     }
     match teams {
         [] => return Ok(None),
@@ -117,7 +136,11 @@ pub fn resolve_team(teams: &[Team], requested: Option<&str>, owners: &[String]) 
         return Ok(Some((*one).clone()));
     }
     if owning.is_empty()
-        && let [default] = teams.iter().filter(|t| t.default).collect::<Vec<_>>().as_slice()
+        && let [default] = teams
+            .iter()
+            .filter(|t| t.default)
+            .collect::<Vec<_>>()
+            .as_slice()
     {
         return Ok(Some((*default).clone()));
     }
@@ -127,16 +150,26 @@ pub fn resolve_team(teams: &[Team], requested: Option<&str>, owners: &[String]) 
     ))
 }
 
-/// The `truss_user_env` JSON string (TrussUserEnv).
+/// TrussUserEnv, fields in the client's order.
+#[derive(serde::Serialize)]
+struct TrussUserEnv<'a> {
+    truss_client_version: &'a str,
+    python_version: &'a str,
+    pydantic_version: &'a str,
+    mypy_version: Option<&'a str>,
+    git_info: Option<&'a git::GitInfo>,
+}
+
+/// The `truss_user_env` JSON string.
 pub fn truss_user_env(git_info: Option<&git::GitInfo>) -> String {
-    json!({
-        "truss_client_version": TRUSS_COMPAT_VERSION,
-        "python_version": "3.11.7",
-        "pydantic_version": "2.11.7",
-        "mypy_version": null,
-        "git_info": git_info,
+    serde_json::to_string(&TrussUserEnv {
+        truss_client_version: TRUSS_COMPAT_VERSION,
+        python_version: "3.11.7",
+        pydantic_version: "2.11.7",
+        mypy_version: None,
+        git_info,
     })
-    .to_string()
+    .expect("plain data serializes")
 }
 
 /// The config as sent in `config`: base64 of the JSON of config.yaml, with
@@ -152,7 +185,12 @@ pub fn encode_config(config: &Value, model_name: &str) -> String {
 /// Push, create, wait and predict a model. Updates `ctx.state` as it goes.
 pub async fn deploy_model(ctx: &Ctx<'_>) -> Result<(), Failure> {
     let cfg = ctx.cfg;
-    let Target::Model { dir, config, raw_config } = &cfg.target else {
+    let Target::Model {
+        dir,
+        config,
+        raw_config,
+    } = &cfg.target
+    else {
         unreachable!("deploy_model is only called for models");
     };
     let name = cfg.model_name.as_str();
@@ -184,7 +222,10 @@ pub async fn deploy_model(ctx: &Ctx<'_>) -> Result<(), Failure> {
         ctx.say(&format!("Team: {}", t.name));
     }
     match &existing {
-        Some(m) => ctx.say(&format!("Model {name:?} exists ({}): creating a new deployment", m.id)),
+        Some(m) => ctx.say(&format!(
+            "Model {name:?} exists ({}): creating a new deployment",
+            m.id
+        )),
         None => ctx.say(&format!("Model {name:?} is new: creating it")),
     }
 
@@ -204,10 +245,14 @@ pub async fn deploy_model(ctx: &Ctx<'_>) -> Result<(), Failure> {
         } else {
             validation.errors.join("; ")
         };
-        return Err(Failure::Deploy(anyhow!("the platform rejected config.yaml: {detail}")));
+        return Err(Failure::Deploy(anyhow!(
+            "the platform rejected config.yaml: {detail}"
+        )));
     }
 
-    let tmp = tempfile::tempdir().context("creating a temporary directory").map_err(fail)?;
+    let tmp = tempfile::tempdir()
+        .context("creating a temporary directory")
+        .map_err(fail)?;
     let tar_path = tmp.path().join("truss.tar");
     let dir2 = dir.clone();
     let tar_path2 = tar_path.clone();
@@ -238,16 +283,23 @@ pub async fn deploy_model(ctx: &Ctx<'_>) -> Result<(), Failure> {
             session_token: s3::Secret::new(creds.aws_session_token.clone()),
         },
     };
-    ctx.rep.lock().unwrap().upload_started("Uploading", archive.size);
+    ctx.rep
+        .lock()
+        .unwrap()
+        .upload_started("Uploading", archive.size);
     let progress = |done: u64, _total: u64| ctx.rep.lock().unwrap().upload_progress(done);
-    let upload = uploader.upload_file(&target, &archive.path, &progress).await;
+    let upload = uploader
+        .upload_file(&target, &archive.path, &progress)
+        .await;
     ctx.rep.lock().unwrap().upload_finished();
     let report = upload.map_err(|e| fail(e.context("uploading the truss")))?;
     ctx.say(&format!(
         "Uploaded {} in {} ({}/s)",
         crate::ci::format_bytes(report.bytes),
         human(report.elapsed),
-        crate::ci::format_bytes((report.bytes as f64 / report.elapsed.as_secs_f64().max(1e-3)) as u64)
+        crate::ci::format_bytes(
+            (report.bytes as f64 / report.elapsed.as_secs_f64().max(1e-3)) as u64
+        )
     ));
     drop(tmp);
 
@@ -256,7 +308,10 @@ pub async fn deploy_model(ctx: &Ctx<'_>) -> Result<(), Failure> {
     } else {
         None
     };
-    let labels_json = cfg.labels.as_ref().map(|l| Value::Object(l.clone()).to_string());
+    let labels_json = cfg
+        .labels
+        .as_ref()
+        .map(|l| Value::Object(l.clone()).to_string());
     let raw_config_b64 = if raw_config.len() <= RAW_CONFIG_MAX_BYTES {
         Some(base64::engine::general_purpose::STANDARD.encode(raw_config))
     } else {
@@ -294,11 +349,15 @@ pub async fn deploy_model(ctx: &Ctx<'_>) -> Result<(), Failure> {
     ));
     ctx.say(&format!(
         "Logs: {}",
-        cfg.endpoints.logs_page(&created.model_id, &created.deployment_id)
+        cfg.endpoints
+            .logs_page(&created.model_id, &created.deployment_id)
     ));
     ctx.end_group();
 
-    ctx.group(&format!("Wait for ready (timeout: {})", human(cfg.wait_timeout)));
+    ctx.group(&format!(
+        "Wait for ready (timeout: {})",
+        human(cfg.wait_timeout)
+    ));
     let waited = wait_model(ctx, &created.model_id, &created.deployment_id).await;
     ctx.end_group();
     waited?;
@@ -399,7 +458,11 @@ async fn wait_model(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Resul
 
 /// Streams deployment logs while waiting: polled, de-duplicated within a
 /// bounded window, printed as they come.
-fn spawn_log_stream(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> tokio::task::JoinHandle<()> {
+fn spawn_log_stream(
+    ctx: &Ctx<'_>,
+    model_id: &str,
+    deployment_id: &str,
+) -> tokio::task::JoinHandle<()> {
     let api = ctx.api.clone();
     let interval = ctx.cfg.poll_interval.max(Duration::from_millis(500));
     let (model_id, deployment_id) = (model_id.to_string(), deployment_id.to_string());
@@ -439,12 +502,18 @@ fn spawn_log_stream(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> tokio
 }
 
 /// Sends the smoke-test predict and reads the answer under one deadline.
-async fn predict(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str, payload: &Value) -> Result<(), Failure> {
+async fn predict(
+    ctx: &Ctx<'_>,
+    model_id: &str,
+    deployment_id: &str,
+    payload: &Value,
+) -> Result<(), Failure> {
     let cfg = ctx.cfg;
     let url = match (&cfg.environment, cfg.regional_environment) {
         (Some(env), true) => format!(
             "{}/predict",
-            cfg.endpoints.inference_base("model", &format!("{model_id}-{env}"))
+            cfg.endpoints
+                .inference_base("model", &format!("{model_id}-{env}"))
         ),
         _ => format!(
             "{}/deployment/{deployment_id}/predict",
@@ -453,8 +522,14 @@ async fn predict(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str, payload: &V
     };
     let url = reqwest::Url::parse(&url)
         .map_err(|e| Failure::Predict(anyhow!("bad predict URL {url}: {e}")))?;
-    let streaming = payload.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    ctx.say(&format!("POST {url}{}", if streaming { " (streaming)" } else { "" }));
+    let streaming = payload
+        .get("stream")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    ctx.say(&format!(
+        "POST {url}{}",
+        if streaming { " (streaming)" } else { "" }
+    ));
     let started = Instant::now();
     let work = async {
         let resp = ctx
@@ -491,7 +566,10 @@ async fn predict(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str, payload: &V
                     s.ttfb_secs, s.tokens, s.tokens_per_sec
                 ));
             }
-            ctx.say(&format!("  response: {}", shown.chars().take(500).collect::<String>()));
+            ctx.say(&format!(
+                "  response: {}",
+                shown.chars().take(500).collect::<String>()
+            ));
             let mut st = ctx.state.lock().unwrap();
             st.predict_response = Some(shown);
             st.predict = Some(PredictStats {
@@ -505,7 +583,10 @@ async fn predict(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str, payload: &V
 
 /// Reads an OpenAI-style SSE stream: each `data:` chunk with a non-empty
 /// `choices[0].delta.content` is one token.
-async fn read_sse(resp: reqwest::Response, started: Instant) -> anyhow::Result<(String, Option<StreamStats>)> {
+async fn read_sse(
+    resp: reqwest::Response,
+    started: Instant,
+) -> anyhow::Result<(String, Option<StreamStats>)> {
     use futures_util::StreamExt;
     let mut body = resp.bytes_stream();
     let mut buf: Vec<u8> = Vec::new();
@@ -520,14 +601,20 @@ async fn read_sse(resp: reqwest::Response, started: Instant) -> anyhow::Result<(
             let line: Vec<u8> = buf.drain(..=pos).collect();
             let line = String::from_utf8_lossy(&line);
             let line = line.trim_end_matches(['\r', '\n']);
-            let Some(data) = line.strip_prefix("data:") else { continue };
+            let Some(data) = line.strip_prefix("data:") else {
+                continue;
+            };
             let data = data.trim();
             if data == "[DONE]" {
                 done = true;
                 break;
             }
-            let Ok(v) = serde_json::from_str::<Value>(data) else { continue };
-            if let Some(c) = v.pointer("/choices/0/delta/content").and_then(Value::as_str)
+            let Ok(v) = serde_json::from_str::<Value>(data) else {
+                continue;
+            };
+            if let Some(c) = v
+                .pointer("/choices/0/delta/content")
+                .and_then(Value::as_str)
                 && !c.is_empty()
             {
                 tokens += 1;
@@ -579,21 +666,30 @@ pub async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
         serving_environment(ctx, &model_id, &deployment_id).await
     };
     let result = match serving {
-        Some(env) => {
+        Some(serving) => {
+            let why = match &serving {
+                Serving::Environment(env) => format!("it serves the {env} environment"),
+                Serving::Unknown(e) => {
+                    format!("could not check whether it serves an environment ({e})")
+                }
+            };
             let msg = format!(
-                "not deactivating deployment {deployment_id}: it serves the {env} environment; set cleanup: true to deactivate it anyway"
+                "not deactivating deployment {deployment_id}: {why}; set cleanup: true to deactivate it anyway"
             );
             ctx.warn(&msg);
             ctx.note(msg);
-            ctx.event("", &format!("cleanup skipped ({env} serves it)"));
+            ctx.event("", "cleanup skipped");
             Ok(())
         }
         None => {
             ctx.say(&format!("Deactivating deployment {deployment_id}"));
             let r = if cancelled {
-                tokio::time::timeout(Duration::from_secs(3), ctx.api.deactivate(&model_id, &deployment_id))
-                    .await
-                    .unwrap_or_else(|_| Err(anyhow!("deactivate did not finish in time")))
+                tokio::time::timeout(
+                    Duration::from_secs(3),
+                    ctx.api.deactivate(&model_id, &deployment_id),
+                )
+                .await
+                .unwrap_or_else(|_| Err(anyhow!("deactivate did not finish in time")))
             } else {
                 ctx.api.deactivate(&model_id, &deployment_id).await
             };
@@ -611,23 +707,37 @@ pub async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
     result
 }
 
-/// The environment that serves this deployment, if any. When the check
-/// itself fails, the answer is "unknown, assume it serves" — a failed check
-/// must not take production down.
-async fn serving_environment(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Option<String> {
+/// Whether a deployment may be serving traffic.
+enum Serving {
+    Environment(String),
+    /// The check failed: treated as serving, because a failed check must
+    /// not take production down.
+    Unknown(String),
+}
+
+/// The environment that serves this deployment, if any.
+async fn serving_environment(
+    ctx: &Ctx<'_>,
+    model_id: &str,
+    deployment_id: &str,
+) -> Option<Serving> {
     match ctx.api.deployment(model_id, deployment_id).await {
-        Ok(d) if d.is_production => return Some("production".into()),
+        Ok(d) if d.is_production => return Some(Serving::Environment("production".into())),
         Ok(_) => {}
-        Err(e) => return Some(format!("(unknown: {e})")),
+        Err(e) => return Some(Serving::Unknown(e.to_string())),
     }
     match ctx.api.environments(model_id).await {
         Ok(envs) => envs
             .into_iter()
-            .find(|e| e.current_deployment.as_ref().is_some_and(|d| d.id == deployment_id))
-            .map(|e| e.name),
+            .find(|e| {
+                e.current_deployment
+                    .as_ref()
+                    .is_some_and(|d| d.id == deployment_id)
+            })
+            .map(|e| Serving::Environment(e.name)),
         // Older APIs without the list: the production flag above decided.
         Err(ApiError::Permanent(_)) => None,
-        Err(e) => Some(format!("(unknown: {e})")),
+        Err(e) => Some(Serving::Unknown(e.to_string())),
     }
 }
 
@@ -639,6 +749,7 @@ pub fn annotate(rep: &Mutex<Reporter>, level: Level, msg: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn team(id: &str, name: &str, default: bool) -> Team {
         Team {
@@ -651,12 +762,29 @@ mod tests {
     #[test]
     fn team_resolution_rules() {
         let one = [team("t1", "Solo", false)];
-        let many = [team("t1", "A", false), team("t2", "B", true), team("t3", "C", false)];
+        let many = [
+            team("t1", "A", false),
+            team("t2", "B", true),
+            team("t3", "C", false),
+        ];
         assert_eq!(resolve_team(&[], None, &[]).unwrap().map(|t| t.id), None);
         assert_eq!(resolve_team(&one, None, &[]).unwrap().unwrap().id, "t1");
-        assert_eq!(resolve_team(&many, Some("C"), &[]).unwrap().unwrap().id, "t3");
-        assert!(resolve_team(&many, Some("Z"), &[]).unwrap_err().contains("\"A\", \"B\", \"C\""));
-        assert_eq!(resolve_team(&many, None, &["t3".into()]).unwrap().unwrap().id, "t3");
+        assert_eq!(
+            resolve_team(&many, Some("C"), &[]).unwrap().unwrap().id,
+            "t3"
+        );
+        assert!(
+            resolve_team(&many, Some("Z"), &[])
+                .unwrap_err()
+                .contains("\"A\", \"B\", \"C\"")
+        );
+        assert_eq!(
+            resolve_team(&many, None, &["t3".into()])
+                .unwrap()
+                .unwrap()
+                .id,
+            "t3"
+        );
         // New model: the default team.
         assert_eq!(resolve_team(&many, None, &[]).unwrap().unwrap().id, "t2");
         // The same name in two teams: ambiguous, ask.
@@ -667,7 +795,9 @@ mod tests {
     fn config_encoding_uses_the_deployed_name() {
         let c = json!({"model_name": "file-name", "resources": {"cpu": "1"}});
         let b = encode_config(&c, "override");
-        let back: Value = serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(b).unwrap()).unwrap();
+        let back: Value =
+            serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(b).unwrap())
+                .unwrap();
         assert_eq!(back["model_name"], "override");
         assert_eq!(back["resources"]["cpu"], "1");
     }

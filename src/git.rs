@@ -160,27 +160,62 @@ mod tests {
     fn default_names_by_ci_system() {
         let dir = tempfile::tempdir().unwrap();
         let event = dir.path().join("event.json");
-        std::fs::write(&event, r#"{"pull_request":{"head":{"sha":"feedbeef0123456"}}}"#).unwrap();
+        std::fs::write(
+            &event,
+            r#"{"pull_request":{"head":{"sha":"feedbeef0123456"}}}"#,
+        )
+        .unwrap();
         let event = event.to_str().unwrap();
         let cases: Vec<(Vec<(&str, &str)>, Option<&str>)> = vec![
-            (vec![("GITHUB_SHA", "abc1234def"), ("GITHUB_REF", "refs/heads/main")], Some("abc1234")),
             (
-                vec![("GITHUB_SHA", "abc1234def"), ("GITHUB_REF", "refs/pull/42/merge"), ("GITHUB_EVENT_PATH", event)],
+                vec![
+                    ("GITHUB_SHA", "abc1234def"),
+                    ("GITHUB_REF", "refs/heads/main"),
+                ],
+                Some("abc1234"),
+            ),
+            (
+                vec![
+                    ("GITHUB_SHA", "abc1234def"),
+                    ("GITHUB_REF", "refs/pull/42/merge"),
+                    ("GITHUB_EVENT_PATH", event),
+                ],
                 Some("PR-42_feedbee"),
             ),
             // No payload: fall back to GITHUB_SHA rather than fail.
-            (vec![("GITHUB_SHA", "abc1234def"), ("GITHUB_REF", "refs/pull/7/merge")], Some("PR-7_abc1234")),
-            (vec![("GITLAB_CI", "true"), ("CI_COMMIT_SHA", "0123456789")], Some("0123456")),
             (
-                vec![("GITLAB_CI", "true"), ("CI_COMMIT_SHA", "0123456789"), ("CI_MERGE_REQUEST_IID", "9")],
+                vec![
+                    ("GITHUB_SHA", "abc1234def"),
+                    ("GITHUB_REF", "refs/pull/7/merge"),
+                ],
+                Some("PR-7_abc1234"),
+            ),
+            (
+                vec![("GITLAB_CI", "true"), ("CI_COMMIT_SHA", "0123456789")],
+                Some("0123456"),
+            ),
+            (
+                vec![
+                    ("GITLAB_CI", "true"),
+                    ("CI_COMMIT_SHA", "0123456789"),
+                    ("CI_MERGE_REQUEST_IID", "9"),
+                ],
                 Some("MR-9_0123456"),
             ),
             (
-                vec![("BUILDKITE", "true"), ("BUILDKITE_COMMIT", "fedcba98765"), ("BUILDKITE_PULL_REQUEST", "false")],
+                vec![
+                    ("BUILDKITE", "true"),
+                    ("BUILDKITE_COMMIT", "fedcba98765"),
+                    ("BUILDKITE_PULL_REQUEST", "false"),
+                ],
                 Some("fedcba9"),
             ),
             (
-                vec![("BUILDKITE", "true"), ("BUILDKITE_COMMIT", "fedcba98765"), ("BUILDKITE_PULL_REQUEST", "15")],
+                vec![
+                    ("BUILDKITE", "true"),
+                    ("BUILDKITE_COMMIT", "fedcba98765"),
+                    ("BUILDKITE_PULL_REQUEST", "15"),
+                ],
                 Some("PR-15_fedcba9"),
             ),
             (vec![], None),

@@ -13,7 +13,8 @@ pub const CONNECT_TIMEOUT_SECS: u64 = 10;
 pub const USER_AGENT: &str = concat!("truss-push/", env!("CARGO_PKG_VERSION"));
 
 fn pem_certs(path: &Path) -> Result<Vec<reqwest::Certificate>> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading CA file {}", path.display()))?;
+    let bytes =
+        std::fs::read(path).with_context(|| format!("reading CA file {}", path.display()))?;
     reqwest::Certificate::from_pem_bundle(&bytes)
         .with_context(|| format!("{} holds no PEM certificates", path.display()))
 }
@@ -26,8 +27,14 @@ pub fn extra_roots(env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<reqwest::
     }
     if let Some(dir) = env(ev::SSL_CERT_DIR).filter(|s| !s.is_empty()) {
         for d in std::env::split_paths(&dir) {
-            let Ok(entries) = std::fs::read_dir(&d) else { continue };
-            let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect();
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            let mut paths: Vec<_> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect();
             paths.sort();
             for p in paths {
                 // c_rehash directories hold hash-named links next to other

@@ -33,7 +33,9 @@ pub fn parse_retry_after(value: &str) -> Option<Duration> {
     if !secs.is_finite() || secs < 0.0 {
         return None;
     }
-    Some(Duration::from_secs_f64(secs.min(RETRY_AFTER_MAX_SECS as f64)))
+    Some(Duration::from_secs_f64(
+        secs.min(RETRY_AFTER_MAX_SECS as f64),
+    ))
 }
 
 /// The delay before the next try: the server's Retry-After when it gave
@@ -48,7 +50,13 @@ mod tests {
 
     #[test]
     fn backoff_grows_is_capped_and_jitter_stays_in_range() {
-        let table = [(0, 250, 500), (1, 500, 1000), (2, 1000, 2000), (5, 7500, 15000), (30, 7500, 15000)];
+        let table = [
+            (0, 250, 500),
+            (1, 500, 1000),
+            (2, 1000, 2000),
+            (5, 7500, 15000),
+            (30, 7500, 15000),
+        ];
         for (attempt, lo, hi) in table {
             let min = next_delay(attempt, 0.0).as_millis() as u64;
             let max = next_delay(attempt, 0.999_999).as_millis() as u64;
@@ -71,9 +79,15 @@ mod tests {
     fn retry_after_parsing() {
         assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
         assert_eq!(parse_retry_after(" 0.5 "), Some(Duration::from_millis(500)));
-        assert_eq!(parse_retry_after("9999"), Some(Duration::from_secs(RETRY_AFTER_MAX_SECS)));
+        assert_eq!(
+            parse_retry_after("9999"),
+            Some(Duration::from_secs(RETRY_AFTER_MAX_SECS))
+        );
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
         assert_eq!(parse_retry_after("-1"), None);
-        assert_eq!(delay_for(0, Some(Duration::from_secs(3))), Duration::from_secs(3));
+        assert_eq!(
+            delay_for(0, Some(Duration::from_secs(3))),
+            Duration::from_secs(3)
+        );
     }
 }

@@ -36,7 +36,10 @@ impl Io {
 /// Waits for SIGINT or SIGTERM and names it.
 async fn cancellation() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
         // Without handlers the default action (exit) applies; never resolve.
         return std::future::pending().await;
     };
@@ -80,7 +83,16 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
             (r, kind, Some(cfg))
         }
     };
-    report(&rep, &ci_env, &out_settings, &state, kind, cfg.as_ref(), &inputs, &result);
+    report(
+        &rep,
+        &ci_env,
+        &out_settings,
+        &state,
+        kind,
+        cfg.as_ref(),
+        &inputs,
+        &result,
+    );
     match &result {
         Ok(()) => EXIT_SUCCESS,
         Err(f) => f.exit_code(),
@@ -131,7 +143,11 @@ async fn execute(
     match (flow, cleaned) {
         (Ok(()), Err(e)) => Err(e),
         (Err(f), Err(c)) => {
-            state.lock().unwrap().notes.push(format!("cleanup also failed: {c}"));
+            state
+                .lock()
+                .unwrap()
+                .notes
+                .push(format!("cleanup also failed: {c}"));
             Err(f)
         }
         (flow, Ok(())) => flow,
@@ -209,7 +225,10 @@ fn report(
     }
     if let Some(path) = &ci_env.github_step_summary {
         let page = match (cfg, &st.model_id) {
-            (Some(cfg), Some(m)) => format!("{}/models/{m}/overview", cfg.endpoints.app.as_str().trim_end_matches('/')),
+            (Some(cfg), Some(m)) => format!(
+                "{}/models/{m}/overview",
+                cfg.endpoints.app.as_str().trim_end_matches('/')
+            ),
             _ => String::new(),
         };
         let input = SummaryInput {
@@ -224,10 +243,10 @@ fn report(
             r.warning(&format!("could not write the step summary: {e:#}"));
         }
     }
-    if let Some((path, format)) = &out.file {
-        if let Err(e) = ci::write_outputs_file(path, *format, &outputs) {
-            r.warning(&format!("could not write the outputs file: {e:#}"));
-        }
+    if let Some((path, format)) = &out.file
+        && let Err(e) = ci::write_outputs_file(path, *format, &outputs)
+    {
+        r.warning(&format!("could not write the outputs file: {e:#}"));
     }
     r.finish();
 }

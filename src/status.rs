@@ -146,7 +146,9 @@ pub fn classify_chainlet(status: &str) -> Readiness {
 /// True when a status is one this build knows; unknown ones are polled and
 /// reported once.
 pub fn is_known_model_status(status: &str) -> bool {
-    PUBLIC_STATUSES.iter().any(|s| s.eq_ignore_ascii_case(status.trim()))
+    PUBLIC_STATUSES
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(status.trim()))
 }
 
 /// True for any public or raw status name this build knows.
@@ -230,10 +232,16 @@ mod tests {
     fn the_seed_history_reads_ready_at_scaled_to_zero() {
         // Seed 000: BUILDING, DEPLOYING, SCALED_TO_ZERO (the old client died
         // here), WAKING_UP, ACTIVE.
-        let got: Vec<_> = ["BUILDING", "DEPLOYING", "SCALED_TO_ZERO", "WAKING_UP", "ACTIVE"]
-            .iter()
-            .map(|s| classify_model(s))
-            .collect();
+        let got: Vec<_> = [
+            "BUILDING",
+            "DEPLOYING",
+            "SCALED_TO_ZERO",
+            "WAKING_UP",
+            "ACTIVE",
+        ]
+        .iter()
+        .map(|s| classify_model(s))
+        .collect();
         use Readiness::*;
         assert_eq!(got, [InProgress, InProgress, Ready, InProgress, Ready]);
     }
@@ -256,7 +264,10 @@ mod tests {
             "BUILDING_MODEL_STOPPED",
             "MODEL_DNE_ERROR",
         ] {
-            assert_eq!(chain_readiness(["MODEL_READY", s, "BUILDING_MODEL"]), Readiness::Failed);
+            assert_eq!(
+                chain_readiness(["MODEL_READY", s, "BUILDING_MODEL"]),
+                Readiness::Failed
+            );
         }
     }
 
@@ -273,7 +284,11 @@ mod tests {
             (&["BUILDING_MODEL", "MODEL_DEPLOY_FAILED"], Failed),
         ];
         for (statuses, want) in cases {
-            assert_eq!(chain_readiness(statuses.iter().copied()), *want, "{statuses:?}");
+            assert_eq!(
+                chain_readiness(statuses.iter().copied()),
+                *want,
+                "{statuses:?}"
+            );
         }
     }
 }

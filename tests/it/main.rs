@@ -1,1 +1,7 @@
-fn main(){}
+//! Black-box tests: the `truss-push` binary against the fake Baseten.
+//! One test binary (links once); modules per capability.
+
+mod harness;
+
+mod bad_input;
+mod model_deploy;

@@ -1,0 +1,208 @@
+//! Bad input: one clear message, outputs still written, nothing uploaded or
+//! created.
+
+use crate::harness::*;
+
+#[test]
+fn every_bad_input_is_refused_before_any_upload_or_mutation() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let good = example_model();
+    let no_name = model_dir("resources: {cpu: '1'}\n");
+    let bad_yaml = model_dir("model_name: [unclosed\n");
+    let list_yaml = model_dir("- a\n- b\n");
+    let empty_dir = tempfile::tempdir().unwrap();
+    let good_s = good.to_str().unwrap();
+    type Case<'a> = (&'a str, Vec<(&'a str, String)>, &'a str);
+    let cases: Vec<Case> = vec![
+        (
+            "missing truss-directory",
+            vec![("truss-directory", String::new())],
+            "truss-directory is required",
+        ),
+        (
+            "directory does not exist",
+            vec![("truss-directory", "/nonexistent/model".into())],
+            "does not exist",
+        ),
+        (
+            "no config.yaml",
+            vec![("truss-directory", empty_dir.path().to_str().unwrap().into())],
+            "config.yaml",
+        ),
+        (
+            "config.yaml not YAML",
+            vec![("truss-directory", bad_yaml.path().to_str().unwrap().into())],
+            "not valid YAML",
+        ),
+        (
+            "config.yaml not a mapping",
+            vec![("truss-directory", list_yaml.path().to_str().unwrap().into())],
+            "mapping",
+        ),
+        (
+            "no model name",
+            vec![("truss-directory", no_name.path().to_str().unwrap().into())],
+            "no model name",
+        ),
+        (
+            "chain file missing",
+            vec![("truss-directory", "/nonexistent/chain.py".into())],
+            "no such file",
+        ),
+        (
+            "empty api key",
+            vec![("baseten-api-key", "   ".into())],
+            "baseten-api-key is required",
+        ),
+        (
+            "labels not JSON",
+            vec![("labels", "{team: ml}".into())],
+            "labels is not valid JSON",
+        ),
+        (
+            "labels an array",
+            vec![("labels", "[1,2]".into())],
+            "labels must be a JSON object",
+        ),
+        (
+            "payload not JSON",
+            vec![("predict-payload", "{nope".into())],
+            "predict-payload is not valid JSON",
+        ),
+        (
+            "payload not an object",
+            vec![("predict-payload", "[1]".into())],
+            "must be a JSON object",
+        ),
+        (
+            "timeout too small",
+            vec![("deploy-timeout-minutes", "5".into())],
+            "between 10 and 1440",
+        ),
+        (
+            "timeout too big",
+            vec![("deploy-timeout-minutes", "1441".into())],
+            "between 10 and 1440",
+        ),
+        (
+            "timeout not a number",
+            vec![("deploy-timeout-minutes", "ten".into())],
+            "whole number",
+        ),
+        (
+            "predict-timeout zero",
+            vec![("predict-timeout", "0".into())],
+            "predict-timeout must be a positive",
+        ),
+        (
+            "predict-timeout negative",
+            vec![("predict-timeout", "-3".into())],
+            "predict-timeout must be a positive",
+        ),
+        (
+            "deployment name with space",
+            vec![("deployment-name", "my deploy".into())],
+            "may contain only",
+        ),
+        (
+            "deployment name with newline",
+            vec![("deployment-name", "v1\nv2".into())],
+            "may contain only",
+        ),
+        (
+            "regional without environment",
+            vec![("regional-environment", "true".into())],
+            "no environment was given",
+        ),
+        (
+            "boolean typo",
+            vec![("cleanup", "ture".into())],
+            "cleanup must be true or false",
+        ),
+        (
+            "include-git-info typo",
+            vec![("include-git-info", "maybe".into())],
+            "include-git-info must be true or false",
+        ),
+        (
+            "api url over plain http",
+            vec![("api-url", "http://api.example.com".into())],
+            "only sent over HTTPS",
+        ),
+        (
+            "output format",
+            vec![("output-format", "xml".into())],
+            "output-format must be dotenv or json",
+        ),
+        (
+            "poll interval",
+            vec![("poll-interval-seconds", "0".into())],
+            "greater than 0",
+        ),
+    ];
+    assert!(cases.len() >= 20);
+    for (why, overrides, expect) in &cases {
+        let mut inv = Invocation::new(&fake).arg("truss-directory", good_s);
+        for (k, v) in overrides {
+            inv = inv.arg(k, v);
+        }
+        if *why == "output format" {
+            inv = inv.outputs_file("o.env");
+        }
+        let run = inv.run();
+        assert_eq!(run.code, 2, "{why}: {run:?}");
+        assert_eq!(run.status(), "deploy_failed", "{why}");
+        let msg = run.out("error-message");
+        assert!(
+            msg.contains(expect),
+            "{why}: expected {expect:?} in {msg:?}"
+        );
+        assert!(
+            run.stderr.contains(expect) || run.stdout.contains(expect),
+            "{why}: shown to the user"
+        );
+        assert_eq!(run.out("deployment-id"), "", "{why}");
+    }
+    let log = fake.requests();
+    assert!(
+        log.iter().all(|r| !r.endpoint.starts_with("s3.")),
+        "no uploads: {log:?}"
+    );
+    assert!(log.iter().all(|r| !r.mutation), "no mutations");
+}
+
+#[test]
+fn inputs_arrive_in_all_four_spellings() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let d = example_model();
+    for (k_dir, k_key) in [
+        ("INPUT_TRUSS-DIRECTORY", "INPUT_BASETEN-API-KEY"),
+        ("INPUT_TRUSS_DIRECTORY", "INPUT_BASETEN_API_KEY"),
+        ("TRUSS_DIRECTORY", "BASETEN_API_KEY"),
+    ] {
+        let mut inv = Invocation::new(&fake);
+        inv.args.remove(0); // drop --baseten-api-key
+        let run = inv
+            .env(k_dir, d.to_str().unwrap())
+            .env(k_key, API_KEY)
+            .env("INPUT_CLEANUP", "false")
+            .run();
+        assert_eq!(run.status(), "success", "{k_dir}: {run:?}");
+    }
+    assert!(
+        fake.requests()
+            .iter()
+            .all(|r| r.endpoint != "rest.deactivate_deployment")
+    );
+}
+
+#[test]
+fn an_unknown_flag_still_writes_outputs() {
+    let run = Invocation::bare().arg("no-such-flag", "x").run();
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.status(), "deploy_failed");
+    assert!(
+        run.out("error-message").contains("--no-such-flag"),
+        "{run:?}"
+    );
+}

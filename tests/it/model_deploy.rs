@@ -1,0 +1,430 @@
+//! A model deploy end to end, against the fake's scripted status histories.
+
+use fake_baseten::FakeBaseten;
+use fake_baseten::scenario::{Fault, Scenario};
+
+use crate::harness::*;
+
+fn timeline_yaml(steps: &str, time_scale: f64) -> String {
+    format!("time_scale: {time_scale}\ndeployments:\n  default: {steps}\n")
+}
+
+fn deploy(fake: &FakeBaseten) -> Outcome {
+    Invocation::new(fake).model(example_model()).run()
+}
+
+#[test]
+fn seed_history_is_ready_at_scaled_to_zero() {
+    // The seed's real history, 20x faster: SCALED_TO_ZERO at 12.9 s
+    // (0.645 s real), WAKING_UP at 24.3 s, ACTIVE at 631 s. The old client
+    // failed at SCALED_TO_ZERO; the truth is "ready".
+    let scenario = Scenario::from_file(scenario_file("seed-000.yaml"))
+        .unwrap()
+        .with_api_key(API_KEY)
+        .with_time_scale(20.0);
+    let fake = FakeBaseten::start_in_background(scenario).unwrap();
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("model-name", "seed-model")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.status(), "success");
+    assert_eq!(run.out("last-status"), "SCALED_TO_ZERO");
+    assert!(
+        run.stdout.contains("status BUILDING (in progress)"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout.contains("status SCALED_TO_ZERO (ready)"),
+        "{run:?}"
+    );
+    // Ready well before WAKING_UP (24.3 s / 20 = 1.2 s after creation).
+    let secs: f64 = run.out("deploy-time-seconds").parse().unwrap();
+    assert!(secs < 24.3 / 20.0 + 1.0, "deploy-time-seconds {secs}");
+    // An existing model: a new version of it.
+    let m = mutations(&fake);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert_eq!(m[0].endpoint, "graphql.create_model_version_from_truss");
+}
+
+#[test]
+fn a_model_resting_at_scaled_to_zero_is_ready() {
+    let fake = fake(&timeline_yaml(
+        "[[0, BUILDING], [0.3, SCALED_TO_ZERO]]",
+        1.0,
+    ));
+    let run = deploy(&fake);
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_eq!(run.out("last-status"), "SCALED_TO_ZERO");
+}
+
+#[test]
+fn waking_up_then_active() {
+    let fake = fake(&timeline_yaml("[[0, WAKING_UP], [0.4, ACTIVE]]", 1.0));
+    let run = deploy(&fake);
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(
+        run.stdout.contains("status WAKING_UP (in progress)"),
+        "{run:?}"
+    );
+    assert_eq!(run.out("last-status"), "ACTIVE");
+}
+
+#[test]
+fn an_unknown_status_is_polled_with_one_warning() {
+    let fake = fake(&timeline_yaml(
+        "[[0, RESHARDING_REPLICAS], [0.5, ACTIVE]]",
+        1.0,
+    ));
+    let run = deploy(&fake);
+    assert_eq!(run.status(), "success", "{run:?}");
+    let all = format!("{}{}", run.stdout, run.stderr);
+    assert_eq!(
+        all.matches("unknown deployment status \"RESHARDING_REPLICAS\"")
+            .count(),
+        1,
+        "{run:?}"
+    );
+}
+
+#[test]
+fn each_failed_status_is_deploy_failed() {
+    for failed in [
+        "BUILD_FAILED",
+        "BUILD_STOPPED",
+        "DEPLOY_FAILED",
+        "FAILED",
+        "INACTIVE",
+        "UNHEALTHY",
+    ] {
+        let fake = fake(&timeline_yaml(
+            &format!("[[0, BUILDING], [0.2, {failed}]]"),
+            1.0,
+        ));
+        let run = deploy(&fake);
+        assert_eq!(run.code, 1, "{failed}: {run:?}");
+        assert_eq!(run.status(), "deploy_failed", "{failed}");
+        assert_eq!(run.out("last-status"), failed);
+        assert!(run.out("error-message").contains(failed), "{run:?}");
+        assert!(!run.out("deployment-id").is_empty());
+    }
+}
+
+#[test]
+fn deactivating_then_inactive_fails_once_inactive() {
+    let fake = fake(&timeline_yaml("[[0, DEACTIVATING], [0.4, INACTIVE]]", 1.0));
+    let run = deploy(&fake);
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    assert!(
+        run.stdout.contains("status DEACTIVATING (in progress)"),
+        "{run:?}"
+    );
+    assert_eq!(run.out("last-status"), "INACTIVE");
+}
+
+#[test]
+fn never_ready_times_out_at_the_deadline() {
+    let fake = fake(&timeline_yaml("[[0, BUILDING]]", 1.0));
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("wait-timeout-seconds", "1.5")
+        .arg("poll-interval-seconds", "0.2")
+        .run();
+    assert_eq!(run.code, 3, "{run:?}");
+    assert_eq!(run.status(), "deploy_timeout");
+    assert_eq!(run.out("last-status"), "BUILDING");
+    // The wait starts after the upload and create; the whole run is the
+    // budget plus setup, never much more.
+    assert!(run.elapsed.as_secs_f64() >= 1.5, "{:?}", run.elapsed);
+    assert!(
+        run.elapsed.as_secs_f64() < 1.5 + 0.2 + 2.0,
+        "{:?}",
+        run.elapsed
+    );
+}
+
+#[test]
+fn bursts_of_503_and_429_are_ridden_out() {
+    let scenario = Scenario::from_yaml(&timeline_yaml("[[0, BUILDING], [0.3, ACTIVE]]", 1.0))
+        .unwrap()
+        .with_api_key(API_KEY)
+        .with_fault(Fault::status("rest.get_deployment", 503).times(3))
+        .with_fault(
+            Fault::status("rest.get_deployment", 429)
+                .retry_after(1)
+                .after(3)
+                .times(2),
+        );
+    let fake = FakeBaseten::start_in_background(scenario).unwrap();
+    let run = deploy(&fake);
+    assert_eq!(run.status(), "success", "{run:?}");
+    let faults = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.fault.is_some())
+        .count();
+    assert!(faults >= 5, "the faults fired: {faults}");
+}
+
+#[test]
+fn every_poll_failing_is_a_timeout_not_a_hang() {
+    let scenario = Scenario::from_yaml(&timeline_yaml("[[0, ACTIVE]]", 1.0))
+        .unwrap()
+        .with_api_key(API_KEY)
+        // Two 502s, then every request dropped: the deadline must still hold.
+        .with_fault(Fault::status("rest.get_deployment", 502).times(2))
+        .with_fault(
+            Fault::drop_connection("rest.get_deployment")
+                .after(2)
+                .times(0),
+        );
+    let fake = FakeBaseten::start_in_background(scenario).unwrap();
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("wait-timeout-seconds", "2")
+        .run();
+    assert_eq!(run.status(), "deploy_timeout", "{run:?}");
+    assert!(run.elapsed.as_secs_f64() < 2.0 + 3.0, "{:?}", run.elapsed);
+}
+
+#[test]
+fn predict_sync_keeps_the_first_4096_characters() {
+    let big = "x".repeat(10_000);
+    let fake = fake(&format!(
+        "deployments:\n  default: [[0, ACTIVE]]\npredict:\n  response: {{\"text\": \"{big}\"}}\n"
+    ));
+    let run = deploy(&fake);
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_eq!(run.out("predict-response").chars().count(), 4096);
+    assert!(run.out("predict-response").starts_with("{\"text\":"));
+    let predicts: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.endpoint == "inference.predict")
+        .collect();
+    assert_eq!(predicts.len(), 1);
+    assert!(
+        predicts[0].path.contains("/deployment/"),
+        "{:?}",
+        predicts[0]
+    );
+}
+
+#[test]
+fn predict_streaming_counts_tokens() {
+    let fake = fake(
+        "deployments:\n  default: [[0, ACTIVE]]\npredict:\n  stream: {tokens: 7, token: \"hi \", token_delay_ms: 5}\n",
+    );
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("predict-payload", r#"{"prompt": "x", "stream": true}"#)
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_eq!(run.out("predict-response"), "hi ".repeat(7));
+    assert!(run.stdout.contains("7 tokens"), "{run:?}");
+    assert!(run.summary.contains("Tokens"), "{}", run.summary);
+}
+
+#[test]
+fn predict_uses_the_regional_environment_host() {
+    let fake = fake("new_model_environments: [staging]\ndeployments:\n  default: [[0, ACTIVE]]\n");
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("environment", "staging")
+        .arg("regional-environment", "true")
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let p: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.endpoint.starts_with("inference."))
+        .collect();
+    assert_eq!(p.len(), 1, "{p:?}");
+    let model_id = run.out("model-id");
+    assert!(
+        p[0].path
+            .starts_with(&format!("/model-{model_id}-staging/predict")),
+        "{:?}",
+        p[0]
+    );
+}
+
+#[test]
+fn a_failing_predict_is_predict_failed_with_status_and_body() {
+    let scenario = Scenario::from_yaml("deployments:\n  default: [[0, ACTIVE]]\n")
+        .unwrap()
+        .with_api_key(API_KEY)
+        .with_fault(Fault::status("inference.predict", 500));
+    let fake = FakeBaseten::start_in_background(scenario).unwrap();
+    let run = deploy(&fake);
+    assert_eq!(run.code, 4, "{run:?}");
+    assert_eq!(run.status(), "predict_failed");
+    assert!(run.out("error-message").contains("500"), "{run:?}");
+}
+
+#[test]
+fn cleanup_defaults_matrix() {
+    // (existing model?, environment, cleanup input) -> deactivated?
+    let yaml = "teams: [{id: t1, name: ml, default: true}]\nmodels:\n  - {id: oldmodel, name: hello-truss-push, team: ml, environments: [production, staging], deployments: [{id: olddep, name: v1, status: ACTIVE, environment: production}]}\ndeployments:\n  default: [[0, ACTIVE]]\n";
+    let new_model_yaml = "deployments:\n  default: [[0, ACTIVE]]\n";
+    let cases: &[(&str, Option<&str>, Option<&str>, bool, &str)] = &[
+        (yaml, None, None, true, "default on without an environment"),
+        (
+            yaml,
+            Some("staging"),
+            None,
+            false,
+            "default off with an environment",
+        ),
+        (
+            yaml,
+            Some("staging"),
+            Some("false"),
+            false,
+            "explicitly off",
+        ),
+        (
+            yaml,
+            None,
+            Some("false"),
+            false,
+            "explicitly off, no environment",
+        ),
+        (
+            new_model_yaml,
+            None,
+            None,
+            false,
+            "a new model's first deployment is production: kept",
+        ),
+        (
+            new_model_yaml,
+            None,
+            Some("true"),
+            true,
+            "explicit cleanup deactivates even production",
+        ),
+    ];
+    for (yaml, env, cleanup, want, why) in cases {
+        let fake = fake(yaml);
+        let mut inv = Invocation::new(&fake).model(example_model());
+        if let Some(e) = env {
+            inv = inv.arg("environment", e);
+        }
+        if let Some(c) = cleanup {
+            inv = inv.arg("cleanup", c);
+        }
+        let run = inv.run();
+        assert_eq!(run.status(), "success", "{why}: {run:?}");
+        let deactivated = endpoints(&fake)
+            .iter()
+            .any(|e| e == "rest.deactivate_deployment");
+        assert_eq!(deactivated, *want, "{why}: {run:?}");
+        if !want && *yaml == new_model_yaml {
+            assert!(run.stdout.contains("not deactivating"), "{why}: {run:?}");
+            assert!(
+                run.summary.contains("not deactivating"),
+                "{why}: {}",
+                run.summary
+            );
+        }
+    }
+}
+
+#[test]
+fn a_failed_deactivate_is_cleanup_failed() {
+    let scenario = Scenario::from_yaml("teams: [{id: t1, name: ml, default: true}]\nmodels:\n  - {id: oldmodel, name: hello-truss-push, team: ml, deployments: [{id: olddep, name: v1, status: ACTIVE, environment: production}]}\ndeployments:\n  default: [[0, ACTIVE]]\n")
+        .unwrap()
+        .with_api_key(API_KEY)
+        .with_fault(Fault::status("rest.deactivate_deployment", 403));
+    let fake = FakeBaseten::start_in_background(scenario).unwrap();
+    let run = deploy(&fake);
+    assert_eq!(run.code, 5, "{run:?}");
+    assert_eq!(run.status(), "cleanup_failed");
+}
+
+#[test]
+fn outputs_file_in_dotenv_and_json() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .outputs_file("outputs.env")
+        .run();
+    let text = run.outputs_file.clone().expect("dotenv written");
+    let vars: std::collections::BTreeMap<_, _> =
+        truss_push::ci::testing::parse_gitlab_dotenv(text.as_bytes())
+            .expect("GitLab accepts the dotenv file")
+            .into_iter()
+            .collect();
+    assert_eq!(vars["TRUSS_PUSH_STATUS"], "success");
+    assert_eq!(vars["TRUSS_PUSH_DEPLOYMENT_ID"], run.out("deployment-id"));
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .outputs_file("outputs.json")
+        .run();
+    let v: serde_json::Value = serde_json::from_str(run.outputs_file.as_deref().unwrap()).unwrap();
+    assert_eq!(v["status"], "success");
+    assert_eq!(v["model-name"], "hello-truss-push");
+}
+
+#[test]
+fn the_api_key_never_appears_anywhere() {
+    let fake = fake("deployments:\n  default: [[0, BUILDING], [0.2, BUILD_FAILED]]\n");
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .env("GITHUB_ACTIONS", "true")
+        .outputs_file("o.json")
+        .run();
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    // The one place the key may appear is the runner command that masks it,
+    // which the runner consumes instead of printing.
+    let mask = format!("::add-mask::{API_KEY}\n");
+    assert!(run.stdout.starts_with(&mask), "masked first: {run:?}");
+    let seen = run.everything().replacen(&mask, "", 1);
+    assert!(!seen.contains(API_KEY), "the key leaked: {run:?}");
+    let log = serde_json::to_string(&fake.requests()).unwrap();
+    assert!(!log.contains(API_KEY), "the fake's log holds no key");
+}
+
+#[test]
+fn names_with_quotes_backslashes_and_newlines_stay_valid_graphql() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let evil = "my \"model\" \\ with\nnewline\") { teams { id } }";
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("model-name", evil)
+        .arg("labels", r#"{"team": "a\"b", "x": "\\n"}"#)
+        .arg("cleanup", "false")
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let created = mutations(&fake);
+    assert_eq!(created.len(), 1, "{created:?}");
+    let args = &created[0].graphql.as_ref().unwrap().arguments;
+    let create = args.values().next().unwrap();
+    assert_eq!(create["name"], evil, "{args:?}");
+    assert!(
+        fake.requests()
+            .iter()
+            .all(|r| r.endpoint != "graphql.invalid")
+    );
+}
+
+#[test]
+fn the_step_summary_tells_the_story() {
+    let fake = fake("deployments:\n  default: [[0, BUILDING], [0.2, DEPLOYING], [0.4, ACTIVE]]\n");
+    let run = deploy(&fake);
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(
+        run.summary
+            .contains("Truss Deploy (Model): hello-truss-push"),
+        "{}",
+        run.summary
+    );
+    for s in ["BUILDING", "DEPLOYING", "ACTIVE"] {
+        assert!(
+            run.summary.contains(s),
+            "{s} in the history: {}",
+            run.summary
+        );
+    }
+}
