@@ -655,7 +655,9 @@ pub async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
     };
     if !cfg.cleanup.enabled {
         if cfg.environment.is_some() && !cfg.cleanup.explicit {
-            ctx.note("cleanup off: deployments into an environment are kept by default".into());
+            let msg = "cleanup off: deployments into an environment are kept by default";
+            ctx.say(msg);
+            ctx.note(msg.into());
         }
         return Ok(());
     }

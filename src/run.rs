@@ -210,9 +210,6 @@ fn report(
     }
     let mut r = rep.lock().unwrap();
     r.finish();
-    for n in &st.notes {
-        r.line(&format!("Note: {n}"));
-    }
     if let Err(f) = result {
         r.annotate(Level::Error, Some(status.as_str()), &f.to_string());
     }
