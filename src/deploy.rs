@@ -32,6 +32,8 @@ pub const LOG_OVERLAP_MILLIS: u64 = 60_000;
 #[derive(Debug, Default)]
 pub struct State {
     pub model_id: Option<String>,
+    /// Chains only.
+    pub chain_id: Option<String>,
     pub deployment_id: Option<String>,
     pub model_name: String,
     pub deploy_time: Option<Duration>,

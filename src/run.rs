@@ -193,6 +193,7 @@ fn report(
     let mut outputs = Outputs::new(status.as_str());
     outputs.deployment_id = st.deployment_id.clone().unwrap_or_default();
     outputs.model_id = st.model_id.clone().unwrap_or_default();
+    outputs.chain_id = st.chain_id.clone().unwrap_or_default();
     outputs.model_name = st.model_name.clone();
     outputs.deploy_time_seconds = st.deploy_time.map(|d| d.as_secs_f64());
     outputs.predict_response = st.predict_response.clone().unwrap_or_default();
