@@ -519,6 +519,16 @@ impl Api {
         self.rest_get("reading the environment", url).await
     }
 
+    /// The environment as raw JSON, so callers can tell an absent field
+    /// (older API) from a null one.
+    pub async fn environment_json(&self, model_id: &str, env: &str) -> Result<Value, ApiError> {
+        let url = self.endpoints.rest(&format!(
+            "v1/models/{model_id}/environments/{}",
+            urlencode(env)
+        ));
+        self.rest_get("reading the environment", url).await
+    }
+
     pub async fn environments(&self, model_id: &str) -> Result<Vec<Environment>, ApiError> {
         #[derive(Deserialize)]
         struct List {

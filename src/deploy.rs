@@ -15,7 +15,7 @@ use crate::ci::{Level, PredictStats, Reporter, StatusEvent, StreamStats};
 use crate::config::{Config, RAW_CONFIG_MAX_BYTES, Target};
 use crate::outcome::Failure;
 use crate::status::{self, Readiness};
-use crate::{archive, git, retry, s3};
+use crate::{archive, git, promotion, retry, s3};
 
 /// The truss client version whose archive and wire format we reproduce; sent
 /// in `truss_user_env` so the platform treats the upload as that client's.
@@ -389,6 +389,7 @@ async fn wait_model(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Resul
         let mut last: Option<String> = None;
         let mut warned_unknown: HashSet<String> = HashSet::new();
         let mut failures_in_a_row: u32 = 0;
+        let mut promo = PromotionTrack::default();
         loop {
             let now = Instant::now();
             if now >= deadline {
@@ -425,7 +426,21 @@ async fn wait_model(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Resul
                         last = Some(st.clone());
                     }
                     match class {
-                        Readiness::Ready => return Ok(()),
+                        Readiness::Ready => match &cfg.environment {
+                            None => return Ok(()),
+                            Some(env) => match check_promotion(ctx, &mut promo, model_id, deployment_id, env).await {
+                                PromotionStep::Done => return Ok(()),
+                                PromotionStep::Fail(f) => return Err(f),
+                                PromotionStep::Wait => cfg.poll_interval,
+                                PromotionStep::Retry(message, retry_after) => {
+                                    if failures_in_a_row == 0 {
+                                        ctx.say(&format!("environment read failed, retrying: {message}"));
+                                    }
+                                    failures_in_a_row += 1;
+                                    retry::delay_for(failures_in_a_row - 1, retry_after).max(cfg.poll_interval)
+                                }
+                            },
+                        },
                         Readiness::Failed => {
                             return Err(Failure::Deploy(anyhow!(
                                 "the deployment failed with status {st}; see the logs: {}",
@@ -456,6 +471,80 @@ async fn wait_model(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Resul
         h.abort();
     }
     result
+}
+
+/// What the wait remembers about the promotion between polls.
+#[derive(Default)]
+struct PromotionTrack {
+    last: Option<String>,
+    fallback_noted: bool,
+}
+
+enum PromotionStep {
+    Done,
+    Wait,
+    Fail(Failure),
+    Retry(String, Option<Duration>),
+}
+
+/// Our deployment is ready; is it the one serving the environment yet?
+async fn check_promotion(
+    ctx: &Ctx<'_>,
+    track: &mut PromotionTrack,
+    model_id: &str,
+    deployment_id: &str,
+    env: &str,
+) -> PromotionStep {
+    let json = match ctx.api.environment_json(model_id, env).await {
+        Ok(j) => j,
+        Err(ApiError::Transient {
+            message,
+            retry_after,
+        }) => return PromotionStep::Retry(message, retry_after),
+        Err(ApiError::Permanent(m)) => return PromotionStep::Fail(Failure::Deploy(anyhow!(m))),
+    };
+    let view = promotion::read(&json, deployment_id);
+    let line = match &view {
+        promotion::View::Serving => {
+            format!("environment {env} now serves deployment {deployment_id}")
+        }
+        promotion::View::InFlight { status, percent } => match percent {
+            Some(p) => format!("promotion into {env}: {status}, {p:.0}% of traffic"),
+            None => format!("promotion into {env}: {status}"),
+        },
+        promotion::View::Failed { status, message } => {
+            format!("promotion into {env}: {status}: {message}")
+        }
+        promotion::View::NotYet { current } => format!(
+            "environment {env} still serves {}; waiting for the promotion",
+            current.as_deref().unwrap_or("no deployment")
+        ),
+        promotion::View::Unsupported => String::new(),
+    };
+    if !line.is_empty() && track.last.as_deref() != Some(line.as_str()) {
+        ctx.say(&line);
+        ctx.event("", &line);
+        track.last = Some(line);
+    }
+    match view {
+        promotion::View::Serving => PromotionStep::Done,
+        promotion::View::InFlight { .. } | promotion::View::NotYet { .. } => PromotionStep::Wait,
+        promotion::View::Failed { status, message } => PromotionStep::Fail(Failure::Deploy(
+            anyhow!("the promotion into {env} ended {status}: {message}"),
+        )),
+        promotion::View::Unsupported => {
+            if !track.fallback_noted {
+                track.fallback_noted = true;
+                ctx.rep.lock().unwrap().notice(&format!(
+                    "the environment API does not report promotions here: readiness in {env} is judged by the deployment status alone"
+                ));
+                ctx.note(format!(
+                    "promotion into {env} not observable; status-only readiness"
+                ));
+            }
+            PromotionStep::Done
+        }
+    }
 }
 
 /// Streams deployment logs while waiting: polled, de-duplicated within a

@@ -166,7 +166,8 @@ mod tests {
         )
         .unwrap();
         let event = event.to_str().unwrap();
-        let cases: Vec<(Vec<(&str, &str)>, Option<&str>)> = vec![
+        type Case<'a> = (Vec<(&'a str, &'a str)>, Option<&'a str>);
+        let cases: Vec<Case> = vec![
             (
                 vec![
                     ("GITHUB_SHA", "abc1234def"),

@@ -3,6 +3,7 @@
 
 pub mod archive;
 pub mod baseten;
+pub mod chain;
 pub mod ci;
 pub mod cli;
 pub mod config;
@@ -11,6 +12,7 @@ pub mod env_vars;
 pub mod git;
 pub mod net;
 pub mod outcome;
+pub mod promotion;
 pub mod retry;
 pub mod run;
 pub mod s3;

@@ -4,4 +4,8 @@
 mod harness;
 
 mod bad_input;
+mod chain_harness;
+mod environment;
 mod model_deploy;
+
+mod chain_deploy;

@@ -267,7 +267,8 @@ fn cleanup_defaults_matrix() {
     // (existing model?, environment, cleanup input) -> deactivated?
     let yaml = "teams: [{id: t1, name: ml, default: true}]\nmodels:\n  - {id: oldmodel, name: hello-truss-push, team: ml, environments: [production, staging], deployments: [{id: olddep, name: v1, status: ACTIVE, environment: production}]}\ndeployments:\n  default: [[0, ACTIVE]]\n";
     let new_model_yaml = "deployments:\n  default: [[0, ACTIVE]]\n";
-    let cases: &[(&str, Option<&str>, Option<&str>, bool, &str)] = &[
+    type Case<'a> = (&'a str, Option<&'a str>, Option<&'a str>, bool, &'a str);
+    let cases: &[Case] = &[
         (yaml, None, None, true, "default on without an environment"),
         (
             yaml,

@@ -1,0 +1,152 @@
+//! Reading an environment's promotion: is our deployment the one serving it?
+//!
+//! A deployment can report SCALED_TO_ZERO while its promotion into the
+//! environment is still in flight (seed 000's "known limitation"); a
+//! status-only wait would call that success minutes before the model serves.
+
+use serde_json::Value;
+
+/// Promotion statuses that mean "still moving traffic".
+pub const PROMOTION_IN_FLIGHT: &[&str] = &["RELEASING", "RAMPING_UP", "RAMPING_DOWN", "PAUSED"];
+/// Promotion statuses that end it without our deployment serving.
+pub const PROMOTION_FAILED: &[&str] = &["FAILED", "CANCELED"];
+/// The promotion status that means it completed.
+pub const PROMOTION_SUCCEEDED: &str = "SUCCEEDED";
+
+/// What an EnvironmentV1 says about our deployment.
+#[derive(Clone, Debug, PartialEq)]
+pub enum View {
+    /// The environment's current deployment is ours, or our promotion
+    /// succeeded.
+    Serving,
+    /// Our promotion is moving traffic (or paused).
+    InFlight {
+        status: String,
+        percent: Option<f64>,
+    },
+    /// Our promotion ended without us serving.
+    Failed { status: String, message: String },
+    /// Another deployment serves and no promotion of ours is visible yet.
+    NotYet { current: Option<String> },
+    /// The API answered without the promotion fields (older API versions).
+    Unsupported,
+}
+
+fn id_of(v: &Value) -> Option<&str> {
+    v.get("id").and_then(Value::as_str)
+}
+
+/// Reads an EnvironmentV1 JSON object for `deployment_id`.
+pub fn read(env: &Value, deployment_id: &str) -> View {
+    let current = env.get("current_deployment").and_then(id_of);
+    if current == Some(deployment_id) {
+        return View::Serving;
+    }
+    let has_fields =
+        env.get("in_progress_promotion").is_some() || env.get("candidate_deployment").is_some();
+    if !has_fields {
+        return View::Unsupported;
+    }
+    let candidate = env.get("candidate_deployment").and_then(id_of);
+    let ours = candidate.is_none_or(|c| c == deployment_id);
+    if let Some(p) = env.get("in_progress_promotion").filter(|p| p.is_object())
+        && ours
+    {
+        let status = p
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if status.eq_ignore_ascii_case(PROMOTION_SUCCEEDED) {
+            return View::Serving;
+        }
+        if PROMOTION_FAILED
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case(&status))
+        {
+            let message = p
+                .get("error_message")
+                .and_then(Value::as_str)
+                .filter(|m| !m.is_empty())
+                .unwrap_or("the platform gave no message")
+                .to_string();
+            return View::Failed { status, message };
+        }
+        // In flight, paused, or a status this build does not know: wait.
+        return View::InFlight {
+            status,
+            percent: p
+                .get("percent_traffic_to_new_version")
+                .and_then(Value::as_f64),
+        };
+    }
+    View::NotYet {
+        current: current.map(str::to_string),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn promotion_views() {
+        let cases = [
+            (
+                json!({"current_deployment": {"id": "d1"}, "in_progress_promotion": null}),
+                View::Serving,
+            ),
+            (
+                json!({"current_deployment": {"id": "old"}, "candidate_deployment": {"id": "d1"},
+                       "in_progress_promotion": {"status": "RAMPING_UP", "percent_traffic_to_new_version": 10}}),
+                View::InFlight {
+                    status: "RAMPING_UP".into(),
+                    percent: Some(10.0),
+                },
+            ),
+            (
+                json!({"current_deployment": {"id": "old"}, "candidate_deployment": {"id": "d1"},
+                       "in_progress_promotion": {"status": "PAUSED", "percent_traffic_to_new_version": 50}}),
+                View::InFlight {
+                    status: "PAUSED".into(),
+                    percent: Some(50.0),
+                },
+            ),
+            (
+                json!({"current_deployment": {"id": "old"}, "candidate_deployment": {"id": "d1"},
+                       "in_progress_promotion": {"status": "SUCCEEDED"}}),
+                View::Serving,
+            ),
+            (
+                json!({"current_deployment": {"id": "old"}, "candidate_deployment": {"id": "d1"},
+                       "in_progress_promotion": {"status": "FAILED", "error_message": "quota"}}),
+                View::Failed {
+                    status: "FAILED".into(),
+                    message: "quota".into(),
+                },
+            ),
+            (
+                json!({"current_deployment": {"id": "old"}, "candidate_deployment": {"id": "other"},
+                       "in_progress_promotion": {"status": "RAMPING_UP"}}),
+                View::NotYet {
+                    current: Some("old".into()),
+                },
+            ),
+            (
+                json!({"current_deployment": {"id": "old"}, "candidate_deployment": null, "in_progress_promotion": null}),
+                View::NotYet {
+                    current: Some("old".into()),
+                },
+            ),
+            (
+                json!({"current_deployment": {"id": "old"}}),
+                View::Unsupported,
+            ),
+            (json!({"current_deployment": null}), View::Unsupported),
+        ];
+        for (env, want) in cases {
+            assert_eq!(read(&env, "d1"), want, "{env}");
+        }
+    }
+}
