@@ -1,0 +1,73 @@
+//! Cancellation: GitHub sends SIGINT, then SIGTERM 7.5 s later. The binary
+//! must stop, clean up what it created, write outputs and exit non-zero
+//! within 5 s.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::harness::*;
+
+fn cancel_with(signal: &str) {
+    let fake = fake(
+        "teams: [{id: t1, name: ml, default: true}]\nmodels:\n  - {id: oldmodel, name: hello-truss-push, team: ml, deployments: [{id: olddep, name: v1, status: ACTIVE, environment: production}]}\ndeployments:\n  default: [[0, BUILDING]]\n",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let gh_out = dir.path().join("out");
+    std::fs::write(&gh_out, "").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_truss-push"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("GITHUB_OUTPUT", &gh_out)
+        .args([
+            format!("--truss-directory={}", example_model().display()),
+            format!("--baseten-api-key={API_KEY}"),
+            format!("--app-url={}", fake.graphql_base()),
+            format!("--api-url={}", fake.rest_base()),
+            format!("--inference-url={}", fake.inference_template()),
+            format!("--s3-endpoint={}", fake.s3_endpoint()),
+            "--deployment-name=cancel-me".into(),
+            "--poll-interval-seconds=0.1".into(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the deployment exists and is being polled.
+    let started = Instant::now();
+    while !endpoints(&fake).iter().any(|e| e == "rest.get_deployment") {
+        assert!(started.elapsed() < Duration::from_secs(20), "never reached the wait");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent = Instant::now();
+    let ok = Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let out = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    assert!(took < Duration::from_secs(5), "stopped in {took:?}");
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stdout));
+    let outputs: std::collections::BTreeMap<_, _> =
+        truss_push::ci::testing::parse_github_output(&std::fs::read_to_string(&gh_out).unwrap())
+            .unwrap()
+            .into_iter()
+            .collect();
+    assert_eq!(outputs["status"], "deploy_failed");
+    assert!(outputs["error-message"].contains(signal), "{outputs:?}");
+    assert!(!outputs["deployment-id"].is_empty());
+    assert!(
+        endpoints(&fake).iter().any(|e| e == "rest.deactivate_deployment"),
+        "the created deployment was deactivated"
+    );
+}
+
+#[test]
+fn sigint_cleans_up_writes_outputs_and_exits_130() {
+    cancel_with("INT");
+}
+
+#[test]
+fn sigterm_does_the_same() {
+    cancel_with("TERM");
+}
