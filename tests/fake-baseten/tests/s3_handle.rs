@@ -328,15 +328,19 @@ async fn signed_for_us_east_1_gets_the_answer_botocore_redirects_on() {
     );
     let event = h.fake.events().pop().unwrap();
     assert_eq!(event.signed_region.as_deref(), Some("us-east-1"));
-    assert!(!event.signature_verified);
+    // Answered with the region, but the signature (for its own scope) was
+    // still checked and recorded.
+    assert!(event.signature_verified);
 
-    // The region is judged before the signature, as S3 does.
+    // The region is judged before the signature, as S3 does; the record
+    // shows the bad signature.
     spec.creds.secret = "wrong";
     let reply = h.send(spec.request(Body::from("body"))).await;
     assert_eq!(
         reply.code().as_deref(),
         Some("AuthorizationHeaderMalformed")
     );
+    assert!(!h.fake.events().pop().unwrap().signature_verified);
 
     // HeadBucket has no body to carry <Region>: the header must do.
     let mut head = Spec::new(&h, Method::HEAD, "", b"");

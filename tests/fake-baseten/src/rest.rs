@@ -1,0 +1,682 @@
+//! REST v1 (`/v1/...`): deployments, environments, logs, deactivation and
+//! chain deployments, in the shapes of reference sections 4.1, 4.6, 4.7 and
+//! 6. Errors are `{"message": ...}` with the HTTP status.
+
+use axum::http::{Method, StatusCode};
+use serde_json::{Map, Value, json};
+
+use crate::state::{ChainDeployment, Deployment, EnvView, Environment, PRODUCTION, Platform};
+use crate::status;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    ListModels,
+    GetModel(String),
+    ListDeployments(String),
+    GetDeployment(String, String),
+    DeactivateDeployment(String, String),
+    Logs(String, String),
+    ListEnvironments(String),
+    GetEnvironment(String, String),
+    ListChainDeployments(String),
+    GetChainDeployment(String, String),
+    DeactivateChainDeployment(String, String),
+    ListChainEnvironments(String),
+    GetChainEnvironment(String, String),
+    MethodNotAllowed,
+    NotFound,
+}
+
+impl Route {
+    pub fn endpoint(&self) -> &'static str {
+        match self {
+            Route::ListModels => "rest.list_models",
+            Route::GetModel(..) => "rest.get_model",
+            Route::ListDeployments(..) => "rest.list_deployments",
+            Route::GetDeployment(..) => "rest.get_deployment",
+            Route::DeactivateDeployment(..) => "rest.deactivate_deployment",
+            Route::Logs(..) => "rest.get_logs",
+            Route::ListEnvironments(..) => "rest.list_environments",
+            Route::GetEnvironment(..) => "rest.get_environment",
+            Route::ListChainDeployments(..) => "rest.list_chain_deployments",
+            Route::GetChainDeployment(..) => "rest.get_chain_deployment",
+            Route::DeactivateChainDeployment(..) => "rest.deactivate_chain_deployment",
+            Route::ListChainEnvironments(..) => "rest.list_chain_environments",
+            Route::GetChainEnvironment(..) => "rest.get_chain_environment",
+            Route::MethodNotAllowed => "rest.method_not_allowed",
+            Route::NotFound => "rest.not_found",
+        }
+    }
+}
+
+/// The REST route of `method path` (path starting with `/v1/`).
+pub fn route(method: &Method, path: &str) -> Route {
+    let segs: Vec<String> = path
+        .trim_start_matches('/')
+        .trim_end_matches('/')
+        .split('/')
+        .map(str::to_string)
+        .collect();
+    let seg: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let get = method == Method::GET;
+    let post = method == Method::POST;
+    let (route, allowed) = match seg.as_slice() {
+        ["v1", "models"] => (Route::ListModels, get),
+        ["v1", "models", m] => (Route::GetModel(m.to_string()), get),
+        ["v1", "models", m, "deployments"] => (Route::ListDeployments(m.to_string()), get),
+        ["v1", "models", m, "deployments", d] => {
+            (Route::GetDeployment(m.to_string(), d.to_string()), get)
+        }
+        ["v1", "models", m, "deployments", d, "deactivate"] => (
+            Route::DeactivateDeployment(m.to_string(), d.to_string()),
+            post,
+        ),
+        ["v1", "models", m, "deployments", d, "logs"] => {
+            (Route::Logs(m.to_string(), d.to_string()), get || post)
+        }
+        ["v1", "models", m, "environments"] => (Route::ListEnvironments(m.to_string()), get),
+        ["v1", "models", m, "environments", e] => {
+            (Route::GetEnvironment(m.to_string(), e.to_string()), get)
+        }
+        ["v1", "chains", c, "deployments"] => (Route::ListChainDeployments(c.to_string()), get),
+        ["v1", "chains", c, "deployments", d] => {
+            (Route::GetChainDeployment(c.to_string(), d.to_string()), get)
+        }
+        ["v1", "chains", c, "deployments", d, "deactivate"] => (
+            Route::DeactivateChainDeployment(c.to_string(), d.to_string()),
+            post,
+        ),
+        ["v1", "chains", c, "environments"] => (Route::ListChainEnvironments(c.to_string()), get),
+        ["v1", "chains", c, "environments", e] => (
+            Route::GetChainEnvironment(c.to_string(), e.to_string()),
+            get,
+        ),
+        _ => (Route::NotFound, true),
+    };
+    if allowed {
+        route
+    } else {
+        Route::MethodNotAllowed
+    }
+}
+
+pub type Answer = (StatusCode, Value);
+
+fn message(status: StatusCode, msg: impl Into<String>) -> Answer {
+    (status, json!({"message": msg.into()}))
+}
+
+fn not_found(msg: impl Into<String>) -> Answer {
+    message(StatusCode::NOT_FOUND, msg)
+}
+
+/// Minimal `application/x-www-form-urlencoded` decoding of a query string.
+pub fn parse_query(q: Option<&str>) -> Vec<(String, String)> {
+    fn decode(s: &str) -> String {
+        let bytes = s.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'+' => out.push(b' '),
+                b'%' if i + 2 < bytes.len() => {
+                    let hex = |b: u8| (b as char).to_digit(16);
+                    match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                        (Some(h), Some(l)) => {
+                            out.push((h * 16 + l) as u8);
+                            i += 2;
+                        }
+                        _ => out.push(b'%'),
+                    }
+                }
+                b => out.push(b),
+            }
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+    q.unwrap_or("")
+        .split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) => (decode(k), decode(v)),
+            None => (decode(kv), String::new()),
+        })
+        .collect()
+}
+
+pub fn handle(
+    p: &mut Platform,
+    now: f64,
+    route: &Route,
+    query: Option<&str>,
+    body: &[u8],
+) -> Answer {
+    match route {
+        Route::NotFound => not_found("Not found"),
+        Route::MethodNotAllowed => message(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed"),
+        Route::ListModels => {
+            let models: Vec<Value> = p
+                .models
+                .iter()
+                .filter(|m| m.origin != "CHAINS")
+                .map(|m| model_v1(p, &m.id, now))
+                .collect();
+            (StatusCode::OK, json!({ "models": models }))
+        }
+        Route::GetModel(m) => match p.model(m) {
+            Some(_) => (StatusCode::OK, model_v1(p, m, now)),
+            None => not_found(format!("Model {m} not found")),
+        },
+        Route::ListDeployments(m) => {
+            if p.model(m).is_none() {
+                return not_found(format!("Model {m} not found"));
+            }
+            let deps: Vec<Value> = p
+                .model_deployments(m)
+                .map(|d| deployment_v1(p, d, now))
+                .collect();
+            (StatusCode::OK, json!({ "deployments": deps }))
+        }
+        Route::GetDeployment(m, d) => match find_deployment(p, m, d, now) {
+            Ok(dep) => (StatusCode::OK, deployment_v1(p, dep, now)),
+            Err(a) => a,
+        },
+        Route::DeactivateDeployment(m, d) => {
+            if let Err(a) = check_body(body) {
+                return a;
+            }
+            let id = match find_deployment(p, m, d, now) {
+                Ok(dep) => dep.id.clone(),
+                Err(a) => return a,
+            };
+            p.deactivate(&id, now);
+            (StatusCode::OK, json!({"success": true}))
+        }
+        Route::Logs(m, d) => {
+            let dep = match find_deployment(p, m, d, now) {
+                Ok(dep) => dep,
+                Err(a) => return a,
+            };
+            match logs(p, dep, now, query, body) {
+                Ok(v) => (StatusCode::OK, v),
+                Err(msg) => message(StatusCode::BAD_REQUEST, msg),
+            }
+        }
+        Route::ListEnvironments(m) => {
+            let Some(model) = p.model(m) else {
+                return not_found(format!("Model {m} not found"));
+            };
+            let envs: Vec<Value> = model
+                .environments
+                .iter()
+                .map(|e| environment_v1(p, &model.id, e, now))
+                .collect();
+            (StatusCode::OK, json!({ "environments": envs }))
+        }
+        Route::GetEnvironment(m, e) => {
+            let Some(model) = p.model(m) else {
+                return not_found(format!("Model {m} not found"));
+            };
+            match model.environments.iter().find(|x| &x.name == e) {
+                Some(env) => (StatusCode::OK, environment_v1(p, &model.id, env, now)),
+                None => not_found(format!("Environment {e} not found for model {m}")),
+            }
+        }
+        Route::ListChainDeployments(c) => {
+            if p.chain(c).is_none() {
+                return not_found(format!("Chain {c} not found"));
+            }
+            let deps: Vec<Value> = p
+                .chain_deployments
+                .iter()
+                .filter(|cd| &cd.chain_id == c)
+                .map(|cd| chain_deployment_v1(p, cd, now))
+                .collect();
+            (StatusCode::OK, json!({ "deployments": deps }))
+        }
+        Route::GetChainDeployment(c, d) => match find_chain_deployment(p, c, d) {
+            Ok(cd) => (StatusCode::OK, chain_deployment_v1(p, cd, now)),
+            Err(a) => a,
+        },
+        Route::DeactivateChainDeployment(c, d) => {
+            if let Err(a) = check_body(body) {
+                return a;
+            }
+            let id = match find_chain_deployment(p, c, d) {
+                Ok(cd) => cd.id.clone(),
+                Err(a) => return a,
+            };
+            p.deactivate_chain_deployment(&id, now);
+            (StatusCode::OK, json!({"success": true}))
+        }
+        Route::ListChainEnvironments(c) => {
+            let Some(chain) = p.chain(c) else {
+                return not_found(format!("Chain {c} not found"));
+            };
+            let envs: Vec<Value> = chain
+                .environments
+                .iter()
+                .map(|e| chain_environment_v1(p, &chain.id, e, now))
+                .collect();
+            (StatusCode::OK, json!({ "environments": envs }))
+        }
+        Route::GetChainEnvironment(c, e) => {
+            let Some(chain) = p.chain(c) else {
+                return not_found(format!("Chain {c} not found"));
+            };
+            match chain.environments.iter().find(|x| &x.name == e) {
+                Some(env) => (StatusCode::OK, chain_environment_v1(p, &chain.id, env, now)),
+                None => not_found(format!("Environment {e} not found for chain {c}")),
+            }
+        }
+    }
+}
+
+/// Deactivate takes no body or a JSON object (`{}`).
+fn check_body(body: &[u8]) -> Result<(), Answer> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(_)) => Ok(()),
+        _ => Err(message(
+            StatusCode::BAD_REQUEST,
+            "Request body must be a JSON object",
+        )),
+    }
+}
+
+/// `{d}` may also be `production` or `development`, as the platform's
+/// deployment aliases.
+fn find_deployment<'p>(
+    p: &'p Platform,
+    m: &str,
+    d: &str,
+    now: f64,
+) -> Result<&'p Deployment, Answer> {
+    let Some(model) = p.model(m) else {
+        return Err(not_found(format!("Model {m} not found")));
+    };
+    let id = match d {
+        "production" => p.env_current(&model.id, PRODUCTION, now),
+        "development" => model.development.clone(),
+        other => Some(other.to_string()),
+    };
+    id.and_then(|id| p.deployment(&id))
+        .filter(|dep| dep.model_id == model.id)
+        .ok_or_else(|| not_found(format!("Deployment {d} not found for model {m}")))
+}
+
+fn find_chain_deployment<'p>(
+    p: &'p Platform,
+    c: &str,
+    d: &str,
+) -> Result<&'p ChainDeployment, Answer> {
+    if p.chain(c).is_none() {
+        return Err(not_found(format!("Chain {c} not found")));
+    }
+    p.chain_deployment(d)
+        .filter(|cd| cd.chain_id == c)
+        .ok_or_else(|| not_found(format!("Chain deployment {d} not found for chain {c}")))
+}
+
+fn autoscaling_settings() -> Value {
+    json!({
+        "min_replica": 0,
+        "max_replica": 1,
+        "autoscaling_window": 60,
+        "scale_down_delay": 900,
+        "concurrency_target": 1,
+        "target_utilization_percentage": 70,
+    })
+}
+
+fn deployment_v1(p: &Platform, d: &Deployment, now: f64) -> Value {
+    let status = d.public_status(now);
+    let environment = p.environment_of(d, now);
+    let deployed = d
+        .steps
+        .iter()
+        .any(|(t, s)| *t <= now && status::is_ready(&status::as_public(s)));
+    let replicas = u32::from(matches!(status.as_str(), "ACTIVE" | "UPDATING"));
+    json!({
+        "id": d.id,
+        "created_at": p.scenario_iso(d.created_at),
+        "name": d.name,
+        "model_id": d.model_id,
+        "is_production": environment.as_deref() == Some(PRODUCTION),
+        "is_development": d.is_draft,
+        "status": status,
+        "active_replica_count": replicas,
+        "autoscaling_settings": if deployed { autoscaling_settings() } else { Value::Null },
+        "instance_type_name": d.instance_type_name,
+        "environment": environment,
+        "labels": d.labels,
+        "region": null,
+        "request_backpressure_settings": {"policy": null},
+    })
+}
+
+fn model_v1(p: &Platform, m: &str, now: f64) -> Value {
+    let Some(model) = p.model(m) else {
+        return Value::Null;
+    };
+    json!({
+        "id": model.id,
+        "created_at": p.scenario_iso(model.created_at),
+        "name": model.name,
+        "deployments_count": p.model_deployments(&model.id).count(),
+        "production_deployment_id": p.env_current(&model.id, PRODUCTION, now),
+        "development_deployment_id": model.development,
+        "instance_type_name": "1x2",
+    })
+}
+
+fn promotion_fields(
+    p: &Platform,
+    out: &mut Map<String, Value>,
+    view: &EnvView,
+    render: impl Fn(&str) -> Value,
+) {
+    if p.scenario.omit_promotion_fields {
+        return;
+    }
+    out.insert(
+        "candidate_deployment".into(),
+        view.candidate
+            .as_deref()
+            .map(&render)
+            .unwrap_or(Value::Null),
+    );
+    out.insert(
+        "in_progress_promotion".into(),
+        view.promotion
+            .as_ref()
+            .map(|s| serde_json::to_value(s).unwrap_or(Value::Null))
+            .unwrap_or(Value::Null),
+    );
+}
+
+fn environment_v1(p: &Platform, model_id: &str, env: &Environment, now: f64) -> Value {
+    let view = p.view(env, now);
+    let render = |id: &str| {
+        p.deployment(id)
+            .map(|d| deployment_v1(p, d, now))
+            .unwrap_or(Value::Null)
+    };
+    let mut out = Map::new();
+    out.insert("name".into(), json!(env.name));
+    out.insert("created_at".into(), json!(p.scenario_iso(env.created_at)));
+    out.insert("model_id".into(), json!(model_id));
+    out.insert(
+        "current_deployment".into(),
+        view.current.as_deref().map(render).unwrap_or(Value::Null),
+    );
+    promotion_fields(p, &mut out, &view, render);
+    out.insert("autoscaling_settings".into(), autoscaling_settings());
+    out.insert(
+        "promotion_settings".into(),
+        json!({
+            "redeploy_on_promotion": false,
+            "rolling_deploy": false,
+            "promotion_cleanup_strategy": "SCALE_TO_ZERO",
+            "rolling_deploy_config": null,
+            "ramp_up_while_promoting": false,
+            "ramp_up_duration_seconds": 600,
+        }),
+    );
+    out.insert(
+        "instance_type".into(),
+        json!({
+            "id": "1x2",
+            "name": "1x2",
+            "memory_limit_mib": 2048,
+            "millicpu_limit": 1000,
+            "gpu_count": 0,
+            "gpu_type": null,
+            "gpu_memory_limit_mib": null,
+        }),
+    );
+    out.insert(
+        "request_backpressure_settings".into(),
+        json!({"policy": null}),
+    );
+    out.insert("autoscaling_schedules".into(), Value::Null);
+    Value::Object(out)
+}
+
+fn chain_deployment_v1(p: &Platform, cd: &ChainDeployment, now: f64) -> Value {
+    let mut statuses = Vec::new();
+    let chainlets: Vec<Value> = cd
+        .chainlets
+        .iter()
+        .map(|c| {
+            let dep = p.deployment(&c.deployment_id);
+            let status = dep
+                .map(|d| d.public_status(now))
+                .unwrap_or_else(|| "UNKNOWN".into());
+            statuses.push(status.clone());
+            json!({
+                "id": c.id,
+                "name": c.name,
+                "autoscaling_settings": if status::is_ready(&status) { autoscaling_settings() } else { Value::Null },
+                "instance_type_name": dep.map(|d| d.instance_type_name.clone()),
+                "active_replica_count": u32::from(status == "ACTIVE"),
+                "status": status,
+            })
+        })
+        .collect();
+    let environment = p.chain(&cd.chain_id).and_then(|c| {
+        c.environments.iter().find_map(|e| {
+            let v = p.view(e, now);
+            (v.current.as_deref() == Some(&cd.id) || v.candidate.as_deref() == Some(&cd.id))
+                .then(|| e.name.clone())
+        })
+    });
+    json!({
+        "id": cd.id,
+        "created_at": p.scenario_iso(cd.created_at),
+        "chain_id": cd.chain_id,
+        "environment": environment,
+        "chainlets": chainlets,
+        "status": status::chain_status(&statuses),
+    })
+}
+
+fn chain_environment_v1(p: &Platform, chain_id: &str, env: &Environment, now: f64) -> Value {
+    let view = p.view(env, now);
+    let render = |id: &str| {
+        p.chain_deployment(id)
+            .map(|cd| chain_deployment_v1(p, cd, now))
+            .unwrap_or(Value::Null)
+    };
+    let mut out = Map::new();
+    out.insert("name".into(), json!(env.name));
+    out.insert("created_at".into(), json!(p.scenario_iso(env.created_at)));
+    out.insert("chain_id".into(), json!(chain_id));
+    out.insert(
+        "current_deployment".into(),
+        view.current.as_deref().map(render).unwrap_or(Value::Null),
+    );
+    promotion_fields(p, &mut out, &view, render);
+    out.insert("chainlet_settings".into(), json!([]));
+    Value::Object(out)
+}
+
+/// Log options from the query string (GET) or JSON body (POST).
+#[derive(Debug, Default, PartialEq)]
+struct LogQuery {
+    start_ms: Option<u64>,
+    end_ms: Option<u64>,
+    limit: Option<usize>,
+    ascending: bool,
+}
+
+fn log_query(query: Option<&str>, body: &[u8]) -> Result<LogQuery, String> {
+    let mut q = LogQuery::default();
+    let mut pairs: Vec<(String, Value)> = parse_query(query)
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Object(o)) => pairs.extend(o),
+            _ => return Err("Request body must be a JSON object".into()),
+        }
+    }
+    let num = |k: &str, v: &Value| -> Result<u64, String> {
+        v.as_u64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            .ok_or_else(|| format!("{k} must be an integer"))
+    };
+    for (k, v) in pairs {
+        match k.as_str() {
+            "start_epoch_millis" if !v.is_null() => q.start_ms = Some(num(&k, &v)?),
+            "end_epoch_millis" if !v.is_null() => q.end_ms = Some(num(&k, &v)?),
+            "limit" if !v.is_null() => {
+                let n = num(&k, &v)?;
+                if !(1..=1000).contains(&n) {
+                    return Err("limit must be between 1 and 1000".into());
+                }
+                q.limit = Some(n as usize);
+            }
+            "direction" => match v.as_str() {
+                Some("asc") => q.ascending = true,
+                Some("desc") | None => q.ascending = false,
+                Some(other) => return Err(format!("direction must be asc or desc, got {other}")),
+            },
+            _ => {}
+        }
+    }
+    Ok(q)
+}
+
+/// Lines scripted for this deployment that have happened by `now`, inside
+/// the window (default: the 30 minutes before now), newest first unless
+/// `direction=asc`.
+fn logs(
+    p: &Platform,
+    d: &Deployment,
+    now: f64,
+    query: Option<&str>,
+    body: &[u8],
+) -> Result<Value, String> {
+    let q = log_query(query, body)?;
+    let model_name = p.model(&d.model_id).map(|m| m.name.as_str()).unwrap_or("");
+    let end_ms = q.end_ms.unwrap_or_else(|| p.clock.epoch_ms(now));
+    let start_ms = q.start_ms.unwrap_or(end_ms.saturating_sub(30 * 60 * 1000));
+    let mut lines: Vec<(u64, &crate::scenario::LogLineSpec)> = p
+        .scenario
+        .logs
+        .iter()
+        .filter(|l| l.model.as_deref().is_none_or(|m| m == model_name))
+        .map(|l| (d.created_at + l.at, l))
+        .filter(|(t, _)| *t <= now)
+        .map(|(t, l)| (p.clock.epoch_ms(t), l))
+        .filter(|(ms, _)| *ms >= start_ms && *ms <= end_ms)
+        .collect();
+    lines.sort_by_key(|(ms, _)| *ms);
+    if !q.ascending {
+        lines.reverse();
+    }
+    lines.truncate(q.limit.unwrap_or(500));
+    let logs: Vec<Value> = lines
+        .iter()
+        .map(|(ms, l)| {
+            json!({
+                "timestamp": (u128::from(*ms) * 1_000_000).to_string(),
+                "message": l.message,
+                "replica": l.replica,
+                "request_id": null,
+                "level": l.level,
+            })
+        })
+        .collect();
+    Ok(json!({ "logs": logs }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        let g = Method::GET;
+        let post = Method::POST;
+        for (m, path, want) in [
+            (&g, "/v1/models/m1/deployments/d1", "rest.get_deployment"),
+            (&g, "/v1/models/m1/deployments/d1/", "rest.get_deployment"),
+            (
+                &post,
+                "/v1/models/m1/deployments/d1/deactivate",
+                "rest.deactivate_deployment",
+            ),
+            (
+                &g,
+                "/v1/models/m1/deployments/d1/deactivate",
+                "rest.method_not_allowed",
+            ),
+            (&g, "/v1/models/m1/deployments/d1/logs", "rest.get_logs"),
+            (&post, "/v1/models/m1/deployments/d1/logs", "rest.get_logs"),
+            (&g, "/v1/models/m1/environments", "rest.list_environments"),
+            (
+                &g,
+                "/v1/models/m1/environments/staging",
+                "rest.get_environment",
+            ),
+            (
+                &g,
+                "/v1/chains/c1/deployments/cd1",
+                "rest.get_chain_deployment",
+            ),
+            (
+                &post,
+                "/v1/chains/c1/deployments/cd1/deactivate",
+                "rest.deactivate_chain_deployment",
+            ),
+            (
+                &g,
+                "/v1/chains/c1/environments/production",
+                "rest.get_chain_environment",
+            ),
+            (&g, "/v1/nothing", "rest.not_found"),
+        ] {
+            assert_eq!(route(m, path).endpoint(), want, "{m} {path}");
+        }
+    }
+
+    #[test]
+    fn log_options_from_query_or_body() {
+        assert_eq!(
+            log_query(Some("start_epoch_millis=5&limit=2&direction=asc"), b"").unwrap(),
+            LogQuery {
+                start_ms: Some(5),
+                end_ms: None,
+                limit: Some(2),
+                ascending: true
+            }
+        );
+        assert_eq!(
+            log_query(None, br#"{"end_epoch_millis": 9}"#)
+                .unwrap()
+                .end_ms,
+            Some(9)
+        );
+        assert!(log_query(Some("limit=0"), b"").is_err());
+        assert!(log_query(Some("direction=sideways"), b"").is_err());
+        assert!(log_query(None, b"[1]").is_err());
+    }
+
+    #[test]
+    fn query_strings_decode() {
+        assert_eq!(
+            parse_query(Some("a=1&b=x%20y+z&c")),
+            [
+                ("a".to_string(), "1".to_string()),
+                ("b".to_string(), "x y z".to_string()),
+                ("c".to_string(), String::new())
+            ]
+        );
+    }
+}

@@ -1,0 +1,552 @@
+//! Scenario files: what the fake platform knows at start and how its
+//! deployments behave over (scenario) time.
+//!
+//! A scenario is YAML; every key is optional. Times are scenario seconds
+//! (see [`crate::clock`]); timelines are lists of `[seconds, STATUS]` pairs
+//! measured from the moment the deployment was created, and before the first
+//! step the status is the first step's status.
+//!
+//! ```yaml
+//! name: seed-000
+//! time_scale: 100          # scenario seconds per real second
+//! manual_clock: false      # true: time stands still until a test moves it
+//! api_key: fake-api-key
+//! region: us-west-2        # bucket region
+//! bucket: baseten-fake-uploads
+//! teams: [{id: team0001, name: ml, default: true}]
+//! models:                  # pre-existing models
+//!   - name: existing-model
+//!     team: ml
+//!     environments: [production, staging]
+//!     deployments: [{name: v1, status: ACTIVE, environment: production}]
+//! chains: [{name: existing-chain, environments: [production, staging]}]
+//! new_model_environments: [staging]   # environments every new model gets besides production
+//! deployments:             # model deployment status timelines (public statuses)
+//!   default: [[0, BUILDING], [5, DEPLOYING], [10, ACTIVE]]
+//!   sequence: []           # n-th created model deployment takes entry n
+//!   by_model: {}           # by model name; wins over sequence and default
+//! chainlets:               # chainlet timelines (RAW statuses), by display name
+//!   default: [[0, BUILDING_MODEL], [10, MODEL_READY]]
+//!   by_name: {}
+//! promotions:              # environment promotion of a new deployment
+//!   default: null          # null: RELEASING until the deployment is ready, then SUCCEEDED
+//!   sequence: []
+//!   by_model: {}           # e.g. {steps: [[0, {status: RAMPING_UP, percent: 10}], [30, {status: SUCCEEDED, percent: 100}]]}
+//! omit_promotion_fields: false  # true: EnvironmentV1 without candidate_deployment/in_progress_promotion
+//! deactivation_seconds: 2  # DEACTIVATING lasts this long, then INACTIVE
+//! wake_seconds: 0          # a predict on a scaled-to-zero deployment waits this long
+//! truss_validation: {success: true, warnings: [], errors: []}
+//! predict: {response: null, by_model: {}, chain_response: null, stream: {tokens: 5, token: "tok", token_delay_ms: 0}}
+//! logs: [{at: 1.0, message: "Building image", replica: null, model: null}]
+//! faults: [{endpoint: rest.get_deployment, status: 429, retry_after: 1, after: 0, times: 1}]
+//! require_upload: true     # create mutations need the uploaded object
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `[[seconds_after_creation, STATUS], ...]`.
+pub type Timeline = Vec<(f64, String)>;
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Scenario {
+    pub name: Option<String>,
+    pub time_scale: f64,
+    pub manual_clock: bool,
+    pub api_key: String,
+    pub region: String,
+    pub bucket: String,
+    pub workspace_name: String,
+    pub user_email: String,
+    pub teams: Vec<TeamSpec>,
+    pub models: Vec<ModelSpec>,
+    pub chains: Vec<ChainSpec>,
+    pub new_model_environments: Vec<String>,
+    pub deployments: Timelines,
+    pub chainlets: ChainletTimelines,
+    pub promotions: Promotions,
+    pub omit_promotion_fields: bool,
+    pub deactivation_seconds: f64,
+    pub wake_seconds: f64,
+    pub truss_validation: ValidationSpec,
+    pub predict: PredictSpec,
+    pub logs: Vec<LogLineSpec>,
+    pub faults: Vec<Fault>,
+    pub require_upload: bool,
+    /// Seeds the id generator so two runs of a scenario hand out the same ids.
+    pub id_seed: u64,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Self {
+            name: None,
+            time_scale: 1.0,
+            manual_clock: false,
+            api_key: "fake-api-key".into(),
+            region: "us-west-2".into(),
+            bucket: "baseten-fake-uploads".into(),
+            workspace_name: "fake-workspace".into(),
+            user_email: "ci@example.com".into(),
+            teams: vec![TeamSpec {
+                id: None,
+                name: "default".into(),
+                default: true,
+            }],
+            models: Vec::new(),
+            chains: Vec::new(),
+            new_model_environments: Vec::new(),
+            deployments: Timelines::default(),
+            chainlets: ChainletTimelines::default(),
+            promotions: Promotions::default(),
+            omit_promotion_fields: false,
+            deactivation_seconds: 2.0,
+            wake_seconds: 0.0,
+            truss_validation: ValidationSpec::default(),
+            predict: PredictSpec::default(),
+            logs: Vec::new(),
+            faults: Vec::new(),
+            require_upload: true,
+            id_seed: 0,
+        }
+    }
+}
+
+impl Scenario {
+    /// An empty document (or one of comments only) is the default scenario.
+    pub fn from_yaml(text: &str) -> anyhow::Result<Self> {
+        let is_empty = serde_yaml::from_str::<serde_yaml::Value>(text)
+            .map(|v| v.is_null())
+            .unwrap_or(false);
+        if is_empty {
+            return Ok(Self::default());
+        }
+        let s: Scenario = serde_yaml::from_str(text).context("while parsing the scenario YAML")?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    pub fn from_file(path: impl AsRef<Path>) -> anyhow::Result<Self> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("while reading scenario {}", path.display()))?;
+        Self::from_yaml(&text).with_context(|| format!("in scenario {}", path.display()))
+    }
+
+    /// Time stands still until the test moves it.
+    pub fn with_manual_clock(mut self) -> Self {
+        self.manual_clock = true;
+        self
+    }
+
+    pub fn with_time_scale(mut self, scale: f64) -> Self {
+        self.time_scale = scale;
+        self
+    }
+
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = key.into();
+        self
+    }
+
+    pub fn with_fault(mut self, fault: Fault) -> Self {
+        self.faults.push(fault);
+        self
+    }
+
+    /// Every model deployment follows `timeline`.
+    pub fn with_default_timeline(mut self, timeline: &[(f64, &str)]) -> Self {
+        self.deployments.default = timeline.iter().map(|(t, s)| (*t, s.to_string())).collect();
+        self
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.time_scale.is_finite() && self.time_scale > 0.0,
+            "time_scale must be a positive number, got {}: use e.g. 1 (real time) or 100",
+            self.time_scale
+        );
+        anyhow::ensure!(!self.teams.is_empty(), "teams must list at least one team");
+        let timelines = std::iter::once(&self.deployments.default)
+            .chain(&self.deployments.sequence)
+            .chain(self.deployments.by_model.values())
+            .chain(std::iter::once(&self.chainlets.default))
+            .chain(self.chainlets.by_name.values());
+        for t in timelines {
+            anyhow::ensure!(
+                !t.is_empty(),
+                "a status timeline is empty: give at least one [seconds, STATUS] step"
+            );
+            anyhow::ensure!(
+                t.windows(2).all(|w| w[0].0 <= w[1].0),
+                "timeline steps must be in time order, got {t:?}"
+            );
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TeamSpec {
+    #[serde(default)]
+    pub id: Option<String>,
+    pub name: String,
+    #[serde(default)]
+    pub default: bool,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    #[serde(default)]
+    pub id: Option<String>,
+    pub name: String,
+    /// Team name; the default team when absent.
+    #[serde(default)]
+    pub team: Option<String>,
+    /// Environments besides `production` (which always exists).
+    #[serde(default)]
+    pub environments: Vec<String>,
+    #[serde(default)]
+    pub deployments: Vec<ExistingDeploymentSpec>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExistingDeploymentSpec {
+    #[serde(default)]
+    pub id: Option<String>,
+    pub name: String,
+    #[serde(default = "active")]
+    pub status: String,
+    /// Environment this deployment is the current deployment of.
+    #[serde(default)]
+    pub environment: Option<String>,
+    #[serde(default)]
+    pub is_draft: bool,
+}
+
+fn active() -> String {
+    "ACTIVE".into()
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainSpec {
+    #[serde(default)]
+    pub id: Option<String>,
+    pub name: String,
+    #[serde(default)]
+    pub team: Option<String>,
+    #[serde(default)]
+    pub environments: Vec<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Timelines {
+    pub default: Timeline,
+    pub sequence: Vec<Timeline>,
+    pub by_model: BTreeMap<String, Timeline>,
+}
+
+impl Default for Timelines {
+    fn default() -> Self {
+        Self {
+            default: vec![
+                (0.0, "BUILDING".into()),
+                (5.0, "DEPLOYING".into()),
+                (10.0, "ACTIVE".into()),
+            ],
+            sequence: Vec::new(),
+            by_model: BTreeMap::new(),
+        }
+    }
+}
+
+impl Timelines {
+    /// The timeline of the `index`-th created model deployment of `model`.
+    pub fn pick(&self, model: &str, index: usize) -> Timeline {
+        self.by_model
+            .get(model)
+            .or_else(|| self.sequence.get(index))
+            .unwrap_or(&self.default)
+            .clone()
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ChainletTimelines {
+    pub default: Timeline,
+    pub by_name: BTreeMap<String, Timeline>,
+}
+
+impl Default for ChainletTimelines {
+    fn default() -> Self {
+        Self {
+            default: vec![
+                (0.0, "BUILDING_MODEL".into()),
+                (5.0, "DEPLOYING_MODEL".into()),
+                (10.0, "MODEL_READY".into()),
+            ],
+            by_name: BTreeMap::new(),
+        }
+    }
+}
+
+impl ChainletTimelines {
+    pub fn pick(&self, display_name: &str) -> Timeline {
+        self.by_name
+            .get(display_name)
+            .unwrap_or(&self.default)
+            .clone()
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Promotions {
+    pub default: Option<PromotionScript>,
+    pub sequence: Vec<PromotionScript>,
+    pub by_model: BTreeMap<String, PromotionScript>,
+}
+
+impl Promotions {
+    /// `None`: the promotion follows the deployment (RELEASING until ready).
+    pub fn pick(&self, model: &str, index: usize) -> Option<PromotionScript> {
+        self.by_model
+            .get(model)
+            .or_else(|| self.sequence.get(index))
+            .or(self.default.as_ref())
+            .cloned()
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromotionScript {
+    /// `[[seconds_after_creation, {status, percent}], ...]`.
+    pub steps: Vec<(f64, PromotionStep)>,
+    #[serde(default)]
+    pub error_message: Option<String>,
+    #[serde(default)]
+    pub rolling_deploy: Option<bool>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromotionStep {
+    pub status: String,
+    #[serde(default)]
+    pub percent: u32,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ValidationSpec {
+    pub success: bool,
+    pub warnings: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+impl Default for ValidationSpec {
+    fn default() -> Self {
+        Self {
+            success: true,
+            warnings: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PredictSpec {
+    /// Body of every successful predict; `null` echoes `{"echo": <payload>}`.
+    pub response: Option<Value>,
+    /// Per model name.
+    pub by_model: BTreeMap<String, Value>,
+    /// Body of every chain `run_remote`; `null` echoes.
+    pub chain_response: Option<Value>,
+    pub stream: StreamSpec,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StreamSpec {
+    pub tokens: u32,
+    pub token: String,
+    /// Real milliseconds between two chunks.
+    pub token_delay_ms: u64,
+}
+
+impl Default for StreamSpec {
+    fn default() -> Self {
+        Self {
+            tokens: 5,
+            token: "tok".into(),
+            token_delay_ms: 0,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogLineSpec {
+    /// Seconds after the deployment's creation.
+    pub at: f64,
+    pub message: String,
+    #[serde(default)]
+    pub replica: Option<String>,
+    #[serde(default)]
+    pub level: Option<String>,
+    /// Only deployments of this model; all when absent.
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+/// One scripted failure, applied before authentication as a proxy or load
+/// balancer in front of the platform would.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Fault {
+    /// Endpoint name (`rest.get_deployment`), a prefix wildcard
+    /// (`graphql.*`), or `*`.
+    pub endpoint: String,
+    /// Skip this many matching requests first.
+    pub after: u32,
+    /// Fire on this many matching requests; 0 means every one from then on
+    /// (the YAML default; the constructors below set 1).
+    pub times: u32,
+    /// Answer with this HTTP status instead of the real answer.
+    pub status: Option<u16>,
+    /// `Retry-After` seconds to send with `status`.
+    pub retry_after: Option<u32>,
+    /// Body to send with `status` (JSON); a generic error body otherwise.
+    pub body: Option<Value>,
+    /// Real milliseconds to wait before answering (or failing).
+    pub delay_ms: u64,
+    /// Close the connection without any answer.
+    pub drop: bool,
+}
+
+impl Fault {
+    /// `status` once, with `Retry-After` when given.
+    pub fn status(endpoint: &str, status: u16) -> Self {
+        Self {
+            endpoint: endpoint.into(),
+            times: 1,
+            status: Some(status),
+            ..Self::default()
+        }
+    }
+
+    /// Close the connection once.
+    pub fn drop_connection(endpoint: &str) -> Self {
+        Self {
+            endpoint: endpoint.into(),
+            times: 1,
+            drop: true,
+            ..Self::default()
+        }
+    }
+
+    pub fn retry_after(mut self, secs: u32) -> Self {
+        self.retry_after = Some(secs);
+        self
+    }
+
+    pub fn after(mut self, n: u32) -> Self {
+        self.after = n;
+        self
+    }
+
+    pub fn times(mut self, n: u32) -> Self {
+        self.times = n;
+        self
+    }
+
+    pub fn matches_endpoint(&self, endpoint: &str) -> bool {
+        endpoint_matches(&self.endpoint, endpoint)
+    }
+
+    /// Whether the `n`-th (0-based) matching request is hit.
+    pub fn fires_on(&self, n: u32) -> bool {
+        n >= self.after && (self.times == 0 || n < self.after.saturating_add(self.times))
+    }
+}
+
+/// `pattern` is an exact name, `prefix.*`, or `*`.
+pub fn endpoint_matches(pattern: &str, endpoint: &str) -> bool {
+    if pattern == "*" {
+        return true;
+    }
+    match pattern.strip_suffix('*') {
+        Some(prefix) => endpoint.starts_with(prefix),
+        None => pattern == endpoint,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_patterns() {
+        for (pattern, endpoint, want) in [
+            ("rest.get_deployment", "rest.get_deployment", true),
+            ("rest.get_deployment", "rest.get_deployments", false),
+            ("rest.*", "rest.get_deployment", true),
+            ("rest.*", "graphql.teams", false),
+            ("*", "s3.upload_part", true),
+        ] {
+            assert_eq!(
+                endpoint_matches(pattern, endpoint),
+                want,
+                "{pattern} {endpoint}"
+            );
+        }
+    }
+
+    #[test]
+    fn fault_window_counts_after_and_times() {
+        let f = Fault::status("x", 500).after(2).times(2);
+        let fired: Vec<bool> = (0..6).map(|n| f.fires_on(n)).collect();
+        assert_eq!(fired, [false, false, true, true, false, false]);
+        let forever = Fault::status("x", 500).times(0);
+        assert!((0..100).all(|n| forever.fires_on(n)));
+    }
+
+    #[test]
+    fn timelines_pick_by_model_then_sequence_then_default() {
+        let t = Timelines {
+            default: vec![(0.0, "ACTIVE".into())],
+            sequence: vec![vec![(0.0, "BUILDING".into())]],
+            by_model: [("special".to_string(), vec![(0.0, "FAILED".into())])].into(),
+        };
+        assert_eq!(t.pick("special", 0)[0].1, "FAILED");
+        assert_eq!(t.pick("other", 0)[0].1, "BUILDING");
+        assert_eq!(t.pick("other", 1)[0].1, "ACTIVE");
+    }
+
+    #[test]
+    fn yaml_rejects_unknown_keys_and_bad_timelines() {
+        assert!(Scenario::from_yaml("tim_scale: 3").is_err());
+        assert!(Scenario::from_yaml("deployments: {default: [[5, A], [1, B]]}").is_err());
+        let s = Scenario::from_yaml("deployments: {default: [[0.6, BUILDING], [631, ACTIVE]]}")
+            .unwrap();
+        assert_eq!(s.deployments.default[1], (631.0, "ACTIVE".to_string()));
+        assert_eq!(s.api_key, "fake-api-key");
+        assert_eq!(
+            Scenario::from_yaml("# nothing\n").unwrap().api_key,
+            "fake-api-key"
+        );
+    }
+}

@@ -1,0 +1,13 @@
+//! End-to-end tests of the fake Baseten through HTTP, with reqwest as the
+//! client: one test binary, one module per concern.
+
+mod common;
+
+mod auth;
+mod binary;
+mod faults;
+mod flow;
+mod graphql;
+mod inference;
+mod request_log;
+mod timeline;
