@@ -49,6 +49,8 @@ pub struct Ctx<'a> {
     pub cfg: &'a Config,
     pub api: &'a Api,
     pub http: &'a reqwest::Client,
+    /// S3 uploads: no redirects followed.
+    pub s3_http: &'a reqwest::Client,
     pub rep: Arc<Mutex<Reporter>>,
     pub state: &'a Mutex<State>,
     pub started: Instant,
@@ -270,7 +272,7 @@ pub async fn deploy_model(ctx: &Ctx<'_>) -> Result<(), Failure> {
 
     let creds = ctx.api.model_upload_credentials().await.map_err(fail)?;
     let uploader = s3::Uploader::new(
-        ctx.http.clone(),
+        ctx.s3_http.clone(),
         s3::Options {
             endpoint: cfg.endpoints.s3.clone(),
             ..s3::Options::default()

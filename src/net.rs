@@ -48,8 +48,21 @@ pub fn extra_roots(env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<reqwest::
     Ok(certs)
 }
 
-/// Builds the client used for every host.
+/// Builds the client used for the Baseten hosts.
 pub fn client(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::Client> {
+    builder(env)?.build().context("building the HTTP client")
+}
+
+/// Builds the client for S3: redirects are not followed, because a followed
+/// redirect would carry a signature made for another host.
+pub fn s3_client(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::Client> {
+    builder(env)?
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .context("building the S3 HTTP client")
+}
+
+fn builder(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::ClientBuilder> {
     let mut b = reqwest::Client::builder()
         .use_rustls_tls()
         .user_agent(USER_AGENT)
@@ -58,5 +71,5 @@ pub fn client(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::Client> {
     for cert in extra_roots(env)? {
         b = b.add_root_certificate(cert);
     }
-    b.build().context("building the HTTP client")
+    Ok(b)
 }

@@ -115,11 +115,13 @@ async fn execute(
         return dry_run(cfg, rep);
     }
     let http = net::client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
+    let s3_http = net::s3_client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
     let api = baseten::Api::new(http.clone(), cfg.endpoints.clone(), cfg.api_key.clone());
     let ctx = Ctx {
         cfg,
         api: &api,
         http: &http,
+        s3_http: &s3_http,
         rep: Arc::clone(rep),
         state,
         started,

@@ -1,0 +1,906 @@
+//! Tests of the uploader's decisions, of its signing against botocore, and of
+//! whole uploads against the fake S3.
+
+use super::*;
+
+fn url(text: &str) -> Url {
+    Url::parse(text).unwrap()
+}
+
+fn credentials(key_id: &str, secret: &str, token: &str) -> Credentials {
+    Credentials {
+        access_key_id: key_id.to_owned(),
+        secret_access_key: Secret::new(secret),
+        session_token: Secret::new(token),
+    }
+}
+
+#[test]
+fn secrets_never_print() {
+    let creds = credentials("AKID", "very-secret-key", "session-token-value");
+    let shown = format!(
+        "{creds:?} {} {}",
+        creds.secret_access_key, creds.session_token
+    );
+    assert!(!shown.contains("very-secret-key"), "{shown}");
+    assert!(!shown.contains("session-token-value"), "{shown}");
+    assert!(shown.contains("AKID") && shown.contains("***"), "{shown}");
+    assert_eq!(creds.secret_access_key.expose(), "very-secret-key");
+}
+
+#[test]
+fn plan_table() {
+    let t = DEFAULT_MULTIPART_THRESHOLD_BYTES;
+    let p = DEFAULT_PART_SIZE_BYTES;
+    let gib = 1024 * MIB;
+    let cases = [
+        // (size, threshold, part size) → plan
+        (0, t, p, Plan::Single),
+        (t, t, p, Plan::Single),
+        (
+            t + 1,
+            t,
+            p,
+            Plan::Multipart {
+                part_size: p,
+                parts: 2,
+            },
+        ),
+        (
+            2 * gib,
+            t,
+            p,
+            Plan::Multipart {
+                part_size: p,
+                parts: 128,
+            },
+        ),
+        // parts below S3's 5 MiB minimum are raised to it
+        (
+            12 * MIB,
+            MIB,
+            MIB,
+            Plan::Multipart {
+                part_size: 5 * MIB,
+                parts: 3,
+            },
+        ),
+        // a huge file grows the part so the count stays within 10 000
+        (
+            200 * gib,
+            t,
+            p,
+            Plan::Multipart {
+                part_size: 21 * MIB,
+                parts: (200 * gib).div_ceil(21 * MIB),
+            },
+        ),
+        // a threshold above S3's single-PUT limit still goes multipart
+        (
+            6 * gib,
+            u64::MAX,
+            p,
+            Plan::Multipart {
+                part_size: p,
+                parts: 384,
+            },
+        ),
+    ];
+    for (size, threshold, part_size, expected) in cases {
+        let got = plan(size, threshold, part_size).unwrap();
+        assert_eq!(
+            got, expected,
+            "size {size} threshold {threshold} part {part_size}"
+        );
+        if let Plan::Multipart { parts, .. } = got {
+            assert!(parts <= MAX_PARTS);
+        }
+    }
+    let too_big = plan(MAX_OBJECT_BYTES + 1, t, p).unwrap_err().to_string();
+    assert!(too_big.contains("5 TiB"), "{too_big}");
+}
+
+#[test]
+fn object_url_table() {
+    let local = url("http://127.0.0.1:9000");
+    let prefixed = url("https://minio.example/s3/");
+    let cases: [(Option<&Url>, &str, &str, &str, &str); 7] = [
+        (
+            None,
+            "bucket-1",
+            "models/a.tgz",
+            "us-east-1",
+            "https://bucket-1.s3.amazonaws.com/models/a.tgz",
+        ),
+        (
+            None,
+            "bucket-1",
+            "models/a.tgz",
+            "us-west-2",
+            "https://bucket-1.s3.us-west-2.amazonaws.com/models/a.tgz",
+        ),
+        // dotted buckets break the wildcard certificate: path-style
+        (
+            None,
+            "my.bucket",
+            "k",
+            "us-east-1",
+            "https://s3.amazonaws.com/my.bucket/k",
+        ),
+        (
+            None,
+            "my.bucket",
+            "k",
+            "eu-west-1",
+            "https://s3.eu-west-1.amazonaws.com/my.bucket/k",
+        ),
+        (
+            Some(&local),
+            "b",
+            "models/x y+z.tgz",
+            "us-west-2",
+            "http://127.0.0.1:9000/b/models/x%20y%2Bz.tgz",
+        ),
+        (
+            Some(&local),
+            "b",
+            "k",
+            "us-east-1",
+            "http://127.0.0.1:9000/b/k",
+        ),
+        (
+            Some(&prefixed),
+            "b",
+            "a/b",
+            "us-east-1",
+            "https://minio.example/s3/b/a/b",
+        ),
+    ];
+    for (endpoint, bucket, key, region, expected) in cases {
+        let got = object_url(endpoint, bucket, key, region).unwrap();
+        assert_eq!(got.as_str(), expected, "{bucket}/{key} in {region}");
+    }
+}
+
+#[test]
+fn bucket_url_table() {
+    let local = url("http://127.0.0.1:9000/");
+    let cases: [(Option<&Url>, &str, &str, &str); 4] = [
+        (
+            None,
+            "bucket-1",
+            "us-east-1",
+            "https://bucket-1.s3.amazonaws.com/",
+        ),
+        (
+            None,
+            "bucket-1",
+            "eu-west-1",
+            "https://bucket-1.s3.eu-west-1.amazonaws.com/",
+        ),
+        (
+            None,
+            "my.bucket",
+            "us-east-1",
+            "https://s3.amazonaws.com/my.bucket",
+        ),
+        (Some(&local), "b", "us-west-2", "http://127.0.0.1:9000/b"),
+    ];
+    for (endpoint, bucket, region, expected) in cases {
+        let got = bucket_url(endpoint, bucket, region).unwrap();
+        assert_eq!(got.as_str(), expected, "{bucket} in {region}");
+    }
+}
+
+#[test]
+fn object_url_refuses_what_it_cannot_sign_faithfully() {
+    for key in ["a/../b", "a/./b", ".."] {
+        let error = object_url(None, "bucket", key, "us-east-1").unwrap_err();
+        assert!(error.to_string().contains("rewritten"), "{key}: {error}");
+    }
+    // A region comes from a response header and becomes part of a host name.
+    for region in ["evil.example.com/", "us-west-2.attacker", "", "US-WEST-2"] {
+        assert!(
+            object_url(None, "bucket", "k", region).is_err(),
+            "{region:?}"
+        );
+    }
+}
+
+#[test]
+fn virtual_host_table() {
+    let cases = [
+        ("bucket-1", true),
+        ("ab", false),
+        ("my.bucket", false),
+        ("Bucket", false),
+        ("-bucket", false),
+        ("bucket-", false),
+        ("under_score", false),
+        (&*"a".repeat(63), true),
+        (&*"a".repeat(64), false),
+    ];
+    for (bucket, expected) in cases {
+        assert_eq!(virtual_host_ok(bucket), expected, "{bucket}");
+    }
+}
+
+#[test]
+fn query_is_written_as_signed() {
+    let mut target = url("http://127.0.0.1:9000/b/k");
+    let pairs =
+        [("partNumber", "3"), ("uploadId", "a/b+c=d")].map(|(k, v)| (k.to_owned(), v.to_owned()));
+    set_query(&mut target, &pairs);
+    assert_eq!(target.query(), Some("partNumber=3&uploadId=a%2Fb%2Bc%3Dd"));
+    set_query(&mut target, &[("uploads".to_owned(), String::new())]);
+    assert_eq!(target.query(), Some("uploads"));
+    set_query(&mut target, &[]);
+    assert_eq!(target.query(), None);
+}
+
+#[test]
+fn redirect_region_table() {
+    let cases = [
+        // (status, code, header, body, current) → region to follow
+        (
+            400,
+            Some("AuthorizationHeaderMalformed"),
+            Some("us-west-2"),
+            Some("us-west-2"),
+            "us-east-1",
+            Some("us-west-2"),
+        ),
+        (
+            400,
+            Some("AuthorizationHeaderMalformed"),
+            None,
+            Some("eu-west-1"),
+            "us-east-1",
+            Some("eu-west-1"),
+        ),
+        (
+            301,
+            Some("PermanentRedirect"),
+            Some("eu-central-1"),
+            None,
+            "us-east-1",
+            Some("eu-central-1"),
+        ),
+        (
+            307,
+            Some("TemporaryRedirect"),
+            Some("ap-south-1"),
+            None,
+            "us-east-1",
+            Some("ap-south-1"),
+        ),
+        // the header wins over the body, as in botocore
+        (
+            400,
+            Some("AuthorizationHeaderMalformed"),
+            Some("us-west-2"),
+            Some("eu-west-1"),
+            "us-east-1",
+            Some("us-west-2"),
+        ),
+        // already signed for that region: nothing new to follow
+        (
+            400,
+            Some("AuthorizationHeaderMalformed"),
+            Some("us-west-2"),
+            None,
+            "us-west-2",
+            None,
+        ),
+        // no region named anywhere
+        (
+            400,
+            Some("AuthorizationHeaderMalformed"),
+            None,
+            None,
+            "us-east-1",
+            None,
+        ),
+        // not a region answer
+        (
+            403,
+            Some("SignatureDoesNotMatch"),
+            Some("us-west-2"),
+            None,
+            "us-east-1",
+            None,
+        ),
+        (
+            400,
+            Some("InvalidArgument"),
+            Some("us-west-2"),
+            None,
+            "us-east-1",
+            None,
+        ),
+        // a malformed region is not followed into a host name
+        (
+            400,
+            Some("AuthorizationHeaderMalformed"),
+            Some("x.evil.com"),
+            None,
+            "us-east-1",
+            None,
+        ),
+    ];
+    for (status, code, header, body, current, expected) in cases {
+        assert_eq!(
+            redirect_region(status, code, header, body, current).as_deref(),
+            expected,
+            "{status} {code:?} {header:?} {body:?} {current}"
+        );
+    }
+}
+
+#[test]
+fn retryable_table() {
+    let cases = [
+        (500, Some("InternalError"), true),
+        (500, None, true),
+        (502, None, true),
+        // S3's NotImplemented: a feature it lacks will not appear on retry
+        (501, Some("NotImplemented"), false),
+        (503, Some("SlowDown"), true),
+        (429, None, true),
+        (408, None, true),
+        (400, Some("RequestTimeout"), true),
+        (400, Some("AuthorizationHeaderMalformed"), false),
+        (400, Some("XAmzContentSHA256Mismatch"), false),
+        (403, Some("SignatureDoesNotMatch"), false),
+        (403, Some("AccessDenied"), false),
+        (403, Some("RequestTimeTooSkewed"), false),
+        (404, Some("NoSuchUpload"), false),
+        (200, Some("InternalError"), true),
+    ];
+    for (status, code, expected) in cases {
+        assert_eq!(retryable(status, code), expected, "{status} {code:?}");
+    }
+}
+
+#[test]
+fn backoff_scales_the_crate_policy() {
+    let policy_base = Duration::from_millis(retry::BACKOFF_BASE_MILLIS);
+    for (attempt, unit) in [(1, 0.0), (1, 1.0), (2, 0.5), (4, 0.25), (30, 1.0)] {
+        // the default base is exactly the crate's policy
+        assert_eq!(
+            backoff_delay(attempt, policy_base, unit),
+            retry::next_delay(attempt - 1, unit),
+            "attempt {attempt}"
+        );
+        // a tenth of the base gives a tenth of every delay
+        let scaled = backoff_delay(attempt, policy_base / 10, unit).as_secs_f64();
+        let full = retry::next_delay(attempt - 1, unit).as_secs_f64();
+        assert!((scaled * 10.0 - full).abs() < 1e-6, "attempt {attempt}");
+    }
+    assert_eq!(Options::default().retry_base_delay, policy_base);
+}
+
+#[test]
+fn s3_error_table() {
+    let signature = r#"<?xml version="1.0" encoding="UTF-8"?>
+<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match the signature you provided. Check your key and signing method.</Message><AWSAccessKeyId>AKID</AWSAccessKeyId><StringToSign>AWS4-HMAC-SHA256 secret-token</StringToSign><RequestId>1</RequestId></Error>"#;
+    let region = "<Error><Code>AuthorizationHeaderMalformed</Code><Message>the region &apos;us-east-1&apos; is wrong; expecting &apos;us-west-2&apos;</Message><Region>us-west-2</Region></Error>";
+    let complete_ok = "<?xml version=\"1.0\"?><CompleteMultipartUploadResult><ETag>\"x\"</ETag></CompleteMultipartUploadResult>";
+    let complete_failed = "<?xml version=\"1.0\"?>\n\n<Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message></Error>";
+
+    assert_eq!(s3_error(200, ""), None);
+    assert_eq!(s3_error(200, complete_ok), None);
+    let in_ok = s3_error(200, complete_failed).unwrap();
+    assert_eq!(in_ok.code.as_deref(), Some("InternalError"));
+    let sig = s3_error(403, signature).unwrap();
+    assert_eq!(sig.code.as_deref(), Some("SignatureDoesNotMatch"));
+    assert!(sig.message.unwrap().starts_with("The request signature"));
+    let reg = s3_error(400, region).unwrap();
+    assert_eq!(reg.region.as_deref(), Some("us-west-2"));
+    assert_eq!(
+        reg.message.as_deref(),
+        Some("the region 'us-east-1' is wrong; expecting 'us-west-2'")
+    );
+    let bare = s3_error(503, "").unwrap();
+    assert_eq!(bare, S3Error::default());
+}
+
+#[test]
+fn rejection_messages_show_code_and_message_only() {
+    let error = S3Error {
+        code: Some("SignatureDoesNotMatch".to_owned()),
+        message: Some("does not match (token tok-123456 echoed)".to_owned()),
+        region: None,
+    };
+    let text = rejection_message(
+        Operation::UploadPart(3),
+        StatusCode::FORBIDDEN,
+        &error,
+        ", after 2 attempts",
+        &["secret-key", "tok-123456"],
+    );
+    assert!(
+        text.starts_with(
+            "S3 rejected the upload: SignatureDoesNotMatch: does not match (token *** echoed) (HTTP 403 on UploadPart 3, after 2 attempts): "
+        ),
+        "{text}"
+    );
+    let bare = rejection_message(
+        Operation::PutObject,
+        StatusCode::SERVICE_UNAVAILABLE,
+        &S3Error::default(),
+        "",
+        &[],
+    );
+    assert_eq!(
+        bare,
+        "S3 rejected the upload: HTTP 503 Service Unavailable (HTTP 503 on PutObject)"
+    );
+}
+
+#[test]
+fn complete_xml_lists_parts_in_order() {
+    let xml = complete_xml(&[(1, "\"aa\"".to_owned()), (2, "\"b&b\"".to_owned())]);
+    assert!(xml.contains(
+        "<Part><PartNumber>1</PartNumber><ETag>\"aa\"</ETag></Part><Part><PartNumber>2</PartNumber><ETag>\"b&amp;b\"</ETag></Part></CompleteMultipartUpload>"
+    ), "{xml}");
+    assert_eq!(root_element(&xml), Some("CompleteMultipartUpload"));
+}
+
+/// One request signed by us and by botocore's `S3SigV4Auth`.
+struct BotocoreCase {
+    method: &'static str,
+    url: Url,
+    query: Vec<(String, String)>,
+    body: Vec<u8>,
+    credentials: Credentials,
+    region: &'static str,
+}
+
+const BOTOCORE_SIGNER: &str = r#"
+import datetime, json, sys
+try:
+    import botocore.auth
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+except ImportError as error:
+    sys.exit(f"botocore is not importable ({error}); install it: pip install botocore")
+stamp = sys.argv[1]
+botocore.auth.get_current_datetime = lambda: datetime.datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.timezone.utc)
+out = []
+for case in json.load(sys.stdin):
+    request = AWSRequest(method=case["method"], url=case["url"], data=bytes.fromhex(case["body"]))
+    creds = Credentials(case["key_id"], case["secret"], case["token"] or None)
+    S3SigV4Auth(creds, "s3", case["region"]).add_auth(request)
+    out.append({"authorization": request.headers["Authorization"], "sha256": request.headers["X-Amz-Content-SHA256"]})
+json.dump(out, sys.stdout)
+"#;
+
+/// The signer agrees with botocore, the signer boto3 (and so the Python
+/// truss client) uses, on the requests the uploader sends.
+#[test]
+fn signatures_match_botocore() {
+    let amz_date = "20260129T181502Z";
+    let with_query = |mut url: Url, pairs: &[(&str, &str)]| {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        set_query(&mut url, &pairs);
+        (url, pairs)
+    };
+    let local = url("http://127.0.0.1:41234");
+    let token = "FwoGZXIvYXdzEJr//////////wEaDOb+token/with=padding==";
+    let mut cases = Vec::new();
+    let (u, q) = with_query(
+        object_url(None, "baseten-uploads", "models/abc/a.tgz", "us-east-1").unwrap(),
+        &[],
+    );
+    cases.push(BotocoreCase {
+        method: "PUT",
+        url: u,
+        query: q,
+        body: b"tar bytes".to_vec(),
+        credentials: credentials(
+            "ASIAEXAMPLE",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            token,
+        ),
+        region: "us-east-1",
+    });
+    let (u, q) = with_query(
+        object_url(None, "baseten-uploads", "models/x y/é+.tgz", "us-west-2").unwrap(),
+        &[("uploads", "")],
+    );
+    cases.push(BotocoreCase {
+        method: "POST",
+        url: u,
+        query: q,
+        body: Vec::new(),
+        credentials: credentials("ASIAEXAMPLE", "secret+/=", token),
+        region: "us-west-2",
+    });
+    let (u, q) = with_query(
+        object_url(Some(&local), "fake-bucket", "chains/k.tgz", "us-west-2").unwrap(),
+        &[("partNumber", "12"), ("uploadId", "2~abc/DEF+ghi=")],
+    );
+    cases.push(BotocoreCase {
+        method: "PUT",
+        url: u,
+        query: q,
+        body: (0..=255u8).cycle().take(70_000).collect(),
+        credentials: credentials("AKIDNOTOKEN", "s", ""),
+        region: "us-west-2",
+    });
+    let (u, q) = with_query(
+        object_url(Some(&local), "fake-bucket", "chains/k.tgz", "eu-west-1").unwrap(),
+        &[("uploadId", "u-1")],
+    );
+    cases.push(BotocoreCase {
+        method: "POST",
+        url: u,
+        query: q,
+        body: complete_xml(&[(1, "\"e1\"".to_owned()), (2, "\"e2\"".to_owned())]).into_bytes(),
+        credentials: credentials("ASIAEXAMPLE", "k", token),
+        region: "eu-west-1",
+    });
+    let (u, q) = with_query(
+        object_url(None, "my.dotted.bucket", "k", "us-east-1").unwrap(),
+        &[("uploadId", "u-1")],
+    );
+    cases.push(BotocoreCase {
+        method: "DELETE",
+        url: u,
+        query: q,
+        body: Vec::new(),
+        credentials: credentials("ASIAEXAMPLE", "k", token),
+        region: "us-east-1",
+    });
+
+    let input: Vec<serde_json::Value> = cases
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "method": c.method,
+                "url": c.url.as_str(),
+                "body": hex::encode(&c.body),
+                "key_id": c.credentials.access_key_id,
+                "secret": c.credentials.secret_access_key.expose(),
+                "token": c.credentials.session_token.expose(),
+                "region": c.region,
+            })
+        })
+        .collect();
+    let expected = run_botocore(amz_date, &serde_json::Value::Array(input));
+    assert_eq!(expected.len(), cases.len());
+    for (case, theirs) in cases.iter().zip(expected) {
+        let sha = sigv4::sha256_hex(&case.body);
+        let ours = signed_headers(
+            case.method,
+            &case.url,
+            &case.query,
+            &sha,
+            &case.credentials,
+            case.region,
+            amz_date,
+        );
+        let ours_auth = &ours.iter().find(|(n, _)| *n == "authorization").unwrap().1;
+        assert_eq!(
+            theirs["sha256"].as_str(),
+            Some(sha.as_str()),
+            "{}",
+            case.url
+        );
+        assert_eq!(
+            theirs["authorization"].as_str(),
+            Some(ours_auth.as_str()),
+            "{} {}",
+            case.method,
+            case.url
+        );
+    }
+}
+
+fn run_botocore(amz_date: &str, input: &serde_json::Value) -> Vec<serde_json::Value> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("python3")
+        .args(["-c", BOTOCORE_SIGNER, amz_date])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 is needed for the botocore cross-check; install python3 and botocore");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "the botocore signer failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Whole uploads against the fake S3 (SigV4-verifying, bucket in us-west-2).
+mod against_fake {
+    use std::path::PathBuf;
+
+    use fake_baseten::FakeBaseten;
+    use fake_baseten::s3::S3Event;
+    use fake_baseten::scenario::{Fault, Scenario};
+
+    use super::*;
+
+    async fn start() -> FakeBaseten {
+        FakeBaseten::start(Scenario::default()).await.unwrap()
+    }
+
+    /// Small parts so a 12 MiB file is three parts; instant retries.
+    fn uploader(fake: &FakeBaseten, concurrency: usize, max_attempts: u32) -> Uploader {
+        Uploader::new(
+            reqwest::Client::new(),
+            Options {
+                endpoint: Some(url(&fake.s3_endpoint())),
+                multipart_threshold: 5 * MIB,
+                part_size: 5 * MIB,
+                concurrency,
+                max_attempts,
+                retry_base_delay: Duration::from_millis(1),
+            },
+        )
+    }
+
+    fn target(fake: &FakeBaseten) -> Target {
+        let issued = fake.s3().issue_credentials("models");
+        Target {
+            bucket: issued.s3_bucket,
+            key: issued.s3_key,
+            credentials: credentials(
+                &issued.aws_access_key_id,
+                &issued.aws_secret_access_key,
+                &issued.aws_session_token,
+            ),
+        }
+    }
+
+    fn archive(dir: &tempfile::TempDir, size: usize, seed: u64) -> (PathBuf, Vec<u8>) {
+        let mut data = vec![0; size];
+        fastrand::Rng::with_seed(seed).fill(&mut data);
+        let path = dir.path().join(format!("archive-{seed}.tar"));
+        std::fs::write(&path, &data).unwrap();
+        (path, data)
+    }
+
+    fn stored(fake: &FakeBaseten, key: &str) -> Vec<u8> {
+        let path = fake.s3().object_path(key).expect("the object is stored");
+        std::fs::read(path).unwrap()
+    }
+
+    fn events_of<'a>(events: &'a [S3Event], operation: &str) -> Vec<&'a S3Event> {
+        events.iter().filter(|e| e.operation == operation).collect()
+    }
+
+    /// Progress calls, recorded.
+    #[derive(Default)]
+    struct Progress(Mutex<Vec<(u64, u64)>>);
+
+    impl Progress {
+        fn calls(&self) -> Vec<(u64, u64)> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    async fn upload(
+        uploader: &Uploader,
+        target: &Target,
+        path: &Path,
+        progress: &Progress,
+    ) -> anyhow::Result<UploadReport> {
+        let record = |sent, total| progress.0.lock().unwrap().push((sent, total));
+        uploader.upload_file(target, path, &record).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn single_put_is_verified_and_stored_after_one_region_probe() {
+        let fake = start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let (path, data) = archive(&dir, 300_000, 1);
+        let target = target(&fake);
+        let progress = Progress::default();
+
+        let report = upload(&uploader(&fake, 4, 3), &target, &path, &progress)
+            .await
+            .unwrap();
+
+        assert_eq!((report.bytes, report.parts), (300_000, 1));
+        assert_eq!(report.region, "us-west-2");
+        assert_eq!(stored(&fake, &target.key), data);
+        assert_eq!(progress.calls(), [(0, 300_000), (300_000, 300_000)]);
+        // One bodiless request learns the region (signed for us-east-1, as
+        // boto3 would), so the data goes once, to the right region.
+        let events = fake.s3().events();
+        assert_eq!(events.len(), 2, "{events:#?}");
+        assert_eq!(events[0].operation, "s3.head_bucket");
+        assert_eq!(events[0].signed_region.as_deref(), Some("us-east-1"));
+        let put = &events[1];
+        assert_eq!(put.operation, "s3.put_object");
+        assert_eq!(put.status, 200);
+        assert!(put.signature_verified);
+        assert_eq!(put.signed_region.as_deref(), Some("us-west-2"));
+        assert_eq!(put.payload_mode, "sha256");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn multipart_parts_are_verified_and_reassembled_in_order() {
+        let fake = start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let size = 12 * MIB as usize + 12_345;
+        let (path, data) = archive(&dir, size, 2);
+        let target = target(&fake);
+        let progress = Progress::default();
+
+        let report = upload(&uploader(&fake, 3, 3), &target, &path, &progress)
+            .await
+            .unwrap();
+
+        assert_eq!((report.bytes, report.parts), (size as u64, 3));
+        assert_eq!(stored(&fake, &target.key), data);
+        assert_eq!(fake.s3().open_uploads(), 0);
+        let events = fake.s3().events();
+        let parts = events_of(&events, "s3.upload_part");
+        assert_eq!(parts.len(), 3, "{events:#?}");
+        for part in &parts {
+            assert_eq!(part.status, 200, "{part:?}");
+            assert!(part.signature_verified, "{part:?}");
+            assert_eq!(part.payload_mode, "sha256");
+        }
+        let completes = events_of(&events, "s3.complete_multipart_upload");
+        assert_eq!(completes.len(), 1);
+        assert_eq!(completes[0].status, 200);
+        // Progress starts at zero, only grows, and ends at the total.
+        let calls = progress.calls();
+        assert_eq!(calls.first(), Some(&(0, size as u64)));
+        assert_eq!(calls.last(), Some(&(size as u64, size as u64)));
+        assert_eq!(calls.len(), 4, "{calls:?}");
+        assert!(calls.windows(2).all(|w| w[0].0 < w[1].0), "{calls:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_bucket_region_is_learned_once_per_uploader() {
+        let fake = start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let uploader = uploader(&fake, 2, 3);
+        let (big, _) = archive(&dir, 6 * MIB as usize, 3);
+        let (small, small_data) = archive(&dir, 1000, 4);
+
+        let first = upload(&uploader, &target(&fake), &big, &Progress::default())
+            .await
+            .unwrap();
+        let after_first = fake.s3().events().len();
+        let second_target = target(&fake);
+        let second = upload(&uploader, &second_target, &small, &Progress::default())
+            .await
+            .unwrap();
+
+        assert_eq!(
+            (first.region.as_str(), second.region.as_str()),
+            ("us-west-2", "us-west-2")
+        );
+        let events = fake.s3().events();
+        let wrong_region: Vec<_> = events
+            .iter()
+            .filter(|e| e.error_code.as_deref() == Some("AuthorizationHeaderMalformed"))
+            .collect();
+        // Only the first request of the first upload paid for discovery:
+        // CreateMultipartUpload, not a part.
+        assert_eq!(wrong_region.len(), 1, "{events:#?}");
+        assert_eq!(wrong_region[0].operation, "s3.create_multipart_upload");
+        let second_events = &events[after_first..];
+        assert_eq!(second_events.len(), 1, "{second_events:#?}");
+        assert_eq!(second_events[0].status, 200);
+        assert_eq!(second_events[0].signed_region.as_deref(), Some("us-west-2"));
+        assert_eq!(stored(&fake, &second_target.key), small_data);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_part_failing_twice_with_500_is_retried_from_the_file() {
+        let fake = start().await;
+        // The second part request, and the retry after it, answer 500.
+        fake.add_fault(Fault::status("s3.upload_part", 500).after(1).times(2));
+        let dir = tempfile::tempdir().unwrap();
+        let size = 12 * MIB as usize;
+        let (path, data) = archive(&dir, size, 5);
+        let target = target(&fake);
+
+        let report = upload(&uploader(&fake, 1, 3), &target, &path, &Progress::default())
+            .await
+            .unwrap();
+
+        assert_eq!(report.parts, 3);
+        assert_eq!(stored(&fake, &target.key), data);
+        let parts: Vec<_> = fake
+            .requests()
+            .into_iter()
+            .filter(|r| r.endpoint == "s3.upload_part")
+            .collect();
+        let faulted = parts.iter().filter(|r| r.fault.is_some()).count();
+        assert_eq!(faulted, 2, "{parts:#?}");
+        assert_eq!(parts.len(), 5, "{parts:#?}");
+        assert!(parts[1].query.as_deref().unwrap().contains("partNumber=2"));
+        assert!(parts[2].query.as_deref().unwrap().contains("partNumber=2"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_wrong_secret_fails_with_signature_does_not_match_and_no_secret_shown() {
+        let fake = start().await;
+        let dir = tempfile::tempdir().unwrap();
+        for (size, seed) in [(1000, 6), (11 * MIB as usize, 7)] {
+            let (path, _) = archive(&dir, size, seed);
+            let mut target = target(&fake);
+            let token = target.credentials.session_token.expose().to_owned();
+            let wrong = format!("{}x", target.credentials.secret_access_key.expose());
+            target.credentials.secret_access_key = Secret::new(wrong.clone());
+
+            let error = upload(&uploader(&fake, 2, 3), &target, &path, &Progress::default())
+                .await
+                .unwrap_err();
+
+            let shown = format!("{error:#} {error:?}");
+            assert!(
+                shown.contains("S3 rejected the upload: SignatureDoesNotMatch: "),
+                "{shown}"
+            );
+            assert!(
+                !shown.contains(&wrong) && !shown.contains(&token),
+                "{shown}"
+            );
+            assert!(fake.s3().object_path(&target.key).is_none());
+        }
+        // Not retried: a 403 will not change. Nothing was left open either.
+        let events = fake.s3().events();
+        let rejected = events
+            .iter()
+            .filter(|e| e.error_code.as_deref() == Some("SignatureDoesNotMatch"))
+            .count();
+        assert_eq!(rejected, 2, "{events:#?}");
+        assert_eq!(fake.s3().open_uploads(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_part_that_keeps_failing_aborts_the_upload_and_reports_the_first_error() {
+        let fake = start().await;
+        fake.add_fault(Fault::status("s3.upload_part", 500).times(0));
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = archive(&dir, 11 * MIB as usize, 8);
+        let target = target(&fake);
+
+        let error = upload(&uploader(&fake, 2, 3), &target, &path, &Progress::default())
+            .await
+            .unwrap_err();
+
+        // The fake fails the part before reading its body, so the client
+        // sees either the 500 or the connection it closed; both are retried.
+        let shown = format!("{error:#}");
+        assert!(
+            shown.contains("UploadPart ") && shown.contains("after 3 attempts"),
+            "{shown}"
+        );
+        let events = fake.s3().events();
+        let aborts = events_of(&events, "s3.abort_multipart_upload");
+        assert_eq!(aborts.len(), 1, "{events:#?}");
+        assert!(
+            aborts[0].status < 300 && aborts[0].signature_verified,
+            "{:?}",
+            aborts[0]
+        );
+        assert!(events_of(&events, "s3.complete_multipart_upload").is_empty());
+        assert_eq!(fake.s3().open_uploads(), 0);
+        assert!(fake.s3().objects().is_empty());
+    }
+}
