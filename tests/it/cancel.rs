@@ -35,7 +35,10 @@ fn cancel_with(signal: &str) {
     // Wait until the deployment exists and is being polled.
     let started = Instant::now();
     while !endpoints(&fake).iter().any(|e| e == "rest.get_deployment") {
-        assert!(started.elapsed() < Duration::from_secs(20), "never reached the wait");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never reached the wait"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let sent = Instant::now();
@@ -47,7 +50,12 @@ fn cancel_with(signal: &str) {
     let out = child.wait_with_output().unwrap();
     let took = sent.elapsed();
     assert!(took < Duration::from_secs(5), "stopped in {took:?}");
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let outputs: std::collections::BTreeMap<_, _> =
         truss_push::ci::testing::parse_github_output(&std::fs::read_to_string(&gh_out).unwrap())
             .unwrap()
@@ -57,7 +65,9 @@ fn cancel_with(signal: &str) {
     assert!(outputs["error-message"].contains(signal), "{outputs:?}");
     assert!(!outputs["deployment-id"].is_empty());
     assert!(
-        endpoints(&fake).iter().any(|e| e == "rest.deactivate_deployment"),
+        endpoints(&fake)
+            .iter()
+            .any(|e| e == "rest.deactivate_deployment"),
         "the created deployment was deactivated"
     );
 }

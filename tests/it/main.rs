@@ -4,8 +4,6 @@
 mod harness;
 
 mod bad_input;
-mod chain_harness;
+mod cancel;
 mod environment;
 mod model_deploy;
-
-mod chain_deploy;
