@@ -3,7 +3,6 @@
 
 pub mod archive;
 pub mod baseten;
-pub mod chain;
 pub mod ci;
 pub mod cli;
 pub mod config;
