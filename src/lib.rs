@@ -3,6 +3,7 @@
 
 pub mod archive;
 pub mod baseten;
+pub mod chain;
 pub mod ci;
 pub mod cli;
 pub mod config;

@@ -9,7 +9,7 @@ use crate::cli::{Cli, Inputs};
 use crate::config::{self, Config, OutputSettings, Target};
 use crate::deploy::{self, Ctx, State};
 use crate::outcome::{EXIT_SUCCESS, Failure, Status};
-use crate::{archive, baseten, net};
+use crate::{archive, baseten, chain, net};
 
 /// Reads one environment variable.
 pub type EnvLookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -106,11 +106,6 @@ async fn execute(
     started: Instant,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), Failure> {
-    if let Target::Chain { .. } = cfg.target {
-        return Err(Failure::InvalidInput(
-            "chains (.py truss-directory) are not supported by this build yet: deploy a model directory".into(),
-        ));
-    }
     if cfg.dry_run {
         return dry_run(cfg, rep);
     }
@@ -127,7 +122,7 @@ async fn execute(
         started,
     };
     let (flow, cancelled) = tokio::select! {
-        r = deploy::deploy_model(&ctx) => (r, false),
+        r = flow(&ctx) => (r, false),
         sig = cancellation() => {
             rep.lock().unwrap().finish();
             (Err(Failure::Cancelled(sig)), true)
@@ -135,10 +130,10 @@ async fn execute(
     };
     // Cleanup runs whatever happened, once something was created.
     let cleaned = if cancelled {
-        deploy::cleanup(&ctx, true).await
+        cleanup(&ctx, true).await
     } else {
         tokio::select! {
-            r = deploy::cleanup(&ctx, false) => r,
+            r = cleanup(&ctx, false) => r,
             sig = cancellation() => Err(Failure::Cancelled(sig)),
         }
     };
@@ -153,6 +148,22 @@ async fn execute(
             Err(f)
         }
         (flow, Ok(())) => flow,
+    }
+}
+
+/// The deploy flow for the target: a model or a chain.
+async fn flow(ctx: &Ctx<'_>) -> Result<(), Failure> {
+    match ctx.cfg.target {
+        Target::Model { .. } => deploy::deploy_model(ctx).await,
+        Target::Chain { .. } => chain::deploy_chain(ctx).await,
+    }
+}
+
+/// Cleanup for the target: model deployment or chain deployment.
+async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
+    match ctx.cfg.target {
+        Target::Model { .. } => deploy::cleanup(ctx, cancelled).await,
+        Target::Chain { .. } => chain::cleanup_chain(ctx, cancelled).await,
     }
 }
 
@@ -224,11 +235,12 @@ fn report(
         r.warning(&format!("could not write GITHUB_OUTPUT: {e:#}"));
     }
     if let Some(path) = &ci_env.github_step_summary {
-        let page = match (cfg, &st.model_id) {
-            (Some(cfg), Some(m)) => format!(
+        let page = match (cfg, &st.model_id, &st.chain_id) {
+            (Some(cfg), Some(m), _) => format!(
                 "{}/models/{m}/overview",
                 cfg.endpoints.app.as_str().trim_end_matches('/')
             ),
+            (Some(cfg), None, Some(c)) => chain::chain_page(&cfg.endpoints, c),
             _ => String::new(),
         };
         let input = SummaryInput {

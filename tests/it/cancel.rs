@@ -14,7 +14,7 @@ fn cancel_with(signal: &str) {
     let dir = tempfile::tempdir().unwrap();
     let gh_out = dir.path().join("out");
     std::fs::write(&gh_out, "").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_truss-push"))
+    let child = Command::new(env!("CARGO_BIN_EXE_truss-push"))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("GITHUB_OUTPUT", &gh_out)

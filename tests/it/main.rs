@@ -5,5 +5,7 @@ mod harness;
 
 mod bad_input;
 mod cancel;
+mod chain_deploy;
+mod chain_harness;
 mod environment;
 mod model_deploy;

@@ -322,7 +322,8 @@ fn cleanup_defaults_matrix() {
             .any(|e| e == "rest.deactivate_deployment");
         assert_eq!(deactivated, *want, "{why}: {run:?}");
         if !want && *yaml == new_model_yaml {
-            assert!(run.stdout.contains("not deactivating"), "{why}: {run:?}");
+            let shown = format!("{}{}", run.stdout, run.stderr);
+            assert!(shown.contains("not deactivating"), "{why}: {run:?}");
             assert!(
                 run.summary.contains("not deactivating"),
                 "{why}: {}",
