@@ -302,9 +302,11 @@ async fn botocore_signed_requests_pass_and_tampered_ones_do_not() {
             "{case}/{variant}: {}",
             String::from_utf8_lossy(&reply)
         );
+        // A request signed correctly for us-east-1 is answered with the
+        // region, but its signature (for its own scope) still verifies.
         assert_eq!(
             event.signature_verified,
-            variant == "good",
+            variant == "good" || variant == "us_east_1",
             "{case}/{variant}"
         );
         if variant == "good" {
@@ -425,6 +427,10 @@ def forward(request, **kwargs):
         data = body.read()
     headers = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in request.headers.items()}
     headers["Host"] = u.netloc
+    # http.client cannot wait for "100 Continue" and would send the body
+    # regardless; claiming Expect would let the server answer early and
+    # reset the connection under the body. The header is not signed.
+    headers = {k: v for k, v in headers.items() if k.lower() != "expect"}
     target = u.path + ("?" + u.query if u.query else "")
     conn = http.client.HTTPConnection("127.0.0.1", p["port"], timeout=120)
     if headers.get("Transfer-Encoding", "").lower() == "chunked":
