@@ -17,7 +17,7 @@ use crate::config::{Endpoints, Target};
 use crate::deploy::{self, Ctx, human};
 use crate::outcome::Failure;
 use crate::status::{self, Readiness};
-use crate::{archive, git, retry, s3};
+use crate::{git, retry};
 
 /// Python interpreter override for chain code generation (else `python3`
 /// on PATH).
@@ -467,61 +467,6 @@ fn event(ctx: &Ctx<'_>, status: &str, what: &str) {
     });
 }
 
-/// Archives `dir` and uploads it with `creds`.
-async fn package_and_upload(
-    ctx: &Ctx<'_>,
-    dir: &Path,
-    creds: &UploadCredentials,
-    label: &str,
-) -> Result<(), Failure> {
-    let fail = |e: anyhow::Error| Failure::Deploy(e);
-    let tmp = tempfile::tempdir()
-        .context("creating a temporary directory")
-        .map_err(fail)?;
-    let tar_path = tmp.path().join("truss.tar");
-    let (dir2, tar2) = (dir.to_path_buf(), tar_path.clone());
-    let archive = tokio::task::spawn_blocking(move || archive::write(&dir2, &tar2))
-        .await
-        .map_err(|e| fail(anyhow!(e)))?
-        .map_err(|e| fail(e.context(format!("packaging {label}"))))?;
-    let uploader = s3::Uploader::new(
-        ctx.s3_http.clone(),
-        s3::Options {
-            endpoint: ctx.cfg.endpoints.s3.clone(),
-            ..s3::Options::default()
-        },
-    );
-    let target = s3::Target {
-        bucket: creds.s3_bucket.clone(),
-        key: creds.s3_key.clone(),
-        credentials: s3::Credentials {
-            access_key_id: creds.aws_access_key_id.clone(),
-            secret_access_key: s3::Secret::new(creds.aws_secret_access_key.clone()),
-            session_token: s3::Secret::new(creds.aws_session_token.clone()),
-        },
-    };
-    ctx.rep
-        .lock()
-        .unwrap()
-        .upload_started(&format!("Uploading {label}"), archive.size);
-    let progress = |done: u64, _total: u64| ctx.rep.lock().unwrap().upload_progress(done);
-    let upload = uploader
-        .upload_file(&target, &archive.path, &progress)
-        .await;
-    ctx.rep.lock().unwrap().upload_finished();
-    let report = upload.map_err(|e| fail(e.context(format!("uploading {label}"))))?;
-    say(
-        ctx,
-        &format!(
-            "Uploaded {label}: {} files, {} in {}",
-            archive.members.len(),
-            crate::ci::format_bytes(report.bytes),
-            human(report.elapsed)
-        ),
-    );
-    Ok(())
-}
-
 /// Validates, packages and uploads one generated chainlet truss.
 async fn push_chainlet(
     ctx: &Ctx<'_>,
@@ -537,27 +482,15 @@ async fn push_chainlet(
         .with_context(|| format!("parsing {}", config_path.display()))
         .map_err(fail)?;
     let encoded_config = deploy::encode_config(&config, &c.model_name);
-    let validation = ctx
-        .api
-        .truss_validation(&encoded_config, user_env)
-        .await
-        .map_err(fail)?;
-    for w in &validation.warnings {
-        warn(ctx, &format!("truss validation of {}: {w}", c.display_name));
-    }
-    if !validation.success {
-        let detail = if validation.errors.is_empty() {
-            "the platform gave no details".to_string()
-        } else {
-            validation.errors.join("; ")
-        };
-        return Err(fail(anyhow!(
-            "the platform rejected the config of chainlet {}: {detail}",
-            c.display_name
-        )));
-    }
+    deploy::validate_config(
+        ctx,
+        &encoded_config,
+        user_env,
+        &format!("chainlet {}", c.display_name),
+    )
+    .await?;
     let creds = ctx.api.model_upload_credentials().await.map_err(fail)?;
-    package_and_upload(
+    deploy::package_and_upload(
         ctx,
         &c.truss_dir,
         &creds,
@@ -653,7 +586,7 @@ pub async fn deploy_chain(ctx: &Ctx<'_>) -> Result<(), Failure> {
         pushed.push(push_chainlet(ctx, c, &user_env).await?);
     }
     let creds = chain_upload_credentials(ctx.api).await.map_err(fail)?;
-    package_and_upload(ctx, &manifest.chain_root, &creds, "the chain source").await?;
+    deploy::package_and_upload(ctx, &manifest.chain_root, &creds, "the chain source").await?;
     drop(gen_dir);
 
     let existing = chains(ctx.api, team.as_ref().map(|t| t.id.as_str()))

@@ -3,6 +3,7 @@
 //! No HTTP details live here; `baseten`, `s3`, `archive` and `ci` own those.
 
 use std::collections::{HashSet, VecDeque};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -10,7 +11,7 @@ use anyhow::{Context, anyhow};
 use base64::Engine;
 use serde_json::Value;
 
-use crate::baseten::{Api, ApiError, CreateRequest, Created, LogLine, Team};
+use crate::baseten::{Api, ApiError, CreateRequest, Created, LogLine, Team, UploadCredentials};
 use crate::ci::{Level, PredictStats, Reporter, StatusEvent, StreamStats};
 use crate::config::{Config, RAW_CONFIG_MAX_BYTES, Target};
 use crate::outcome::Failure;
@@ -234,78 +235,9 @@ pub async fn deploy_model(ctx: &Ctx<'_>) -> Result<(), Failure> {
     }
 
     let config_b64 = encode_config(config, name);
-    let validation = ctx
-        .api
-        .truss_validation(&config_b64, &truss_user_env(None))
-        .await
-        .map_err(fail)?;
-    for w in &validation.warnings {
-        ctx.warn(&format!("truss validation: {w}"));
-    }
-    if !validation.success {
-        // Hazard H9: a failed validation fails the deploy even without lines.
-        let detail = if validation.errors.is_empty() {
-            "the platform gave no details".to_string()
-        } else {
-            validation.errors.join("; ")
-        };
-        return Err(Failure::Deploy(anyhow!(
-            "the platform rejected config.yaml: {detail}"
-        )));
-    }
-
-    let tmp = tempfile::tempdir()
-        .context("creating a temporary directory")
-        .map_err(fail)?;
-    let tar_path = tmp.path().join("truss.tar");
-    let dir2 = dir.clone();
-    let tar_path2 = tar_path.clone();
-    let archive = tokio::task::spawn_blocking(move || archive::write(&dir2, &tar_path2))
-        .await
-        .map_err(|e| fail(anyhow!(e)))?
-        .map_err(|e| fail(e.context("packaging the truss")))?;
-    ctx.say(&format!(
-        "Packaged {} files ({})",
-        archive.members.len(),
-        crate::ci::format_bytes(archive.size)
-    ));
-
+    validate_config(ctx, &config_b64, &truss_user_env(None), "config.yaml").await?;
     let creds = ctx.api.model_upload_credentials().await.map_err(fail)?;
-    let uploader = s3::Uploader::new(
-        ctx.s3_http.clone(),
-        s3::Options {
-            endpoint: cfg.endpoints.s3.clone(),
-            ..s3::Options::default()
-        },
-    );
-    let target = s3::Target {
-        bucket: creds.s3_bucket.clone(),
-        key: creds.s3_key.clone(),
-        credentials: s3::Credentials {
-            access_key_id: creds.aws_access_key_id.clone(),
-            secret_access_key: s3::Secret::new(creds.aws_secret_access_key.clone()),
-            session_token: s3::Secret::new(creds.aws_session_token.clone()),
-        },
-    };
-    ctx.rep
-        .lock()
-        .unwrap()
-        .upload_started("Uploading", archive.size);
-    let progress = |done: u64, _total: u64| ctx.rep.lock().unwrap().upload_progress(done);
-    let upload = uploader
-        .upload_file(&target, &archive.path, &progress)
-        .await;
-    ctx.rep.lock().unwrap().upload_finished();
-    let report = upload.map_err(|e| fail(e.context("uploading the truss")))?;
-    ctx.say(&format!(
-        "Uploaded {} in {} ({}/s)",
-        crate::ci::format_bytes(report.bytes),
-        human(report.elapsed),
-        crate::ci::format_bytes(
-            (report.bytes as f64 / report.elapsed.as_secs_f64().max(1e-3)) as u64
-        )
-    ));
-    drop(tmp);
+    package_and_upload(ctx, dir, &creds, "the truss").await?;
 
     let git_info = if cfg.include_git_info {
         git::collect_git_info(dir, cfg.ci_revision.as_ref())
@@ -377,6 +309,95 @@ pub async fn deploy_model(ctx: &Ctx<'_>) -> Result<(), Failure> {
     } else {
         ctx.say("No predict payload configured, skipping predict check");
     }
+    Ok(())
+}
+
+/// Asks the platform to validate a config (`truss_validation`): warnings
+/// are shown; `success: false` fails even without error lines (hazard H9).
+pub async fn validate_config(
+    ctx: &Ctx<'_>,
+    config_b64: &str,
+    user_env: &str,
+    what: &str,
+) -> Result<(), Failure> {
+    let validation = ctx
+        .api
+        .truss_validation(config_b64, user_env)
+        .await
+        .map_err(Failure::Deploy)?;
+    for w in &validation.warnings {
+        ctx.warn(&format!("truss validation of {what}: {w}"));
+    }
+    if validation.success {
+        return Ok(());
+    }
+    let detail = if validation.errors.is_empty() {
+        "the platform gave no details".to_string()
+    } else {
+        validation.errors.join("; ")
+    };
+    Err(Failure::Deploy(anyhow!(
+        "the platform rejected {what}: {detail}"
+    )))
+}
+
+/// Archives `dir` into a temporary tar and uploads it with `creds`,
+/// showing progress. Memory stays flat: the archive is streamed to disk and
+/// the upload reads it back part by part.
+pub async fn package_and_upload(
+    ctx: &Ctx<'_>,
+    dir: &Path,
+    creds: &UploadCredentials,
+    label: &str,
+) -> Result<(), Failure> {
+    let fail = |e: anyhow::Error| Failure::Deploy(e);
+    let tmp = tempfile::tempdir()
+        .context("creating a temporary directory")
+        .map_err(fail)?;
+    let tar_path = tmp.path().join("truss.tar");
+    let (dir2, tar2) = (dir.to_path_buf(), tar_path.clone());
+    let archive = tokio::task::spawn_blocking(move || archive::write(&dir2, &tar2))
+        .await
+        .map_err(|e| fail(anyhow!(e)))?
+        .map_err(|e| fail(e.context(format!("packaging {label}"))))?;
+    ctx.say(&format!(
+        "Packaged {label}: {} files ({})",
+        archive.members.len(),
+        crate::ci::format_bytes(archive.size)
+    ));
+    let uploader = s3::Uploader::new(
+        ctx.s3_http.clone(),
+        s3::Options {
+            endpoint: ctx.cfg.endpoints.s3.clone(),
+            ..s3::Options::default()
+        },
+    );
+    let target = s3::Target {
+        bucket: creds.s3_bucket.clone(),
+        key: creds.s3_key.clone(),
+        credentials: s3::Credentials {
+            access_key_id: creds.aws_access_key_id.clone(),
+            secret_access_key: s3::Secret::new(creds.aws_secret_access_key.clone()),
+            session_token: s3::Secret::new(creds.aws_session_token.clone()),
+        },
+    };
+    ctx.rep
+        .lock()
+        .unwrap()
+        .upload_started(&format!("Uploading {label}"), archive.size);
+    let progress = |done: u64, _total: u64| ctx.rep.lock().unwrap().upload_progress(done);
+    let upload = uploader
+        .upload_file(&target, &archive.path, &progress)
+        .await;
+    ctx.rep.lock().unwrap().upload_finished();
+    let report = upload.map_err(|e| fail(e.context(format!("uploading {label}"))))?;
+    let secs = report.elapsed.as_secs_f64().max(1e-3);
+    ctx.say(&format!(
+        "Uploaded {label}: {} in {} ({}/s)",
+        crate::ci::format_bytes(report.bytes),
+        human(report.elapsed),
+        crate::ci::format_bytes((report.bytes as f64 / secs) as u64)
+    ));
     Ok(())
 }
 

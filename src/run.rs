@@ -211,8 +211,14 @@ fn report(
     outputs.deploy_time_seconds = st.deploy_time.map(|d| d.as_secs_f64());
     outputs.predict_response = st.predict_response.clone().unwrap_or_default();
     outputs.last_status = st.last_status.clone().unwrap_or_default();
-    if let (Some(cfg), Some(m), Some(d)) = (cfg, &st.model_id, &st.deployment_id) {
-        outputs.logs_url = cfg.endpoints.logs_page(m, d);
+    if let Some(cfg) = cfg {
+        outputs.logs_url = match (&st.model_id, &st.chain_id, &st.deployment_id) {
+            (Some(m), _, Some(d)) => cfg.endpoints.logs_page(m, d),
+            // Chain logs are per chainlet (printed while waiting); the
+            // output points at the chain's page, which links them all.
+            (None, Some(c), Some(_)) => chain::chain_page(&cfg.endpoints, c),
+            _ => String::new(),
+        };
     }
     if let Err(f) = result {
         outputs.error_message = f.to_string();
