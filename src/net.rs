@@ -73,3 +73,39 @@ fn builder(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::ClientBuilde
     }
     Ok(b)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CA: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/certs/test-ca.pem"
+    );
+
+    #[test]
+    fn extra_roots_from_file_and_dir_on_top_of_the_bundle() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::copy(CA, dir.path().join("a.pem")).unwrap();
+        std::fs::write(dir.path().join("README"), "not a certificate").unwrap();
+        let d = dir.path().to_str().unwrap().to_string();
+        let env = |k: &str| match k {
+            "SSL_CERT_FILE" => Some(CA.to_string()),
+            "SSL_CERT_DIR" => Some(d.clone()),
+            _ => None,
+        };
+        assert_eq!(extra_roots(&env).unwrap().len(), 2);
+        assert!(client(&env).is_ok());
+        assert!(extra_roots(&|_| None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_bad_ssl_cert_file_is_a_clear_error() {
+        let env = |k: &str| (k == "SSL_CERT_FILE").then(|| "/nonexistent/ca.pem".to_string());
+        let err = format!("{:#}", extra_roots(&env).unwrap_err());
+        assert!(
+            err.contains("SSL_CERT_FILE") && err.contains("/nonexistent/ca.pem"),
+            "{err}"
+        );
+    }
+}

@@ -9,3 +9,4 @@ mod chain_deploy;
 mod chain_harness;
 mod environment;
 mod model_deploy;
+mod network;
