@@ -341,6 +341,32 @@ pub async fn validate_config(
     )))
 }
 
+/// A private temporary directory for the archive: the system's temp dir,
+/// else the working directory (a `FROM scratch` container or a bare chroot
+/// may have no `/tmp`), never inside the truss being archived.
+pub fn scratch_dir(truss: &Path) -> anyhow::Result<tempfile::TempDir> {
+    let system = tempfile::tempdir();
+    if let Ok(d) = system {
+        return Ok(d);
+    }
+    let cwd = std::env::current_dir().context("finding a place for the archive")?;
+    let truss = std::fs::canonicalize(truss).unwrap_or_else(|_| truss.to_path_buf());
+    let base = if cwd.starts_with(&truss) {
+        truss.parent().map(Path::to_path_buf).unwrap_or(cwd)
+    } else {
+        cwd
+    };
+    tempfile::Builder::new()
+        .prefix(".truss-push-")
+        .tempdir_in(&base)
+        .with_context(|| {
+            format!(
+                "creating a temporary directory: the system temp dir is unusable and {} is not writable; set TMPDIR to a writable directory",
+                base.display()
+            )
+        })
+}
+
 /// Archives `dir` into a temporary tar and uploads it with `creds`,
 /// showing progress. Memory stays flat: the archive is streamed to disk and
 /// the upload reads it back part by part.
@@ -351,9 +377,7 @@ pub async fn package_and_upload(
     label: &str,
 ) -> Result<(), Failure> {
     let fail = |e: anyhow::Error| Failure::Deploy(e);
-    let tmp = tempfile::tempdir()
-        .context("creating a temporary directory")
-        .map_err(fail)?;
+    let tmp = scratch_dir(dir).map_err(fail)?;
     let tar_path = tmp.path().join("truss.tar");
     let (dir2, tar2) = (dir.to_path_buf(), tar_path.clone());
     let archive = tokio::task::spawn_blocking(move || archive::write(&dir2, &tar2))

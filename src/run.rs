@@ -171,7 +171,7 @@ fn dry_run(cfg: &Config, rep: &Arc<Mutex<Reporter>>) -> Result<(), Failure> {
     let Target::Model { dir, .. } = &cfg.target else {
         return Ok(());
     };
-    let tmp = tempfile::tempdir().map_err(|e| Failure::Deploy(e.into()))?;
+    let tmp = deploy::scratch_dir(dir).map_err(Failure::Deploy)?;
     let a = archive::write(dir, &tmp.path().join("truss.tar")).map_err(Failure::Deploy)?;
     let mut r = rep.lock().unwrap();
     r.line(&format!(

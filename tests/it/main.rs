@@ -10,3 +10,4 @@ mod chain_harness;
 mod environment;
 mod model_deploy;
 mod network;
+mod ship;
