@@ -567,20 +567,44 @@ impl Api {
 
     /// Deactivates a model deployment, retrying transient errors.
     pub async fn deactivate(&self, model_id: &str, deployment_id: &str) -> Result<()> {
+        let path = format!("v1/models/{model_id}/deployments/{deployment_id}/deactivate");
+        self.post_with_retry("deactivating the deployment", &path, None)
+            .await
+    }
+
+    /// Deactivates a chain deployment (JSON `{}` body, as truss sends it).
+    pub async fn deactivate_chain(&self, chain_id: &str, chain_deployment_id: &str) -> Result<()> {
+        let path = format!("v1/chains/{chain_id}/deployments/{chain_deployment_id}/deactivate");
+        self.post_with_retry("deactivating the chain deployment", &path, Some(json!({})))
+            .await
+    }
+
+    /// A chain deployment (ChainDeploymentV1) as raw JSON.
+    pub async fn chain_deployment(
+        &self,
+        chain_id: &str,
+        chain_deployment_id: &str,
+    ) -> Result<Value, ApiError> {
         let url = self.endpoints.rest(&format!(
-            "v1/models/{model_id}/deployments/{deployment_id}/deactivate"
+            "v1/chains/{chain_id}/deployments/{chain_deployment_id}"
         ));
-        let what = "deactivating the deployment";
+        self.rest_get("reading the chain deployment", url).await
+    }
+
+    /// A REST POST, retried on transient errors.
+    async fn post_with_retry(&self, what: &str, path: &str, body: Option<Value>) -> Result<()> {
+        let url = self.endpoints.rest(path);
         let mut attempt = 0;
         loop {
-            let res = self
+            let mut req = self
                 .http
                 .post(url.clone())
                 .header(reqwest::header::AUTHORIZATION, self.auth())
-                .timeout(Duration::from_secs(30))
-                .send()
-                .await;
-            let err = match res {
+                .timeout(Duration::from_secs(30));
+            if let Some(b) = &body {
+                req = req.json(b);
+            }
+            let err = match req.send().await {
                 Ok(r) if r.status().is_success() => return Ok(()),
                 Ok(r) => status_error(what, r).await,
                 Err(e) => classify_send_error(what, e),

@@ -877,96 +877,27 @@ async fn predict(
     }
 }
 
-/// Deactivates the chain deployment (JSON `{}` body, as truss sends),
-/// retrying transient errors.
-pub async fn deactivate_chain_deployment(
-    ctx: &Ctx<'_>,
-    chain_id: &str,
-    chain_deployment_id: &str,
-) -> anyhow::Result<()> {
-    let url = ctx.cfg.endpoints.rest(&format!(
-        "v1/chains/{chain_id}/deployments/{chain_deployment_id}/deactivate"
-    ));
-    let mut attempt = 0;
-    loop {
-        let res = ctx
-            .http
-            .post(url.clone())
-            .header(
-                reqwest::header::AUTHORIZATION,
-                format!("Api-Key {}", ctx.cfg.api_key.expose()),
-            )
-            .timeout(Duration::from_secs(30))
-            .json(&json!({}))
-            .send()
-            .await;
-        let (retryable, retry_after, msg) = match res {
-            Ok(r) if r.status().is_success() => return Ok(()),
-            Ok(r) => {
-                let code = r.status();
-                let retry_after = r
-                    .headers()
-                    .get(reqwest::header::RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(retry::parse_retry_after);
-                let body: String = r
-                    .text()
-                    .await
-                    .unwrap_or_default()
-                    .chars()
-                    .take(300)
-                    .collect();
-                (
-                    retry::is_retryable_status(code.as_u16()),
-                    retry_after,
-                    format!("HTTP {code}: {}", body.trim()),
-                )
-            }
-            Err(e) => (true, None, e.to_string()),
-        };
-        if retryable && attempt + 1 < crate::baseten::SETUP_ATTEMPTS {
-            tokio::time::sleep(retry::delay_for(attempt, retry_after)).await;
-            attempt += 1;
-        } else {
-            anyhow::bail!("deactivating the chain deployment: {msg}");
-        }
-    }
-}
-
 /// The environment a chain deployment serves, if the platform says so.
 async fn serving_environment(
     ctx: &Ctx<'_>,
     chain_id: &str,
     chain_deployment_id: &str,
-) -> Result<Option<String>, String> {
-    let url = ctx.cfg.endpoints.rest(&format!(
-        "v1/chains/{chain_id}/deployments/{chain_deployment_id}"
-    ));
-    let resp = ctx
-        .http
-        .get(url)
-        .header(
-            reqwest::header::AUTHORIZATION,
-            format!("Api-Key {}", ctx.cfg.api_key.expose()),
-        )
-        .timeout(Duration::from_secs(crate::baseten::REST_TIMEOUT_SECS))
-        .send()
+) -> deploy::Serving {
+    match ctx
+        .api
+        .chain_deployment(chain_id, chain_deployment_id)
         .await
-        .map_err(|e| e.to_string())?;
-    if !resp.status().is_success() {
-        return Err(format!("HTTP {}", resp.status()));
+    {
+        Ok(v) => match v["environment"].as_str().filter(|s| !s.is_empty()) {
+            Some(env) => deploy::Serving::Environment(env.to_string()),
+            None => deploy::Serving::No,
+        },
+        Err(e) => deploy::Serving::Unknown(e.to_string()),
     }
-    let v: Value = resp.json().await.map_err(|e| e.to_string())?;
-    Ok(v["environment"]
-        .as_str()
-        .filter(|s| !s.is_empty())
-        .map(str::to_string))
 }
 
-/// Decides and performs cleanup of the chain deployment. A deployment that
-/// serves an environment is kept unless cleanup was set explicitly.
+/// Cleanup of the chain deployment, by the rules models follow.
 pub async fn cleanup_chain(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
-    let cfg = ctx.cfg;
     let (chain_id, deployment_id) = {
         let st = ctx.state.lock().unwrap();
         match (&st.chain_id, &st.deployment_id) {
@@ -974,69 +905,14 @@ pub async fn cleanup_chain(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure
             _ => return Ok(()),
         }
     };
-    if !cfg.cleanup.enabled {
-        if cfg.environment.is_some() && !cfg.cleanup.explicit {
-            let msg = "cleanup off: deployments into an environment are kept by default";
-            say(ctx, msg);
-            ctx.state.lock().unwrap().notes.push(msg.into());
-        }
-        return Ok(());
-    }
-    ctx.rep.lock().unwrap().group("Cleanup");
-    let serving = if cfg.cleanup.explicit {
-        Ok(None)
-    } else if cancelled {
-        tokio::time::timeout(
-            Duration::from_secs(3),
-            serving_environment(ctx, &chain_id, &deployment_id),
-        )
-        .await
-        .unwrap_or_else(|_| Err("the check did not finish in time".into()))
-    } else {
-        serving_environment(ctx, &chain_id, &deployment_id).await
-    };
-    let result = match serving {
-        Ok(Some(_)) | Err(_) => {
-            let why = match &serving {
-                Ok(Some(env)) => format!("it serves the {env} environment"),
-                Err(e) => format!("could not check whether it serves an environment ({e})"),
-                Ok(None) => unreachable!(),
-            };
-            let msg = format!(
-                "not deactivating chain deployment {deployment_id}: {why}; set cleanup: true to deactivate it anyway"
-            );
-            warn(ctx, &msg);
-            ctx.state.lock().unwrap().notes.push(msg);
-            event(ctx, "", "cleanup skipped");
-            Ok(())
-        }
-        Ok(None) => {
-            say(
-                ctx,
-                &format!("Deactivating chain deployment {deployment_id}"),
-            );
-            let r = if cancelled {
-                tokio::time::timeout(
-                    Duration::from_secs(3),
-                    deactivate_chain_deployment(ctx, &chain_id, &deployment_id),
-                )
-                .await
-                .unwrap_or_else(|_| Err(anyhow!("deactivate did not finish in time")))
-            } else {
-                deactivate_chain_deployment(ctx, &chain_id, &deployment_id).await
-            };
-            match r {
-                Ok(()) => {
-                    event(ctx, "", "deactivated");
-                    say(ctx, "Deactivated");
-                    Ok(())
-                }
-                Err(e) => Err(Failure::Cleanup(e)),
-            }
-        }
-    };
-    ctx.rep.lock().unwrap().end_group();
-    result
+    deploy::cleanup_deployment(
+        ctx,
+        cancelled,
+        &format!("chain deployment {deployment_id}"),
+        serving_environment(ctx, &chain_id, &deployment_id),
+        ctx.api.deactivate_chain(&chain_id, &deployment_id),
+    )
+    .await
 }
 
 #[cfg(test)]

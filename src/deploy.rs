@@ -780,10 +780,8 @@ async fn read_sse(
     ))
 }
 
-/// Decides and performs cleanup. Never deactivates a deployment that serves
-/// an environment unless cleanup was set explicitly.
+/// Cleanup of the model deployment.
 pub async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
-    let cfg = ctx.cfg;
     let (model_id, deployment_id) = {
         let st = ctx.state.lock().unwrap();
         match (&st.model_id, &st.deployment_id) {
@@ -791,6 +789,31 @@ pub async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
             _ => return Ok(()),
         }
     };
+    cleanup_deployment(
+        ctx,
+        cancelled,
+        &format!("deployment {deployment_id}"),
+        serving_environment(ctx, &model_id, &deployment_id),
+        ctx.api.deactivate(&model_id, &deployment_id),
+    )
+    .await
+}
+
+/// How long cleanup may take once the run is cancelled (GitHub sends
+/// SIGTERM 7.5 s after SIGINT, and kills 2.5 s later).
+pub const CANCELLED_CLEANUP_BUDGET_SECS: u64 = 3;
+
+/// Decides and performs cleanup for models and chains alike. Never
+/// deactivates a deployment that serves an environment unless cleanup was
+/// set explicitly; a check that fails counts as serving.
+pub async fn cleanup_deployment(
+    ctx: &Ctx<'_>,
+    cancelled: bool,
+    label: &str,
+    serving: impl Future<Output = Serving>,
+    deactivate: impl Future<Output = anyhow::Result<()>>,
+) -> Result<(), Failure> {
+    let cfg = ctx.cfg;
     if !cfg.cleanup.enabled {
         if cfg.environment.is_some() && !cfg.cleanup.explicit {
             let msg = "cleanup off: deployments into an environment are kept by default";
@@ -799,22 +822,28 @@ pub async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
         }
         return Ok(());
     }
+    let budget = Duration::from_secs(CANCELLED_CLEANUP_BUDGET_SECS);
     ctx.group("Cleanup");
     let serving = if cfg.cleanup.explicit {
-        None
+        Serving::No
+    } else if cancelled {
+        tokio::time::timeout(budget, serving)
+            .await
+            .unwrap_or_else(|_| Serving::Unknown("the check did not finish in time".into()))
     } else {
-        serving_environment(ctx, &model_id, &deployment_id).await
+        serving.await
     };
-    let result = match serving {
-        Some(serving) => {
-            let why = match &serving {
-                Serving::Environment(env) => format!("it serves the {env} environment"),
-                Serving::Unknown(e) => {
-                    format!("could not check whether it serves an environment ({e})")
-                }
-            };
+    let why = match &serving {
+        Serving::No => None,
+        Serving::Environment(env) => Some(format!("it serves the {env} environment")),
+        Serving::Unknown(e) => Some(format!(
+            "could not check whether it serves an environment ({e})"
+        )),
+    };
+    let result = match why {
+        Some(why) => {
             let msg = format!(
-                "not deactivating deployment {deployment_id}: {why}; set cleanup: true to deactivate it anyway"
+                "not deactivating {label}: {why}; set cleanup: true to deactivate it anyway"
             );
             ctx.warn(&msg);
             ctx.note(msg);
@@ -822,16 +851,13 @@ pub async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
             Ok(())
         }
         None => {
-            ctx.say(&format!("Deactivating deployment {deployment_id}"));
+            ctx.say(&format!("Deactivating {label}"));
             let r = if cancelled {
-                tokio::time::timeout(
-                    Duration::from_secs(3),
-                    ctx.api.deactivate(&model_id, &deployment_id),
-                )
-                .await
-                .unwrap_or_else(|_| Err(anyhow!("deactivate did not finish in time")))
+                tokio::time::timeout(budget, deactivate)
+                    .await
+                    .unwrap_or_else(|_| Err(anyhow!("deactivate did not finish in time")))
             } else {
-                ctx.api.deactivate(&model_id, &deployment_id).await
+                deactivate.await
             };
             match r {
                 Ok(()) => {
@@ -839,7 +865,7 @@ pub async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
                     ctx.say("Deactivated");
                     Ok(())
                 }
-                Err(e) => Err(Failure::Cleanup(e.context("deactivating the deployment"))),
+                Err(e) => Err(Failure::Cleanup(e)),
             }
         }
     };
@@ -848,23 +874,20 @@ pub async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
 }
 
 /// Whether a deployment may be serving traffic.
-enum Serving {
+pub enum Serving {
+    No,
     Environment(String),
     /// The check failed: treated as serving, because a failed check must
     /// not take production down.
     Unknown(String),
 }
 
-/// The environment that serves this deployment, if any.
-async fn serving_environment(
-    ctx: &Ctx<'_>,
-    model_id: &str,
-    deployment_id: &str,
-) -> Option<Serving> {
+/// The environment that serves this model deployment, if any.
+async fn serving_environment(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Serving {
     match ctx.api.deployment(model_id, deployment_id).await {
-        Ok(d) if d.is_production => return Some(Serving::Environment("production".into())),
+        Ok(d) if d.is_production => return Serving::Environment("production".into()),
         Ok(_) => {}
-        Err(e) => return Some(Serving::Unknown(e.to_string())),
+        Err(e) => return Serving::Unknown(e.to_string()),
     }
     match ctx.api.environments(model_id).await {
         Ok(envs) => envs
@@ -874,10 +897,10 @@ async fn serving_environment(
                     .as_ref()
                     .is_some_and(|d| d.id == deployment_id)
             })
-            .map(|e| Serving::Environment(e.name)),
+            .map_or(Serving::No, |e| Serving::Environment(e.name)),
         // Older APIs without the list: the production flag above decided.
-        Err(ApiError::Permanent(_)) => None,
-        Err(e) => Some(Serving::Unknown(e.to_string())),
+        Err(ApiError::Permanent(_)) => Serving::No,
+        Err(e) => Serving::Unknown(e.to_string()),
     }
 }
 

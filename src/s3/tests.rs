@@ -52,7 +52,7 @@ fn plan_table() {
             p,
             Plan::Multipart {
                 part_size: p,
-                parts: 128,
+                parts: (2 * gib).div_ceil(p),
             },
         ),
         // parts below S3's 5 MiB minimum are raised to it
@@ -82,7 +82,7 @@ fn plan_table() {
             p,
             Plan::Multipart {
                 part_size: p,
-                parts: 384,
+                parts: (6 * gib).div_ceil(p),
             },
         ),
     ];

@@ -343,24 +343,7 @@ impl FakeS3 {
         let Ok(payload) = sigv4::payload_mode(auth.form, &parts.headers) else {
             return false;
         };
-        let computed = sigv4::compute(
-            &RequestView {
-                method: parts.method.as_str(),
-                raw_path: parts.uri.path(),
-                raw_query,
-                headers: &parts.headers,
-            },
-            &SigningParams {
-                secret: &grant.secret,
-                amz_date: &auth.amz_date,
-                region: &cred.region,
-                service: &cred.service,
-                signed_headers: &auth.signed_headers,
-                payload_hash: payload.claimed(),
-                form: auth.form,
-            },
-        );
-        computed.signature == auth.signature
+        compute_for(parts, raw_query, auth, &grant.secret, &payload).signature == auth.signature
     }
 
     /// The checks S3 makes before touching the body, in S3's order: the
@@ -458,23 +441,7 @@ impl FakeS3 {
             Some(_) => {}
         }
         check_clock(&auth, signed_at, now_secs())?;
-        let computed = sigv4::compute(
-            &RequestView {
-                method: parts.method.as_str(),
-                raw_path: parts.uri.path(),
-                raw_query,
-                headers: &parts.headers,
-            },
-            &SigningParams {
-                secret: &grant.secret,
-                amz_date: &auth.amz_date,
-                region: &cred.region,
-                service: &cred.service,
-                signed_headers: &auth.signed_headers,
-                payload_hash: payload.claimed(),
-                form: auth.form,
-            },
-        );
+        let computed = compute_for(parts, raw_query, &auth, &grant.secret, &payload);
         if computed.signature != auth.signature {
             return Err(signature_mismatch(
                 &cred.access_key_id,
@@ -1377,6 +1344,35 @@ fn stored_headers(etag: &str, digest: &BodyDigest) -> Vec<(&'static str, String)
         headers.push(("x-amz-checksum-crc32", crc.clone()));
     }
     headers
+}
+
+/// The signature S3 would compute for this request with `secret`, over the
+/// request's own credential scope.
+fn compute_for(
+    parts: &Parts,
+    raw_query: &str,
+    auth: &sigv4::SignedAuth,
+    secret: &str,
+    payload: &PayloadMode,
+) -> sigv4::Computed {
+    let cred = &auth.credential;
+    sigv4::compute(
+        &RequestView {
+            method: parts.method.as_str(),
+            raw_path: parts.uri.path(),
+            raw_query,
+            headers: &parts.headers,
+        },
+        &SigningParams {
+            secret,
+            amz_date: &auth.amz_date,
+            region: &cred.region,
+            service: &cred.service,
+            signed_headers: &auth.signed_headers,
+            payload_hash: payload.claimed(),
+            form: auth.form,
+        },
+    )
 }
 
 /// Reads and discards what the client is still sending, so it gets to read
