@@ -131,7 +131,9 @@ fn one_failed_chainlet_fails_within_one_poll() {
         .find(|d| d.chain_deployment_id.is_some() && d.model_name.starts_with("Counter-"))
         .expect("the Counter chainlet was deployed");
     let failed_at = counter.created_at_secs + 0.5;
-    assert_eq!(polls_after(&fake, failed_at), 1, "{run:?}");
+    // (Zero when the poll that saw it arrived a hair before the failure
+    // time in the fake's log but was answered after it.)
+    assert!(polls_after(&fake, failed_at) <= 1, "{run:?}");
     // No model-name input and no name in the code: the entrypoint's name.
     assert_eq!(run.out("model-name"), "WordCount");
     let atomic = graphql_calls(&fake, "deploy_chain_atomic");
