@@ -591,6 +591,19 @@ impl Api {
         self.rest_get("reading the chain deployment", url).await
     }
 
+    /// A chain's environment (ChainEnvironmentV1) as raw JSON.
+    pub async fn chain_environment_json(
+        &self,
+        chain_id: &str,
+        env: &str,
+    ) -> Result<Value, ApiError> {
+        let url = self.endpoints.rest(&format!(
+            "v1/chains/{chain_id}/environments/{}",
+            urlencode(env)
+        ));
+        self.rest_get("reading the chain environment", url).await
+    }
+
     /// A REST POST, retried on transient errors.
     async fn post_with_retry(&self, what: &str, path: &str, body: Option<Value>) -> Result<()> {
         let url = self.endpoints.rest(path);

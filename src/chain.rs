@@ -687,6 +687,7 @@ async fn wait_chain(
     let mut logs_shown: std::collections::BTreeSet<String> = Default::default();
     let mut warned_unknown: std::collections::BTreeSet<String> = Default::default();
     let mut failures_in_a_row: u32 = 0;
+    let mut promo = deploy::PromotionTrack::default();
     loop {
         let now = Instant::now();
         if now >= deadline {
@@ -767,7 +768,33 @@ async fn wait_chain(
                 }
                 ctx.state.lock().unwrap().last_status = representative_status(&chainlets);
                 match chain_verdict(&chainlets) {
-                    ChainVerdict::Ready => return Ok(()),
+                    ChainVerdict::Ready => match &cfg.environment {
+                        None => return Ok(()),
+                        // Ready chainlets do not mean the environment serves
+                        // this chain deployment yet: wait for the promotion.
+                        Some(env) => match deploy::check_promotion(
+                            ctx,
+                            &mut promo,
+                            chain_deployment_id,
+                            env,
+                            ctx.api.chain_environment_json(chain_id, env).await,
+                        ) {
+                            deploy::PromotionStep::Done => return Ok(()),
+                            deploy::PromotionStep::Fail(f) => return Err(f),
+                            deploy::PromotionStep::Wait => cfg.poll_interval,
+                            deploy::PromotionStep::Retry(message, retry_after) => {
+                                if failures_in_a_row == 0 {
+                                    say(
+                                        ctx,
+                                        &format!("environment read failed, retrying: {message}"),
+                                    );
+                                }
+                                failures_in_a_row += 1;
+                                retry::delay_for(failures_in_a_row - 1, retry_after)
+                                    .max(cfg.poll_interval)
+                            }
+                        },
+                    },
                     ChainVerdict::Failed { chainlet, status } => {
                         let logs = chainlets
                             .iter()

@@ -475,7 +475,13 @@ async fn wait_model(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Resul
                     match class {
                         Readiness::Ready => match &cfg.environment {
                             None => return Ok(()),
-                            Some(env) => match check_promotion(ctx, &mut promo, model_id, deployment_id, env).await {
+                            Some(env) => match check_promotion(
+                                ctx,
+                                &mut promo,
+                                deployment_id,
+                                env,
+                                ctx.api.environment_json(model_id, env).await,
+                            ) {
                                 PromotionStep::Done => return Ok(()),
                                 PromotionStep::Fail(f) => return Err(f),
                                 PromotionStep::Wait => cfg.poll_interval,
@@ -522,27 +528,29 @@ async fn wait_model(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Resul
 
 /// What the wait remembers about the promotion between polls.
 #[derive(Default)]
-struct PromotionTrack {
+pub struct PromotionTrack {
     last: Option<String>,
     fallback_noted: bool,
 }
 
-enum PromotionStep {
+pub enum PromotionStep {
     Done,
     Wait,
     Fail(Failure),
     Retry(String, Option<Duration>),
 }
 
-/// Our deployment is ready; is it the one serving the environment yet?
-async fn check_promotion(
+/// Our deployment (a model deployment or a chain deployment) is ready; is
+/// it the one serving the environment yet? `environment` is the
+/// environment's answer (EnvironmentV1 or ChainEnvironmentV1).
+pub fn check_promotion(
     ctx: &Ctx<'_>,
     track: &mut PromotionTrack,
-    model_id: &str,
     deployment_id: &str,
     env: &str,
+    environment: Result<Value, ApiError>,
 ) -> PromotionStep {
-    let json = match ctx.api.environment_json(model_id, env).await {
+    let json = match environment {
         Ok(j) => j,
         Err(ApiError::Transient {
             message,

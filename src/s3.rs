@@ -649,7 +649,11 @@ impl Inner {
         let mut url = url.map_err(Failure::Local)?;
         set_query(&mut url, &call.query);
         let (body, payload_sha256, length) = match &call.payload {
-            Payload::Empty => (reqwest::Body::from(Vec::new()), sigv4::EMPTY_SHA256.to_owned(), 0),
+            Payload::Empty => (
+                reqwest::Body::from(Vec::new()),
+                sigv4::EMPTY_SHA256.to_owned(),
+                0,
+            ),
             Payload::Xml(xml) => (
                 reqwest::Body::from(xml.clone().into_bytes()),
                 sigv4::sha256_hex(xml.as_bytes()),
@@ -659,7 +663,11 @@ impl Inner {
                 let sha256 = hash_range(Arc::clone(&job.file), *offset, *len)
                     .await
                     .map_err(Failure::Local)?;
-                (range_body(Arc::clone(&job.file), *offset, *len), sha256, *len)
+                (
+                    range_body(Arc::clone(&job.file), *offset, *len),
+                    sha256,
+                    *len,
+                )
             }
         };
         let now = SystemTime::now()
@@ -764,20 +772,21 @@ async fn hash_range(file: Arc<File>, offset: u64, len: u64) -> anyhow::Result<St
 /// Streams `len` bytes at `offset` as a request body, a chunk at a time.
 /// Every retry builds a new body, so a retried part is read afresh.
 fn range_body(file: Arc<File>, offset: u64, len: u64) -> reqwest::Body {
-    let chunks = futures_util::stream::try_unfold((file, offset, len), |(file, at, left)| async move {
-        if left == 0 {
-            return Ok(None);
-        }
-        let n = left.min(STREAM_CHUNK_BYTES);
-        let reader = Arc::clone(&file);
-        let chunk = tokio::task::spawn_blocking(move || {
-            let mut buffer = vec![0; n as usize];
-            read_exact_at(&reader, &mut buffer, at).map(|()| buffer)
-        })
-        .await
-        .map_err(std::io::Error::other)??;
-        Ok::<_, std::io::Error>(Some((chunk, (file, at + n, left - n))))
-    });
+    let chunks =
+        futures_util::stream::try_unfold((file, offset, len), |(file, at, left)| async move {
+            if left == 0 {
+                return Ok(None);
+            }
+            let n = left.min(STREAM_CHUNK_BYTES);
+            let reader = Arc::clone(&file);
+            let chunk = tokio::task::spawn_blocking(move || {
+                let mut buffer = vec![0; n as usize];
+                read_exact_at(&reader, &mut buffer, at).map(|()| buffer)
+            })
+            .await
+            .map_err(std::io::Error::other)??;
+            Ok::<_, std::io::Error>(Some((chunk, (file, at + n, left - n))))
+        });
     reqwest::Body::wrap_stream(chunks)
 }
 

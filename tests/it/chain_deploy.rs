@@ -267,3 +267,36 @@ fn deploy_chain_atomic_matches_what_truss_chains_push_sends() {
     assert_eq!(ours[0]["team_id"], theirs[0]["team_id"]);
     assert_eq!(ours[0]["chain_name"], theirs[0]["chain_name"]);
 }
+
+#[test]
+fn a_chain_into_an_environment_waits_for_the_promotion() {
+    // Chainlets are ready at 0.3 s, but the chain's promotion into
+    // production only succeeds at 2.5 s: success must wait for it.
+    let fake = fake(
+        "time_scale: 1\nchainlets:\n  default: [[0, BUILDING_MODEL], [0.3, MODEL_READY]]\npromotions:\n  default:\n    steps: [[0, {status: RELEASING, percent: 0}], [1.0, {status: RAMPING_UP, percent: 40}], [2.5, {status: SUCCEEDED, percent: 100}]]\n",
+    );
+    let run = chain_run(&fake, &two_chain())
+        .arg("environment", "production")
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(
+        run.stdout
+            .contains("promotion into production: RAMPING_UP, 40% of traffic"),
+        "{run:?}"
+    );
+    let created = fake
+        .deployments()
+        .into_iter()
+        .filter_map(|d| d.chain_deployment_id.map(|_| d.created_at_secs))
+        .fold(f64::MAX, f64::min);
+    let last_env_read = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.endpoint == "rest.get_chain_environment")
+        .map(|r| r.scenario_secs)
+        .fold(0.0, f64::max);
+    assert!(
+        last_env_read >= created + 2.5,
+        "ready only once the promotion succeeded: {last_env_read} vs {created}"
+    );
+}

@@ -31,7 +31,7 @@
 //! promotions:              # environment promotion of a new deployment
 //!   default: null          # null: RELEASING until the deployment is ready, then SUCCEEDED
 //!   sequence: []
-//!   by_model: {}           # e.g. {steps: [[0, {status: RAMPING_UP, percent: 10}], [30, {status: SUCCEEDED, percent: 100}]]}
+//!   by_model: {}           # by model or chain name, e.g. {steps: [[0, {status: RAMPING_UP, percent: 10}], [30, {status: SUCCEEDED, percent: 100}]]}
 //! omit_promotion_fields: false  # true: EnvironmentV1 without candidate_deployment/in_progress_promotion
 //! deactivation_seconds: 2  # DEACTIVATING lasts this long, then INACTIVE
 //! wake_seconds: 0          # a predict on a scaled-to-zero deployment waits this long

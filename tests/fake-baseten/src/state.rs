@@ -1099,6 +1099,12 @@ impl Platform {
                 _ => None,
             }
         };
+        // Scripted promotions apply to chains by chain name (`by_model`) or
+        // the default; `sequence` counts model deployments only.
+        let script = self
+            .scenario
+            .promotions
+            .pick(&self.chains[chain_idx].name, usize::MAX);
         if let Some(env) = promote_to
             && let Some(e) = self.chains[chain_idx]
                 .environments
@@ -1108,7 +1114,7 @@ impl Platform {
             e.promotions.push(Promotion {
                 target_id: cd_id.clone(),
                 started_at: now,
-                script: None,
+                script,
             });
         }
         Ok(cd_id)
