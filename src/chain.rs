@@ -15,9 +15,9 @@ use crate::baseten::{Api, ApiError, Team, UploadCredentials, gql_str};
 use crate::ci::{PredictStats, StatusEvent};
 use crate::config::{Endpoints, Target};
 use crate::deploy::{self, Ctx, human};
+use crate::git;
 use crate::outcome::Failure;
 use crate::status::{self, Readiness};
-use crate::{git, retry};
 
 /// Python interpreter override for chain code generation (else `python3`
 /// on PATH).
@@ -686,155 +686,71 @@ async fn wait_chain(
     let mut seen: std::collections::BTreeMap<String, String> = Default::default();
     let mut logs_shown: std::collections::BTreeSet<String> = Default::default();
     let mut warned_unknown: std::collections::BTreeSet<String> = Default::default();
-    let mut failures_in_a_row: u32 = 0;
     let mut promo = deploy::PromotionTrack::default();
-    loop {
-        let now = Instant::now();
-        if now >= deadline {
-            let last = ctx
-                .state
-                .lock()
-                .unwrap()
-                .last_status
-                .clone()
-                .unwrap_or_else(|| "no status read".into());
-            event(ctx, &last, "deadline passed");
-            return Err(Failure::Timeout(format!(
-                "the chain was not ready after {} (last status: {last}); raise deploy-timeout-minutes or check the chainlet logs",
-                human(cfg.wait_timeout)
-            )));
+    deploy::poll_until(ctx, deadline, "the chain", async || {
+        let chainlets = chain_deployment_status(ctx.api, chain_deployment_id).await?;
+        for c in &chainlets {
+            let key = if c.id.is_empty() { &c.name } else { &c.id };
+            if seen.get(key) != Some(&c.status) {
+                let class = status::classify_chainlet(&c.status);
+                let shown = if c.status.is_empty() { "(none)" } else { &c.status };
+                say(
+                    ctx,
+                    &format!(
+                        "chainlet {} status {shown} ({}) after {}",
+                        c.name,
+                        class.as_str(),
+                        human(ctx.started.elapsed())
+                    ),
+                );
+                event(ctx, &c.status, &format!("{}: {}", c.name, class.as_str()));
+                seen.insert(key.clone(), c.status.clone());
+                if !c.status.is_empty()
+                    && !status::is_known_chainlet_status(&c.status)
+                    && warned_unknown.insert(c.status.clone())
+                {
+                    warn(
+                        ctx,
+                        &format!(
+                            "unknown chainlet status {:?}: treating it as in progress and polling on",
+                            c.status
+                        ),
+                    );
+                }
+            }
+            if !c.id.is_empty() && logs_shown.insert(c.id.clone()) {
+                let url = chainlet_logs_url(&cfg.endpoints, chain_id, chain_deployment_id, &c.id);
+                say(ctx, &format!("  logs of {}: {url}", c.name));
+            }
         }
-        let poll = tokio::time::timeout(
-            deadline - now,
-            chain_deployment_status(ctx.api, chain_deployment_id),
-        )
-        .await;
-        let sleep_for = match poll {
-            Err(_) => continue,
-            Ok(Ok(chainlets)) => {
-                failures_in_a_row = 0;
-                for c in &chainlets {
-                    let key = if c.id.is_empty() { &c.name } else { &c.id };
-                    if seen.get(key) != Some(&c.status) {
-                        let class = status::classify_chainlet(&c.status);
-                        let shown = if c.status.is_empty() {
-                            "(none)"
-                        } else {
-                            &c.status
-                        };
-                        say(
-                            ctx,
-                            &format!(
-                                "chainlet {} status {shown} ({}) after {}",
-                                c.name,
-                                class.as_str(),
-                                human(ctx.started.elapsed())
-                            ),
-                        );
-                        event(ctx, &c.status, &format!("{}: {}", c.name, class.as_str()));
-                        seen.insert(key.clone(), c.status.clone());
-                        if !c.status.is_empty()
-                            && !status::CHAIN_IN_PROGRESS_STATUSES
-                                .iter()
-                                .chain(status::CHAIN_READY_STATUSES)
-                                .chain(status::CHAIN_FAILED_STATUSES)
-                                .any(|s| s.eq_ignore_ascii_case(&c.status))
-                            && warned_unknown.insert(c.status.clone())
-                        {
-                            warn(
-                                ctx,
-                                &format!(
-                                    "unknown chainlet status {:?}: treating it as in progress and polling on",
-                                    c.status
-                                ),
-                            );
-                        }
-                    }
-                    if !c.id.is_empty() && logs_shown.insert(c.id.clone()) {
-                        say(
-                            ctx,
-                            &format!(
-                                "  logs of {}: {}",
-                                c.name,
-                                chainlet_logs_url(
-                                    &cfg.endpoints,
-                                    chain_id,
-                                    chain_deployment_id,
-                                    &c.id
-                                )
-                            ),
-                        );
-                    }
+        ctx.state.lock().unwrap().last_status = representative_status(&chainlets);
+        match chain_verdict(&chainlets) {
+            ChainVerdict::Ready => match &cfg.environment {
+                None => Ok(deploy::Poll::Ready),
+                // Ready chainlets do not mean the environment serves this
+                // chain deployment yet: wait for the promotion.
+                Some(env) => {
+                    let environment = ctx.api.chain_environment_json(chain_id, env).await;
+                    deploy::check_promotion(ctx, &mut promo, chain_deployment_id, env, environment)
                 }
-                ctx.state.lock().unwrap().last_status = representative_status(&chainlets);
-                match chain_verdict(&chainlets) {
-                    ChainVerdict::Ready => match &cfg.environment {
-                        None => return Ok(()),
-                        // Ready chainlets do not mean the environment serves
-                        // this chain deployment yet: wait for the promotion.
-                        Some(env) => match deploy::check_promotion(
-                            ctx,
-                            &mut promo,
-                            chain_deployment_id,
-                            env,
-                            ctx.api.chain_environment_json(chain_id, env).await,
-                        ) {
-                            deploy::PromotionStep::Done => return Ok(()),
-                            deploy::PromotionStep::Fail(f) => return Err(f),
-                            deploy::PromotionStep::Wait => cfg.poll_interval,
-                            deploy::PromotionStep::Retry(message, retry_after) => {
-                                if failures_in_a_row == 0 {
-                                    say(
-                                        ctx,
-                                        &format!("environment read failed, retrying: {message}"),
-                                    );
-                                }
-                                failures_in_a_row += 1;
-                                retry::delay_for(failures_in_a_row - 1, retry_after)
-                                    .max(cfg.poll_interval)
-                            }
-                        },
-                    },
-                    ChainVerdict::Failed { chainlet, status } => {
-                        let logs = chainlets
-                            .iter()
-                            .find(|c| c.name == chainlet && !c.id.is_empty())
-                            .map(|c| {
-                                format!(
-                                    "; see its logs: {}",
-                                    chainlet_logs_url(
-                                        &cfg.endpoints,
-                                        chain_id,
-                                        chain_deployment_id,
-                                        &c.id
-                                    )
-                                )
-                            })
-                            .unwrap_or_default();
-                        return Err(Failure::Deploy(anyhow!(
-                            "chainlet {chainlet} failed with status {status}{logs}"
-                        )));
-                    }
-                    ChainVerdict::InProgress => cfg.poll_interval,
-                }
+            },
+            ChainVerdict::Failed { chainlet, status } => {
+                let logs = chainlets
+                    .iter()
+                    .find(|c| c.name == chainlet && !c.id.is_empty())
+                    .map(|c| {
+                        let url = chainlet_logs_url(&cfg.endpoints, chain_id, chain_deployment_id, &c.id);
+                        format!("; see its logs: {url}")
+                    })
+                    .unwrap_or_default();
+                Ok(deploy::Poll::Failed(Failure::Deploy(anyhow!(
+                    "chainlet {chainlet} failed with status {status}{logs}"
+                ))))
             }
-            Ok(Err(ApiError::Transient {
-                message,
-                retry_after,
-            })) => {
-                if failures_in_a_row == 0 {
-                    say(ctx, &format!("status poll failed, retrying: {message}"));
-                }
-                failures_in_a_row += 1;
-                retry::delay_for(failures_in_a_row - 1, retry_after).max(cfg.poll_interval)
-            }
-            Ok(Err(ApiError::Permanent(message))) => {
-                return Err(Failure::Deploy(anyhow!(message)));
-            }
-        };
-        let left = deadline.saturating_duration_since(Instant::now());
-        tokio::time::sleep(sleep_for.min(left)).await;
-    }
+            ChainVerdict::InProgress => Ok(deploy::Poll::Wait),
+        }
+    })
+    .await
 }
 
 /// The smoke test: one `run_remote` call, read under one deadline.

@@ -425,100 +425,113 @@ pub async fn package_and_upload(
     Ok(())
 }
 
-/// Polls the deployment until it is ready, failed, or the deadline passes.
-/// The deadline is wall-clock and holds even when every poll fails.
+/// One poll's reading.
+pub enum Poll {
+    Ready,
+    Failed(Failure),
+    Wait,
+}
+
+/// Polls until `poll` reads ready or failed, or the deadline passes — the
+/// one wait loop for models and chains. It owns the wall-clock deadline
+/// (which holds even when every poll fails), backoff with jitter and
+/// Retry-After on transient errors, and the sleep between polls; `poll`
+/// owns reading and reporting. `what` names the thing waited for.
+pub async fn poll_until(
+    ctx: &Ctx<'_>,
+    deadline: Instant,
+    what: &str,
+    mut poll: impl AsyncFnMut() -> Result<Poll, ApiError>,
+) -> Result<(), Failure> {
+    let cfg = ctx.cfg;
+    let mut failures_in_a_row: u32 = 0;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            let last = ctx.state.lock().unwrap().last_status.clone();
+            let last = last.unwrap_or_else(|| "no status read".into());
+            ctx.event(&last, "deadline passed");
+            return Err(Failure::Timeout(format!(
+                "{what} was not ready after {} (last status: {last}); raise deploy-timeout-minutes or check the logs",
+                human(cfg.wait_timeout)
+            )));
+        }
+        let sleep_for = match tokio::time::timeout(deadline - now, poll()).await {
+            // The deadline hit mid-request; the top of the loop reports it.
+            Err(_) => continue,
+            Ok(Ok(Poll::Ready)) => return Ok(()),
+            Ok(Ok(Poll::Failed(f))) => return Err(f),
+            Ok(Ok(Poll::Wait)) => {
+                failures_in_a_row = 0;
+                cfg.poll_interval
+            }
+            Ok(Err(ApiError::Transient {
+                message,
+                retry_after,
+            })) => {
+                if failures_in_a_row == 0 {
+                    ctx.say(&format!("poll failed, retrying: {message}"));
+                    let last = ctx.state.lock().unwrap().last_status.clone();
+                    ctx.event(
+                        last.as_deref().unwrap_or(""),
+                        &format!("poll failed: {message}"),
+                    );
+                }
+                failures_in_a_row += 1;
+                retry::delay_for(failures_in_a_row - 1, retry_after).max(cfg.poll_interval)
+            }
+            Ok(Err(ApiError::Permanent(message))) => return Err(Failure::Deploy(anyhow!(message))),
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        tokio::time::sleep(sleep_for.min(left)).await;
+    }
+}
+
+/// Polls the model deployment's status until it is ready (and, with an
+/// environment, serving it), failed, or the deadline passes.
 async fn wait_model(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), Failure> {
     let cfg = ctx.cfg;
-    let wait_started = Instant::now();
-    let deadline = wait_started + cfg.wait_timeout;
+    let deadline = Instant::now() + cfg.wait_timeout;
     let logs = (cfg.stream_logs).then(|| spawn_log_stream(ctx, model_id, deployment_id));
-    let result = async {
-        let mut last: Option<String> = None;
-        let mut warned_unknown: HashSet<String> = HashSet::new();
-        let mut failures_in_a_row: u32 = 0;
-        let mut promo = PromotionTrack::default();
-        loop {
-            let now = Instant::now();
-            if now >= deadline {
-                let last = last.clone().unwrap_or_else(|| "no status read".into());
-                ctx.event(&last, "deadline passed");
-                return Err(Failure::Timeout(format!(
-                    "the deployment was not ready after {} (last status: {last}); raise deploy-timeout-minutes or check the logs",
-                    human(cfg.wait_timeout)
-                )));
-            }
-            let remaining = deadline - now;
-            let poll = tokio::time::timeout(remaining, ctx.api.deployment(model_id, deployment_id)).await;
-            let sleep_for = match poll {
-                Err(_) => continue, // deadline hit mid-request; the top of the loop reports it
-                Ok(Ok(dep)) => {
-                    failures_in_a_row = 0;
-                    let st = dep.status.trim().to_string();
-                    let class = status::classify_model(&st);
-                    ctx.state.lock().unwrap().last_status = Some(st.clone());
-                    if last.as_deref() != Some(st.as_str()) {
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        ctx.say(&format!(
-                            "status {st} ({}) after {}, {} left",
-                            class.as_str(),
-                            human(ctx.started.elapsed()),
-                            human(left)
-                        ));
-                        ctx.event(&st, class.as_str());
-                        if !status::is_known_model_status(&st) && warned_unknown.insert(st.clone()) {
-                            ctx.warn(&format!(
-                                "unknown deployment status {st:?}: treating it as in progress and polling on"
-                            ));
-                        }
-                        last = Some(st.clone());
-                    }
-                    match class {
-                        Readiness::Ready => match &cfg.environment {
-                            None => return Ok(()),
-                            Some(env) => match check_promotion(
-                                ctx,
-                                &mut promo,
-                                deployment_id,
-                                env,
-                                ctx.api.environment_json(model_id, env).await,
-                            ) {
-                                PromotionStep::Done => return Ok(()),
-                                PromotionStep::Fail(f) => return Err(f),
-                                PromotionStep::Wait => cfg.poll_interval,
-                                PromotionStep::Retry(message, retry_after) => {
-                                    if failures_in_a_row == 0 {
-                                        ctx.say(&format!("environment read failed, retrying: {message}"));
-                                    }
-                                    failures_in_a_row += 1;
-                                    retry::delay_for(failures_in_a_row - 1, retry_after).max(cfg.poll_interval)
-                                }
-                            },
-                        },
-                        Readiness::Failed => {
-                            return Err(Failure::Deploy(anyhow!(
-                                "the deployment failed with status {st}; see the logs: {}",
-                                cfg.endpoints.logs_page(model_id, deployment_id)
-                            )));
-                        }
-                        Readiness::InProgress => cfg.poll_interval,
-                    }
-                }
-                Ok(Err(ApiError::Transient { message, retry_after })) => {
-                    if failures_in_a_row == 0 {
-                        ctx.say(&format!("status poll failed, retrying: {message}"));
-                        ctx.event(last.as_deref().unwrap_or(""), &format!("poll failed: {message}"));
-                    }
-                    failures_in_a_row += 1;
-                    retry::delay_for(failures_in_a_row - 1, retry_after).max(cfg.poll_interval)
-                }
-                Ok(Err(ApiError::Permanent(message))) => {
-                    return Err(Failure::Deploy(anyhow!(message)));
-                }
-            };
+    let mut last: Option<String> = None;
+    let mut warned_unknown: HashSet<String> = HashSet::new();
+    let mut promo = PromotionTrack::default();
+    let result = poll_until(ctx, deadline, "the deployment", async || {
+        let dep = ctx.api.deployment(model_id, deployment_id).await?;
+        let st = dep.status.trim().to_string();
+        let class = status::classify_model(&st);
+        ctx.state.lock().unwrap().last_status = Some(st.clone());
+        if last.as_deref() != Some(st.as_str()) {
             let left = deadline.saturating_duration_since(Instant::now());
-            tokio::time::sleep(sleep_for.min(left)).await;
+            ctx.say(&format!(
+                "status {st} ({}) after {}, {} left",
+                class.as_str(),
+                human(ctx.started.elapsed()),
+                human(left)
+            ));
+            ctx.event(&st, class.as_str());
+            if !status::is_known_model_status(&st) && warned_unknown.insert(st.clone()) {
+                ctx.warn(&format!(
+                    "unknown deployment status {st:?}: treating it as in progress and polling on"
+                ));
+            }
+            last = Some(st.clone());
         }
-    }
+        match class {
+            Readiness::Ready => match &cfg.environment {
+                None => Ok(Poll::Ready),
+                Some(env) => {
+                    let environment = ctx.api.environment_json(model_id, env).await;
+                    check_promotion(ctx, &mut promo, deployment_id, env, environment)
+                }
+            },
+            Readiness::Failed => Ok(Poll::Failed(Failure::Deploy(anyhow!(
+                "the deployment failed with status {st}; see the logs: {}",
+                cfg.endpoints.logs_page(model_id, deployment_id)
+            )))),
+            Readiness::InProgress => Ok(Poll::Wait),
+        }
+    })
     .await;
     if let Some(h) = logs {
         h.abort();
@@ -533,13 +546,6 @@ pub struct PromotionTrack {
     fallback_noted: bool,
 }
 
-pub enum PromotionStep {
-    Done,
-    Wait,
-    Fail(Failure),
-    Retry(String, Option<Duration>),
-}
-
 /// Our deployment (a model deployment or a chain deployment) is ready; is
 /// it the one serving the environment yet? `environment` is the
 /// environment's answer (EnvironmentV1 or ChainEnvironmentV1).
@@ -549,15 +555,8 @@ pub fn check_promotion(
     deployment_id: &str,
     env: &str,
     environment: Result<Value, ApiError>,
-) -> PromotionStep {
-    let json = match environment {
-        Ok(j) => j,
-        Err(ApiError::Transient {
-            message,
-            retry_after,
-        }) => return PromotionStep::Retry(message, retry_after),
-        Err(ApiError::Permanent(m)) => return PromotionStep::Fail(Failure::Deploy(anyhow!(m))),
-    };
+) -> Result<Poll, ApiError> {
+    let json = environment?;
     let view = promotion::read(&json, deployment_id);
     let line = match &view {
         promotion::View::Serving => {
@@ -581,12 +580,12 @@ pub fn check_promotion(
         ctx.event("", &line);
         track.last = Some(line);
     }
-    match view {
-        promotion::View::Serving => PromotionStep::Done,
-        promotion::View::InFlight { .. } | promotion::View::NotYet { .. } => PromotionStep::Wait,
-        promotion::View::Failed { status, message } => PromotionStep::Fail(Failure::Deploy(
-            anyhow!("the promotion into {env} ended {status}: {message}"),
-        )),
+    Ok(match view {
+        promotion::View::Serving => Poll::Ready,
+        promotion::View::InFlight { .. } | promotion::View::NotYet { .. } => Poll::Wait,
+        promotion::View::Failed { status, message } => Poll::Failed(Failure::Deploy(anyhow!(
+            "the promotion into {env} ended {status}: {message}"
+        ))),
         promotion::View::Unsupported => {
             if !track.fallback_noted {
                 track.fallback_noted = true;
@@ -597,9 +596,9 @@ pub fn check_promotion(
                     "promotion into {env} not observable; status-only readiness"
                 ));
             }
-            PromotionStep::Done
+            Poll::Ready
         }
-    }
+    })
 }
 
 /// Streams deployment logs while waiting: polled, de-duplicated within a
