@@ -508,20 +508,15 @@ async fn push_chainlet(
 
 /// Picks the team for a chain, like models do: named, only, owning, default.
 async fn chain_team(ctx: &Ctx<'_>, name: &str) -> Result<Option<Team>, Failure> {
-    let fail = |e: anyhow::Error| Failure::Deploy(e);
-    let teams = ctx.api.teams().await.map_err(fail)?;
-    let owners: Vec<String> = if ctx.cfg.team.is_none() && teams.len() > 1 {
-        chains(ctx.api, None)
-            .await
-            .map_err(fail)?
+    deploy::pick_team(ctx, async || {
+        let all = chains(ctx.api, None).await?;
+        Ok(all
             .into_iter()
             .filter(|c| c.name == name)
             .filter_map(|c| c.team.map(|t| t.id))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    deploy::resolve_team(&teams, ctx.cfg.team.as_deref(), &owners).map_err(Failure::InvalidInput)
+            .collect())
+    })
+    .await
 }
 
 /// Generate, push, create, wait and predict a chain. Updates `ctx.state`

@@ -165,6 +165,22 @@ struct TrussUserEnv<'a> {
     git_info: Option<&'a git::GitInfo>,
 }
 
+/// Fetches the teams and picks one by `resolve_team`'s rules. `owners`
+/// lists the ids of teams that already hold a model (or chain) of this name;
+/// it is asked only when several teams and no team input make it matter.
+pub async fn pick_team(
+    ctx: &Ctx<'_>,
+    owners: impl AsyncFnOnce() -> anyhow::Result<Vec<String>>,
+) -> Result<Option<Team>, Failure> {
+    let teams = ctx.api.teams().await.map_err(Failure::Deploy)?;
+    let owners = if ctx.cfg.team.is_none() && teams.len() > 1 {
+        owners().await.map_err(Failure::Deploy)?
+    } else {
+        Vec::new()
+    };
+    resolve_team(&teams, ctx.cfg.team.as_deref(), &owners).map_err(Failure::InvalidInput)
+}
+
 /// The `truss_user_env` JSON string.
 pub fn truss_user_env(git_info: Option<&git::GitInfo>) -> String {
     serde_json::to_string(&TrussUserEnv {
@@ -202,20 +218,15 @@ pub async fn deploy_model(ctx: &Ctx<'_>) -> Result<(), Failure> {
     let fail = |e: anyhow::Error| Failure::Deploy(e);
 
     ctx.group(&format!("Deploy {name}"));
-    let teams = ctx.api.teams().await.map_err(fail)?;
-    let owners: Vec<String> = if cfg.team.is_none() && teams.len() > 1 {
-        ctx.api
-            .models(None)
-            .await
-            .map_err(fail)?
+    let team = pick_team(ctx, async || {
+        let models = ctx.api.models(None).await?;
+        Ok(models
             .into_iter()
             .filter(|m| m.name == name)
             .filter_map(|m| m.team.map(|t| t.id))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let team = resolve_team(&teams, cfg.team.as_deref(), &owners).map_err(Failure::InvalidInput)?;
+            .collect())
+    })
+    .await?;
     let existing = ctx
         .api
         .models(team.as_ref().map(|t| t.id.as_str()))
