@@ -9,6 +9,7 @@ use std::time::Duration;
 use reqwest::Url;
 use serde_json::Value;
 
+use crate::baseten::Endpoints;
 use crate::ci::OutputsFormat as OutputFormat;
 use crate::cli::Inputs;
 use crate::git;
@@ -43,55 +44,6 @@ pub enum Target {
 pub struct Cleanup {
     pub enabled: bool,
     pub explicit: bool,
-}
-
-/// Hosts, all overridable (staging, tests).
-#[derive(Clone, Debug)]
-pub struct Endpoints {
-    pub app: Url,
-    pub api: Url,
-    /// `{prefix}` is `model` or `chain`, `{id}` the model/chain id (or
-    /// `<id>-<environment>` for the regional host).
-    pub inference: String,
-    pub s3: Option<Url>,
-}
-
-impl Endpoints {
-    pub fn graphql(&self) -> Url {
-        join(&self.app, "graphql/")
-    }
-
-    /// `{api}/{path}` with `path` like `v1/models/…`.
-    pub fn rest(&self, path: &str) -> Url {
-        join(&self.api, path)
-    }
-
-    /// Base of the inference host for `prefix-id`.
-    pub fn inference_base(&self, prefix: &str, id: &str) -> String {
-        self.inference
-            .replace("{prefix}", prefix)
-            .replace("{id}", id)
-            .trim_end_matches('/')
-            .to_string()
-    }
-
-    /// The model's logs page in the app.
-    pub fn logs_page(&self, model_id: &str, deployment_id: &str) -> String {
-        join(
-            &self.app,
-            &format!("models/{model_id}/logs/{deployment_id}"),
-        )
-        .to_string()
-    }
-}
-
-/// Appends `path` to `base` whether or not `base` ends with a slash (hazard
-/// H29: no `//graphql/`).
-fn join(base: &Url, path: &str) -> Url {
-    let mut s = base.as_str().trim_end_matches('/').to_string();
-    s.push('/');
-    s.push_str(path.trim_start_matches('/'));
-    Url::parse(&s).expect("a valid base joined with a plain path is valid")
 }
 
 /// Everything the run needs, validated.
@@ -579,8 +531,8 @@ mod tests {
             "https://app.baseten.co/graphql/"
         );
         assert_eq!(
-            c.endpoints.inference_base("model", "abc"),
-            "https://model-abc.api.baseten.co"
+            c.endpoints.model_predict("abc", "d", None),
+            "https://model-abc.api.baseten.co/deployment/d/predict"
         );
     }
 
@@ -636,7 +588,7 @@ mod tests {
             "http://127.0.0.1:8080/graphql/"
         );
         assert_eq!(
-            c.endpoints.rest("v1/models/m").as_str(),
+            c.endpoints.rest(&["models", "m"]).as_str(),
             "http://localhost:9/v1/models/m"
         );
         let err = build(&[

@@ -1,34 +1,167 @@
-//! When to try a request again, and how long to wait first.
+//! When to try a request again, and how long to wait first: the policy is
+//! data, the decision is a pure function of the error's kind, and one loop
+//! (`run`) applies it for every caller — GraphQL, REST, S3.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// What a failed request tells us about whether it reached the server.
+/// Deciding a retry from this (never from an error's text) is what keeps a
+/// mutation from being applied twice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// The request never left: connection refused, DNS, TLS handshake.
+    NotSent,
+    /// It may have been applied: the connection closed or timed out after
+    /// the request was sent, or the answer could not be read.
+    Ambiguous,
+    /// The server answered with a status that invites another try (429,
+    /// 5xx, …); `status` is that answer's.
+    Transient { status: u16 },
+    /// Another try will not help.
+    Permanent,
+}
+
+/// An error the retry loop can judge.
+pub(crate) trait Classify {
+    fn kind(&self) -> Kind;
+    /// What the server asked for with `Retry-After`, if anything.
+    fn retry_after(&self) -> Option<Duration>;
+}
+
+/// HTTP statuses worth another try for a read: throttling, timeouts,
+/// server faults.
+pub(crate) const RETRYABLE_STATUSES: &[u16] = &[408, 425, 429, 500, 502, 503, 504];
 
 /// First backoff delay.
-pub const BACKOFF_BASE_MILLIS: u64 = 500;
-/// Longest backoff delay (a Retry-After may ask for more; it is honoured up
-/// to `RETRY_AFTER_MAX_SECS`).
-pub const BACKOFF_MAX_MILLIS: u64 = 15_000;
+pub(crate) const BACKOFF_BASE_MILLIS: u64 = 500;
+/// Longest backoff delay.
+pub(crate) const BACKOFF_MAX_MILLIS: u64 = 15_000;
 /// A server cannot park us for longer than this with Retry-After.
-pub const RETRY_AFTER_MAX_SECS: u64 = 120;
+pub(crate) const RETRY_AFTER_MAX_SECS: u64 = 120;
 
-/// HTTP statuses worth another try: throttling, timeouts, server faults.
-pub fn is_retryable_status(status: u16) -> bool {
-    matches!(status, 408 | 425 | 429 | 500 | 502 | 503 | 504)
+/// Which failures are tried again, how often, and how long to wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Policy {
+    /// Tries in all, the first included.
+    pub(crate) attempts: u32,
+    /// Whether an `Ambiguous` failure is sent again. Only for requests that
+    /// are safe to apply twice (reads, deactivation, S3 part uploads).
+    pub(crate) retry_ambiguous: bool,
+    /// Answered statuses that are tried again.
+    pub(crate) retry_statuses: &'static [u16],
+    /// First backoff step; each further step doubles, up to `max_delay`.
+    pub(crate) base_delay: Duration,
+    pub(crate) max_delay: Duration,
+    /// Retry-After is honoured up to this.
+    pub(crate) retry_after_cap: Duration,
 }
 
-/// Exponential backoff with "equal jitter": half the exponential step is
-/// fixed, half is random, so retries from many CI jobs spread out but never
-/// collapse to zero. `unit` is a random number in [0, 1).
-pub fn next_delay(attempt: u32, unit: f64) -> Duration {
-    let exp = BACKOFF_BASE_MILLIS.saturating_mul(1u64 << attempt.min(16));
-    let capped = exp.min(BACKOFF_MAX_MILLIS);
-    let half = capped / 2;
-    let jitter = (half as f64 * unit.clamp(0.0, 1.0)) as u64;
-    Duration::from_millis(half + jitter)
+impl Policy {
+    /// Queries and REST reads: every transient kind is retried.
+    pub(crate) const READ: Policy = Policy {
+        attempts: 5,
+        retry_ambiguous: true,
+        retry_statuses: RETRYABLE_STATUSES,
+        base_delay: Duration::from_millis(BACKOFF_BASE_MILLIS),
+        max_delay: Duration::from_millis(BACKOFF_MAX_MILLIS),
+        retry_after_cap: Duration::from_secs(RETRY_AFTER_MAX_SECS),
+    };
+
+    /// A mutation that creates something: sent again only when it surely
+    /// never arrived (not sent, or refused with 429 before any work). An
+    /// ambiguous failure is for the caller to resolve, never a blind resend.
+    pub(crate) const MUTATION: Policy = Policy {
+        retry_ambiguous: false,
+        retry_statuses: &[429],
+        ..Policy::READ
+    };
+
+    /// A mutation that may safely be applied twice (deactivating).
+    pub(crate) const IDEMPOTENT: Policy = Policy::READ;
+
+    /// The same policy with every delay zero, for tests.
+    pub(crate) const fn instant(self) -> Policy {
+        Policy {
+            base_delay: Duration::ZERO,
+            max_delay: Duration::ZERO,
+            retry_after_cap: Duration::ZERO,
+            ..self
+        }
+    }
+
+    /// Whether a failure of this kind is worth another try under the policy.
+    pub(crate) fn retries(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::NotSent => true,
+            Kind::Ambiguous => self.retry_ambiguous,
+            Kind::Transient { status } => self.retry_statuses.contains(&status),
+            Kind::Permanent => false,
+        }
+    }
+
+    /// The wait before try `failed + 1`, after `failed` failures: the
+    /// server's Retry-After (capped) when given, else exponential backoff
+    /// with "equal jitter" — half the step fixed, half random — so many CI
+    /// jobs spread out but never retry at once. `unit` is in [0, 1).
+    pub(crate) fn delay(&self, failed: u32, retry_after: Option<Duration>, unit: f64) -> Duration {
+        if let Some(wait) = retry_after {
+            return wait.min(self.retry_after_cap);
+        }
+        let step = self
+            .base_delay
+            .saturating_mul(1u32 << failed.saturating_sub(1).min(16));
+        let half = step.min(self.max_delay) / 2;
+        half + half.mul_f64(unit.clamp(0.0, 1.0))
+    }
+
+    /// What to do after `failed` failures ending in `err`: wait this long
+    /// and try again, or give up. A wait that would end past `deadline`
+    /// gives up instead (the deadline belongs to the whole run).
+    pub(crate) fn next(
+        &self,
+        failed: u32,
+        err: &impl Classify,
+        deadline: Option<Instant>,
+        unit: f64,
+    ) -> Option<Duration> {
+        if failed >= self.attempts || !self.retries(err.kind()) {
+            return None;
+        }
+        let wait = self.delay(failed, err.retry_after(), unit);
+        match deadline {
+            Some(d) if Instant::now() + wait >= d => None,
+            _ => Some(wait),
+        }
+    }
 }
 
-/// Reads a `Retry-After` header: delta-seconds only (HTTP dates are not
-/// worth a date parser here; a date falls back to backoff).
-pub fn parse_retry_after(value: &str) -> Option<Duration> {
+/// Runs `op` until it succeeds or the policy gives up, sleeping between
+/// tries; `op` gets the number of the try (1 for the first).
+pub(crate) async fn run<T, E: Classify + std::fmt::Display>(
+    policy: &Policy,
+    deadline: Option<Instant>,
+    mut op: impl AsyncFnMut(u32) -> Result<T, E>,
+) -> Result<T, E> {
+    let mut failed = 0;
+    loop {
+        let err = match op(failed + 1).await {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        failed += 1;
+        match policy.next(failed, &err, deadline, fastrand::f64()) {
+            Some(wait) => {
+                tracing::debug!("try {failed} failed, retrying in {wait:?}: {err}");
+                tokio::time::sleep(wait).await;
+            }
+            None => return Err(err),
+        }
+    }
+}
+
+/// Reads a `Retry-After` header: delta-seconds only (an HTTP date falls
+/// back to backoff; not worth a date parser). Policies cap the value.
+pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     let secs: f64 = value.trim().parse().ok()?;
     if !secs.is_finite() || secs < 0.0 {
         return None;
@@ -38,41 +171,118 @@ pub fn parse_retry_after(value: &str) -> Option<Duration> {
     ))
 }
 
-/// The delay before the next try: the server's Retry-After when it gave
-/// one, else backoff.
-pub fn delay_for(attempt: u32, retry_after: Option<Duration>) -> Duration {
-    retry_after.unwrap_or_else(|| next_delay(attempt, fastrand::f64()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn backoff_grows_is_capped_and_jitter_stays_in_range() {
-        let table = [
-            (0, 250, 500),
-            (1, 500, 1000),
-            (2, 1000, 2000),
-            (5, 7500, 15000),
-            (30, 7500, 15000),
-        ];
-        for (attempt, lo, hi) in table {
-            let min = next_delay(attempt, 0.0).as_millis() as u64;
-            let max = next_delay(attempt, 0.999_999).as_millis() as u64;
-            assert_eq!(min, lo, "attempt {attempt}");
-            assert!(max <= hi && max >= hi - 1, "attempt {attempt}: {max}");
+    struct E(Kind, Option<Duration>);
+    impl Classify for E {
+        fn kind(&self) -> Kind {
+            self.0
+        }
+        fn retry_after(&self) -> Option<Duration> {
+            self.1
+        }
+    }
+    impl std::fmt::Display for E {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{:?}", self.0)
         }
     }
 
     #[test]
-    fn retryable_statuses() {
-        for s in [429, 500, 502, 503, 504, 408] {
-            assert!(is_retryable_status(s), "{s}");
+    fn backoff_grows_is_capped_and_jitter_stays_in_range() {
+        let p = Policy::READ;
+        for (failed, lo, hi) in [
+            (1, 250, 500),
+            (2, 500, 1000),
+            (3, 1000, 2000),
+            (6, 7500, 15000),
+            (31, 7500, 15000),
+        ] {
+            let min = p.delay(failed, None, 0.0).as_millis() as u64;
+            let max = p.delay(failed, None, 0.999_999).as_millis() as u64;
+            assert_eq!(min, lo, "after {failed} failures");
+            assert!(max <= hi && max >= hi - 1, "after {failed}: {max}");
         }
-        for s in [200, 400, 401, 403, 404, 409, 422] {
-            assert!(!is_retryable_status(s), "{s}");
+    }
+
+    #[test]
+    fn retry_after_is_honoured_up_to_the_cap() {
+        let p = Policy::READ;
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(3)), 0.5),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(999_999)), 0.5),
+            Duration::from_secs(RETRY_AFTER_MAX_SECS)
+        );
+    }
+
+    #[test]
+    fn which_kinds_retry_for_reads_and_mutations() {
+        let t = |status| Kind::Transient { status };
+        for (kind, read, mutation) in [
+            (Kind::NotSent, true, true),
+            (Kind::Ambiguous, true, false),
+            (t(429), true, true),
+            (t(500), true, false),
+            (t(502), true, false),
+            (t(503), true, false),
+            (t(504), true, false),
+            (t(408), true, false),
+            (Kind::Permanent, false, false),
+        ] {
+            assert_eq!(Policy::READ.retries(kind), read, "read {kind:?}");
+            assert_eq!(
+                Policy::MUTATION.retries(kind),
+                mutation,
+                "mutation {kind:?}"
+            );
         }
+    }
+
+    #[test]
+    fn an_ambiguous_mutation_is_never_sent_again() {
+        let p = Policy::MUTATION.instant();
+        for failed in 1..10 {
+            assert_eq!(p.next(failed, &E(Kind::Ambiguous, None), None, 0.5), None);
+        }
+    }
+
+    #[test]
+    fn attempts_and_the_deadline_bound_the_retries() {
+        let p = Policy::READ.instant();
+        let e = E(Kind::NotSent, None);
+        assert_eq!(p.next(1, &e, None, 0.5), Some(Duration::ZERO));
+        assert_eq!(p.next(p.attempts, &e, None, 0.5), None);
+        let soon = Some(Instant::now() + Duration::from_secs(1));
+        let slow = E(
+            Kind::Transient { status: 429 },
+            Some(Duration::from_secs(60)),
+        );
+        assert_eq!(Policy::READ.next(1, &slow, soon, 0.5), None);
+    }
+
+    #[tokio::test]
+    async fn run_sends_a_mutation_once_when_the_outcome_is_ambiguous() {
+        let mut sent = 0;
+        let r: Result<(), E> = run(&Policy::MUTATION.instant(), None, async |_| {
+            sent += 1;
+            Err(E(Kind::Ambiguous, None))
+        })
+        .await;
+        assert!(r.is_err());
+        assert_eq!(sent, 1);
+        let mut sent = 0;
+        let r: Result<(), E> = run(&Policy::READ.instant(), None, async |_| {
+            sent += 1;
+            Err(E(Kind::Ambiguous, None))
+        })
+        .await;
+        assert!(r.is_err());
+        assert_eq!(sent, Policy::READ.attempts);
     }
 
     #[test]
@@ -85,9 +295,6 @@ mod tests {
         );
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
         assert_eq!(parse_retry_after("-1"), None);
-        assert_eq!(
-            delay_for(0, Some(Duration::from_secs(3))),
-            Duration::from_secs(3)
-        );
+        assert_eq!(parse_retry_after("1e400"), None);
     }
 }

@@ -7,9 +7,9 @@ use std::time::Instant;
 use crate::ci::{self, CiEnv, DeployKind, Level, Outputs, Reporter, SummaryInput};
 use crate::cli::{Cli, Inputs};
 use crate::config::{self, Config, OutputSettings, Target};
-use crate::deploy::{self, Ctx, State};
+use crate::flow::{self, Ctx, State};
 use crate::outcome::{EXIT_SUCCESS, Failure, Status};
-use crate::{archive, baseten, chain, net};
+use crate::{archive, baseten, chain, model, net};
 
 /// Reads one environment variable.
 pub type EnvLookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -111,18 +111,17 @@ async fn execute(
     }
     let http = net::client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
     let s3_http = net::s3_client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
-    let api = baseten::Api::new(http.clone(), cfg.endpoints.clone(), cfg.api_key.clone());
+    let api = baseten::Api::new(http, cfg.endpoints.clone(), cfg.api_key.clone());
     let ctx = Ctx {
         cfg,
         api: &api,
-        http: &http,
         s3_http: &s3_http,
         rep: Arc::clone(rep),
         state,
         started,
     };
     let (flow, cancelled) = tokio::select! {
-        r = flow(&ctx) => (r, false),
+        r = deploy(&ctx) => (r, false),
         sig = cancellation() => {
             rep.lock().unwrap().finish();
             (Err(Failure::Cancelled(sig)), true)
@@ -152,18 +151,22 @@ async fn execute(
 }
 
 /// The deploy flow for the target: a model or a chain.
-async fn flow(ctx: &Ctx<'_>) -> Result<(), Failure> {
-    match ctx.cfg.target {
-        Target::Model { .. } => deploy::deploy_model(ctx).await,
-        Target::Chain { .. } => chain::deploy_chain(ctx).await,
+async fn deploy(ctx: &Ctx<'_>) -> Result<(), Failure> {
+    match &ctx.cfg.target {
+        Target::Model {
+            dir,
+            config,
+            raw_config,
+        } => model::deploy(ctx, dir, config, raw_config).await,
+        Target::Chain { file } => chain::deploy(ctx, file).await,
     }
 }
 
 /// Cleanup for the target: model deployment or chain deployment.
 async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
     match ctx.cfg.target {
-        Target::Model { .. } => deploy::cleanup(ctx, cancelled).await,
-        Target::Chain { .. } => chain::cleanup_chain(ctx, cancelled).await,
+        Target::Model { .. } => model::cleanup(ctx, cancelled).await,
+        Target::Chain { .. } => chain::cleanup(ctx, cancelled).await,
     }
 }
 
@@ -171,7 +174,7 @@ fn dry_run(cfg: &Config, rep: &Arc<Mutex<Reporter>>) -> Result<(), Failure> {
     let Target::Model { dir, .. } = &cfg.target else {
         return Ok(());
     };
-    let tmp = deploy::scratch_dir(dir).map_err(Failure::Deploy)?;
+    let tmp = flow::scratch_dir(dir).map_err(Failure::Deploy)?;
     let a = archive::write(dir, &tmp.path().join("truss.tar")).map_err(Failure::Deploy)?;
     let mut r = rep.lock().unwrap();
     r.line(&format!(
@@ -216,7 +219,7 @@ fn report(
             (Some(m), _, Some(d)) => cfg.endpoints.logs_page(m, d),
             // Chain logs are per chainlet (printed while waiting); the
             // output points at the chain's page, which links them all.
-            (None, Some(c), Some(_)) => chain::chain_page(&cfg.endpoints, c),
+            (None, Some(c), Some(_)) => cfg.endpoints.chain_page(c),
             _ => String::new(),
         };
     }
@@ -242,11 +245,8 @@ fn report(
     }
     if let Some(path) = &ci_env.github_step_summary {
         let page = match (cfg, &st.model_id, &st.chain_id) {
-            (Some(cfg), Some(m), _) => format!(
-                "{}/models/{m}/overview",
-                cfg.endpoints.app.as_str().trim_end_matches('/')
-            ),
-            (Some(cfg), None, Some(c)) => chain::chain_page(&cfg.endpoints, c),
+            (Some(cfg), Some(m), _) => cfg.endpoints.model_page(m),
+            (Some(cfg), None, Some(c)) => cfg.endpoints.chain_page(c),
             _ => String::new(),
         };
         let input = SummaryInput {

@@ -1082,19 +1082,21 @@ fn redirect_region(
 /// statuses, plus S3's own transient codes (its idle-socket `RequestTimeout`
 /// comes as a 400, and Complete's `InternalError` inside a 200).
 fn retryable(status: u16, code: Option<&str>) -> bool {
-    retry::is_retryable_status(status)
+    retry::RETRYABLE_STATUSES.contains(&status)
         || matches!(
             code,
             Some("RequestTimeout" | "SlowDown" | "InternalError" | "ServiceUnavailable")
         )
 }
 
-/// The crate's backoff (`retry::next_delay`) scaled so its first step is
+/// The crate's backoff (`retry::Policy::READ`) scaled so its first step is
 /// `base`; `failed_attempt` counts from 1, `unit` is jitter in [0, 1].
 fn backoff_delay(failed_attempt: u32, base: Duration, unit: f64) -> Duration {
     let scale =
         base.as_secs_f64() / Duration::from_millis(retry::BACKOFF_BASE_MILLIS).as_secs_f64();
-    retry::next_delay(failed_attempt.saturating_sub(1), unit).mul_f64(scale)
+    retry::Policy::READ
+        .delay(failed_attempt, None, unit)
+        .mul_f64(scale)
 }
 
 /// "S3 rejected the upload: Code: Message (HTTP 403 on PutObject): hint".

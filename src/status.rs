@@ -160,26 +160,6 @@ pub fn is_known_chainlet_status(status: &str) -> bool {
         .any(|k| k.eq_ignore_ascii_case(s))
 }
 
-/// Where a set of chainlets stands: failed as soon as one failed, ready when
-/// every one is ready, and never ready when the list is empty (hazard H5).
-pub fn chain_readiness<'a>(statuses: impl IntoIterator<Item = &'a str>) -> Readiness {
-    let mut any = false;
-    let mut all_ready = true;
-    for s in statuses {
-        any = true;
-        match classify_chainlet(s) {
-            Readiness::Failed => return Readiness::Failed,
-            Readiness::InProgress => all_ready = false,
-            Readiness::Ready => {}
-        }
-    }
-    if any && all_ready {
-        Readiness::Ready
-    } else {
-        Readiness::InProgress
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,41 +234,5 @@ mod tests {
         }
         assert_eq!(classify_chainlet("SOMETHING_NEW"), Readiness::InProgress);
         assert_eq!(classify_model(" active "), Readiness::Ready);
-    }
-
-    #[test]
-    fn raw_chainlet_failures_fail_the_chain() {
-        for s in [
-            "MODEL_DEPLOY_FAILED",
-            "BUILDING_MODEL_FAILED",
-            "BUILDING_MODEL_STOPPED",
-            "MODEL_DNE_ERROR",
-        ] {
-            assert_eq!(
-                chain_readiness(["MODEL_READY", s, "BUILDING_MODEL"]),
-                Readiness::Failed
-            );
-        }
-    }
-
-    #[test]
-    fn chain_readiness_rules() {
-        use Readiness::*;
-        let cases: &[(&[&str], Readiness)] = &[
-            (&[], InProgress),
-            (&["MODEL_READY"], Ready),
-            (&["MODEL_READY", "SCALED_TO_ZERO"], Ready),
-            (&["MODEL_READY", "BUILDING_MODEL"], InProgress),
-            (&["MODEL_READY", "SCALING_FROM_ZERO"], InProgress),
-            (&["MODEL_READY", "BRAND_NEW_STATUS"], InProgress),
-            (&["BUILDING_MODEL", "MODEL_DEPLOY_FAILED"], Failed),
-        ];
-        for (statuses, want) in cases {
-            assert_eq!(
-                chain_readiness(statuses.iter().copied()),
-                *want,
-                "{statuses:?}"
-            );
-        }
     }
 }

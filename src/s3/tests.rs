@@ -369,12 +369,12 @@ fn backoff_scales_the_crate_policy() {
         // the default base is exactly the crate's policy
         assert_eq!(
             backoff_delay(attempt, policy_base, unit),
-            retry::next_delay(attempt - 1, unit),
+            retry::Policy::READ.delay(attempt, None, unit),
             "attempt {attempt}"
         );
         // a tenth of the base gives a tenth of every delay
         let scaled = backoff_delay(attempt, policy_base / 10, unit).as_secs_f64();
-        let full = retry::next_delay(attempt - 1, unit).as_secs_f64();
+        let full = retry::Policy::READ.delay(attempt, None, unit).as_secs_f64();
         assert!((scaled * 10.0 - full).abs() < 1e-6, "attempt {attempt}");
     }
     assert_eq!(Options::default().retry_base_delay, policy_base);

@@ -1,0 +1,290 @@
+//! The Baseten platform as truss-push uses it, and every request to it:
+//! GraphQL on the app host (`models`, `chains`), REST v1 on the API host
+//! (`rest`), the inference hosts (`inference`), and every URL (`urls`).
+//! Documents keep the shapes the Python client sends so the platform reads
+//! them the same way; every string spliced into a document is escaped as a
+//! GraphQL string literal. Nothing here prints.
+
+mod chains;
+mod error;
+mod inference;
+mod models;
+mod rest;
+mod sse;
+mod urls;
+
+use std::time::Duration;
+
+use reqwest::{RequestBuilder, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::retry::{self, Policy};
+use crate::secret::Secret;
+
+pub(crate) use chains::{ChainletData, ChainletStatus, DeployChainRequest};
+pub(crate) use error::ApiError;
+pub(crate) use models::CreateRequest;
+pub(crate) use rest::LogLine;
+pub(crate) use urls::Endpoints;
+use urls::is_safe_id;
+
+/// An id the platform answered with, checked before it is used in a URL.
+fn platform_id(what: &str, name: &str, v: &Value) -> Result<String, ApiError> {
+    match v.as_str() {
+        Some(id) if is_safe_id(id) => Ok(id.to_string()),
+        Some(id) => Err(ApiError::permanent(format!(
+            "{what}: the platform answered with an unusable {name} {id:?}"
+        ))),
+        None => Err(ApiError::permanent(format!(
+            "{what}: the answer has no {name}"
+        ))),
+    }
+}
+
+/// GraphQL calls wait this long for an answer.
+const GRAPHQL_TIMEOUT_SECS: u64 = 120;
+/// REST calls wait this long for an answer.
+const REST_TIMEOUT_SECS: u64 = 60;
+/// A deactivation waits this long for an answer.
+const DEACTIVATE_TIMEOUT_SECS: u64 = 30;
+
+/// Escapes `s` as a GraphQL string literal (JSON's escapes are a subset of
+/// GraphQL's, so a JSON string is a valid GraphQL string).
+pub(crate) fn gql_str(s: &str) -> String {
+    serde_json::to_string(s).expect("strings always serialize")
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub(crate) struct Team {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) default: bool,
+}
+
+/// A model or chain as the lists name it, with its owning team.
+#[derive(Clone, Debug, Deserialize)]
+pub(crate) struct Named {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) team: Option<TeamRef>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub(crate) struct TeamRef {
+    pub(crate) id: String,
+}
+
+/// Temporary S3 credentials for one upload.
+#[derive(Clone, Deserialize)]
+pub(crate) struct UploadCredentials {
+    pub(crate) s3_bucket: String,
+    pub(crate) s3_key: String,
+    pub(crate) aws_access_key_id: String,
+    pub(crate) aws_secret_access_key: String,
+    pub(crate) aws_session_token: String,
+}
+
+impl std::fmt::Debug for UploadCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "UploadCredentials {{ s3_bucket: {}, s3_key: {}, .. }}",
+            self.s3_bucket, self.s3_key
+        )
+    }
+}
+
+/// Client for one API key and one set of hosts.
+#[derive(Clone)]
+pub(crate) struct Api {
+    http: reqwest::Client,
+    endpoints: Endpoints,
+    key: Secret,
+    /// Tests zero the waits between tries.
+    zero_delays: bool,
+}
+
+impl Api {
+    pub(crate) fn new(http: reqwest::Client, endpoints: Endpoints, key: Secret) -> Self {
+        Self {
+            http,
+            endpoints,
+            key,
+            zero_delays: false,
+        }
+    }
+
+    /// The same client with every retry delay zero.
+    #[cfg(test)]
+    pub(crate) fn without_delays(mut self) -> Self {
+        self.zero_delays = true;
+        self
+    }
+
+    fn policy(&self, p: Policy) -> Policy {
+        if self.zero_delays { p.instant() } else { p }
+    }
+
+    fn authed(&self, req: RequestBuilder) -> RequestBuilder {
+        req.header(
+            reqwest::header::AUTHORIZATION,
+            format!("Api-Key {}", self.key.expose()),
+        )
+    }
+
+    /// Sends one request and returns a 2xx answer, or the typed error.
+    async fn send(&self, what: &str, req: RequestBuilder) -> Result<Response, ApiError> {
+        let resp = self
+            .authed(req)
+            .send()
+            .await
+            .map_err(|e| error::from_send(what, &e))?;
+        if resp.status().is_success() {
+            Ok(resp)
+        } else {
+            Err(error::from_status(what, resp).await)
+        }
+    }
+
+    /// One GraphQL round trip. GraphQL errors (HTTP 200 with `errors`) are
+    /// permanent; every error message is reported, not only the first.
+    async fn graphql_once(
+        &self,
+        what: &str,
+        query: &str,
+        variables: Option<&Value>,
+    ) -> Result<Value, ApiError> {
+        let mut body = json!({ "query": query });
+        if let Some(v) = variables {
+            body["variables"] = v.clone();
+        }
+        let req = self
+            .http
+            .post(self.endpoints.graphql())
+            .timeout(Duration::from_secs(GRAPHQL_TIMEOUT_SECS))
+            .json(&body);
+        let resp = self.send(what, req).await?;
+        let v: Value = resp.json().await.map_err(|e| error::unreadable(what, &e))?;
+        if let Some(errs) = v
+            .get("errors")
+            .and_then(Value::as_array)
+            .filter(|e| !e.is_empty())
+        {
+            let msgs: Vec<String> = errs.iter().map(graphql_error_text).collect();
+            return Err(ApiError::permanent(format!("{what}: {}", msgs.join("; "))));
+        }
+        v.get("data")
+            .cloned()
+            .filter(|d| !d.is_null())
+            .ok_or_else(|| ApiError::permanent(format!("{what}: the answer has no data")))
+    }
+
+    /// A GraphQL call under `policy` (reads retry every transient kind; a
+    /// mutation only what surely never arrived).
+    async fn graphql(
+        &self,
+        policy: Policy,
+        what: &str,
+        query: &str,
+        variables: Option<Value>,
+    ) -> Result<Value, ApiError> {
+        retry::run(&self.policy(policy), None, async |_| {
+            self.graphql_once(what, query, variables.as_ref()).await
+        })
+        .await
+    }
+
+    /// A GraphQL query, retried on transient errors.
+    async fn query(
+        &self,
+        what: &str,
+        query: &str,
+        variables: Option<Value>,
+    ) -> Result<Value, ApiError> {
+        self.graphql(Policy::READ, what, query, variables).await
+    }
+
+    /// One REST GET, no retry (the wait loop owns retries of status reads).
+    async fn rest_get<T: serde::de::DeserializeOwned>(
+        &self,
+        what: &str,
+        url: reqwest::Url,
+    ) -> Result<T, ApiError> {
+        let req = self
+            .http
+            .get(url)
+            .timeout(Duration::from_secs(REST_TIMEOUT_SECS));
+        let resp = self.send(what, req).await?;
+        resp.json().await.map_err(|e| error::unreadable(what, &e))
+    }
+
+    /// A REST POST under `policy`, the body discarded.
+    async fn rest_post(
+        &self,
+        policy: Policy,
+        what: &str,
+        url: reqwest::Url,
+        body: Option<Value>,
+    ) -> Result<(), ApiError> {
+        retry::run(&self.policy(policy), None, async |_| {
+            let mut req = self
+                .http
+                .post(url.clone())
+                .timeout(Duration::from_secs(DEACTIVATE_TIMEOUT_SECS));
+            if let Some(b) = &body {
+                req = req.json(b);
+            }
+            self.send(what, req).await.map(drop)
+        })
+        .await
+    }
+}
+
+/// One GraphQL error as a line: message, description, code.
+fn graphql_error_text(e: &Value) -> String {
+    let msg = e
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown error");
+    let mut s = msg.to_string();
+    if let Some(d) = e
+        .pointer("/extensions/description")
+        .and_then(Value::as_str)
+        .filter(|d| *d != msg)
+    {
+        s.push_str(&format!(" ({d})"));
+    }
+    if let Some(c) = e.pointer("/extensions/code").and_then(Value::as_str) {
+        s.push_str(&format!(" [{c}]"));
+    }
+    s
+}
+
+/// Milliseconds since the epoch, for log windows.
+pub(crate) fn now_epoch_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn graphql_literals_cannot_break_out() {
+        for (raw, lit) in [
+            ("plain", r#""plain""#),
+            (r#"a"b"#, r#""a\"b""#),
+            ("a\\b", r#""a\\b""#),
+            ("line\nbreak", r#""line\nbreak""#),
+            ("x\") { evil }", r#""x\") { evil }""#),
+        ] {
+            assert_eq!(gql_str(raw), lit);
+        }
+    }
+}

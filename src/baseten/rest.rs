@@ -1,0 +1,159 @@
+//! REST v1 on the API host: deployment and chain deployment reads,
+//! environments, logs, and deactivation.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Api, ApiError};
+use crate::retry::Policy;
+
+/// A deployment as REST v1 describes it (fields truss-push reads).
+#[derive(Clone, Debug, Deserialize)]
+pub(crate) struct Deployment {
+    pub(crate) id: String,
+    pub(crate) status: String,
+    #[serde(default)]
+    pub(crate) is_production: bool,
+}
+
+/// An environment (EnvironmentV1), only what cleanup reads.
+#[derive(Clone, Debug, Deserialize)]
+pub(crate) struct Environment {
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) current_deployment: Option<Deployment>,
+}
+
+/// One log line (LogV1).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq, Hash)]
+pub(crate) struct LogLine {
+    pub(crate) timestamp: String,
+    pub(crate) message: String,
+    #[serde(default)]
+    pub(crate) replica: Option<String>,
+}
+
+impl Api {
+    /// One status read; the wait loop owns retries.
+    pub(crate) async fn deployment(
+        &self,
+        model_id: &str,
+        deployment_id: &str,
+    ) -> Result<Deployment, ApiError> {
+        let url = self
+            .endpoints
+            .rest(&["models", model_id, "deployments", deployment_id]);
+        self.rest_get("reading the deployment status", url).await
+    }
+
+    /// The environment as raw JSON, so callers can tell an absent field
+    /// (older API) from a null one.
+    pub(crate) async fn environment_json(
+        &self,
+        model_id: &str,
+        env: &str,
+    ) -> Result<Value, ApiError> {
+        let url = self
+            .endpoints
+            .rest(&["models", model_id, "environments", env]);
+        self.rest_get("reading the environment", url).await
+    }
+
+    pub(crate) async fn environments(&self, model_id: &str) -> Result<Vec<Environment>, ApiError> {
+        #[derive(Deserialize)]
+        struct List {
+            environments: Vec<Environment>,
+        }
+        let url = self.endpoints.rest(&["models", model_id, "environments"]);
+        let l: List = self.rest_get("listing environments", url).await?;
+        Ok(l.environments)
+    }
+
+    /// Log lines since `start_ms` (epoch milliseconds), oldest first.
+    pub(crate) async fn logs(
+        &self,
+        model_id: &str,
+        deployment_id: &str,
+        start_ms: Option<u64>,
+    ) -> Result<Vec<LogLine>, ApiError> {
+        #[derive(Deserialize)]
+        struct Logs {
+            logs: Vec<LogLine>,
+        }
+        let mut url =
+            self.endpoints
+                .rest(&["models", model_id, "deployments", deployment_id, "logs"]);
+        if let Some(s) = start_ms {
+            url.query_pairs_mut()
+                .append_pair("start_epoch_millis", &s.to_string());
+        }
+        let mut l: Logs = self.rest_get("reading deployment logs", url).await?;
+        // The platform answers newest first.
+        l.logs.reverse();
+        Ok(l.logs)
+    }
+
+    /// Deactivates a model deployment; safe to send twice, so every
+    /// transient failure is retried.
+    pub(crate) async fn deactivate(
+        &self,
+        model_id: &str,
+        deployment_id: &str,
+    ) -> Result<(), ApiError> {
+        let url = self.endpoints.rest(&[
+            "models",
+            model_id,
+            "deployments",
+            deployment_id,
+            "deactivate",
+        ]);
+        self.rest_post(Policy::IDEMPOTENT, "deactivating the deployment", url, None)
+            .await
+    }
+
+    /// Deactivates a chain deployment (JSON `{}` body, as truss sends it).
+    pub(crate) async fn deactivate_chain(
+        &self,
+        chain_id: &str,
+        chain_deployment_id: &str,
+    ) -> Result<(), ApiError> {
+        let url = self.endpoints.rest(&[
+            "chains",
+            chain_id,
+            "deployments",
+            chain_deployment_id,
+            "deactivate",
+        ]);
+        self.rest_post(
+            Policy::IDEMPOTENT,
+            "deactivating the chain deployment",
+            url,
+            Some(json!({})),
+        )
+        .await
+    }
+
+    /// A chain deployment (ChainDeploymentV1) as raw JSON.
+    pub(crate) async fn chain_deployment(
+        &self,
+        chain_id: &str,
+        chain_deployment_id: &str,
+    ) -> Result<Value, ApiError> {
+        let url = self
+            .endpoints
+            .rest(&["chains", chain_id, "deployments", chain_deployment_id]);
+        self.rest_get("reading the chain deployment", url).await
+    }
+
+    /// A chain's environment (ChainEnvironmentV1) as raw JSON.
+    pub(crate) async fn chain_environment_json(
+        &self,
+        chain_id: &str,
+        env: &str,
+    ) -> Result<Value, ApiError> {
+        let url = self
+            .endpoints
+            .rest(&["chains", chain_id, "environments", env]);
+        self.rest_get("reading the chain environment", url).await
+    }
+}

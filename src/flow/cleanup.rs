@@ -1,0 +1,97 @@
+//! The cleanup decision for models and chains alike: deactivate what was
+//! created unless it serves an environment and cleanup was not asked for
+//! explicitly. A check that fails counts as serving, because a failed check
+//! must never take production down.
+
+use std::time::Duration;
+
+use anyhow::anyhow;
+
+use super::Ctx;
+use crate::baseten::ApiError;
+use crate::outcome::Failure;
+
+/// How long cleanup may take once the run is cancelled (GitHub sends
+/// SIGTERM 7.5 s after SIGINT, and kills 2.5 s later).
+const CANCELLED_CLEANUP_BUDGET_SECS: u64 = 3;
+
+/// Whether a deployment may be serving traffic.
+pub(crate) enum Serving {
+    No,
+    Environment(String),
+    /// The check failed: treated as serving.
+    Unknown(String),
+}
+
+/// Decides and performs cleanup. `serving` checks whether the deployment
+/// serves an environment; `deactivate` deactivates it.
+pub(crate) async fn cleanup_deployment(
+    ctx: &Ctx<'_>,
+    cancelled: bool,
+    label: &str,
+    serving: impl Future<Output = Serving>,
+    deactivate: impl Future<Output = Result<(), ApiError>>,
+) -> Result<(), Failure> {
+    let cfg = ctx.cfg;
+    if !cfg.cleanup.enabled {
+        if cfg.environment.is_some() && !cfg.cleanup.explicit {
+            let msg = "cleanup off: deployments into an environment are kept by default";
+            ctx.say(msg);
+            ctx.note(msg.into());
+        }
+        return Ok(());
+    }
+    let budget = Duration::from_secs(CANCELLED_CLEANUP_BUDGET_SECS);
+    ctx.group("Cleanup");
+    let serving = if cfg.cleanup.explicit {
+        Serving::No
+    } else if cancelled {
+        tokio::time::timeout(budget, serving)
+            .await
+            .unwrap_or_else(|_| Serving::Unknown("the check did not finish in time".into()))
+    } else {
+        serving.await
+    };
+    let why = match &serving {
+        Serving::No => None,
+        Serving::Environment(env) => Some(format!("it serves the {env} environment")),
+        Serving::Unknown(e) => Some(format!(
+            "could not check whether it serves an environment ({e})"
+        )),
+    };
+    let result = match why {
+        Some(why) => {
+            let msg = format!(
+                "not deactivating {label}: {why}; set cleanup: true to deactivate it anyway"
+            );
+            ctx.warn(&msg);
+            ctx.note(msg);
+            ctx.event("", "cleanup skipped");
+            Ok(())
+        }
+        None => {
+            ctx.say(&format!("Deactivating {label}"));
+            let r = if cancelled {
+                tokio::time::timeout(budget, deactivate)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(ApiError::Ambiguous {
+                            message: "deactivate did not finish in time".into(),
+                        })
+                    })
+            } else {
+                deactivate.await
+            };
+            match r {
+                Ok(()) => {
+                    ctx.event("", "deactivated");
+                    ctx.say("Deactivated");
+                    Ok(())
+                }
+                Err(e) => Err(Failure::Cleanup(anyhow!(e))),
+            }
+        }
+    };
+    ctx.end_group();
+    result
+}

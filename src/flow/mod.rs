@@ -1,0 +1,293 @@
+//! The deploy core that models and chains share: the run's context and
+//! state, team resolution, the config as sent, validate/package/upload
+//! (`upload`), the one wait loop and promotion tracking (`wait`), the smoke
+//! test (`smoke`) and the cleanup decision (`cleanup`). `model` and `chain`
+//! tell their own story with these steps and never use each other.
+
+mod cleanup;
+mod smoke;
+mod upload;
+mod wait;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use base64::Engine;
+use serde_json::Value;
+
+use crate::baseten::{Api, ApiError, Team};
+use crate::ci::{PredictStats, Reporter, StatusEvent};
+use crate::config::Config;
+use crate::git;
+use crate::outcome::Failure;
+
+pub(crate) use cleanup::{Serving, cleanup_deployment};
+pub(crate) use smoke::smoke_test;
+pub(crate) use upload::{package_and_upload, scratch_dir, validate_config};
+pub(crate) use wait::{Poll, PromotionTrack, check_promotion, poll_until};
+
+/// The truss client version whose archive and wire format we reproduce; sent
+/// in `truss_user_env` so the platform treats the upload as that client's.
+pub(crate) const TRUSS_COMPAT_VERSION: &str = "0.18.36";
+
+/// What the run learned, kept outside the flow so that a cancelled or
+/// failed flow still leaves what cleanup and outputs need.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub(crate) model_id: Option<String>,
+    /// Chains only.
+    pub(crate) chain_id: Option<String>,
+    pub(crate) deployment_id: Option<String>,
+    pub(crate) model_name: String,
+    pub(crate) deploy_time: Option<Duration>,
+    pub(crate) last_status: Option<String>,
+    pub(crate) predict_response: Option<String>,
+    pub(crate) predict: Option<PredictStats>,
+    pub(crate) history: Vec<StatusEvent>,
+    pub(crate) notes: Vec<String>,
+}
+
+/// Shared handles for one run.
+pub(crate) struct Ctx<'a> {
+    pub(crate) cfg: &'a Config,
+    pub(crate) api: &'a Api,
+    /// S3 uploads: no redirects followed.
+    pub(crate) s3_http: &'a reqwest::Client,
+    pub(crate) rep: Arc<Mutex<Reporter>>,
+    pub(crate) state: &'a Mutex<State>,
+    pub(crate) started: Instant,
+}
+
+impl Ctx<'_> {
+    pub(crate) fn say(&self, msg: &str) {
+        self.rep.lock().unwrap().line(msg);
+    }
+
+    pub(crate) fn warn(&self, msg: &str) {
+        self.rep.lock().unwrap().warning(msg);
+    }
+
+    pub(crate) fn notice(&self, msg: &str) {
+        self.rep.lock().unwrap().notice(msg);
+    }
+
+    pub(crate) fn group(&self, title: &str) {
+        self.rep.lock().unwrap().group(title);
+    }
+
+    pub(crate) fn end_group(&self) {
+        self.rep.lock().unwrap().end_group();
+    }
+
+    /// Records a line of the status history shown in the summary.
+    pub(crate) fn event(&self, status: &str, event: &str) {
+        self.state.lock().unwrap().history.push(StatusEvent {
+            at: SystemTime::now(),
+            elapsed: self.started.elapsed(),
+            status: status.to_string(),
+            event: event.to_string(),
+        });
+    }
+
+    pub(crate) fn note(&self, note: String) {
+        self.state.lock().unwrap().notes.push(note);
+    }
+
+    /// Records the ready moment and says it.
+    pub(crate) fn ready(&self) {
+        let after = self.started.elapsed();
+        self.state.lock().unwrap().deploy_time = Some(after);
+        self.say(&format!("Ready after {}", human(after)));
+    }
+}
+
+/// `1m05s`-style durations for log lines.
+pub(crate) fn human(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 60.0 {
+        format!("{s:.1}s")
+    } else {
+        let total = s.round() as u64;
+        let (h, m, sec) = (total / 3600, (total % 3600) / 60, total % 60);
+        if h > 0 {
+            format!("{h}h{m:02}m{sec:02}s")
+        } else {
+            format!("{m}m{sec:02}s")
+        }
+    }
+}
+
+/// Picks the team: the one named; the only one; the one that already has a
+/// model of this name; the default one. Anything else needs a name.
+fn resolve_team(
+    teams: &[Team],
+    requested: Option<&str>,
+    owners: &[String],
+) -> Result<Option<Team>, String> {
+    let names = || {
+        teams
+            .iter()
+            .map(|t| format!("{:?}", t.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(name) = requested {
+        return teams
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
+            .map(Some)
+            .ok_or_else(|| {
+                format!(
+                    "team {name:?} is not visible to this API key; teams: {}",
+                    names()
+                )
+            });
+    }
+    match teams {
+        [] => return Ok(None),
+        [only] => return Ok(Some(only.clone())),
+        _ => {}
+    }
+    let owning: Vec<&Team> = teams.iter().filter(|t| owners.contains(&t.id)).collect();
+    if let [one] = owning.as_slice() {
+        return Ok(Some((*one).clone()));
+    }
+    if owning.is_empty()
+        && let [default] = teams
+            .iter()
+            .filter(|t| t.default)
+            .collect::<Vec<_>>()
+            .as_slice()
+    {
+        return Ok(Some((*default).clone()));
+    }
+    Err(format!(
+        "this API key sees several teams and none could be chosen for this model: set team to one of {}",
+        names()
+    ))
+}
+
+/// Fetches the teams and picks one by `resolve_team`'s rules. `owners`
+/// lists the ids of teams that already hold a model (or chain) of this name;
+/// it is asked only when several teams and no team input make it matter.
+/// The chosen team is said.
+pub(crate) async fn pick_team(
+    ctx: &Ctx<'_>,
+    owners: impl AsyncFnOnce() -> Result<Vec<String>, ApiError>,
+) -> Result<Option<Team>, Failure> {
+    let teams = ctx.api.teams().await.map_err(deploy_error)?;
+    let owners = if ctx.cfg.team.is_none() && teams.len() > 1 {
+        owners().await.map_err(deploy_error)?
+    } else {
+        Vec::new()
+    };
+    let team =
+        resolve_team(&teams, ctx.cfg.team.as_deref(), &owners).map_err(Failure::InvalidInput)?;
+    if let Some(t) = &team {
+        ctx.say(&format!("Team: {}", t.name));
+    }
+    Ok(team)
+}
+
+/// A platform error that ends the deploy.
+pub(crate) fn deploy_error(e: ApiError) -> Failure {
+    Failure::Deploy(anyhow::Error::new(e))
+}
+
+/// TrussUserEnv, fields in the client's order.
+#[derive(serde::Serialize)]
+struct TrussUserEnv<'a> {
+    truss_client_version: &'a str,
+    python_version: &'a str,
+    pydantic_version: &'a str,
+    mypy_version: Option<&'a str>,
+    git_info: Option<&'a git::GitInfo>,
+}
+
+/// The `truss_user_env` JSON string.
+pub(crate) fn truss_user_env(git_info: Option<&git::GitInfo>) -> String {
+    serde_json::to_string(&TrussUserEnv {
+        truss_client_version: TRUSS_COMPAT_VERSION,
+        python_version: "3.11.7",
+        pydantic_version: "2.11.7",
+        mypy_version: None,
+        git_info,
+    })
+    .expect("plain data serializes")
+}
+
+/// The config as sent in `config`: base64 of the JSON of config.yaml, with
+/// `model_name` set to the name actually deployed, so the platform shows
+/// the name the user asked for.
+pub(crate) fn encode_config(config: &Value, model_name: &str) -> String {
+    let mut c = config.clone();
+    if let Some(o) = c.as_object_mut() {
+        o.insert("model_name".into(), Value::String(model_name.to_string()));
+    }
+    base64::engine::general_purpose::STANDARD.encode(c.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn team(id: &str, name: &str, default: bool) -> Team {
+        Team {
+            id: id.into(),
+            name: name.into(),
+            default,
+        }
+    }
+
+    #[test]
+    fn team_resolution_rules() {
+        let one = [team("t1", "Solo", false)];
+        let many = [
+            team("t1", "A", false),
+            team("t2", "B", true),
+            team("t3", "C", false),
+        ];
+        assert_eq!(resolve_team(&[], None, &[]).unwrap().map(|t| t.id), None);
+        assert_eq!(resolve_team(&one, None, &[]).unwrap().unwrap().id, "t1");
+        assert_eq!(
+            resolve_team(&many, Some("C"), &[]).unwrap().unwrap().id,
+            "t3"
+        );
+        assert!(
+            resolve_team(&many, Some("Z"), &[])
+                .unwrap_err()
+                .contains("\"A\", \"B\", \"C\"")
+        );
+        assert_eq!(
+            resolve_team(&many, None, &["t3".into()])
+                .unwrap()
+                .unwrap()
+                .id,
+            "t3"
+        );
+        // New model: the default team.
+        assert_eq!(resolve_team(&many, None, &[]).unwrap().unwrap().id, "t2");
+        // The same name in two teams: ambiguous, ask.
+        assert!(resolve_team(&many, None, &["t1".into(), "t3".into()]).is_err());
+    }
+
+    #[test]
+    fn config_encoding_uses_the_deployed_name() {
+        let c = json!({"model_name": "file-name", "resources": {"cpu": "1"}});
+        let b = encode_config(&c, "override");
+        let back: Value =
+            serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(b).unwrap())
+                .unwrap();
+        assert_eq!(back["model_name"], "override");
+        assert_eq!(back["resources"]["cpu"], "1");
+    }
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(Duration::from_millis(12_900)), "12.9s");
+        assert_eq!(human(Duration::from_secs(631)), "10m31s");
+        assert_eq!(human(Duration::from_secs(3 * 3600 + 5)), "3h00m05s");
+    }
+}

@@ -1,0 +1,73 @@
+//! The smoke test: one request to the new deployment, read under the
+//! predict deadline, its answer kept for the outputs.
+
+use std::time::Instant;
+
+use anyhow::anyhow;
+use serde_json::Value;
+
+use super::{Ctx, human};
+use crate::ci::{PredictStats, StreamStats};
+use crate::outcome::Failure;
+
+/// First characters of a predict response kept in outputs.
+pub(crate) const PREDICT_RESPONSE_MAX_CHARS: usize = 4096;
+/// First characters of a predict response shown in the log.
+const SHOWN_RESPONSE_CHARS: usize = 500;
+
+/// Sends `payload` to `url` (`label` is `predict` or `run_remote`) and
+/// records the answer; with `streaming` the answer is read as SSE tokens.
+pub(crate) async fn smoke_test(
+    ctx: &Ctx<'_>,
+    label: &str,
+    url: &str,
+    payload: &Value,
+    streaming: bool,
+) -> Result<(), Failure> {
+    ctx.say(&format!(
+        "POST {url}{}",
+        if streaming { " (streaming)" } else { "" }
+    ));
+    let started = Instant::now();
+    let call = ctx
+        .api
+        .invoke(label, url, payload, streaming, PREDICT_RESPONSE_MAX_CHARS);
+    let answer = match tokio::time::timeout(ctx.cfg.predict_timeout, call).await {
+        Err(_) => {
+            return Err(Failure::Predict(anyhow!(
+                "{label} did not finish within predict-timeout ({})",
+                human(ctx.cfg.predict_timeout)
+            )));
+        }
+        Ok(r) => r.map_err(Failure::Predict)?,
+    };
+    let total = started.elapsed().as_secs_f64();
+    let shown: String = answer
+        .text
+        .chars()
+        .take(PREDICT_RESPONSE_MAX_CHARS)
+        .collect();
+    ctx.say(&format!("Predict OK in {total:.2}s"));
+    let stream = answer.stream.map(|s| StreamStats {
+        ttfb_secs: s.first_token.as_secs_f64(),
+        tokens: s.tokens,
+        tokens_per_sec: s.tokens as f64 / total.max(1e-9),
+    });
+    if let Some(s) = &stream {
+        ctx.say(&format!(
+            "  first token after {:.2}s, {} tokens, {:.1} tokens/s",
+            s.ttfb_secs, s.tokens, s.tokens_per_sec
+        ));
+    }
+    ctx.say(&format!(
+        "  response: {}",
+        shown.chars().take(SHOWN_RESPONSE_CHARS).collect::<String>()
+    ));
+    let mut st = ctx.state.lock().unwrap();
+    st.predict_response = Some(shown);
+    st.predict = Some(PredictStats {
+        total_secs: total,
+        stream,
+    });
+    Ok(())
+}

@@ -1,0 +1,126 @@
+//! Before a deployment exists: the platform validates the config, the truss
+//! is packaged into a temporary tar and uploaded to S3.
+
+use std::path::Path;
+
+use anyhow::{Context, anyhow};
+
+use super::{Ctx, deploy_error, human};
+use crate::baseten::UploadCredentials;
+use crate::ci::format_bytes;
+use crate::outcome::Failure;
+use crate::{archive, s3};
+
+/// Asks the platform to validate a config (`truss_validation`): warnings
+/// are shown; `success: false` fails even without error lines, because the
+/// platform sometimes refuses a config without saying why.
+pub(crate) async fn validate_config(
+    ctx: &Ctx<'_>,
+    config_b64: &str,
+    user_env: &str,
+    what: &str,
+) -> Result<(), Failure> {
+    let validation = ctx
+        .api
+        .truss_validation(config_b64, user_env)
+        .await
+        .map_err(deploy_error)?;
+    for w in &validation.warnings {
+        ctx.warn(&format!("truss validation of {what}: {w}"));
+    }
+    if validation.success {
+        return Ok(());
+    }
+    let detail = if validation.errors.is_empty() {
+        "the platform gave no details".to_string()
+    } else {
+        validation.errors.join("; ")
+    };
+    Err(Failure::Deploy(anyhow!(
+        "the platform rejected {what}: {detail}"
+    )))
+}
+
+/// A private temporary directory for the archive: the system's temp dir,
+/// else the working directory (a `FROM scratch` container or a bare chroot
+/// may have no `/tmp`), never inside the truss being archived.
+pub(crate) fn scratch_dir(truss: &Path) -> anyhow::Result<tempfile::TempDir> {
+    let system = tempfile::tempdir();
+    if let Ok(d) = system {
+        return Ok(d);
+    }
+    let cwd = std::env::current_dir().context("finding a place for the archive")?;
+    let truss = std::fs::canonicalize(truss).unwrap_or_else(|_| truss.to_path_buf());
+    let base = if cwd.starts_with(&truss) {
+        truss.parent().map(Path::to_path_buf).unwrap_or(cwd)
+    } else {
+        cwd
+    };
+    tempfile::Builder::new()
+        .prefix(".truss-push-")
+        .tempdir_in(&base)
+        .with_context(|| {
+            format!(
+                "creating a temporary directory: the system temp dir is unusable and {} is not writable; set TMPDIR to a writable directory",
+                base.display()
+            )
+        })
+}
+
+/// Archives `dir` into a temporary tar and uploads it with `creds`,
+/// showing progress. Memory stays flat: the archive is streamed to disk and
+/// the upload reads it back part by part.
+pub(crate) async fn package_and_upload(
+    ctx: &Ctx<'_>,
+    dir: &Path,
+    creds: &UploadCredentials,
+    label: &str,
+) -> Result<(), Failure> {
+    let fail = |e: anyhow::Error| Failure::Deploy(e);
+    let tmp = scratch_dir(dir).map_err(fail)?;
+    let tar_path = tmp.path().join("truss.tar");
+    let (dir2, tar2) = (dir.to_path_buf(), tar_path.clone());
+    let archive = tokio::task::spawn_blocking(move || archive::write(&dir2, &tar2))
+        .await
+        .map_err(|e| fail(anyhow!(e)))?
+        .map_err(|e| fail(e.context(format!("packaging {label}"))))?;
+    ctx.say(&format!(
+        "Packaged {label}: {} files ({})",
+        archive.members.len(),
+        format_bytes(archive.size)
+    ));
+    let uploader = s3::Uploader::new(
+        ctx.s3_http.clone(),
+        s3::Options {
+            endpoint: ctx.cfg.endpoints.s3.clone(),
+            ..s3::Options::default()
+        },
+    );
+    let target = s3::Target {
+        bucket: creds.s3_bucket.clone(),
+        key: creds.s3_key.clone(),
+        credentials: s3::Credentials {
+            access_key_id: creds.aws_access_key_id.clone(),
+            secret_access_key: s3::Secret::new(creds.aws_secret_access_key.clone()),
+            session_token: s3::Secret::new(creds.aws_session_token.clone()),
+        },
+    };
+    ctx.rep
+        .lock()
+        .unwrap()
+        .upload_started(&format!("Uploading {label}"), archive.size);
+    let progress = |done: u64, _total: u64| ctx.rep.lock().unwrap().upload_progress(done);
+    let upload = uploader
+        .upload_file(&target, &archive.path, &progress)
+        .await;
+    ctx.rep.lock().unwrap().upload_finished();
+    let report = upload.map_err(|e| fail(e.context(format!("uploading {label}"))))?;
+    let secs = report.elapsed.as_secs_f64().max(1e-3);
+    ctx.say(&format!(
+        "Uploaded {label}: {} in {} ({}/s)",
+        format_bytes(report.bytes),
+        human(report.elapsed),
+        format_bytes((report.bytes as f64 / secs) as u64)
+    ));
+    Ok(())
+}

@@ -1,0 +1,135 @@
+//! The one wait loop for models and chains, and the reading of an
+//! environment's promotion while waiting.
+
+use std::time::Instant;
+
+use anyhow::anyhow;
+use serde_json::Value;
+
+use super::{Ctx, human};
+use crate::baseten::ApiError;
+use crate::outcome::Failure;
+use crate::promotion;
+use crate::retry::{Classify, Policy};
+
+/// One poll's reading.
+pub(crate) enum Poll {
+    Ready,
+    Failed(Failure),
+    Wait,
+}
+
+/// Polls until `poll` reads ready or failed, or the deadline passes. It
+/// owns the wall-clock deadline (which holds even when every poll fails),
+/// backoff with jitter and Retry-After on failed reads, and the sleep
+/// between polls; `poll` owns reading and reporting. `what` names the thing
+/// waited for. Only a permanent error ends the wait early: reads are safe
+/// to repeat, so every other failure is polled through.
+pub(crate) async fn poll_until(
+    ctx: &Ctx<'_>,
+    deadline: Instant,
+    what: &str,
+    mut poll: impl AsyncFnMut() -> Result<Poll, ApiError>,
+) -> Result<(), Failure> {
+    let cfg = ctx.cfg;
+    let policy = Policy::READ;
+    let mut failures_in_a_row: u32 = 0;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            let last = ctx.state.lock().unwrap().last_status.clone();
+            let last = last.unwrap_or_else(|| "no status read".into());
+            ctx.event(&last, "deadline passed");
+            return Err(Failure::Timeout(format!(
+                "{what} was not ready after {} (last status: {last}); raise deploy-timeout-minutes or check the logs",
+                human(cfg.wait_timeout)
+            )));
+        }
+        let sleep_for = match tokio::time::timeout(deadline - now, poll()).await {
+            // The deadline hit mid-request; the top of the loop reports it.
+            Err(_) => continue,
+            Ok(Ok(Poll::Ready)) => return Ok(()),
+            Ok(Ok(Poll::Failed(f))) => return Err(f),
+            Ok(Ok(Poll::Wait)) => {
+                failures_in_a_row = 0;
+                cfg.poll_interval
+            }
+            Ok(Err(e @ ApiError::Permanent { .. })) => return Err(Failure::Deploy(anyhow!(e))),
+            Ok(Err(e)) => {
+                if failures_in_a_row == 0 {
+                    ctx.say(&format!("poll failed, retrying: {e}"));
+                    let last = ctx.state.lock().unwrap().last_status.clone();
+                    ctx.event(last.as_deref().unwrap_or(""), &format!("poll failed: {e}"));
+                }
+                failures_in_a_row += 1;
+                policy
+                    .delay(failures_in_a_row, e.retry_after(), fastrand::f64())
+                    .max(cfg.poll_interval)
+            }
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        tokio::time::sleep(sleep_for.min(left)).await;
+    }
+}
+
+/// What the wait remembers about the promotion between polls.
+#[derive(Default)]
+pub(crate) struct PromotionTrack {
+    last: Option<String>,
+    fallback_noted: bool,
+}
+
+/// Our deployment (a model deployment or a chain deployment) is ready; is
+/// it the one serving the environment yet? `environment` is the
+/// environment's answer (EnvironmentV1 or ChainEnvironmentV1).
+pub(crate) fn check_promotion(
+    ctx: &Ctx<'_>,
+    track: &mut PromotionTrack,
+    deployment_id: &str,
+    env: &str,
+    environment: Result<Value, ApiError>,
+) -> Result<Poll, ApiError> {
+    let json = environment?;
+    let view = promotion::read(&json, deployment_id);
+    let line = match &view {
+        promotion::View::Serving => {
+            format!("environment {env} now serves deployment {deployment_id}")
+        }
+        promotion::View::InFlight { status, percent } => match percent {
+            Some(p) => format!("promotion into {env}: {status}, {p:.0}% of traffic"),
+            None => format!("promotion into {env}: {status}"),
+        },
+        promotion::View::Failed { status, message } => {
+            format!("promotion into {env}: {status}: {message}")
+        }
+        promotion::View::NotYet { current } => format!(
+            "environment {env} still serves {}; waiting for the promotion",
+            current.as_deref().unwrap_or("no deployment")
+        ),
+        promotion::View::Unsupported => String::new(),
+    };
+    if !line.is_empty() && track.last.as_deref() != Some(line.as_str()) {
+        ctx.say(&line);
+        ctx.event("", &line);
+        track.last = Some(line);
+    }
+    Ok(match view {
+        promotion::View::Serving => Poll::Ready,
+        promotion::View::InFlight { .. } | promotion::View::NotYet { .. } => Poll::Wait,
+        promotion::View::Failed { status, message } => Poll::Failed(Failure::Deploy(anyhow!(
+            "the promotion into {env} ended {status}: {message}"
+        ))),
+        promotion::View::Unsupported => {
+            if !track.fallback_noted {
+                track.fallback_noted = true;
+                ctx.notice(&format!(
+                    "the environment API does not report promotions here: readiness in {env} is judged by the deployment status alone"
+                ));
+                ctx.note(format!(
+                    "promotion into {env} not observable; status-only readiness"
+                ));
+            }
+            Poll::Ready
+        }
+    })
+}
