@@ -1,13 +1,14 @@
 //! The truss archive: walk a truss directory with truss's ignore rules and stream it into a plain tar.
 //!
-//! What matches `truss push` (reference 3.9): an uncompressed tar whose member
+//! What matches `truss push`: an uncompressed tar whose member
 //! names are relative to the truss root; only regular files and symlinks to
 //! files, never directory entries (so empty directories vanish); symlinked
 //! directories neither followed nor stored; a root `.truss_ignore` replaces the
 //! 80 default patterns; ignored directories are pruned, so a negation cannot
 //! bring back anything beneath one.
 //!
-//! Where we deliberately differ, for reproducible archives (hazard H21):
+//! Where we deliberately differ, so that identical trees give identical
+//! archives on any machine:
 //! * Order. truss lists a directory's files in raw `readdir` order. We walk
 //!   depth-first, pre-order: a directory's files first, sorted bytewise by
 //!   name, then each subdirectory, sorted bytewise, recursively. That is

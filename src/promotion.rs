@@ -1,8 +1,9 @@
 //! Reading an environment's promotion: is our deployment the one serving it?
 //!
-//! A deployment can report SCALED_TO_ZERO while its promotion into the
-//! environment is still in flight (seed 000's "known limitation"); a
-//! status-only wait would call that success minutes before the model serves.
+//! A new deployment promoted with a rolling strategy is created at zero
+//! replicas and reports SCALED_TO_ZERO while its promotion into the
+//! environment is still in flight; a status-only wait would call that
+//! success minutes before the model serves.
 
 use serde_json::Value;
 

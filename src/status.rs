@@ -1,7 +1,8 @@
 //! Readiness: which platform statuses mean ready, failed, or still going.
 //!
-//! The polarity is the point (seed 000): only an explicit FAILED status fails
-//! a deploy. Every other status — including ones the platform adds tomorrow —
+//! The polarity is the point: the official client failed real deploys by
+//! treating every status it did not list (SCALED_TO_ZERO first) as a
+//! failure. Here only an explicit FAILED status fails a deploy. Every other status — including ones the platform adds tomorrow —
 //! is "in progress" and only the deadline can end the wait.
 
 /// How one observed status is read.
@@ -41,7 +42,8 @@ pub const PUBLIC_STATUSES: [&str; 14] = [
 ];
 
 /// Raw internal statuses that GraphQL `current_model_deployment_status`
-/// returns for chainlets (reference 4.3, left column).
+/// returns for chainlets: internal names that the REST API translates to the
+/// public ones, but GraphQL does not.
 pub const RAW_STATUSES: [&str; 15] = [
     "BUILDING_MODEL",
     "DEPLOYING_MODEL",
@@ -210,8 +212,8 @@ mod tests {
 
     #[test]
     fn the_seed_history_reads_ready_at_scaled_to_zero() {
-        // Seed 000: BUILDING, DEPLOYING, SCALED_TO_ZERO (the old client died
-        // here), WAKING_UP, ACTIVE.
+        // A real history: BUILDING, DEPLOYING, SCALED_TO_ZERO (the old
+        // client died here), WAKING_UP, ACTIVE ten minutes later.
         let got: Vec<_> = [
             "BUILDING",
             "DEPLOYING",
