@@ -12,7 +12,9 @@ use std::time::Instant;
 use anyhow::{Context, anyhow};
 use serde_json::Value;
 
-use crate::baseten::{ChainletData, ChainletStatus, DeployChainRequest, Team};
+use crate::baseten::{
+    ApiError, ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest, Team,
+};
 use crate::flow::{self, Ctx, Poll, PromotionTrack, Serving, deploy_error, encode_config, human};
 use crate::git;
 use crate::outcome::Failure;
@@ -194,23 +196,64 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
     let (entrypoint, dependencies) = pushed
         .split_first()
         .expect("the manifest has an entrypoint");
-    let deployed = ctx
-        .api
-        .deploy_chain_atomic(
-            &DeployChainRequest {
-                existing_chain_id: existing.as_ref().map(|c| c.id.as_str()),
-                chain_name: &name,
-                environment: cfg.environment.as_deref(),
-                source_s3_key: Some(&creds.s3_key),
-                team_id: team.as_ref().map(|t| t.id.as_str()),
-                deployment_name: Some(&cfg.deployment_name),
-                entrypoint,
-                dependencies,
-            },
-            &user_env,
-        )
-        .await
-        .map_err(deploy_error)?;
+    // The chain's deployments before this one, so that a create whose answer
+    // is lost can tell its own deployment from earlier ones.
+    let before = match &existing {
+        Some(c) => ctx.api.chain_deployment_ids(&c.id).await.ok(),
+        None => Some(Vec::new()),
+    };
+    let request = DeployChainRequest {
+        existing_chain_id: existing.as_ref().map(|c| c.id.as_str()),
+        chain_name: &name,
+        environment: cfg.environment.as_deref(),
+        source_s3_key: Some(&creds.s3_key),
+        team_id: team.as_ref().map(|t| t.id.as_str()),
+        deployment_name: Some(&cfg.deployment_name),
+        entrypoint,
+        dependencies,
+    };
+    let check = match &existing {
+        Some(c) => format!(
+            "the deployments of chain {name:?} ({})",
+            cfg.endpoints.chain_page(&c.id)
+        ),
+        None => format!("whether a chain {name:?} now exists in your workspace"),
+    };
+    let deployed = flow::create_once(
+        ctx,
+        "the chain deployment",
+        &check,
+        async || ctx.api.deploy_chain_atomic(&request, &user_env).await,
+        async || {
+            let Some(before) = &before else {
+                return Err(ApiError::permanent(
+                    "the chain deployments that existed before could not be listed".into(),
+                ));
+            };
+            let chain_id = match &existing {
+                Some(c) => c.id.clone(),
+                None => match ctx
+                    .api
+                    .chains(team.as_ref().map(|t| t.id.as_str()))
+                    .await?
+                    .into_iter()
+                    .find(|c| c.name == name)
+                {
+                    Some(c) => c.id,
+                    None => return Ok(None),
+                },
+            };
+            let ids = ctx.api.chain_deployment_ids(&chain_id).await?;
+            Ok(ids
+                .into_iter()
+                .find(|id| !before.contains(id))
+                .map(|chain_deployment_id| ChainDeployed {
+                    chain_id: chain_id.clone(),
+                    chain_deployment_id,
+                }))
+        },
+    )
+    .await?;
     let (chain_id, chain_deployment_id) = (&deployed.chain_id, &deployed.chain_deployment_id);
     {
         let mut st = ctx.state.lock().unwrap();

@@ -11,7 +11,7 @@ use anyhow::anyhow;
 use base64::Engine;
 use serde_json::Value;
 
-use crate::baseten::{Api, CreateRequest, LogLine, now_epoch_millis};
+use crate::baseten::{Api, ApiError, CreateRequest, Created, LogLine, now_epoch_millis};
 use crate::config::RAW_CONFIG_MAX_BYTES;
 use crate::flow::{
     self, Ctx, Poll, PromotionTrack, Serving, deploy_error, encode_config, human, truss_user_env,
@@ -90,23 +90,75 @@ pub(crate) async fn deploy(
         ));
         None
     };
-    let created = ctx
-        .api
-        .create(&CreateRequest {
-            existing_model_id: existing.as_ref().map(|m| m.id.as_str()),
-            model_name: name,
-            s3_key: &creds.s3_key,
-            config_b64: &config_b64,
-            deployment_name: &cfg.deployment_name,
-            environment: cfg.environment.as_deref(),
-            deploy_timeout_minutes: cfg.deploy_timeout_minutes,
-            team_id: team.as_ref().map(|t| t.id.as_str()),
-            truss_user_env: &truss_user_env(git_info.as_ref()),
-            labels_json,
-            raw_config_b64,
-        })
-        .await
-        .map_err(deploy_error)?;
+    // What already carries this deployment name, so that a create whose
+    // answer is lost can tell its own deployment from earlier ones.
+    let before = match &existing {
+        Some(m) => ctx
+            .api
+            .deployment_ids(&m.id, &cfg.deployment_name)
+            .await
+            .ok(),
+        None => Some(Vec::new()),
+    };
+    let request = CreateRequest {
+        existing_model_id: existing.as_ref().map(|m| m.id.as_str()),
+        model_name: name,
+        s3_key: &creds.s3_key,
+        config_b64: &config_b64,
+        deployment_name: &cfg.deployment_name,
+        environment: cfg.environment.as_deref(),
+        deploy_timeout_minutes: cfg.deploy_timeout_minutes,
+        team_id: team.as_ref().map(|t| t.id.as_str()),
+        truss_user_env: &truss_user_env(git_info.as_ref()),
+        labels_json,
+        raw_config_b64,
+    };
+    let check = match &existing {
+        Some(m) => format!(
+            "the deployments of model {name:?} ({}) for one named {:?}",
+            cfg.endpoints.model_page(&m.id),
+            cfg.deployment_name
+        ),
+        None => format!("whether a model {name:?} now exists in your workspace"),
+    };
+    let created = flow::create_once(
+        ctx,
+        "the deployment",
+        &check,
+        async || ctx.api.create(&request).await,
+        async || {
+            let Some(before) = &before else {
+                return Err(ApiError::permanent(
+                    "the deployments that existed before could not be listed".into(),
+                ));
+            };
+            let model_id = match &existing {
+                Some(m) => m.id.clone(),
+                None => match ctx
+                    .api
+                    .models(team.as_ref().map(|t| t.id.as_str()))
+                    .await?
+                    .into_iter()
+                    .find(|m| m.name == name)
+                {
+                    Some(m) => m.id,
+                    None => return Ok(None),
+                },
+            };
+            let ids = ctx
+                .api
+                .deployment_ids(&model_id, &cfg.deployment_name)
+                .await?;
+            Ok(ids
+                .into_iter()
+                .find(|id| !before.contains(id))
+                .map(|deployment_id| Created {
+                    model_id: model_id.clone(),
+                    deployment_id,
+                }))
+        },
+    )
+    .await?;
     {
         let mut st = ctx.state.lock().unwrap();
         st.model_id = Some(created.model_id.clone());

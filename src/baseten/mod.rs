@@ -22,9 +22,9 @@ use serde_json::{Value, json};
 use crate::retry::{self, Policy};
 use crate::secret::Secret;
 
-pub(crate) use chains::{ChainletData, ChainletStatus, DeployChainRequest};
+pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest};
 pub(crate) use error::ApiError;
-pub(crate) use models::CreateRequest;
+pub(crate) use models::{CreateRequest, Created};
 pub(crate) use rest::LogLine;
 pub(crate) use urls::Endpoints;
 use urls::is_safe_id;
@@ -219,6 +219,18 @@ impl Api {
             .timeout(Duration::from_secs(REST_TIMEOUT_SECS));
         let resp = self.send(what, req).await?;
         resp.json().await.map_err(|e| error::unreadable(what, &e))
+    }
+
+    /// A REST GET retried under the read policy.
+    async fn rest_read<T: serde::de::DeserializeOwned>(
+        &self,
+        what: &str,
+        url: reqwest::Url,
+    ) -> Result<T, ApiError> {
+        retry::run(&self.policy(Policy::READ), None, async |_| {
+            self.rest_get(what, url.clone()).await
+        })
+        .await
     }
 
     /// A REST POST under `policy`, the body discarded.

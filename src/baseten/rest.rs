@@ -24,6 +24,19 @@ pub(crate) struct Environment {
     pub(crate) current_deployment: Option<Deployment>,
 }
 
+/// A deployment as the lists name it.
+#[derive(Clone, Debug, Deserialize)]
+struct Listed {
+    id: String,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Deployments {
+    deployments: Vec<Listed>,
+}
+
 /// One log line (LogV1).
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq, Hash)]
 pub(crate) struct LogLine {
@@ -44,6 +57,31 @@ impl Api {
             .endpoints
             .rest(&["models", model_id, "deployments", deployment_id]);
         self.rest_get("reading the deployment status", url).await
+    }
+
+    /// Ids of the model's deployments named `name`, retried like every read.
+    pub(crate) async fn deployment_ids(
+        &self,
+        model_id: &str,
+        name: &str,
+    ) -> Result<Vec<String>, ApiError> {
+        let url = self.endpoints.rest(&["models", model_id, "deployments"]);
+        let l: Deployments = self.rest_read("listing deployments", url).await?;
+        Ok(l.deployments
+            .into_iter()
+            .filter(|d| d.name.as_deref() == Some(name))
+            .map(|d| d.id)
+            .collect())
+    }
+
+    /// Ids of the chain's deployments, retried like every read.
+    pub(crate) async fn chain_deployment_ids(
+        &self,
+        chain_id: &str,
+    ) -> Result<Vec<String>, ApiError> {
+        let url = self.endpoints.rest(&["chains", chain_id, "deployments"]);
+        let l: Deployments = self.rest_read("listing chain deployments", url).await?;
+        Ok(l.deployments.into_iter().map(|d| d.id).collect())
     }
 
     /// The environment as raw JSON, so callers can tell an absent field

@@ -5,6 +5,7 @@
 //! tell their own story with these steps and never use each other.
 
 mod cleanup;
+mod create;
 mod smoke;
 mod upload;
 mod wait;
@@ -22,6 +23,7 @@ use crate::git;
 use crate::outcome::Failure;
 
 pub(crate) use cleanup::{Serving, cleanup_deployment};
+pub(crate) use create::create_once;
 pub(crate) use smoke::smoke_test;
 pub(crate) use upload::{package_and_upload, scratch_dir, validate_config};
 pub(crate) use wait::{Poll, PromotionTrack, check_promotion, poll_until};

@@ -1,0 +1,102 @@
+//! Creating a deployment exactly once. A create whose answer was lost may
+//! have been applied: it is never sent again blind. The platform is asked
+//! whether the deployment exists; it is adopted if so, sent once more if
+//! not, and when the outcome stays unknown the run fails saying what to
+//! check — so every deployment the tool made is reported or cleaned up.
+
+use anyhow::anyhow;
+
+use super::{Ctx, deploy_error};
+use crate::baseten::ApiError;
+use crate::outcome::Failure;
+use crate::retry::{Classify, Kind};
+
+/// Tries of a create whose answers are lost and whose effect is not found.
+const CREATE_ROUNDS: u32 = 2;
+
+/// Whether a failed mutation may have been applied: the connection broke
+/// after sending, or a server or proxy failed after receiving it. A refusal
+/// (4xx, including 429) or a request never sent was not applied.
+fn maybe_applied(e: &ApiError) -> bool {
+    match e.kind() {
+        Kind::Ambiguous => true,
+        Kind::Transient { status } => status != 429,
+        Kind::NotSent | Kind::Permanent => false,
+    }
+}
+
+/// Sends a create with `send`; when its outcome is unknown, asks `find`
+/// whether it happened. `what` names the deployment for people ("the
+/// deployment", "the chain deployment"); `check` says where to look when
+/// the outcome cannot be learned.
+pub(crate) async fn create_once<T>(
+    ctx: &Ctx<'_>,
+    what: &str,
+    check: &str,
+    mut send: impl AsyncFnMut() -> Result<T, ApiError>,
+    mut find: impl AsyncFnMut() -> Result<Option<T>, ApiError>,
+) -> Result<T, Failure> {
+    let mut round = 0;
+    loop {
+        round += 1;
+        let lost = match send().await {
+            Ok(t) => return Ok(t),
+            Err(e) if maybe_applied(&e) => e,
+            Err(e) => return Err(deploy_error(e)),
+        };
+        ctx.warn(&format!(
+            "the answer to creating {what} was lost ({lost}); asking the platform whether it was created before sending anything again"
+        ));
+        ctx.event("", &format!("creating {what}: outcome unknown"));
+        match find().await {
+            Ok(Some(t)) => {
+                let msg = format!("{what} was created although its answer was lost: adopted it");
+                ctx.say(&msg);
+                ctx.note(msg);
+                return Ok(t);
+            }
+            Ok(None) if round < CREATE_ROUNDS => {
+                ctx.say(&format!(
+                    "{what} was not created: sending the request once more"
+                ));
+            }
+            Ok(None) => {
+                return Err(Failure::Deploy(anyhow!(
+                    "creating {what}: the platform's answer was lost {round} times and no new deployment was found ({lost}); check {check} and deactivate any deployment this run left"
+                )));
+            }
+            Err(e) => {
+                return Err(Failure::Deploy(anyhow!(
+                    "creating {what}: the answer was lost ({lost}) and whether it was created could not be checked ({e}); check {check} and deactivate any deployment this run left"
+                )));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_failures_after_the_request_arrived_may_have_been_applied() {
+        let t = |status| ApiError::Transient {
+            status,
+            message: String::new(),
+            retry_after: None,
+        };
+        assert!(maybe_applied(&ApiError::Ambiguous {
+            message: String::new()
+        }));
+        assert!(maybe_applied(&t(502)));
+        assert!(maybe_applied(&t(500)));
+        assert!(!maybe_applied(&t(429)));
+        assert!(!maybe_applied(&ApiError::NotSent {
+            message: String::new()
+        }));
+        assert!(!maybe_applied(&ApiError::Permanent {
+            status: Some(400),
+            message: String::new()
+        }));
+    }
+}
