@@ -46,6 +46,18 @@ pub const BUILDKITE_PULL_REQUEST: &str = "BUILDKITE_PULL_REQUEST";
 /// The tag of a tag build.
 pub const BUILDKITE_TAG: &str = "BUILDKITE_TAG";
 
+/// Set (to `true`) by CircleCI jobs.
+pub const CIRCLECI: &str = "CIRCLECI";
+/// Jenkins server URL, set in every Jenkins build; other tools may set it
+/// too, so it is the weakest CI marker.
+pub const JENKINS_URL: &str = "JENKINS_URL";
+/// Set (to `True`) by Azure Pipelines agents.
+pub const TF_BUILD: &str = "TF_BUILD";
+/// Build URI set by Azure Pipelines agents (the second Azure marker).
+pub const BUILD_BUILDURI: &str = "BUILD_BUILDURI";
+/// Build number set by Bitbucket Pipelines.
+pub const BITBUCKET_BUILD_NUMBER: &str = "BITBUCKET_BUILD_NUMBER";
+
 /// Extra trusted CA bundle (PEM), added to the bundled public roots.
 pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
 /// Directory of extra trusted CA certificates (PEM files).

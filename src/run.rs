@@ -206,7 +206,7 @@ fn report(
         Ok(()) => Status::Success,
         Err(f) => f.status(),
     };
-    let mut outputs = Outputs::new(status.as_str());
+    let mut outputs = Outputs::new(status);
     outputs.deployment_id = st.deployment_id.clone().unwrap_or_default();
     outputs.model_id = st.model_id.clone().unwrap_or_default();
     outputs.chain_id = st.chain_id.clone().unwrap_or_default();

@@ -57,7 +57,7 @@ fn cancel_with(signal: &str) {
         String::from_utf8_lossy(&out.stdout)
     );
     let outputs: std::collections::BTreeMap<_, _> =
-        truss_push::ci::testing::parse_github_output(&std::fs::read_to_string(&gh_out).unwrap())
+        fake_baseten::runner::parse_github_output(&std::fs::read_to_string(&gh_out).unwrap())
             .unwrap()
             .into_iter()
             .collect();

@@ -8,8 +8,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use fake_baseten::FakeBaseten;
+use fake_baseten::runner::parse_github_output;
 use fake_baseten::scenario::Scenario;
-use truss_push::ci::testing::parse_github_output;
 
 /// A canary API key: tests assert it never appears in anything the binary
 /// writes.

@@ -354,7 +354,7 @@ fn outputs_file_in_dotenv_and_json() {
         .run();
     let text = run.outputs_file.clone().expect("dotenv written");
     let vars: std::collections::BTreeMap<_, _> =
-        truss_push::ci::testing::parse_gitlab_dotenv(text.as_bytes())
+        fake_baseten::runner::parse_gitlab_dotenv(text.as_bytes())
             .expect("GitLab accepts the dotenv file")
             .into_iter()
             .collect();

@@ -77,6 +77,7 @@ pub mod inference;
 pub mod reqlog;
 pub mod resolve;
 pub mod rest;
+pub mod runner;
 pub mod s3;
 pub mod scenario;
 pub mod server;

@@ -1,0 +1,32 @@
+//! CI reporting: everything a user sees in CI besides the deploy flow's
+//! plain log lines.
+//!
+//! - `detect`: which CI system runs us, and the CI variables the run
+//!   needs, from a lookup (nothing here reads the environment itself).
+//! - `outputs`: the step outputs and their files. `$GITHUB_OUTPUT` gets
+//!   every entry in heredoc form with a fresh `ghadelimiter_<32 hex>`
+//!   delimiter that occurs in neither name nor value; other CI systems get a
+//!   dotenv file (GitLab `artifacts:reports:dotenv`, Bitbucket output
+//!   variables, `source`-able elsewhere: `TRUSS_PUSH_<NAME>=<value>`, one
+//!   line each, under 5 KiB) or one JSON object of strings.
+//! - `summary`: the Markdown step summary, capped at GitHub's 1 MiB.
+//! - `reporter`: the `Reporter` that owns stdout and stderr — groups,
+//!   annotations, masking and upload progress in the CI system's own form.
+//! - `format`: durations, byte sizes and UTC times as people read them.
+//!
+//! Rendering is done by pure functions over plain values; the few functions
+//! that touch the file system only append or write what those rendered.
+
+mod detect;
+mod format;
+mod outputs;
+mod reporter;
+mod summary;
+
+pub(crate) use detect::CiEnv;
+pub(crate) use format::format_bytes;
+pub use outputs::OutputsFormat;
+pub(crate) use outputs::{Outputs, append_github_output, write_outputs_file};
+pub use reporter::{Level, Reporter};
+pub(crate) use summary::{DeployKind, StreamStats, SummaryInput, append_step_summary};
+pub use summary::{PredictStats, StatusEvent};

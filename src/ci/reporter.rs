@@ -1,0 +1,620 @@
+//! Everything printed while the run goes: the `Reporter` that owns stdout
+//! and stderr, GitHub workflow commands (groups, annotations, masking) and
+//! upload progress.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
+
+use super::detect::CiKind;
+use super::format::format_bytes;
+
+/// Escapes a workflow command's data (message): `%`, CR, LF.
+fn escape_data(value: &str) -> String {
+    value
+        .replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes a workflow command's property value: as data, plus `:` and `,`.
+fn escape_property(value: &str) -> String {
+    escape_data(value).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// `::name k=v,k=v::data`; properties with empty values are left out, as the
+/// toolkit does.
+fn workflow_command(name: &str, properties: &[(&str, &str)], data: &str) -> String {
+    let props: Vec<String> = properties
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k}={}", escape_property(v)))
+        .collect();
+    if props.is_empty() {
+        format!("::{name}::{}", escape_data(data))
+    } else {
+        format!("::{name} {}::{}", props.join(","), escape_data(data))
+    }
+}
+
+/// Severity of an annotation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Error,
+    Warning,
+    Notice,
+}
+
+impl Level {
+    fn word(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warning => "warning",
+            Level::Notice => "notice",
+        }
+    }
+}
+
+/// An annotation as a workflow command, e.g. `::error title=Deploy::boom`.
+fn annotation_command(level: Level, title: Option<&str>, message: &str) -> String {
+    workflow_command(level.word(), &[("title", title.unwrap_or(""))], message)
+}
+
+/// The same annotation as a plain line for other CI systems: `error: boom`.
+fn annotation_line(level: Level, title: Option<&str>, message: &str) -> String {
+    match title {
+        Some(t) if !t.is_empty() => format!("{}: {t}: {message}", level.word()),
+        _ => format!("{}: {message}", level.word()),
+    }
+}
+
+/// A group start: `::group::title` on GitHub, a plain heading elsewhere.
+fn group_start(kind: CiKind, title: &str) -> String {
+    match kind {
+        CiKind::GitHub => workflow_command("group", &[], title),
+        _ => format!("==> {title}"),
+    }
+}
+
+/// Whether GitHub's runner would read `line` as a workflow command: it
+/// starts with `::` after leading whitespace, or holds the legacy `##[`
+/// form, which the runner matches anywhere in a line.
+fn looks_like_command(line: &str) -> bool {
+    line.trim_start().starts_with("::") || line.contains("##[")
+}
+
+/// Where the reporter writes; tests pass an in-memory buffer.
+pub(crate) type Sink = Box<dyn Write + Send>;
+
+struct Upload {
+    label: String,
+    total: u64,
+    /// Last 10 % step printed in CI mode (0..=10).
+    last_step: Option<u8>,
+    /// Last whole percent drawn in terminal mode.
+    last_percent: Option<u8>,
+}
+
+/// Owns stdout/stderr for the run: plain lines, groups, annotations,
+/// masking and upload progress, each in the form the CI system understands.
+///
+/// On GitHub everything goes to stdout, because groups and the text inside
+/// them must share a stream to be shown together; elsewhere errors and
+/// warnings go to stderr. Registered secrets are replaced by `***` in
+/// everything this reporter prints. Write errors are ignored: losing a log
+/// line must not fail a deploy.
+pub struct Reporter {
+    kind: CiKind,
+    terminal: bool,
+    out: Sink,
+    err: Sink,
+    secrets: Vec<String>,
+    group_open: bool,
+    upload: Option<Upload>,
+    /// A terminal progress bar is on the current line and needs a newline
+    /// before anything else is printed.
+    bar_on_line: bool,
+    rng: fastrand::Rng,
+}
+
+impl Reporter {
+    /// A reporter writing to `out`/`err`. `stdout_is_terminal` enables the
+    /// redrawn progress bar (only outside CI, where logs are not terminals
+    /// even when a TTY is allocated).
+    pub(crate) fn new(kind: CiKind, stdout_is_terminal: bool, out: Sink, err: Sink) -> Self {
+        Self {
+            kind,
+            terminal: stdout_is_terminal,
+            out,
+            err,
+            secrets: Vec::new(),
+            group_open: false,
+            upload: None,
+            bar_on_line: false,
+            rng: fastrand::Rng::new(),
+        }
+    }
+
+    /// A reporter on the process's stdout and stderr.
+    pub(crate) fn stdio(kind: CiKind) -> Self {
+        let terminal = std::io::stdout().is_terminal();
+        Self::new(
+            kind,
+            terminal,
+            Box::new(std::io::stdout()),
+            Box::new(std::io::stderr()),
+        )
+    }
+
+    fn progress_redraws(&self) -> bool {
+        self.terminal && self.kind == CiKind::Local
+    }
+
+    fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut text = Cow::Borrowed(text);
+        for secret in &self.secrets {
+            if text.contains(secret.as_str()) {
+                text = Cow::Owned(text.replace(secret.as_str(), "***"));
+            }
+        }
+        text
+    }
+
+    fn end_bar(&mut self) {
+        if self.bar_on_line {
+            self.bar_on_line = false;
+            let _ = self.out.write_all(b"\n");
+        }
+    }
+
+    fn write_out(&mut self, text: &str) {
+        self.end_bar();
+        let _ = self.out.write_all(text.as_bytes());
+        let _ = self.out.flush();
+    }
+
+    fn write_err(&mut self, text: &str) {
+        self.end_bar();
+        let _ = self.out.flush();
+        let _ = self.err.write_all(text.as_bytes());
+        let _ = self.err.flush();
+    }
+
+    /// A plain log line (may hold several lines). On GitHub, a line the
+    /// runner would take for a workflow command (e.g. streamed model logs
+    /// printing `::set-output`) is fenced with `stop-commands` so it is shown,
+    /// not executed.
+    pub(crate) fn line(&mut self, msg: &str) {
+        let msg = self.redact(msg).into_owned();
+        // One trailing newline is the caller's line end, not an extra blank line.
+        let msg = msg.strip_suffix('\n').unwrap_or(&msg);
+        let mut text = String::new();
+        for line in msg.split('\n') {
+            if self.kind == CiKind::GitHub && looks_like_command(line) {
+                let token = format!("{:032x}", self.rng.u128(..));
+                let _ = write!(text, "::stop-commands::{token}\n{line}\n::{token}::\n");
+            } else {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+        self.write_out(&text);
+    }
+
+    /// Starts a collapsible group (a heading outside GitHub). GitHub does not
+    /// nest groups, so an open one is closed first.
+    pub(crate) fn group(&mut self, title: &str) {
+        self.end_group();
+        let title = self.redact(title).into_owned();
+        let line = group_start(self.kind, &title);
+        self.write_out(&format!("{line}\n"));
+        self.group_open = true;
+    }
+
+    /// Ends the open group, if any.
+    pub(crate) fn end_group(&mut self) {
+        if self.group_open {
+            self.group_open = false;
+            if self.kind == CiKind::GitHub {
+                self.write_out("::endgroup::\n");
+            }
+        }
+    }
+
+    /// An annotation with an optional title.
+    pub(crate) fn annotate(&mut self, level: Level, title: Option<&str>, msg: &str) {
+        let msg = self.redact(msg).into_owned();
+        let title = title.map(|t| self.redact(t).into_owned());
+        if self.kind == CiKind::GitHub {
+            let line = annotation_command(level, title.as_deref(), &msg);
+            self.write_out(&format!("{line}\n"));
+        } else {
+            let line = annotation_line(level, title.as_deref(), &msg);
+            match level {
+                Level::Notice => self.write_out(&format!("{line}\n")),
+                Level::Error | Level::Warning => self.write_err(&format!("{line}\n")),
+            }
+        }
+    }
+
+    pub(crate) fn warning(&mut self, msg: &str) {
+        self.annotate(Level::Warning, None, msg);
+    }
+
+    pub(crate) fn notice(&mut self, msg: &str) {
+        self.annotate(Level::Notice, None, msg);
+    }
+
+    /// Hides `secret` from now on: `::add-mask::` on GitHub (so the runner
+    /// also masks it in other steps' output), and `***` in everything this
+    /// reporter prints on every CI. Blank values are ignored, as the runner
+    /// ignores them (with a warning).
+    pub(crate) fn mask(&mut self, secret: &str) {
+        if secret.trim().is_empty() || self.secrets.iter().any(|s| s == secret) {
+            return;
+        }
+        if self.kind == CiKind::GitHub {
+            let line = workflow_command("add-mask", &[], secret);
+            self.write_out(&format!("{line}\n"));
+        }
+        self.secrets.push(secret.to_owned());
+    }
+
+    /// Starts reporting an upload of `total_bytes`.
+    pub(crate) fn upload_started(&mut self, label: &str, total_bytes: u64) {
+        self.end_bar();
+        self.upload = Some(Upload {
+            label: self.redact(label).into_owned(),
+            total: total_bytes,
+            last_step: None,
+            last_percent: None,
+        });
+        self.upload_progress(0);
+    }
+
+    /// Reports `done_bytes` uploaded so far. In CI a line is printed each
+    /// time a new 10 % step is reached (at most 11 per upload); on a
+    /// terminal the bar is redrawn when the whole percent changes.
+    pub(crate) fn upload_progress(&mut self, done_bytes: u64) {
+        let redraw = self.progress_redraws();
+        let Some(upload) = self.upload.as_mut() else {
+            return;
+        };
+        let percent = percent_done(done_bytes, upload.total);
+        if redraw {
+            if upload.last_percent == Some(percent) {
+                return;
+            }
+            upload.last_percent = Some(percent);
+            let bar = progress_bar(&upload.label, done_bytes, upload.total);
+            let _ = write!(self.out, "\r{bar}");
+            let _ = self.out.flush();
+            self.bar_on_line = true;
+        } else {
+            let step = percent / 10;
+            if upload.last_step.is_some_and(|last| step <= last) {
+                return;
+            }
+            upload.last_step = Some(step);
+            let line = progress_line(&upload.label, step * 10, done_bytes, upload.total);
+            self.write_out(&format!("{line}\n"));
+        }
+    }
+
+    /// Ends the upload report (a failed upload simply stops short of 100 %).
+    pub(crate) fn upload_finished(&mut self) {
+        self.upload = None;
+        self.end_bar();
+    }
+
+    /// Closes an open group and flushes both streams.
+    pub(crate) fn finish(&mut self) {
+        self.end_group();
+        self.end_bar();
+        let _ = self.out.flush();
+        let _ = self.err.flush();
+    }
+}
+
+/// Whole percent of `done` out of `total`, clamped to 0..=100; an empty
+/// upload is complete.
+fn percent_done(done: u64, total: u64) -> u8 {
+    if total == 0 {
+        return 100;
+    }
+    let percent = u128::from(done.min(total)) * 100 / u128::from(total);
+    u8::try_from(percent).unwrap_or(100)
+}
+
+/// `Uploading model: 40% (12.0 MiB of 30.0 MiB)`.
+fn progress_line(label: &str, percent: u8, done: u64, total: u64) -> String {
+    format!(
+        "{label}: {percent}% ({} of {})",
+        format_bytes(done.min(total)),
+        format_bytes(total)
+    )
+}
+
+/// `Uploading model [########------------]  40% 12.0 MiB/30.0 MiB`.
+fn progress_bar(label: &str, done: u64, total: u64) -> String {
+    const WIDTH: usize = 20;
+    let percent = percent_done(done, total);
+    let filled = usize::from(percent) * WIDTH / 100;
+    format!(
+        "{label} [{}{}] {percent:>3}% {}/{}",
+        "#".repeat(filled),
+        "-".repeat(WIDTH - filled),
+        format_bytes(done.min(total)),
+        format_bytes(total)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A clonable in-memory writer, to hand to a [`Reporter`] and read back.
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<u8>>>);
+
+    impl Capture {
+        /// Everything written so far, as (lossy) UTF-8.
+        fn text(&self) -> String {
+            let bytes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+    }
+
+    impl Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let mut bytes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            bytes.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    // --- Workflow commands -------------------------------------------------
+
+    /// The runner's reverse mapping (`%25` last), to prove escapes round-trip.
+    fn runner_unescape(s: &str, property: bool) -> String {
+        let mut s = s.replace("%0D", "\r").replace("%0A", "\n");
+        if property {
+            s = s.replace("%3A", ":").replace("%2C", ",");
+        }
+        s.replace("%25", "%")
+    }
+
+    #[test]
+    fn workflow_command_escaping_table() {
+        let cases = [
+            // (raw, data, property)
+            ("plain", "plain", "plain"),
+            ("100%", "100%25", "100%25"),
+            ("a\nb", "a%0Ab", "a%0Ab"),
+            ("a\r\nb", "a%0D%0Ab", "a%0D%0Ab"),
+            ("k: v, w", "k: v, w", "k%3A v%2C w"),
+            ("%0A", "%250A", "%250A"),
+            ("%3A", "%253A", "%253A"),
+            ("::error::x", "::error::x", "%3A%3Aerror%3A%3Ax"),
+        ];
+        for (raw, data, property) in cases {
+            assert_eq!(escape_data(raw), data, "data {raw:?}");
+            assert_eq!(escape_property(raw), property, "property {raw:?}");
+            assert_eq!(runner_unescape(data, false), raw);
+            assert_eq!(runner_unescape(property, true), raw);
+        }
+    }
+
+    #[test]
+    fn workflow_commands_render() {
+        let cases = [
+            (
+                annotation_command(Level::Error, None, "boom"),
+                "::error::boom",
+            ),
+            (
+                annotation_command(Level::Error, Some("Deploy: failed, sadly"), "a\nb"),
+                "::error title=Deploy%3A failed%2C sadly::a%0Ab",
+            ),
+            (
+                annotation_command(Level::Warning, Some(""), "w"),
+                "::warning::w",
+            ),
+            (
+                annotation_command(Level::Notice, Some("t"), "n"),
+                "::notice title=t::n",
+            ),
+            (
+                workflow_command("add-mask", &[], "s%cr\net"),
+                "::add-mask::s%25cr%0Aet",
+            ),
+            (group_start(CiKind::GitHub, "Deploy m"), "::group::Deploy m"),
+            (group_start(CiKind::GitLab, "Deploy m"), "==> Deploy m"),
+            (annotation_line(Level::Error, None, "boom"), "error: boom"),
+            (
+                annotation_line(Level::Warning, Some("Cleanup"), "w"),
+                "warning: Cleanup: w",
+            ),
+        ];
+        for (got, want) in cases {
+            assert_eq!(got, want);
+        }
+        for (line, command) in [
+            ("::error::x", true),
+            ("   ::set-output name=a::b", true),
+            ("log ##[group]x", true),
+            ("a :: b", false),
+            ("plain", false),
+        ] {
+            assert_eq!(looks_like_command(line), command, "{line:?}");
+        }
+    }
+
+    // --- Reporter ----------------------------------------------------------
+
+    fn reporter(kind: CiKind, terminal: bool) -> (Reporter, Capture, Capture) {
+        let (out, err) = (Capture::default(), Capture::default());
+        let r = Reporter::new(kind, terminal, Box::new(out.clone()), Box::new(err.clone()));
+        (r, out, err)
+    }
+
+    #[test]
+    fn reporter_on_github_uses_workflow_commands_on_stdout() {
+        let (mut r, out, err) = reporter(CiKind::GitHub, false);
+        r.mask("sk-secret-123");
+        r.group("Deploy my-model");
+        r.line("using key sk-secret-123");
+        r.annotate(
+            Level::Error,
+            Some("deploy_failed"),
+            "BUILD_FAILED\nsee logs",
+        );
+        r.notice("done");
+        r.group("Predict");
+        r.finish();
+        assert_eq!(
+            out.text(),
+            "::add-mask::sk-secret-123\n\
+             ::group::Deploy my-model\n\
+             using key ***\n\
+             ::error title=deploy_failed::BUILD_FAILED%0Asee logs\n\
+             ::notice::done\n\
+             ::endgroup::\n\
+             ::group::Predict\n\
+             ::endgroup::\n"
+        );
+        assert_eq!(err.text(), "");
+    }
+
+    #[test]
+    fn reporter_elsewhere_prints_headings_and_plain_annotations() {
+        let (mut r, out, err) = reporter(CiKind::GitLab, false);
+        r.mask("sk-secret-123");
+        r.group("Deploy my-model");
+        r.line("key=sk-secret-123");
+        r.warning("slow");
+        r.annotate(Level::Error, None, "boom");
+        r.notice("fyi");
+        r.end_group();
+        assert_eq!(out.text(), "==> Deploy my-model\nkey=***\nnotice: fyi\n");
+        assert_eq!(err.text(), "warning: slow\nerror: boom\n");
+    }
+
+    #[test]
+    fn reporter_fences_untrusted_lines_that_look_like_commands() {
+        let (mut r, out, _) = reporter(CiKind::GitHub, false);
+        r.line("model log\n::set-output name=status::success");
+        let text = out.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "model log");
+        let token = lines[1].strip_prefix("::stop-commands::").unwrap();
+        assert_eq!(token.len(), 32);
+        assert_eq!(lines[2], "::set-output name=status::success");
+        assert_eq!(lines[3], format!("::{token}::"));
+        assert_eq!(lines.len(), 4);
+
+        let (mut r, out, _) = reporter(CiKind::Local, false);
+        r.line("::set-output name=status::success");
+        assert_eq!(out.text(), "::set-output name=status::success\n");
+    }
+
+    #[test]
+    fn reporter_is_send_and_lines_end_once() {
+        fn assert_send<T: Send>() {}
+        assert_send::<Reporter>();
+        let (mut r, out, _) = reporter(CiKind::Local, false);
+        r.line("a\n");
+        r.line("b\nc");
+        r.line("");
+        assert_eq!(out.text(), "a\nb\nc\n\n");
+    }
+
+    #[test]
+    fn blank_masks_are_ignored() {
+        let (mut r, out, _) = reporter(CiKind::GitHub, false);
+        r.mask("  ");
+        r.mask("");
+        r.line("a b");
+        assert_eq!(out.text(), "a b\n");
+    }
+
+    fn progress_lines(text: &str) -> Vec<String> {
+        text.lines().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn ci_progress_prints_a_line_per_10_percent_step() {
+        let (mut r, out, _) = reporter(CiKind::GitHub, true);
+        r.upload_started("Uploading model", 1000);
+        for done in (0..=1000).step_by(7).chain([1000]) {
+            r.upload_progress(done);
+        }
+        r.upload_finished();
+        let lines = progress_lines(&out.text());
+        assert_eq!(lines.len(), 11, "{lines:#?}");
+        for (i, line) in lines.iter().enumerate() {
+            assert!(
+                line.starts_with(&format!("Uploading model: {}% (", i * 10)),
+                "{line}"
+            );
+        }
+        assert_eq!(lines[10], "Uploading model: 100% (1000 B of 1000 B)");
+        assert!(!out.text().contains('\r'));
+    }
+
+    #[test]
+    fn ci_progress_skips_steps_it_jumps_over() {
+        let (mut r, out, _) = reporter(CiKind::Buildkite, false);
+        r.upload_started("up", 3 * 1024 * 1024);
+        r.upload_progress(2 * 1024 * 1024);
+        r.upload_progress(1024 * 1024); // going back (a retried part) prints nothing
+        r.upload_progress(3 * 1024 * 1024);
+        r.upload_finished();
+        assert_eq!(
+            progress_lines(&out.text()),
+            [
+                "up: 0% (0 B of 3.0 MiB)",
+                "up: 60% (2.0 MiB of 3.0 MiB)",
+                "up: 100% (3.0 MiB of 3.0 MiB)",
+            ]
+        );
+    }
+
+    #[test]
+    fn terminal_progress_redraws_one_line() {
+        let (mut r, out, _) = reporter(CiKind::Local, true);
+        r.upload_started("up", 200);
+        for done in 0..=200 {
+            r.upload_progress(done);
+        }
+        r.line("after");
+        r.upload_finished();
+        let text = out.text();
+        assert_eq!(
+            text.matches('\r').count(),
+            101,
+            "one redraw per whole percent"
+        );
+        assert!(text.ends_with("\rup [####################] 100% 200 B/200 B\nafter\n"));
+    }
+
+    #[test]
+    fn progress_helpers() {
+        for (done, total, want) in [
+            (0, 0, 100),
+            (0, 10, 0),
+            (5, 10, 50),
+            (9, 10, 90),
+            (20, 10, 100),
+        ] {
+            assert_eq!(percent_done(done, total), want, "{done}/{total}");
+        }
+        assert_eq!(percent_done(u64::MAX - 1, u64::MAX), 99);
+    }
+}

@@ -1,0 +1,567 @@
+//! The Markdown step summary: the result table, links, error, notes and
+//! the status history, kept under GitHub's size limit.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+
+use super::format::{format_deploy_time, format_elapsed, format_utc};
+use super::outputs::{Outputs, append_file, truncate_bytes, truncate_chars};
+use crate::outcome::Status;
+
+/// GitHub drops a step summary larger than 1024 KiB (bytes on disk).
+const STEP_SUMMARY_MAX_BYTES: usize = 1024 * 1024;
+
+/// What was deployed; picks the heading word and the id row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DeployKind {
+    Model,
+    Chain,
+}
+
+/// Timing of the predict check.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PredictStats {
+    pub(crate) total_secs: f64,
+    /// Present for streaming (SSE) predictions only.
+    pub(crate) stream: Option<StreamStats>,
+}
+
+/// Streaming predict figures, as the Python action measures them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct StreamStats {
+    pub(crate) ttfb_secs: f64,
+    pub(crate) tokens: u64,
+    pub(crate) tokens_per_sec: f64,
+}
+
+/// One row of the status history table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusEvent {
+    pub(crate) at: SystemTime,
+    /// Time since the deploy started.
+    pub(crate) elapsed: Duration,
+    /// Platform status seen; empty for events without one (e.g. "created").
+    pub(crate) status: String,
+    /// Classification or event, e.g. `in progress`, `ready`, `HTTP 503, retrying`.
+    pub(crate) event: String,
+}
+
+/// Everything the step summary shows.
+#[derive(Debug, Clone)]
+pub(crate) struct SummaryInput<'a> {
+    pub(crate) kind: DeployKind,
+    pub(crate) outputs: &'a Outputs,
+    pub(crate) predict: Option<PredictStats>,
+    /// Model or chain page in the Baseten app; empty to omit the link.
+    pub(crate) page_url: &'a str,
+    /// Free-form notes, e.g. `cleanup skipped: environment deployments are kept`.
+    pub(crate) notes: &'a [String],
+    pub(crate) history: &'a [StatusEvent],
+}
+
+/// Longest error message or note kept in the summary, so the table and
+/// links always fit under the size cap.
+const SUMMARY_TEXT_MAX_CHARS: usize = 64 * 1024;
+const SUMMARY_TRUNCATED_MARKER: &str = "\n\n_Summary truncated to fit GitHub's 1 MiB limit._\n";
+
+/// Renders the summary Markdown, at most `max_bytes` long: history rows are
+/// dropped from the middle first (keeping the first row and the latest
+/// ones), and only then is the text cut.
+fn render_summary(input: &SummaryInput<'_>, max_bytes: usize) -> String {
+    let rows = input.history.len();
+    let mut text = render_summary_with(input, rows);
+    let mut keep = rows;
+    while text.len() > max_bytes && keep > 0 {
+        keep /= 2;
+        text = render_summary_with(input, keep);
+    }
+    if text.len() > max_bytes {
+        let cut = truncate_bytes(
+            &text,
+            max_bytes.saturating_sub(SUMMARY_TRUNCATED_MARKER.len()),
+        );
+        let mut cut = cut.to_owned();
+        if cut.len() + SUMMARY_TRUNCATED_MARKER.len() <= max_bytes {
+            cut.push_str(SUMMARY_TRUNCATED_MARKER);
+        }
+        text = cut;
+    }
+    text
+}
+
+/// Renders with at most `keep` history rows: the first and the latest `keep - 1`.
+fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
+    let out = input.outputs;
+    let ok = out.status == Status::Success;
+    let (kind_word, id_label, id) = match input.kind {
+        DeployKind::Model => ("Model", "Model ID", &out.model_id),
+        DeployKind::Chain => ("Chain", "Chain ID", &out.chain_id),
+    };
+    let name = if out.model_name.is_empty() {
+        "unknown"
+    } else {
+        &out.model_name
+    };
+    let mut lines: Vec<String> = vec![
+        format!(
+            "## {} Truss Deploy ({kind_word}): {}",
+            if ok { "✅" } else { "❌" },
+            escape_inline(name)
+        ),
+        String::new(),
+        "| Metric | Value |".into(),
+        "|--------|-------|".into(),
+        metric_row("Status", &code_cell(out.status.as_str())),
+        metric_row(id_label, &code_or_na(id)),
+        metric_row("Deployment ID", &code_or_na(&out.deployment_id)),
+        metric_row(
+            "Deploy Time",
+            &match format_deploy_time(out.deploy_time_seconds) {
+                t if t.is_empty() => "N/A".into(),
+                t => format!("{t}s"),
+            },
+        ),
+    ];
+    if let Some(predict) = input.predict {
+        lines.push(metric_row(
+            "Predict Total Time",
+            &format!("{:.2}s", predict.total_secs),
+        ));
+        if let Some(stream) = predict.stream {
+            lines.push(metric_row("TTFB", &format!("{:.2}s", stream.ttfb_secs)));
+            lines.push(metric_row("Tokens", &stream.tokens.to_string()));
+            lines.push(metric_row(
+                "Tokens/sec",
+                &format!("{:.1}", stream.tokens_per_sec),
+            ));
+        }
+    }
+    if !out.last_status.is_empty() {
+        lines.push(metric_row(
+            "Last Platform Status",
+            &code_cell(&out.last_status),
+        ));
+    }
+
+    let mut links = Vec::new();
+    if !out.logs_url.is_empty() {
+        links.push(format!("[View logs]({})", link_target(&out.logs_url)));
+    }
+    if !input.page_url.is_empty() {
+        links.push(format!(
+            "[{kind_word} page]({})",
+            link_target(input.page_url)
+        ));
+    }
+    if !links.is_empty() {
+        lines.push(String::new());
+        lines.push(links.join(" · "));
+    }
+
+    if !ok && !out.error_message.is_empty() {
+        let message = truncate_chars(&out.error_message, SUMMARY_TEXT_MAX_CHARS);
+        let fence = code_fence(message);
+        lines.push(String::new());
+        lines.push("**Error:**".into());
+        lines.push(String::new());
+        lines.push(format!("{fence}text"));
+        lines.push(message.trim_end_matches(['\n', '\r']).to_owned());
+        lines.push(fence);
+    }
+
+    if !input.notes.is_empty() {
+        lines.push(String::new());
+        lines.push("**Notes:**".into());
+        lines.push(String::new());
+        for note in input.notes {
+            lines.push(format!(
+                "- {}",
+                escape_inline(truncate_chars(note, SUMMARY_TEXT_MAX_CHARS))
+            ));
+        }
+    }
+
+    if !input.history.is_empty() {
+        lines.push(String::new());
+        lines.push("### Status history".into());
+        lines.push(String::new());
+        lines.push("| Time (UTC) | Elapsed | Status | Event |".into());
+        lines.push("|------------|---------|--------|-------|".into());
+        let rows = input.history;
+        let (head, tail) = match keep {
+            k if k >= rows.len() => (rows.len(), 0),
+            0 => (0, 0),
+            k => (1, k - 1),
+        };
+        for event in &rows[..head] {
+            lines.push(history_row(event));
+        }
+        let omitted = rows.len() - head - tail;
+        if omitted > 0 {
+            lines.push(format!("| … | | | {omitted} rows omitted |"));
+        }
+        for event in &rows[rows.len() - tail..] {
+            lines.push(history_row(event));
+        }
+    }
+
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text
+}
+
+fn metric_row(label: &str, value: &str) -> String {
+    format!("| **{label}** | {value} |")
+}
+
+fn history_row(event: &StatusEvent) -> String {
+    let status = if event.status.is_empty() {
+        String::new()
+    } else {
+        code_cell(&event.status)
+    };
+    format!(
+        "| {} | {} | {status} | {} |",
+        format_utc(event.at),
+        format_elapsed(event.elapsed),
+        escape_cell(&event.event)
+    )
+}
+
+fn code_or_na(id: &str) -> String {
+    if id.is_empty() {
+        "N/A".into()
+    } else {
+        code_cell(id)
+    }
+}
+
+/// A value as an inline code span inside a table cell. Code spans show text
+/// literally, so only the table's own syntax (`|`, line breaks) is escaped;
+/// a value with a backtick cannot be a simple code span and is shown as text.
+fn code_cell(value: &str) -> String {
+    if value.contains('`') || value.is_empty() {
+        return escape_cell(value);
+    }
+    let one_line = value.replace(['\r', '\n'], " ");
+    format!("`{}`", one_line.replace('|', "\\|"))
+}
+
+/// Text for a Markdown table cell: `|` escaped, line breaks as `<br>`, and
+/// HTML-significant characters as entities so a value cannot inject markup.
+fn escape_cell(value: &str) -> String {
+    let normalized = value.replace("\r\n", "\n").replace('\r', "\n");
+    let mut out = String::with_capacity(normalized.len());
+    for c in normalized.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '\n' => out.push_str("<br>"),
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text for a heading or list item: one line, no markup injection.
+fn escape_inline(value: &str) -> String {
+    escape_cell(value).replace("<br>", " ")
+}
+
+/// Percent-encodes the characters that would end or break a Markdown link target.
+fn link_target(url: &str) -> String {
+    let mut out = String::with_capacity(url.len());
+    for c in url.chars() {
+        match c {
+            ' ' => out.push_str("%20"),
+            '(' => out.push_str("%28"),
+            ')' => out.push_str("%29"),
+            '<' => out.push_str("%3C"),
+            '>' => out.push_str("%3E"),
+            '\n' | '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A backtick fence longer than any backtick run in `text` (at least three).
+fn code_fence(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
+/// Appends the summary to the `$GITHUB_STEP_SUMMARY` file at `path`, keeping
+/// the whole file within GitHub's 1 MiB (content already there counts).
+pub(crate) fn append_step_summary(path: &Path, input: &SummaryInput<'_>) -> anyhow::Result<()> {
+    let existing = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let existing = usize::try_from(existing).unwrap_or(usize::MAX);
+    // Separate from earlier content that does not end its last line.
+    let needs_newline = existing > 0 && !file_ends_with_newline(path);
+    let separator = if needs_newline { "\n" } else { "" };
+    let budget = STEP_SUMMARY_MAX_BYTES
+        .saturating_sub(existing)
+        .saturating_sub(separator.len());
+    if budget == 0 {
+        return Ok(());
+    }
+    let text = format!("{separator}{}", render_summary(input, budget));
+    append_file(path, text.as_bytes())
+        .with_context(|| format!("while writing the step summary to {}", path.display()))
+}
+
+fn file_ends_with_newline(path: &Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut last = [0u8; 1];
+    file.seek(SeekFrom::End(-1)).is_ok() && file.read_exact(&mut last).is_ok() && last[0] == b'\n'
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::UNIX_EPOCH;
+
+    use super::*;
+    use crate::ci::outputs::tests::full_outputs;
+
+    fn at(secs: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn summary_for_a_successful_model_deploy() {
+        let outputs = full_outputs();
+        let history = [
+            StatusEvent {
+                at: at(1_700_000_000),
+                elapsed: Duration::ZERO,
+                status: String::new(),
+                event: "deployment created".into(),
+            },
+            StatusEvent {
+                at: at(1_700_000_042),
+                elapsed: Duration::from_millis(42_460),
+                status: "ACTIVE".into(),
+                event: "ready".into(),
+            },
+        ];
+        let notes = ["cleanup: deployment deactivated".to_string()];
+        let input = SummaryInput {
+            kind: DeployKind::Model,
+            outputs: &outputs,
+            predict: Some(PredictStats {
+                total_secs: 0.534,
+                stream: None,
+            }),
+            page_url: "https://app.baseten.co/models/abc123/overview",
+            notes: &notes,
+            history: &history,
+        };
+        let want = "\
+## ✅ Truss Deploy (Model): my-model
+
+| Metric | Value |
+|--------|-------|
+| **Status** | `success` |
+| **Model ID** | `abc123` |
+| **Deployment ID** | `dep456` |
+| **Deploy Time** | 42.5s |
+| **Predict Total Time** | 0.53s |
+| **Last Platform Status** | `ACTIVE` |
+
+[View logs](https://app.baseten.co/models/abc123/logs/dep456) · [Model page](https://app.baseten.co/models/abc123/overview)
+
+**Notes:**
+
+- cleanup: deployment deactivated
+
+### Status history
+
+| Time (UTC) | Elapsed | Status | Event |
+|------------|---------|--------|-------|
+| 2023-11-14 22:13:20 | 0.0s |  | deployment created |
+| 2023-11-14 22:14:02 | 42.4s | `ACTIVE` | ready |
+";
+        assert_eq!(render_summary(&input, STEP_SUMMARY_MAX_BYTES), want);
+    }
+
+    #[test]
+    fn summary_for_a_failed_chain_deploy() {
+        let mut outputs = Outputs::new(Status::DeployTimeout);
+        outputs.chain_id = "ch1".into();
+        outputs.model_name = "my|chain".into();
+        outputs.error_message =
+            "chainlet Hello still DEPLOYING after 45m00s\nlast poll: HTTP 503 ```busy```".into();
+        let history = [StatusEvent {
+            at: at(1_709_164_800),
+            elapsed: Duration::from_secs(2700),
+            status: "DEPLOYING".into(),
+            event: "deadline reached | <giving up>".into(),
+        }];
+        let notes = ["cleanup skipped: no deployment was created".to_string()];
+        let input = SummaryInput {
+            kind: DeployKind::Chain,
+            outputs: &outputs,
+            predict: None,
+            page_url: "",
+            notes: &notes,
+            history: &history,
+        };
+        let want = "\
+## ❌ Truss Deploy (Chain): my\\|chain
+
+| Metric | Value |
+|--------|-------|
+| **Status** | `deploy_timeout` |
+| **Chain ID** | `ch1` |
+| **Deployment ID** | N/A |
+| **Deploy Time** | N/A |
+
+**Error:**
+
+````text
+chainlet Hello still DEPLOYING after 45m00s
+last poll: HTTP 503 ```busy```
+````
+
+**Notes:**
+
+- cleanup skipped: no deployment was created
+
+### Status history
+
+| Time (UTC) | Elapsed | Status | Event |
+|------------|---------|--------|-------|
+| 2024-02-29 00:00:00 | 45m00s | `DEPLOYING` | deadline reached \\| &lt;giving up&gt; |
+";
+        assert_eq!(render_summary(&input, STEP_SUMMARY_MAX_BYTES), want);
+    }
+
+    #[test]
+    fn summary_shows_streaming_figures() {
+        let outputs = full_outputs();
+        let input = SummaryInput {
+            kind: DeployKind::Model,
+            outputs: &outputs,
+            predict: Some(PredictStats {
+                total_secs: 2.0,
+                stream: Some(StreamStats {
+                    ttfb_secs: 0.25,
+                    tokens: 42,
+                    tokens_per_sec: 21.0,
+                }),
+            }),
+            page_url: "",
+            notes: &[],
+            history: &[],
+        };
+        let text = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
+        assert!(text.contains(
+            "| **Predict Total Time** | 2.00s |\n| **TTFB** | 0.25s |\n| **Tokens** | 42 |\n| **Tokens/sec** | 21.0 |\n"
+        ));
+        assert!(!text.contains("Status history"));
+        assert!(!text.contains("**Error:**"), "no error block on success");
+    }
+
+    #[test]
+    fn summary_drops_middle_history_rows_to_fit_the_cap() {
+        let outputs = full_outputs();
+        let history: Vec<StatusEvent> = (0..5000)
+            .map(|i| StatusEvent {
+                at: at(1_700_000_000 + i),
+                elapsed: Duration::from_secs(i),
+                status: if i == 4999 { "ACTIVE" } else { "DEPLOYING" }.into(),
+                event: format!("poll {i}"),
+            })
+            .collect();
+        let input = SummaryInput {
+            kind: DeployKind::Model,
+            outputs: &outputs,
+            predict: None,
+            page_url: "",
+            notes: &[],
+            history: &history,
+        };
+        let full = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
+        assert!(full.contains("poll 2500"), "everything fits under 1 MiB");
+
+        let capped = render_summary(&input, 8 * 1024);
+        assert!(capped.len() <= 8 * 1024);
+        assert!(capped.contains("| poll 0 |"), "first row kept");
+        assert!(capped.contains("| poll 4999 |"), "latest row kept");
+        assert!(capped.contains("rows omitted |"));
+        assert!(capped.contains("| **Status** | `success` |"));
+    }
+
+    #[test]
+    fn summary_is_cut_when_even_the_text_is_too_big() {
+        let mut outputs = Outputs::new(Status::DeployFailed);
+        outputs.error_message = "x".repeat(100_000);
+        let input = SummaryInput {
+            kind: DeployKind::Model,
+            outputs: &outputs,
+            predict: None,
+            page_url: "",
+            notes: &[],
+            history: &[],
+        };
+        let capped = render_summary(&input, 4096);
+        assert!(capped.len() <= 4096);
+        assert!(capped.ends_with(SUMMARY_TRUNCATED_MARKER));
+        assert!(capped.starts_with("## ❌ Truss Deploy (Model): unknown\n"));
+    }
+
+    #[test]
+    fn append_step_summary_counts_existing_content_against_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("step_summary_x");
+        std::fs::write(&path, "earlier text without newline").unwrap();
+        let outputs = full_outputs();
+        let input = SummaryInput {
+            kind: DeployKind::Model,
+            outputs: &outputs,
+            predict: None,
+            page_url: "",
+            notes: &[],
+            history: &[],
+        };
+        append_step_summary(&path, &input).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with(
+                "earlier text without newline\n## ✅ Truss Deploy (Model): my-model\n"
+            )
+        );
+
+        let full = dir.path().join("step_summary_full");
+        std::fs::write(&full, "x".repeat(STEP_SUMMARY_MAX_BYTES - 100)).unwrap();
+        append_step_summary(&full, &input).unwrap();
+        assert!(std::fs::metadata(&full).unwrap().len() <= STEP_SUMMARY_MAX_BYTES as u64);
+    }
+
+    #[test]
+    fn cells_escape_table_syntax_and_markup() {
+        let cases = [
+            ("plain", "plain"),
+            ("a|b", "a\\|b"),
+            ("one\ntwo", "one<br>two"),
+            ("one\r\ntwo", "one<br>two"),
+            ("<script>&", "&lt;script&gt;&amp;"),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(escape_cell(raw), want, "{raw:?}");
+        }
+        assert_eq!(code_cell("a|b"), "`a\\|b`");
+        assert_eq!(code_cell("a\nb"), "`a b`");
+        assert_eq!(code_cell("a`b"), "a`b");
+        assert_eq!(code_fence("no ticks"), "```");
+        assert_eq!(code_fence("has ```` four"), "`````");
+        assert_eq!(link_target("https://x/a b(c)"), "https://x/a%20b%28c%29");
+    }
+}
