@@ -67,13 +67,6 @@ pub(crate) fn format_elapsed(elapsed: Duration) -> String {
 /// log lines. Unlike [`format_elapsed`] it rounds (59.96 s reads `60.0s`,
 /// 90.6 s reads `1m31s`), which is how the deploy log has always spelled
 /// timeouts and waits.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the deploy and chain flows switch from their own copy to this one"
-    )
-)]
 pub(crate) fn human_duration(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s < 60.0 {

@@ -24,7 +24,7 @@ mod reporter;
 mod summary;
 
 pub(crate) use detect::CiEnv;
-pub(crate) use format::format_bytes;
+pub(crate) use format::{format_bytes, human_duration as human};
 pub use outputs::OutputsFormat;
 pub(crate) use outputs::{Outputs, append_github_output, write_outputs_file};
 pub use reporter::{Level, Reporter};

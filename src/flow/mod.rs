@@ -17,6 +17,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::baseten::{Api, ApiError, Team};
+pub(crate) use crate::ci::human;
 use crate::ci::{PredictStats, Reporter, StatusEvent};
 use crate::config::Config;
 use crate::git;
@@ -100,22 +101,6 @@ impl Ctx<'_> {
         let after = self.started.elapsed();
         self.state.lock().unwrap().deploy_time = Some(after);
         self.say(&format!("Ready after {}", human(after)));
-    }
-}
-
-/// `1m05s`-style durations for log lines.
-pub(crate) fn human(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s < 60.0 {
-        format!("{s:.1}s")
-    } else {
-        let total = s.round() as u64;
-        let (h, m, sec) = (total / 3600, (total % 3600) / 60, total % 60);
-        if h > 0 {
-            format!("{h}h{m:02}m{sec:02}s")
-        } else {
-            format!("{m}m{sec:02}s")
-        }
     }
 }
 
@@ -284,12 +269,5 @@ mod tests {
                 .unwrap();
         assert_eq!(back["model_name"], "override");
         assert_eq!(back["resources"]["cpu"], "1");
-    }
-
-    #[test]
-    fn human_durations() {
-        assert_eq!(human(Duration::from_millis(12_900)), "12.9s");
-        assert_eq!(human(Duration::from_secs(631)), "10m31s");
-        assert_eq!(human(Duration::from_secs(3 * 3600 + 5)), "3h00m05s");
     }
 }
