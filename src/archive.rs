@@ -31,8 +31,13 @@ use anyhow::{Context, bail};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use tar::{EntryType, Header};
 
+use crate::files;
+
 /// A file in the truss root whose patterns replace the defaults.
 pub const TRUSS_IGNORE_FILE: &str = ".truss_ignore";
+
+/// A `.truss_ignore` larger than this is refused (patterns, not data).
+const TRUSS_IGNORE_MAX_BYTES: u64 = 1024 * 1024;
 
 /// truss's bundled `truss/util/.truss_ignore` patterns, in file order.
 const DEFAULT_PATTERNS: &str = include_str!("truss_ignore_default.txt");
@@ -297,16 +302,11 @@ fn pattern_lines(text: &str) -> impl Iterator<Item = &str> {
 
 fn load_matcher(root: &Path) -> anyhow::Result<Gitignore> {
     let ignore_file = root.join(TRUSS_IGNORE_FILE);
-    let (text, origin) = match fs::read_to_string(&ignore_file) {
+    let (text, origin) = match files::read_text(&ignore_file, TRUSS_IGNORE_MAX_BYTES) {
         Ok(text) => (text, Some(ignore_file)),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => (DEFAULT_PATTERNS.to_owned(), None),
+        Err(files::ReadError::Missing(_)) => (DEFAULT_PATTERNS.to_owned(), None),
         Err(err) => {
-            return Err(err).with_context(|| {
-                format!(
-                    "cannot read {}: make it a readable UTF-8 text file or remove it",
-                    ignore_file.display()
-                )
-            });
+            bail!("{err}: make {TRUSS_IGNORE_FILE} a readable UTF-8 text file or remove it")
         }
     };
     build_matcher(&text, origin.as_deref())

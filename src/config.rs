@@ -2,7 +2,6 @@
 //! call. Every message says what was wrong, what was expected and how to fix
 //! it (SPEC: bad input gets one clear message and changes nothing).
 
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -131,15 +130,6 @@ pub fn is_valid_deployment_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
-fn is_loopback_host(url: &Url) -> bool {
-    match url.host() {
-        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
-        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
-        Some(url::Host::Domain(d)) => d == "localhost" || d.ends_with(".localhost"),
-        None => false,
-    }
-}
-
 /// Parses a URL that will carry the API key: HTTPS, or plain HTTP to
 /// loopback only (tests).
 fn key_url(name: &str, value: &str) -> Result<Url, String> {
@@ -148,7 +138,7 @@ fn key_url(name: &str, value: &str) -> Result<Url, String> {
     })?;
     match url.scheme() {
         "https" => Ok(url),
-        "http" if is_loopback_host(&url) => Ok(url),
+        "http" if crate::baseten::is_loopback(&url) => Ok(url),
         "http" => Err(format!(
             "{name} is {value}: the API key is only sent over HTTPS (plain http is allowed to loopback only); use an https:// URL"
         )),

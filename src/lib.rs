@@ -8,6 +8,7 @@ pub mod ci;
 pub mod cli;
 pub mod config;
 pub mod env_vars;
+mod files;
 pub mod flow;
 pub mod git;
 pub mod model;

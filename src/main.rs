@@ -33,5 +33,8 @@ fn main() -> ExitCode {
         }
     };
     let code = runtime.block_on(truss_push::run(cli, parse_error, truss_push::Io::process()));
+    // A blocking task (packaging a huge file, reading a stuck file) may
+    // still run after a cancelled run wrote its outputs: do not wait for it.
+    runtime.shutdown_background();
     ExitCode::from(code)
 }

@@ -48,9 +48,25 @@ pub fn extra_roots(env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<reqwest::
     Ok(certs)
 }
 
+/// Redirects the API client follows: a few, and only within one origin
+/// (scheme, host and port), because a followed redirect carries the API
+/// key — to another host, or in cleartext after `https` → `http`.
+const MAX_REDIRECTS: usize = 3;
+
 /// Builds the client used for the Baseten hosts.
 pub fn client(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::Client> {
-    builder(env)?.build().context("building the HTTP client")
+    let same_origin = reqwest::redirect::Policy::custom(|attempt| {
+        let from = attempt.previous().last().map(|u| u.origin());
+        if attempt.previous().len() <= MAX_REDIRECTS && from == Some(attempt.url().origin()) {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    });
+    builder(env)?
+        .redirect(same_origin)
+        .build()
+        .context("building the HTTP client")
 }
 
 /// Builds the client for S3: redirects are not followed, because a followed

@@ -33,19 +33,42 @@ impl Io {
     }
 }
 
-/// Waits for SIGINT or SIGTERM and names it.
-async fn cancellation() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        // Without handlers the default action (exit) applies; never resolve.
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => "SIGINT",
-        _ = term.recv() => "SIGTERM",
+/// The signals that stop a run: SIGINT (GitHub's cancel, Ctrl-C), SIGTERM
+/// (GitHub 7.5 s later, `docker stop`, Kubernetes) and SIGHUP (a closed
+/// terminal or a CI agent's session ending). Installed when the run starts,
+/// so no phase runs without them.
+struct Signals {
+    int: Option<tokio::signal::unix::Signal>,
+    term: Option<tokio::signal::unix::Signal>,
+    hup: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn install() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        Self {
+            int: signal(SignalKind::interrupt()).ok(),
+            term: signal(SignalKind::terminate()).ok(),
+            hup: signal(SignalKind::hangup()).ok(),
+        }
+    }
+
+    /// Waits for the next signal and names it. A signal whose handler could
+    /// not be installed keeps its default action (the process ends).
+    async fn next(&mut self) -> &'static str {
+        async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            _ = recv(&mut self.int) => "SIGINT",
+            _ = recv(&mut self.term) => "SIGTERM",
+            _ = recv(&mut self.hup) => "SIGHUP",
+        }
     }
 }
 
@@ -54,6 +77,7 @@ async fn cancellation() -> &'static str {
 /// input, with outputs written.
 pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     let env = io.env;
+    let mut signals = Signals::install();
     let ci_env = CiEnv::from_lookup(|k| env(k));
     let rep = Arc::new(Mutex::new(io.reporter));
     let inputs = cli.gather(&*env);
@@ -79,7 +103,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
                 Target::Chain { .. } => DeployKind::Chain,
             };
             state.lock().unwrap().model_name = cfg.model_name.clone();
-            let r = execute(&cfg, &rep, &state, started, &*env).await;
+            let r = execute(&cfg, &rep, &state, started, &*env, &mut signals).await;
             (r, kind, Some(cfg))
         }
     };
@@ -105,7 +129,13 @@ async fn execute(
     state: &Mutex<State>,
     started: Instant,
     env: &dyn Fn(&str) -> Option<String>,
+    signals: &mut Signals,
 ) -> Result<(), Failure> {
+    // What the truss holds is the user's input too: a FIFO, a broken link
+    // or a name that is not UTF-8 is refused before any request.
+    if let Target::Model { dir, .. } = &cfg.target {
+        archive::plan(dir).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
+    }
     if cfg.dry_run {
         return dry_run(cfg, rep);
     }
@@ -122,18 +152,24 @@ async fn execute(
     };
     let (flow, cancelled) = tokio::select! {
         r = deploy(&ctx) => (r, false),
-        sig = cancellation() => {
+        sig = signals.next() => {
             rep.lock().unwrap().finish();
             (Err(Failure::Cancelled(sig)), true)
         }
     };
-    // Cleanup runs whatever happened, once something was created.
-    let cleaned = if cancelled {
-        cleanup(&ctx, true).await
-    } else {
-        tokio::select! {
-            r = cleanup(&ctx, false) => r,
-            sig = cancellation() => Err(Failure::Cancelled(sig)),
+    // Cleanup runs whatever happened, once something was created. A signal
+    // during cleanup (a second one, after a cancel) stops it at once: the
+    // outputs are still written.
+    let cleaned = tokio::select! {
+        r = cleanup(&ctx, cancelled) => r,
+        sig = signals.next() => {
+            rep.lock().unwrap().finish();
+            if cancelled {
+                ctx.note(format!("cleanup abandoned: {sig} arrived during it"));
+                Ok(())
+            } else {
+                Err(Failure::Cancelled(sig))
+            }
         }
     };
     match (flow, cleaned) {

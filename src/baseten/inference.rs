@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow, bail};
 use serde_json::Value;
 
+use super::Api;
 use super::sse::Decoder;
-use super::{Api, error};
 
 /// Characters of an error answer kept in the message.
 const ERROR_HEAD_CHARS: usize = 500;
@@ -41,11 +41,8 @@ impl Api {
     ) -> anyhow::Result<Answer> {
         let url = reqwest::Url::parse(url).map_err(|e| anyhow!("bad {label} URL {url}: {e}"))?;
         let started = Instant::now();
-        let req = self.authed(self.http.post(url)).json(payload);
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| anyhow!(error::from_send("predict", &e)))?;
+        let req = self.http.post(url).json(payload);
+        let resp = self.send_authed("predict", req).await?;
         let status = resp.status();
         if !status.is_success() {
             let body = resp.text().await.unwrap_or_default();

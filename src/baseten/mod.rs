@@ -26,8 +26,8 @@ pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChain
 pub(crate) use error::ApiError;
 pub(crate) use models::{CreateRequest, Created};
 pub(crate) use rest::LogLine;
-pub(crate) use urls::Endpoints;
 use urls::is_safe_id;
+pub(crate) use urls::{Endpoints, is_loopback};
 
 /// An id the platform answered with, checked before it is used in a URL.
 fn platform_id(what: &str, name: &str, v: &Value) -> Result<String, ApiError> {
@@ -128,20 +128,34 @@ impl Api {
         if self.zero_delays { p.instant() } else { p }
     }
 
-    fn authed(&self, req: RequestBuilder) -> RequestBuilder {
-        req.header(
-            reqwest::header::AUTHORIZATION,
-            format!("Api-Key {}", self.key.expose()),
-        )
+    /// Sends `req` with the API key: only over HTTPS (or to loopback), so
+    /// a URL that went wrong can never carry the key in cleartext.
+    async fn send_authed(&self, what: &str, req: RequestBuilder) -> Result<Response, ApiError> {
+        let mut req = req
+            .build()
+            .map_err(|e| ApiError::permanent(format!("{what}: {}", error::describe(&e))))?;
+        if !urls::may_carry_key(req.url()) {
+            return Err(ApiError::permanent(format!(
+                "{what}: refusing to send the API key to {} over plain HTTP",
+                req.url().origin().ascii_serialization()
+            )));
+        }
+        let auth = format!("Api-Key {}", self.key.expose());
+        let mut value = reqwest::header::HeaderValue::from_str(&auth).map_err(|_| {
+            ApiError::permanent(format!("{what}: the API key is not a valid header value"))
+        })?;
+        value.set_sensitive(true);
+        req.headers_mut()
+            .insert(reqwest::header::AUTHORIZATION, value);
+        self.http
+            .execute(req)
+            .await
+            .map_err(|e| error::from_send(what, &e))
     }
 
     /// Sends one request and returns a 2xx answer, or the typed error.
     async fn send(&self, what: &str, req: RequestBuilder) -> Result<Response, ApiError> {
-        let resp = self
-            .authed(req)
-            .send()
-            .await
-            .map_err(|e| error::from_send(what, &e))?;
+        let resp = self.send_authed(what, req).await?;
         if resp.status().is_success() {
             Ok(resp)
         } else {

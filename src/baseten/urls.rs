@@ -16,6 +16,22 @@ pub(crate) struct Endpoints {
     pub(crate) s3: Option<Url>,
 }
 
+/// Whether `url` names this machine (plain HTTP is allowed there, for tests).
+pub(crate) fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost" || d.ends_with(".localhost"),
+        None => false,
+    }
+}
+
+/// Whether a request to `url` may carry the API key: HTTPS, or plain HTTP
+/// to loopback only.
+pub(crate) fn may_carry_key(url: &Url) -> bool {
+    url.scheme() == "https" || (url.scheme() == "http" && is_loopback(url))
+}
+
 /// Percent-encodes one path segment (RFC 3986 unreserved characters stay).
 pub(crate) fn seg(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
