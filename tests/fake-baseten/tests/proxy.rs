@@ -394,13 +394,16 @@ async fn drip_sends_the_answer_slowly_but_whole() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    let body: Value = r.json().await.unwrap();
+    let raw = r.bytes().await.unwrap();
+    let body: Value = serde_json::from_slice(&raw).unwrap();
     assert!(body["data"]["teams"].is_array(), "{body}");
-    // Status line, headers and body: well over 200 bytes, so at least six
-    // pauses of 10 ms.
+    // The status line alone is 17 bytes; every 32 bytes after the first
+    // write cost a 10 ms pause.
+    let pauses = (raw.len() + "HTTP/1.1 200 OK\r\n".len()).div_ceil(32) - 1;
+    assert!(pauses >= 2, "{pauses}");
     assert!(
-        started.elapsed() >= Duration::from_millis(60),
-        "{:?}",
+        started.elapsed() >= Duration::from_millis(10 * pauses as u64),
+        "{:?} for {pauses} pauses",
         started.elapsed()
     );
     let e = only_entry(&proxy);
@@ -744,6 +747,36 @@ fn binary_starts_a_proxy_from_a_rules_file() {
     assert_eq!(lines[0].rule.as_deref(), Some("busy"));
     assert_eq!(lines[1].upstream_status, Some(200));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// How a black-box test of the binary drives it: no async in sight.
+#[test]
+fn sync_tests_start_both_in_the_background() {
+    let sc = Scenario::from_file(scenario_path("instant-active.yaml")).unwrap();
+    let fake = FakeBaseten::start_in_background(sc).unwrap();
+    let proxy = FaultProxy::builder(fake.addr())
+        .rule(Rule::new("gone", Fault::ResetBeforeForward).path("/v1/"))
+        .start_in_background()
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (teams, rest) = rt.block_on(async {
+        (
+            gql(&proxy.graphql_base(), &fake, "{ teams { id } }")
+                .await
+                .map(|r| r.status()),
+            client()
+                .get(format!("{}/v1/models", proxy.rest_base()))
+                .send()
+                .await
+                .map(|r| r.status()),
+        )
+    });
+    assert_eq!(teams.unwrap(), StatusCode::OK);
+    assert!(rest.is_err());
+    assert_eq!(proxy.faulted().len(), 1);
 }
 
 #[test]

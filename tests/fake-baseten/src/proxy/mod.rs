@@ -20,6 +20,31 @@
 //! present — never its value. `/__fake/…` admin requests pass through
 //! unlogged and unfaulted; `GET /__proxy/requests` answers the log as JSON.
 //!
+//! # Rules files
+//!
+//! `fake-baseten --scenario S --proxy-rules rules.yaml [--proxy-log p.jsonl]`
+//! starts a proxy too and adds its bases under `proxy` in the start-up line.
+//!
+//! ```yaml
+//! seed: 7                     # random draws repeat for the same seed
+//! rules:                      # first rule that fires wins; each counts its own matches
+//!   - id: lost-create
+//!     match: {graphql: create_model_from_truss}   # operation or root field name
+//!     when: {nth: 1}          # every (default) | {nth: N} | {first: N} | {probability: P}
+//!     fault: {kind: drop_after_forward}
+//!   - match: {method: GET, path: /v1/}            # also host: <Host prefix>
+//!     fault: {kind: too_many_requests, retry_after: 999999}
+//!   - match: {path: /model-}                     # inference, as the fake's template routes it
+//!     fault: {kind: redirect, status: 307, to: sink}   # or http_same_host, {path: P}, {url: U}
+//!   - fault: {kind: html_error, status: 502, echo: "reflected text"}
+//!   - when: {probability: 0.2}                   # the soak: 20 % of everything
+//!     faults: soak            # or a list: one is drawn per fired request
+//! ```
+//!
+//! Other kinds: `reset_before_forward`, `hang`, `drip {bytes, interval_ms}`,
+//! `status {status, retry_after, body, content_type}`,
+//! `truncated_json {keep, content_length: truncated | original}`.
+//!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
 //! use fake_baseten::FakeBaseten;

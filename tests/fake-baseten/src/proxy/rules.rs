@@ -59,7 +59,8 @@ pub struct Rule {
     pub matcher: Match,
     pub when: When,
     /// One fault, or several to pick from at random (seeded) each time the
-    /// rule fires. `fault:` is accepted for a single one.
+    /// rule fires. `fault:` is accepted for a single one, and the word
+    /// `soak` for [`Fault::soak_set`].
     #[serde(alias = "fault", deserialize_with = "one_or_many")]
     pub faults: Vec<Fault>,
 }
@@ -473,7 +474,9 @@ fn temporary_redirect() -> u16 {
 fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Fault>, D::Error> {
     use serde::de::Error as _;
     let v = serde_yaml::Value::deserialize(d)?;
-    if v.is_sequence() {
+    if v.as_str() == Some("soak") {
+        Ok(Fault::soak_set())
+    } else if v.is_sequence() {
         serde_yaml::from_value(v).map_err(D::Error::custom)
     } else {
         serde_yaml::from_value(v)
@@ -664,6 +667,7 @@ rules:
     fault: {kind: redirect, status: 308, to: sink}
   - fault: {kind: redirect, to: {path: /elsewhere}}
   - fault: {kind: html_error, echo: "key=abc"}
+  - {when: {probability: 0.1}, faults: soak}
   - when: {probability: 0.2}
     faults:
       - kind: reset_before_forward
@@ -697,8 +701,9 @@ rules:
                 to: RedirectTo::Path("/elsewhere".into())
             }
         );
-        assert_eq!(set.rules[5].when, When::Probability(0.2));
-        assert_eq!(set.rules[5].faults.len(), 4);
+        assert_eq!(set.rules[5].faults, Fault::soak_set());
+        assert_eq!(set.rules[6].when, When::Probability(0.2));
+        assert_eq!(set.rules[6].faults.len(), 4);
         let json = serde_json::to_string(&set).unwrap();
         assert_eq!(RuleSet::from_yaml(&json).unwrap(), set);
     }
