@@ -74,6 +74,7 @@ pub mod clock;
 pub mod faults;
 pub mod graphql;
 pub mod inference;
+pub mod proxy;
 pub mod reqlog;
 pub mod resolve;
 pub mod rest;

@@ -1,7 +1,8 @@
 //! `fake-baseten`: run the fake by hand or from scripts.
 //!
-//! Prints one JSON line with the URL and the four bases once listening,
-//! then serves until SIGINT/SIGTERM.
+//! Prints one JSON line with the URL and the four bases once listening
+//! (and, with `--proxy-rules`, a `proxy` object with the fault proxy's
+//! bases and sink), then serves until SIGINT/SIGTERM.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -9,6 +10,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use fake_baseten::FakeBaseten;
+use fake_baseten::proxy::{FaultProxy, RuleSet};
 use fake_baseten::scenario::Scenario;
 
 /// A faithful fake of Baseten (GraphQL, REST v1, S3, inference) on one port.
@@ -39,6 +41,13 @@ struct Args {
     /// Scenario seconds per real second (overrides the scenario's).
     #[arg(long)]
     time_scale: Option<f64>,
+    /// Also start a fault-injecting proxy in front of the fake, driven by
+    /// this rules file (YAML or JSON; see the `proxy` module).
+    #[arg(long)]
+    proxy_rules: Option<PathBuf>,
+    /// Append the proxy's log here, one JSON object per line.
+    #[arg(long, requires = "proxy_rules")]
+    proxy_log: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -54,6 +63,11 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<()> {
     let scenario = Scenario::from_file(&args.scenario)?;
+    let proxy_rules = args
+        .proxy_rules
+        .as_deref()
+        .map(RuleSet::from_file)
+        .transpose()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -83,19 +97,39 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
         let signals = Signals::register()?;
         let fake = b.start().await?;
-        println!(
-            "{}",
-            serde_json::json!({
-                "url": fake.url(),
-                "graphql_base": fake.graphql_base(),
-                "rest_base": fake.rest_base(),
-                "s3_endpoint": fake.s3_endpoint(),
-                "inference_template": fake.inference_template(),
-                "bucket": fake.bucket(),
-                "region": fake.region(),
-            })
-        );
+        let mut bases = serde_json::json!({
+            "url": fake.url(),
+            "graphql_base": fake.graphql_base(),
+            "rest_base": fake.rest_base(),
+            "s3_endpoint": fake.s3_endpoint(),
+            "inference_template": fake.inference_template(),
+            "bucket": fake.bucket(),
+            "region": fake.region(),
+        });
+        let proxy = match proxy_rules {
+            Some(rules) => {
+                let mut p = FaultProxy::builder(fake.addr())
+                    .host(args.host)
+                    .rules(rules);
+                if let Some(l) = args.proxy_log {
+                    p = p.log_file(l);
+                }
+                let proxy = p.start().await?;
+                bases["proxy"] = serde_json::json!({
+                    "url": proxy.url(),
+                    "graphql_base": proxy.graphql_base(),
+                    "rest_base": proxy.rest_base(),
+                    "s3_endpoint": proxy.s3_endpoint(),
+                    "inference_template": proxy.inference_template(),
+                    "sink_url": proxy.sink_url(),
+                });
+                Some(proxy)
+            }
+            None => None,
+        };
+        println!("{bases}");
         signals.wait().await;
+        drop(proxy);
         drop(fake);
         Ok(())
     })
