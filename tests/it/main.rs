@@ -9,6 +9,7 @@ mod chain_deploy;
 mod chain_harness;
 mod docker_image;
 mod environment;
+mod faults;
 mod model_deploy;
 mod network;
 mod ship;

@@ -1,0 +1,227 @@
+//! A broken network between the binary and the platform: a fault-injecting
+//! proxy sits in front of the fake and loses answers, resets connections,
+//! redirects, or answers error pages. Whatever happens, no deployment is
+//! created twice, none is left unreported, and the key goes nowhere else.
+
+use fake_baseten::FakeBaseten;
+use fake_baseten::proxy::{Fault, FaultProxy, RedirectTo, Rule};
+
+use crate::harness::*;
+
+/// An existing model, so deploys create a new deployment of it.
+const EXISTING: &str = "teams: [{id: t1, name: ml, default: true}]\nmodels:\n  - {id: oldmodel, name: hello-truss-push, team: ml, deployments: [{id: olddep, name: v0, status: ACTIVE}]}\ndeployments:\n  default: [[0, BUILDING], [0.2, ACTIVE]]\n";
+/// No model yet: the first deploy creates it.
+const NEW: &str = "teams: [{id: t1, name: ml, default: true}]\ndeployments:\n  default: [[0, BUILDING], [0.2, ACTIVE]]\n";
+
+fn through(fake: &FakeBaseten, rules: Vec<Rule>) -> FaultProxy {
+    let mut b = FaultProxy::builder(fake.addr());
+    for r in rules {
+        b = b.rule(r);
+    }
+    b.start_in_background().expect("proxy starts")
+}
+
+/// A deploy of the example model whose every request goes through `proxy`.
+fn deploy(fake: &FakeBaseten, proxy: &FaultProxy) -> Outcome {
+    Invocation::new(fake)
+        .model(example_model())
+        .arg("app-url", proxy.graphql_base())
+        .arg("api-url", proxy.rest_base())
+        .arg("inference-url", proxy.inference_template())
+        .arg("s3-endpoint", proxy.s3_endpoint())
+        .arg("cleanup", "false")
+        .run()
+}
+
+/// Deployments the fake holds that are named like ours.
+fn ours(fake: &FakeBaseten) -> Vec<String> {
+    fake.deployments()
+        .into_iter()
+        .filter(|d| d.name == "ci-test")
+        .map(|d| d.id)
+        .collect()
+}
+
+fn creates(fake: &FakeBaseten) -> usize {
+    endpoints(fake)
+        .iter()
+        .filter(|e| e.starts_with("graphql.create_model"))
+        .count()
+}
+
+#[test]
+fn a_create_applied_but_unanswered_is_adopted_not_sent_again() {
+    for (scenario, field) in [
+        (EXISTING, "create_model_version_from_truss"),
+        (NEW, "create_model_from_truss"),
+    ] {
+        let fake = fake(scenario);
+        let proxy = through(
+            &fake,
+            vec![Rule::new("lost", Fault::DropAfterForward).graphql(field)],
+        );
+        let run = deploy(&fake, &proxy);
+        assert_eq!(run.status(), "success", "{run:?}");
+        // The platform applied it once and the binary never sent it again.
+        assert_eq!(creates(&fake), 1, "{field}: {:?}", endpoints(&fake));
+        let ids = ours(&fake);
+        assert_eq!(ids.len(), 1, "{ids:?}");
+        assert_eq!(run.out("deployment-id"), ids[0]);
+        assert!(run.stdout.contains("adopted it"), "{run:?}");
+        assert!(!run.everything().contains(API_KEY));
+    }
+}
+
+#[test]
+fn a_create_refused_before_arrival_is_sent_once_more() {
+    for fault in [
+        Fault::ResetBeforeForward,
+        Fault::HtmlError {
+            status: 502,
+            echo: None,
+        },
+    ] {
+        let fake = fake(EXISTING);
+        let proxy = through(
+            &fake,
+            vec![
+                Rule::new("cut", fault.clone())
+                    .graphql("create_model_version_from_truss")
+                    .nth(1),
+            ],
+        );
+        let run = deploy(&fake, &proxy);
+        assert_eq!(run.status(), "success", "{fault:?}: {run:?}");
+        assert_eq!(creates(&fake), 1, "{fault:?}");
+        assert_eq!(ours(&fake).len(), 1, "{fault:?}");
+    }
+}
+
+#[test]
+fn a_create_whose_outcome_stays_unknown_fails_naming_what_to_check() {
+    let fake = fake(EXISTING);
+    // Every create is lost, and so is every attempt to list deployments.
+    let proxy = through(
+        &fake,
+        vec![
+            Rule::new("lost", Fault::DropAfterForward).graphql("create_model_version_from_truss"),
+            Rule::new("blind", Fault::ResetBeforeForward)
+                .method("GET")
+                .path("/v1/models/oldmodel/deployments"),
+        ],
+    );
+    let run = deploy(&fake, &proxy);
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    assert_eq!(run.code, 1);
+    let msg = run.out("error-message");
+    assert!(msg.contains("check the deployments of model"), "{msg}");
+    assert!(msg.contains("ci-test"), "{msg}");
+    // Sent once: an unknown outcome is never resent blind.
+    assert_eq!(creates(&fake), 1);
+}
+
+#[test]
+fn a_lost_create_that_did_not_happen_is_sent_once_more_then_adopted() {
+    let fake = fake(EXISTING);
+    // The first create is answered 502 by a proxy that never forwarded it:
+    // the lookup finds nothing, the second goes through.
+    let proxy = through(
+        &fake,
+        vec![
+            Rule::new(
+                "gateway",
+                Fault::HtmlError {
+                    status: 504,
+                    echo: None,
+                },
+            )
+            .graphql("create_model_version_from_truss")
+            .nth(1),
+        ],
+    );
+    let run = deploy(&fake, &proxy);
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(run.stdout.contains("was not created: sending the request once more"));
+    assert_eq!(ours(&fake).len(), 1);
+}
+
+#[test]
+fn redirects_to_another_origin_are_not_followed_and_carry_no_key() {
+    let fake = fake(EXISTING);
+    let proxy = through(
+        &fake,
+        vec![
+            Rule::new(
+                "away",
+                Fault::Redirect {
+                    status: 307,
+                    to: RedirectTo::Sink,
+                },
+            )
+            .graphql("teams"),
+        ],
+    );
+    let run = deploy(&fake, &proxy);
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    assert!(run.out("error-message").contains("307"), "{run:?}");
+    // Nothing reached the other origin, with or without the key.
+    assert!(proxy.sink_requests().is_empty(), "{:?}", proxy.sink_requests());
+    assert_eq!(creates(&fake), 0);
+}
+
+#[test]
+fn an_error_page_echoing_the_key_leaks_it_nowhere() {
+    let fake = fake(EXISTING);
+    let proxy = through(
+        &fake,
+        vec![
+            Rule::new(
+                "echo",
+                Fault::HtmlError {
+                    status: 503,
+                    echo: Some(format!("Authorization: Api-Key {API_KEY}")),
+                },
+            )
+            .method("GET")
+            .path("/v1/models/oldmodel/deployments/")
+            .first(2),
+        ],
+    );
+    let run = deploy(&fake, &proxy);
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(run.stdout.contains("poll failed, retrying"), "{run:?}");
+    assert!(!run.everything().contains(API_KEY), "{}", run.everything());
+}
+
+#[test]
+fn truncated_and_dripped_status_answers_are_polled_through() {
+    let fake = fake(EXISTING);
+    let proxy = through(
+        &fake,
+        vec![
+            Rule::new(
+                "cut",
+                Fault::TruncatedJson {
+                    keep: Some(10),
+                    content_length: fake_baseten::proxy::DeclaredLength::Truncated,
+                },
+            )
+            .method("GET")
+            .path("/v1/models/oldmodel/deployments/")
+            .nth(1),
+            Rule::new(
+                "slow",
+                Fault::Drip {
+                    bytes: 64,
+                    interval_ms: 5,
+                },
+            )
+            .method("GET")
+            .path("/v1/models/oldmodel/deployments/")
+            .nth(2),
+        ],
+    );
+    let run = deploy(&fake, &proxy);
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_eq!(ours(&fake).len(), 1);
+}
