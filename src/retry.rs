@@ -159,6 +159,34 @@ pub(crate) async fn run<T, E: Classify + std::fmt::Display>(
     }
 }
 
+/// [`run`] for a try whose future must be `Send` (one inside a spawned
+/// task): `op` is a closure returning a future, because the future of an
+/// `async` closure borrowed by the loop is not proven `Send`. `note(failed,
+/// wait, err)` is called before each wait, for callers that report a retry
+/// in their own words.
+pub(crate) async fn run_noting<T, E: Classify, F: Future<Output = Result<T, E>>>(
+    policy: &Policy,
+    deadline: Option<Instant>,
+    mut note: impl FnMut(u32, Duration, &E),
+    mut op: impl FnMut(u32) -> F,
+) -> Result<T, E> {
+    let mut failed = 0;
+    loop {
+        let err = match op(failed + 1).await {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        failed += 1;
+        match policy.next(failed, &err, deadline, fastrand::f64()) {
+            Some(wait) => {
+                note(failed, wait, &err);
+                tokio::time::sleep(wait).await;
+            }
+            None => return Err(err),
+        }
+    }
+}
+
 /// Reads a `Retry-After` header: delta-seconds only (an HTTP date falls
 /// back to backoff; not worth a date parser). Policies cap the value.
 pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
@@ -283,6 +311,23 @@ mod tests {
         .await;
         assert!(r.is_err());
         assert_eq!(sent, Policy::READ.attempts);
+    }
+
+    #[tokio::test]
+    async fn run_noting_notes_each_retry_before_its_wait() {
+        let mut noted = Vec::new();
+        let r: Result<(), E> = run_noting(
+            &Policy::READ.instant(),
+            None,
+            |failed, wait, _: &E| noted.push((failed, wait)),
+            |_| async { Err(E(Kind::NotSent, None)) },
+        )
+        .await;
+        assert!(r.is_err());
+        let expected: Vec<_> = (1..Policy::READ.attempts)
+            .map(|failed| (failed, Duration::ZERO))
+            .collect();
+        assert_eq!(noted, expected);
     }
 
     #[test]

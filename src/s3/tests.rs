@@ -1,7 +1,19 @@
 //! Tests of the uploader's decisions, of its signing against botocore, and of
 //! whole uploads against the fake S3.
 
+use std::path::Path;
+use std::sync::Mutex;
+
+use reqwest::StatusCode;
+
+use super::error::{Failure, answer_kind, rejection_message};
+use super::plan::{MAX_OBJECT_BYTES, MAX_PARTS, Plan, plan};
+use super::region::redirect_region;
+use super::request::{Operation, signed_headers};
+use super::url::{bucket_url, object_url, set_query, virtual_host_ok};
+use super::xml::{S3Error, complete_xml, root_element, s3_error};
 use super::*;
+use crate::retry::{Classify as _, Kind, Policy};
 
 fn url(text: &str) -> Url {
     Url::parse(text).unwrap()
@@ -338,46 +350,61 @@ fn redirect_region_table() {
 }
 
 #[test]
-fn retryable_table() {
+fn answer_kind_table() {
+    let t = |status| Kind::Transient { status };
     let cases = [
-        (500, Some("InternalError"), true),
-        (500, None, true),
-        (502, None, true),
+        (500, Some("InternalError"), t(500)),
+        (500, None, t(500)),
+        (502, None, t(502)),
         // S3's NotImplemented: a feature it lacks will not appear on retry
-        (501, Some("NotImplemented"), false),
-        (503, Some("SlowDown"), true),
-        (429, None, true),
-        (408, None, true),
-        (400, Some("RequestTimeout"), true),
-        (400, Some("AuthorizationHeaderMalformed"), false),
-        (400, Some("XAmzContentSHA256Mismatch"), false),
-        (403, Some("SignatureDoesNotMatch"), false),
-        (403, Some("AccessDenied"), false),
-        (403, Some("RequestTimeTooSkewed"), false),
-        (404, Some("NoSuchUpload"), false),
-        (200, Some("InternalError"), true),
+        (501, Some("NotImplemented"), Kind::Permanent),
+        (503, Some("SlowDown"), t(503)),
+        (429, None, t(429)),
+        (408, None, t(408)),
+        // S3's transient codes under other statuses count as their usual one
+        (400, Some("RequestTimeout"), t(408)),
+        (200, Some("InternalError"), t(500)),
+        (400, Some("SlowDown"), t(503)),
+        (400, Some("AuthorizationHeaderMalformed"), Kind::Permanent),
+        (400, Some("XAmzContentSHA256Mismatch"), Kind::Permanent),
+        (403, Some("SignatureDoesNotMatch"), Kind::Permanent),
+        (403, Some("AccessDenied"), Kind::Permanent),
+        (403, Some("RequestTimeTooSkewed"), Kind::Permanent),
+        (404, Some("NoSuchUpload"), Kind::Permanent),
     ];
     for (status, code, expected) in cases {
-        assert_eq!(retryable(status, code), expected, "{status} {code:?}");
+        assert_eq!(answer_kind(status, code), expected, "{status} {code:?}");
+        // Every transient answer is one the default policy tries again.
+        let retried = Options::default().retry.retries(expected);
+        assert_eq!(retried, expected != Kind::Permanent, "{status} {code:?}");
     }
 }
 
 #[test]
-fn backoff_scales_the_crate_policy() {
-    let policy_base = Duration::from_millis(retry::BACKOFF_BASE_MILLIS);
-    for (attempt, unit) in [(1, 0.0), (1, 1.0), (2, 0.5), (4, 0.25), (30, 1.0)] {
-        // the default base is exactly the crate's policy
-        assert_eq!(
-            backoff_delay(attempt, policy_base, unit),
-            retry::Policy::READ.delay(attempt, None, unit),
-            "attempt {attempt}"
-        );
-        // a tenth of the base gives a tenth of every delay
-        let scaled = backoff_delay(attempt, policy_base / 10, unit).as_secs_f64();
-        let full = retry::Policy::READ.delay(attempt, None, unit).as_secs_f64();
-        assert!((scaled * 10.0 - full).abs() < 1e-6, "attempt {attempt}");
-    }
-    assert_eq!(Options::default().retry_base_delay, policy_base);
+fn the_default_policy_may_repeat_any_request() {
+    let policy = Options::default().retry;
+    assert_eq!(policy, Policy::IDEMPOTENT);
+    assert!(policy.retries(Kind::Ambiguous) && policy.retries(Kind::NotSent));
+    let local = Failure::Local(anyhow::anyhow!("could not read the archive"));
+    assert_eq!(local.kind(), Kind::Permanent);
+}
+
+#[tokio::test]
+async fn a_refused_connection_was_not_sent_and_carries_no_retry_after() {
+    // A port that was just free: nothing listens there any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused = reqwest::Client::new()
+        .get(format!("http://127.0.0.1:{port}/"))
+        .send()
+        .await
+        .unwrap_err();
+    let failure = Failure::Transport(refused);
+    assert_eq!(failure.kind(), Kind::NotSent);
+    assert_eq!(failure.retry_after(), None);
 }
 
 #[test]
@@ -642,7 +669,7 @@ mod against_fake {
     }
 
     /// Small parts so a 12 MiB file is three parts; instant retries.
-    fn uploader(fake: &FakeBaseten, concurrency: usize, max_attempts: u32) -> Uploader {
+    fn uploader(fake: &FakeBaseten, concurrency: usize, attempts: u32) -> Uploader {
         Uploader::new(
             reqwest::Client::new(),
             Options {
@@ -650,8 +677,10 @@ mod against_fake {
                 multipart_threshold: 5 * MIB,
                 part_size: 5 * MIB,
                 concurrency,
-                max_attempts,
-                retry_base_delay: Duration::from_millis(1),
+                retry: Policy {
+                    attempts,
+                    ..Options::default().retry.instant()
+                },
             },
         )
     }

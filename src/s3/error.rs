@@ -1,0 +1,178 @@
+//! Why a request failed, whether another try may help (the crate's retry
+//! policy decides from [`Kind`], never from a message), and the message the
+//! user reads when the upload gives up.
+
+use std::fmt;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use reqwest::StatusCode;
+
+use super::request::Operation;
+use super::xml::S3Error;
+use crate::retry::{self, Classify, Kind};
+
+/// Why one attempt failed.
+pub(super) enum Failure {
+    /// No HTTP answer (connect, TLS, reset, timeout) or a request that could
+    /// not be built.
+    Transport(reqwest::Error),
+    /// S3 answered with an error (possibly inside a 200, as Complete can).
+    S3 {
+        status: StatusCode,
+        error: S3Error,
+        header_region: Option<String>,
+        retry_after: Option<Duration>,
+    },
+    /// A local problem (reading the file, building the URL): never retried.
+    Local(anyhow::Error),
+}
+
+impl Classify for Failure {
+    fn kind(&self) -> Kind {
+        match self {
+            Self::Transport(error) => transport_kind(error.is_connect(), error.is_builder()),
+            Self::S3 { status, error, .. } => answer_kind(status.as_u16(), error.code.as_deref()),
+            Self::Local(_) => Kind::Permanent,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::S3 { retry_after, .. } => *retry_after,
+            Self::Transport(_) | Self::Local(_) => None,
+        }
+    }
+}
+
+/// A transport error by reqwest's own kinds: a connect error (DNS, refused,
+/// TLS) happened before any byte left; a request that could not be built
+/// will not build next time either; anything else (a reset, a timeout, a
+/// closed connection) happened after sending began.
+fn transport_kind(is_connect: bool, is_builder: bool) -> Kind {
+    if is_connect {
+        Kind::NotSent
+    } else if is_builder {
+        Kind::Permanent
+    } else {
+        Kind::Ambiguous
+    }
+}
+
+/// An S3 answer's kind: the crate's retryable statuses, plus S3's own
+/// transient codes, which can arrive under other statuses (its idle-socket
+/// `RequestTimeout` comes as a 400, Complete's `InternalError` inside a 200).
+/// Those count as the status S3 otherwise sends them with, so a policy
+/// retries them as it would that status.
+pub(super) fn answer_kind(status: u16, code: Option<&str>) -> Kind {
+    if retry::RETRYABLE_STATUSES.contains(&status) {
+        return Kind::Transient { status };
+    }
+    let status = match code {
+        Some("RequestTimeout") => 408,
+        Some("InternalError") => 500,
+        Some("SlowDown" | "ServiceUnavailable") => 503,
+        _ => return Kind::Permanent,
+    };
+    Kind::Transient { status }
+}
+
+/// One line for the log: what went wrong, without S3's message.
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Transport(error) => write!(f, "{error}"),
+            Self::S3 { status, error, .. } => write!(
+                f,
+                "HTTP {} {}",
+                status.as_u16(),
+                error.code.as_deref().unwrap_or("")
+            ),
+            Self::Local(error) => write!(f, "{error:#}"),
+        }
+    }
+}
+
+impl Failure {
+    /// The error the caller reports after `attempts` tries of `operation`,
+    /// with `secrets` blanked wherever S3 echoed them.
+    pub(super) fn into_error(
+        self,
+        operation: Operation,
+        attempts: u32,
+        secrets: &[&str],
+    ) -> anyhow::Error {
+        let tries = if attempts > 1 {
+            format!(", after {attempts} attempts")
+        } else {
+            String::new()
+        };
+        match self {
+            Self::Transport(error) => anyhow::Error::new(error)
+                .context(format!("could not complete S3 {operation}{tries}")),
+            Self::S3 { status, error, .. } => {
+                anyhow!(rejection_message(
+                    operation, status, &error, &tries, secrets
+                ))
+            }
+            Self::Local(error) => error,
+        }
+    }
+}
+
+/// "S3 rejected the upload: Code: Message (HTTP 403 on PutObject): hint".
+/// Only `<Code>` and `<Message>` are shown: S3's other fields (the canonical
+/// request, the string to sign) carry the session token.
+pub(super) fn rejection_message(
+    operation: Operation,
+    status: StatusCode,
+    error: &S3Error,
+    tries: &str,
+    secrets: &[&str],
+) -> String {
+    let what = match (&error.code, &error.message) {
+        (Some(code), Some(message)) => format!("{code}: {message}"),
+        (Some(code), None) => code.clone(),
+        (None, _) => format!(
+            "HTTP {} {}",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or("")
+        )
+        .trim_end()
+        .to_owned(),
+    };
+    let mut message = format!(
+        "S3 rejected the upload: {what} (HTTP {} on {operation}{tries})",
+        status.as_u16()
+    );
+    if let Some(hint) = error.code.as_deref().and_then(hint) {
+        message.push_str(": ");
+        message.push_str(hint);
+    }
+    redact(&message, secrets)
+}
+
+fn hint(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "SignatureDoesNotMatch" => {
+            "the request was not signed with the secret S3 expects; check that no proxy rewrites S3 requests, or report it"
+        }
+        "ExpiredToken" | "TokenRefreshRequired" => {
+            "the platform's temporary upload credentials expired; run the deploy again"
+        }
+        "InvalidAccessKeyId" | "InvalidToken" | "AccessDenied" => {
+            "the platform's temporary upload credentials were refused for this bucket and key; run the deploy again, and report it if it persists"
+        }
+        "RequestTimeTooSkewed" => {
+            "this machine's clock is more than 15 minutes off; fix its time (NTP) and retry"
+        }
+        _ => return None,
+    })
+}
+
+fn redact(text: &str, secrets: &[&str]) -> String {
+    secrets
+        .iter()
+        .filter(|s| s.len() >= 4)
+        .fold(text.to_owned(), |text, secret| text.replace(secret, "***"))
+}

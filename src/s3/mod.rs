@@ -1,0 +1,219 @@
+//! Uploads an archive to the S3 object the platform's temporary credentials
+//! allow, with our own SigV4 signer: one PUT for small files, a bounded,
+//! retried multipart upload for large ones, and boto3-style bucket-region
+//! discovery.
+//!
+//! The bucket's region is learned once per bucket and cached in the
+//! [`Uploader`]: from S3's answer to the first bodiless request signed for
+//! `us-east-1` (a HeadBucket probe before a single PUT, or the
+//! CreateMultipartUpload itself), so no data is sent to the wrong region.
+//!
+//! The pieces: `plan` picks single PUT or multipart, `multipart` runs the
+//! parts, `request` sends one call (signing, retries), `payload` builds each
+//! attempt's body, `region` finds the bucket's region, `url` addresses S3,
+//! `error` and `xml` read S3's answers, `sigv4` signs.
+
+mod error;
+mod multipart;
+mod payload;
+mod plan;
+mod region;
+mod request;
+mod sigv4;
+mod url;
+mod xml;
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use reqwest::Url;
+
+use self::plan::{Plan, plan};
+use self::region::Regions;
+use self::request::Call;
+use crate::retry;
+pub(crate) use crate::secret::Secret;
+
+const MIB: u64 = 1024 * 1024;
+
+/// Files up to this size go in one PUT (boto3's threshold too). A smaller
+/// file would be a single part anyway, and multipart costs two extra round
+/// trips.
+pub(crate) const DEFAULT_MULTIPART_THRESHOLD_BYTES: u64 = 8 * MIB;
+/// 8 MiB parts: 256 parts for a 2 GiB archive, a failed part costs at most
+/// 8 MiB of resending, and part buffers stay within the 64 MiB RSS budget.
+pub(crate) const DEFAULT_PART_SIZE_BYTES: u64 = 8 * MIB;
+/// Four parts in flight saturate a CI runner's uplink in practice and bound
+/// part buffers to 32 MiB.
+pub(crate) const DEFAULT_CONCURRENCY: usize = 4;
+
+/// The temporary credentials `model_s3_upload_credentials` hands out.
+#[derive(Clone, Debug)]
+pub(crate) struct Credentials {
+    pub(crate) access_key_id: String,
+    pub(crate) secret_access_key: Secret,
+    /// Sent as `x-amz-security-token`; an empty token is not sent.
+    pub(crate) session_token: Secret,
+}
+
+/// Where one archive goes.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    pub(crate) bucket: String,
+    pub(crate) key: String,
+    pub(crate) credentials: Credentials,
+}
+
+/// How to upload. `Default` is the production setting.
+#[derive(Clone, Debug)]
+pub(crate) struct Options {
+    /// `None`: AWS, virtual-hosted `https://{bucket}.s3[.{region}].amazonaws.com/{key}`.
+    /// `Some(url)`: path-style `{url}/{bucket}/{key}` (tests, S3-compatible stores).
+    pub(crate) endpoint: Option<Url>,
+    /// Files of at most this many bytes are sent in one PUT (and buffered
+    /// whole); S3 caps single PUTs at 5 GiB.
+    pub(crate) multipart_threshold: u64,
+    /// Bytes per part, raised to S3's 5 MiB minimum and, for huge files, to
+    /// what keeps the count within 10 000 parts.
+    pub(crate) part_size: u64,
+    /// Parts in flight at once (at least 1). Memory ≈ concurrency × part size.
+    pub(crate) concurrency: usize,
+    /// Which failed requests are sent again, how often, and after how long.
+    pub(crate) retry: retry::Policy,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            endpoint: None,
+            multipart_threshold: DEFAULT_MULTIPART_THRESHOLD_BYTES,
+            part_size: DEFAULT_PART_SIZE_BYTES,
+            concurrency: DEFAULT_CONCURRENCY,
+            // Every request here may be sent twice without harm, even when
+            // the first may have arrived: a part or object PUT overwrites
+            // itself with the same bytes, Complete and Abort name one upload,
+            // and a second CreateMultipartUpload at worst leaves an empty
+            // upload for the bucket's lifecycle rule to remove.
+            retry: retry::Policy::IDEMPOTENT,
+        }
+    }
+}
+
+/// What an upload did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct UploadReport {
+    pub(crate) bytes: u64,
+    /// Data-carrying requests: 1 for a single PUT, else the part count.
+    pub(crate) parts: u32,
+    /// The region the upload was finally signed for.
+    pub(crate) region: String,
+    pub(crate) elapsed: Duration,
+}
+
+/// Called with `(bytes sent, total bytes)`.
+type Progress<'a> = dyn Fn(u64, u64) + Send + Sync + 'a;
+
+/// Uploads files to S3. Cheap to share; remembers each bucket's region for
+/// its lifetime so only the first request to a bucket pays for discovery.
+///
+/// The `reqwest::Client` should not follow redirects for S3: a followed 307
+/// drops the signature on the new host. S3's region answers are handled here.
+pub(crate) struct Uploader {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: reqwest::Client,
+    options: Options,
+    regions: Regions,
+}
+
+/// One upload's fixed facts, shared by its concurrent part tasks.
+struct Job {
+    bucket: String,
+    key: String,
+    credentials: Credentials,
+    file: Arc<File>,
+}
+
+impl Uploader {
+    pub(crate) fn new(client: reqwest::Client, options: Options) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                client,
+                options,
+                regions: Regions::default(),
+            }),
+        }
+    }
+
+    /// Uploads the file at `path` to `target`, calling `progress(sent, total)`
+    /// once at the start and then as each part (or the single PUT) is stored.
+    pub(crate) async fn upload_file(
+        &self,
+        target: &Target,
+        path: &Path,
+        progress: &Progress<'_>,
+    ) -> anyhow::Result<UploadReport> {
+        let started = Instant::now();
+        self.upload(target, path, progress, started)
+            .await
+            .with_context(|| {
+                format!(
+                    "while uploading {} to s3://{}/{}",
+                    path.display(),
+                    target.bucket,
+                    target.key
+                )
+            })
+    }
+
+    async fn upload(
+        &self,
+        target: &Target,
+        path: &Path,
+        progress: &Progress<'_>,
+        started: Instant,
+    ) -> anyhow::Result<UploadReport> {
+        if target.bucket.is_empty() || target.key.is_empty() {
+            bail!("the platform returned an empty S3 bucket or key; cannot upload");
+        }
+        let file = File::open(path).context("could not open the archive")?;
+        let size = file
+            .metadata()
+            .context("could not read the archive's size")?
+            .len();
+        let options = &self.inner.options;
+        let plan = plan(size, options.multipart_threshold, options.part_size)?;
+        let job = Arc::new(Job {
+            bucket: target.bucket.clone(),
+            key: target.key.clone(),
+            credentials: target.credentials.clone(),
+            file: Arc::new(file),
+        });
+        progress(0, size);
+        let parts = match plan {
+            Plan::Single => {
+                self.inner.call(&job, &Call::put_object(size)).await?;
+                progress(size, size);
+                1
+            }
+            Plan::Multipart { part_size, parts } => {
+                self.upload_multipart(&job, size, part_size, parts, progress)
+                    .await?
+            }
+        };
+        Ok(UploadReport {
+            bytes: size,
+            parts,
+            region: self.inner.regions.for_bucket(&job.bucket),
+            elapsed: started.elapsed(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

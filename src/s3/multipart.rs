@@ -1,0 +1,113 @@
+//! A multipart upload: create it, send the parts with bounded concurrency,
+//! complete it, and abort it if anything fails so no part is left behind.
+
+use std::sync::Arc;
+
+use anyhow::{Context as _, anyhow};
+use tokio::task::JoinSet;
+
+use super::request::Call;
+use super::xml::xml_text;
+use super::{Job, Progress, Uploader};
+
+impl Uploader {
+    pub(super) async fn upload_multipart(
+        &self,
+        job: &Arc<Job>,
+        size: u64,
+        part_size: u64,
+        parts: u64,
+        progress: &Progress<'_>,
+    ) -> anyhow::Result<u32> {
+        let created = self.inner.call(job, &Call::create_multipart()).await?;
+        let upload_id = xml_text(&created.body, "UploadId")
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| anyhow!("S3 started a multipart upload but returned no UploadId"))?;
+        let outcome = match self
+            .upload_parts(job, &upload_id, size, part_size, parts, progress)
+            .await
+        {
+            Ok(etags) => self
+                .inner
+                .call(job, &Call::complete_multipart(&upload_id, &etags))
+                .await
+                .map(|_| ()),
+            Err(error) => Err(error),
+        };
+        match outcome {
+            Ok(()) => u32::try_from(parts).context("part count exceeds u32"),
+            Err(error) => {
+                // Best effort: a leftover upload only costs storage until the
+                // bucket's lifecycle rule removes it; the first error matters.
+                if let Err(abort_error) = self
+                    .inner
+                    .call(job, &Call::abort_multipart(&upload_id))
+                    .await
+                {
+                    tracing::warn!("could not abort the S3 multipart upload: {abort_error:#}");
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Sends every part with at most `concurrency` in flight; returns
+    /// `(part number, ETag)` in ascending part order.
+    async fn upload_parts(
+        &self,
+        job: &Arc<Job>,
+        upload_id: &str,
+        size: u64,
+        part_size: u64,
+        parts: u64,
+        progress: &Progress<'_>,
+    ) -> anyhow::Result<Vec<(u32, String)>> {
+        let concurrency = self.inner.options.concurrency.max(1);
+        let mut in_flight = JoinSet::new();
+        let mut next: u64 = 1;
+        let mut etags = Vec::new();
+        let mut sent: u64 = 0;
+        loop {
+            while in_flight.len() < concurrency && next <= parts {
+                let offset = (next - 1) * part_size;
+                let len = part_size.min(size - offset);
+                let number = u32::try_from(next).context("part number exceeds u32")?;
+                let inner = Arc::clone(&self.inner);
+                let job = Arc::clone(job);
+                let upload_id = upload_id.to_owned();
+                in_flight.spawn(async move {
+                    let call = Call::upload_part(number, &upload_id, offset, len);
+                    let reply = inner.call(&job, &call).await?;
+                    let etag = reply
+                        .headers
+                        .get(reqwest::header::ETAG)
+                        .and_then(|v| v.to_str().ok())
+                        .filter(|v| !v.is_empty())
+                        .ok_or_else(|| anyhow!("S3 stored part {number} but sent no ETag"))?
+                        .to_owned();
+                    anyhow::Ok((number, etag, len))
+                });
+                next += 1;
+            }
+            let Some(joined) = in_flight.join_next().await else {
+                break;
+            };
+            let failure = match joined {
+                Ok(Ok((number, etag, len))) => {
+                    etags.push((number, etag));
+                    sent += len;
+                    progress(sent, size);
+                    continue;
+                }
+                Ok(Err(error)) => error,
+                Err(join_error) => anyhow!("an upload task stopped unexpectedly: {join_error}"),
+            };
+            // Cancel the other parts before the caller aborts the upload, so
+            // no part lands after the abort.
+            in_flight.shutdown().await;
+            return Err(failure);
+        }
+        etags.sort_by_key(|(number, _)| *number);
+        Ok(etags)
+    }
+}
