@@ -136,34 +136,27 @@ impl Policy {
 }
 
 /// Runs `op` until it succeeds or the policy gives up, sleeping between
-/// tries; `op` gets the number of the try (1 for the first).
-pub(crate) async fn run<T, E: Classify + std::fmt::Display>(
+/// tries; `op` gets the number of the try (1 for the first). Each retry is
+/// a debug log line.
+pub(crate) async fn run<T, E, F>(
     policy: &Policy,
     deadline: Option<Instant>,
-    mut op: impl AsyncFnMut(u32) -> Result<T, E>,
-) -> Result<T, E> {
-    let mut failed = 0;
-    loop {
-        let err = match op(failed + 1).await {
-            Ok(v) => return Ok(v),
-            Err(e) => e,
-        };
-        failed += 1;
-        match policy.next(failed, &err, deadline, fastrand::f64()) {
-            Some(wait) => {
-                tracing::debug!("try {failed} failed, retrying in {wait:?}: {err}");
-                tokio::time::sleep(wait).await;
-            }
-            None => return Err(err),
-        }
-    }
+    op: impl FnMut(u32) -> F,
+) -> Result<T, E>
+where
+    E: Classify + std::fmt::Display,
+    F: Future<Output = Result<T, E>>,
+{
+    let note = |failed: u32, wait: Duration, err: &E| {
+        tracing::debug!("try {failed} failed, retrying in {wait:?}: {err}");
+    };
+    run_noting(policy, deadline, note, op).await
 }
 
-/// [`run`] for a try whose future must be `Send` (one inside a spawned
-/// task): `op` is a closure returning a future, because the future of an
-/// `async` closure borrowed by the loop is not proven `Send`. `note(failed,
-/// wait, err)` is called before each wait, for callers that report a retry
-/// in their own words.
+/// [`run`] for callers that report a retry in their own words:
+/// `note(failed, wait, err)` is called before each wait. `op` is a closure
+/// returning a future (not an `async` closure) so that the loop's future is
+/// `Send` inside spawned tasks.
 pub(crate) async fn run_noting<T, E: Classify, F: Future<Output = Result<T, E>>>(
     policy: &Policy,
     deadline: Option<Instant>,
@@ -295,22 +288,16 @@ mod tests {
 
     #[tokio::test]
     async fn run_sends_a_mutation_once_when_the_outcome_is_ambiguous() {
-        let mut sent = 0;
-        let r: Result<(), E> = run(&Policy::MUTATION.instant(), None, async |_| {
-            sent += 1;
-            Err(E(Kind::Ambiguous, None))
-        })
-        .await;
-        assert!(r.is_err());
-        assert_eq!(sent, 1);
-        let mut sent = 0;
-        let r: Result<(), E> = run(&Policy::READ.instant(), None, async |_| {
-            sent += 1;
-            Err(E(Kind::Ambiguous, None))
-        })
-        .await;
-        assert!(r.is_err());
-        assert_eq!(sent, Policy::READ.attempts);
+        for (policy, want) in [(Policy::MUTATION, 1), (Policy::READ, Policy::READ.attempts)] {
+            let sent = std::cell::Cell::new(0);
+            let r: Result<(), E> = run(&policy.instant(), None, |_| {
+                sent.set(sent.get() + 1);
+                async { Err(E(Kind::Ambiguous, None)) }
+            })
+            .await;
+            assert!(r.is_err());
+            assert_eq!(sent.get(), want);
+        }
     }
 
     #[tokio::test]

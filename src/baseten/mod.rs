@@ -205,8 +205,8 @@ impl Api {
         query: &str,
         variables: Option<Value>,
     ) -> Result<Value, ApiError> {
-        retry::run(&self.policy(policy), None, async |_| {
-            self.graphql_once(what, query, variables.as_ref()).await
+        retry::run(&self.policy(policy), None, |_| {
+            self.graphql_once(what, query, variables.as_ref())
         })
         .await
     }
@@ -241,8 +241,8 @@ impl Api {
         what: &str,
         url: reqwest::Url,
     ) -> Result<T, ApiError> {
-        retry::run(&self.policy(Policy::READ), None, async |_| {
-            self.rest_get(what, url.clone()).await
+        retry::run(&self.policy(Policy::READ), None, |_| {
+            self.rest_get(what, url.clone())
         })
         .await
     }
@@ -255,7 +255,7 @@ impl Api {
         url: reqwest::Url,
         body: Option<Value>,
     ) -> Result<(), ApiError> {
-        retry::run(&self.policy(policy), None, async |_| {
+        retry::run(&self.policy(policy), None, |_| {
             let mut req = self
                 .http
                 .post(url.clone())
@@ -263,7 +263,7 @@ impl Api {
             if let Some(b) = &body {
                 req = req.json(b);
             }
-            self.send(what, req).await.map(drop)
+            async move { self.send(what, req).await.map(drop) }
         })
         .await
     }
@@ -300,6 +300,67 @@ pub(crate) fn now_epoch_millis() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A server that reads each request and hangs up without answering:
+    /// whatever it was asked may have been applied. Counts the requests.
+    async fn hang_up_server() -> (String, Arc<AtomicUsize>) {
+        use tokio::io::AsyncReadExt;
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&seen);
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                let mut buf = [0u8; 65536];
+                if s.read(&mut buf).await.unwrap_or(0) > 0 {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        (url, seen)
+    }
+
+    fn api(url: &str) -> Api {
+        let endpoints = Endpoints {
+            app: url.parse().unwrap(),
+            api: url.parse().unwrap(),
+            inference: format!("{url}/{{prefix}}-{{id}}"),
+            s3: None,
+        };
+        Api::new(reqwest::Client::new(), endpoints, Secret::new("k")).without_delays()
+    }
+
+    #[tokio::test]
+    async fn a_mutation_that_may_have_been_applied_is_sent_once_and_a_read_again() {
+        let (url, seen) = hang_up_server().await;
+        let api = api(&url);
+        let e = api
+            .create(&CreateRequest {
+                existing_model_id: Some("m1"),
+                model_name: "m",
+                s3_key: "k",
+                config_b64: "e30=",
+                deployment_name: "d",
+                environment: None,
+                deploy_timeout_minutes: 45,
+                team_id: None,
+                truss_user_env: "{}",
+                labels_json: None,
+                raw_config_b64: None,
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ApiError::Ambiguous { .. }), "{e:?}");
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        let e = api.teams().await.unwrap_err();
+        assert!(matches!(e, ApiError::Ambiguous { .. }), "{e:?}");
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            1 + Policy::READ.attempts as usize
+        );
+    }
 
     #[test]
     fn graphql_literals_cannot_break_out() {

@@ -141,7 +141,10 @@ fn a_lost_create_that_did_not_happen_is_sent_once_more_then_adopted() {
     );
     let run = deploy(&fake, &proxy);
     assert_eq!(run.status(), "success", "{run:?}");
-    assert!(run.stdout.contains("was not created: sending the request once more"));
+    assert!(
+        run.stdout
+            .contains("was not created: sending the request once more")
+    );
     assert_eq!(ours(&fake).len(), 1);
 }
 
@@ -165,7 +168,11 @@ fn redirects_to_another_origin_are_not_followed_and_carry_no_key() {
     assert_eq!(run.status(), "deploy_failed", "{run:?}");
     assert!(run.out("error-message").contains("307"), "{run:?}");
     // Nothing reached the other origin, with or without the key.
-    assert!(proxy.sink_requests().is_empty(), "{:?}", proxy.sink_requests());
+    assert!(
+        proxy.sink_requests().is_empty(),
+        "{:?}",
+        proxy.sink_requests()
+    );
     assert_eq!(creates(&fake), 0);
 }
 
