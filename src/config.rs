@@ -1,6 +1,6 @@
 //! Stage two of the inputs: a validated `Config`, built before any network
 //! call. Every message says what was wrong, what was expected and how to fix
-//! it (SPEC: bad input gets one clear message and changes nothing).
+//! it: a bad input gets one clear message and changes nothing.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -10,18 +10,10 @@ use reqwest::Url;
 use serde_json::Value;
 
 use crate::ci::OutputsFormat as OutputFormat;
-use crate::cli::Inputs;
+use crate::cli::{self, Inputs, Kind};
 use crate::git;
 use crate::secret::Secret;
 
-pub const DEFAULT_APP_URL: &str = "https://app.baseten.co";
-pub const DEFAULT_API_URL: &str = "https://api.baseten.co";
-pub const DEFAULT_INFERENCE_URL: &str = "https://{prefix}-{id}.api.baseten.co";
-pub const DEFAULT_DEPLOY_TIMEOUT_MINUTES: u32 = 45;
-/// The platform rejects deploy_timeout_minutes outside this range.
-pub const DEPLOY_TIMEOUT_MINUTES_RANGE: std::ops::RangeInclusive<u32> = 10..=1440;
-pub const DEFAULT_PREDICT_TIMEOUT_SECS: u64 = 300;
-pub const DEFAULT_POLL_INTERVAL_SECS: f64 = 2.0;
 /// `raw_config` is sent only up to this size (as truss does).
 pub const RAW_CONFIG_MAX_BYTES: usize = 100 * 1024;
 
@@ -85,8 +77,8 @@ impl Endpoints {
     }
 }
 
-/// Appends `path` to `base` whether or not `base` ends with a slash (hazard
-/// H29: no `//graphql/`).
+/// Appends `path` to `base` whether or not `base` ends with a slash, so a
+/// base given with a trailing slash never yields `//graphql/`.
 fn join(base: &Url, path: &str) -> Url {
     let mut s = base.as_str().trim_end_matches('/').to_string();
     s.push('/');
@@ -170,8 +162,8 @@ pub fn parse_bool(name: &str, value: &str) -> Result<bool, String> {
     }
 }
 
-/// True when `name` is a whole match of `[0-9A-Za-z_.-]+` (hazard H6: no
-/// trailing newline slips through).
+/// True when `name` is a whole match of `[0-9A-Za-z_.-]+`, so no trailing
+/// newline slips through as a regex with `$` would let it.
 pub fn is_valid_deployment_name(name: &str) -> bool {
     !name.is_empty()
         && name
@@ -215,6 +207,28 @@ fn positive_secs(name: &str, value: &str) -> Result<Duration, String> {
         return Err(format!("{name} must be greater than 0, got {value:?}"));
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// The deploy budget, whole minutes within the platform's range.
+fn deploy_timeout_minutes(inputs: &Inputs) -> Result<u32, String> {
+    let name = "deploy-timeout-minutes";
+    let Kind::Number(range) = cli::spec(name).kind else {
+        unreachable!("{name} is declared as a number");
+    };
+    let v = inputs.or_default(name).unwrap_or_default();
+    let n: u32 = v.parse().map_err(|_| {
+        format!(
+            "{name} must be a whole number of minutes between {} and {}, got {v:?}",
+            range.min, range.max
+        )
+    })?;
+    if !(range.min..=range.max).contains(&f64::from(n)) {
+        return Err(format!(
+            "{name} must be between {} and {} (the platform rejects other values), got {n}",
+            range.min, range.max
+        ));
+    }
+    Ok(n)
 }
 
 /// Loads and checks the model directory.
@@ -306,16 +320,14 @@ impl Config {
             load_model(Path::new(dir))?
         };
 
-        let bool_input = |name: &str, default: bool| -> Result<bool, String> {
-            inputs
-                .trimmed(name)
-                .map_or(Ok(default), |v| parse_bool(name, v))
+        let bool_input = |name: &str| -> Result<bool, String> {
+            parse_bool(name, inputs.or_default(name).unwrap_or("false"))
         };
         let environment = inputs.trimmed("environment").map(str::to_string);
-        let include_git_info = bool_input("include-git-info", true)?;
-        let regional_environment = bool_input("regional-environment", false)?;
-        let stream_logs = bool_input("stream-logs", true)?;
-        let dry_run = bool_input("dry-run", false)?;
+        let include_git_info = bool_input("include-git-info")?;
+        let regional_environment = bool_input("regional-environment")?;
+        let stream_logs = bool_input("stream-logs")?;
+        let dry_run = bool_input("dry-run")?;
         let cleanup = match inputs.trimmed("cleanup") {
             Some(v) => Cleanup {
                 enabled: parse_bool("cleanup", v)?,
@@ -388,39 +400,28 @@ impl Config {
         // An empty payload means "no predict", as in the anchor action.
         .filter(|v| !is_falsy(v));
 
-        let deploy_timeout_minutes = match inputs.trimmed("deploy-timeout-minutes") {
-            None => DEFAULT_DEPLOY_TIMEOUT_MINUTES,
-            Some(v) => {
-                let n: u32 = v.parse().map_err(|_| {
-                    format!("deploy-timeout-minutes must be a whole number of minutes between 10 and 1440, got {v:?}")
-                })?;
-                if !DEPLOY_TIMEOUT_MINUTES_RANGE.contains(&n) {
-                    return Err(format!(
-                        "deploy-timeout-minutes must be between 10 and 1440 (the platform rejects other values), got {n}"
-                    ));
-                }
-                n
-            }
-        };
+        let deploy_timeout_minutes = deploy_timeout_minutes(inputs)?;
         let wait_timeout = match inputs.trimmed("wait-timeout-seconds") {
             Some(v) => positive_secs("wait-timeout-seconds", v)?,
             None => Duration::from_secs(u64::from(deploy_timeout_minutes) * 60),
         };
-        let predict_timeout = match inputs.trimmed("predict-timeout") {
-            None => Duration::from_secs(DEFAULT_PREDICT_TIMEOUT_SECS),
-            Some(v) => match v.parse::<u64>() {
+        let predict_timeout = {
+            let v = inputs.or_default("predict-timeout").unwrap_or_default();
+            match v.parse::<u64>() {
                 Ok(n) if n > 0 => Duration::from_secs(n),
                 _ => {
                     return Err(format!(
                         "predict-timeout must be a positive whole number of seconds, got {v:?}"
                     ));
                 }
-            },
+            }
         };
-        let poll_interval = match inputs.trimmed("poll-interval-seconds") {
-            Some(v) => positive_secs("poll-interval-seconds", v)?,
-            None => Duration::from_secs_f64(DEFAULT_POLL_INTERVAL_SECS),
-        };
+        let poll_interval = positive_secs(
+            "poll-interval-seconds",
+            inputs
+                .or_default("poll-interval-seconds")
+                .unwrap_or_default(),
+        )?;
 
         let ci_revision = git::ci_revision(env);
         let deployment_name = match inputs.trimmed("deployment-name") {
@@ -456,17 +457,11 @@ impl Config {
             }
         };
 
-        let app = key_url(
-            "app-url",
-            inputs.trimmed("app-url").unwrap_or(DEFAULT_APP_URL),
-        )?;
-        let api = key_url(
-            "api-url",
-            inputs.trimmed("api-url").unwrap_or(DEFAULT_API_URL),
-        )?;
+        let app = key_url("app-url", inputs.or_default("app-url").unwrap_or_default())?;
+        let api = key_url("api-url", inputs.or_default("api-url").unwrap_or_default())?;
         let inference = inputs
-            .trimmed("inference-url")
-            .unwrap_or(DEFAULT_INFERENCE_URL)
+            .or_default("inference-url")
+            .unwrap_or_default()
             .to_string();
         if !inference.contains("{id}") {
             return Err(format!(

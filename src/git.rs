@@ -19,7 +19,7 @@ pub struct GitInfo {
 
 /// Runs `git` in `dir` and returns trimmed stdout on success; `None` when git
 /// is missing, the directory is not a repository, or the command failed —
-/// git info is a nicety and must never abort a deploy (hazard H12).
+/// git info is a nicety and must never abort a deploy.
 pub fn run_git(dir: &Path, args: &[&str]) -> Option<String> {
     let out = Command::new("git")
         .args(args)
