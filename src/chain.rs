@@ -26,7 +26,8 @@ pub const PYTHON_ENV_VAR: &str = "TRUSS_PUSH_PYTHON";
 pub const DEFAULT_PYTHON: &str = "python3";
 /// The helper, shipped inside the binary so a release is still one file.
 pub const CODEGEN_HELPER: &str = include_str!("chain_codegen.py");
-/// Keep in step with `PINNED_TRUSS` in the helper and `scripts/python-env`.
+/// The truss version the helper generates chains with; it is passed to the
+/// helper on its command line.
 pub const PINNED_TRUSS_VERSION: &str = deploy::TRUSS_COMPAT_VERSION;
 /// Code generation imports user code and runs ruff per chainlet; a hung
 /// import must not hold the job forever.
@@ -138,6 +139,7 @@ pub async fn generate(
     let mut cmd = tokio::process::Command::new(python);
     cmd.arg("-B")
         .arg(&helper)
+        .arg(PINNED_TRUSS_VERSION)
         .arg(&file)
         .arg(chain_name.unwrap_or(""))
         .env("TMPDIR", gen_dir)

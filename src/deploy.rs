@@ -20,7 +20,10 @@ use crate::{archive, git, promotion, retry, s3};
 
 /// The truss client version whose archive and wire format we reproduce; sent
 /// in `truss_user_env` so the platform treats the upload as that client's.
-pub const TRUSS_COMPAT_VERSION: &str = "0.18.36";
+/// The repository's `truss-version` file is its one definition, shared with
+/// the chain helper and `scripts/python-env`.
+pub const TRUSS_COMPAT_VERSION: &str =
+    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/truss-version")).trim_ascii();
 /// First bytes of a predict response kept in outputs and logs.
 pub const PREDICT_RESPONSE_MAX_CHARS: usize = 4096;
 /// Log lines remembered for de-duplication.
