@@ -24,6 +24,16 @@ pub enum Unit {
     Minutes,
 }
 
+impl Unit {
+    /// The unit as a word, for messages.
+    pub fn word(self) -> &'static str {
+        match self {
+            Unit::Seconds => "seconds",
+            Unit::Minutes => "minutes",
+        }
+    }
+}
+
 /// The values a numeric input accepts: `min..=max` in `unit`, whole numbers
 /// only when `whole`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -58,8 +68,6 @@ pub enum Kind {
     Format,
     /// A number within a range.
     Number(Range),
-    /// A positive number of seconds, whole numbers only when `whole`.
-    Seconds { whole: bool },
 }
 
 impl Kind {
@@ -77,7 +85,6 @@ impl Kind {
                 Unit::Seconds => "SECONDS",
                 Unit::Minutes => "MINUTES",
             },
-            Kind::Seconds { .. } => "SECONDS",
         }
     }
 }
@@ -103,6 +110,15 @@ pub struct InputSpec {
 const HOSTS: Option<&str> = Some("Hosts");
 const BEHAVIOUR: Option<&str> = Some("Behaviour");
 const OUTPUTS: Option<&str> = Some("Outputs");
+
+const fn seconds(min: f64, max: f64, whole: bool) -> Kind {
+    Kind::Number(Range {
+        unit: Unit::Seconds,
+        min,
+        max,
+        whole,
+    })
+}
 
 /// Every input, the anchor action's first (same names, same plain
 /// variables), then the ones this project adds.
@@ -196,7 +212,8 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "predict-timeout",
         plain_env: "PREDICT_TIMEOUT",
-        kind: Kind::Seconds { whole: true },
+        // An hour is far beyond any smoke test; a larger value is a typo.
+        kind: seconds(1.0, 3600.0, true),
         default: Some("300"),
         help: "Predict deadline in seconds",
         heading: None,
@@ -252,7 +269,9 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "poll-interval-seconds",
         plain_env: "TRUSS_PUSH_POLL_INTERVAL_SECONDS",
-        kind: Kind::Seconds { whole: false },
+        // Below the floor the poll loop hammers the API; the tests poll
+        // their local fake at the floor to stay fast.
+        kind: seconds(0.05, 600.0, false),
         default: Some("2"),
         help: "Seconds between status polls",
         heading: BEHAVIOUR,
@@ -260,7 +279,8 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "wait-timeout-seconds",
         plain_env: "TRUSS_PUSH_WAIT_TIMEOUT_SECONDS",
-        kind: Kind::Seconds { whole: false },
+        // The ceiling is the longest deploy budget the platform accepts.
+        kind: seconds(0.1, 86_400.0, false),
         default: None,
         help: "Client-side wait budget in seconds (default: deploy-timeout-minutes)",
         heading: BEHAVIOUR,
@@ -326,7 +346,7 @@ pub fn env_names(spec: &InputSpec) -> [String; 3] {
 fn help_line(spec: &InputSpec) -> String {
     let mut line = spec.help.to_string();
     if let Kind::Number(r) = spec.kind {
-        line.push_str(&format!(", {} to {}", r.min, r.max));
+        line.push_str(&format!(" [range: {} to {}]", r.min, r.max));
     }
     line.push_str(&format!(" [env: {}]", spec.plain_env));
     if let Some(d) = spec.default {
@@ -534,7 +554,7 @@ mod tests {
     fn help_shows_env_range_and_default() {
         let help = command().render_long_help().to_string();
         for want in [
-            "Deploy budget in minutes, 10 to 1440 [env: DEPLOY_TIMEOUT_MINUTES] [default: 45]",
+            "Deploy budget in minutes [range: 10 to 1440] [env: DEPLOY_TIMEOUT_MINUTES] [default: 45]",
             "--dry-run [<BOOL>]",
             "Baseten API key; never printed [env: BASETEN_API_KEY]",
             "Hosts:",

@@ -198,37 +198,34 @@ fn key_url(name: &str, value: &str) -> Result<Url, String> {
     }
 }
 
-fn positive_secs(name: &str, value: &str) -> Result<Duration, String> {
-    let secs: f64 = value
-        .trim()
-        .parse()
-        .map_err(|_| format!("{name} must be a number of seconds, got {value:?}"))?;
-    if !(secs.is_finite() && secs > 0.0) {
-        return Err(format!("{name} must be greater than 0, got {value:?}"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
-/// The deploy budget, whole minutes within the platform's range.
-fn deploy_timeout_minutes(inputs: &Inputs) -> Result<u32, String> {
-    let name = "deploy-timeout-minutes";
-    let Kind::Number(range) = cli::spec(name).kind else {
+/// Reads a numeric input (or its default) and checks it against the range
+/// declared for it, so no later conversion to a `Duration` or an `Instant`
+/// can overflow.
+fn number(inputs: &Inputs, name: &str) -> Result<f64, String> {
+    let Kind::Number(r) = cli::spec(name).kind else {
         unreachable!("{name} is declared as a number");
     };
     let v = inputs.or_default(name).unwrap_or_default();
-    let n: u32 = v.parse().map_err(|_| {
-        format!(
-            "{name} must be a whole number of minutes between {} and {}, got {v:?}",
-            range.min, range.max
-        )
-    })?;
-    if !(range.min..=range.max).contains(&f64::from(n)) {
-        return Err(format!(
-            "{name} must be between {} and {} (the platform rejects other values), got {n}",
-            range.min, range.max
-        ));
+    let unit = r.unit.word();
+    let parsed = if r.whole {
+        v.parse::<u64>().ok().map(|n| n as f64)
+    } else {
+        v.parse::<f64>().ok()
+    };
+    match parsed {
+        // NaN fails both comparisons.
+        Some(x) if r.min <= x && x <= r.max => Ok(x),
+        Some(_) => Err(format!(
+            "{name} must be between {} and {} {unit}, got {v:?}",
+            r.min, r.max
+        )),
+        None => Err(format!(
+            "{name} must be a {}number of {unit} between {} and {}, got {v:?}",
+            if r.whole { "whole " } else { "" },
+            r.min,
+            r.max
+        )),
     }
-    Ok(n)
 }
 
 /// Loads and checks the model directory.
@@ -400,28 +397,15 @@ impl Config {
         // An empty payload means "no predict", as in the anchor action.
         .filter(|v| !is_falsy(v));
 
-        let deploy_timeout_minutes = deploy_timeout_minutes(inputs)?;
+        // Each number is within its declared range, so these conversions
+        // cannot overflow.
+        let deploy_timeout_minutes = number(inputs, "deploy-timeout-minutes")? as u32;
         let wait_timeout = match inputs.trimmed("wait-timeout-seconds") {
-            Some(v) => positive_secs("wait-timeout-seconds", v)?,
+            Some(_) => Duration::from_secs_f64(number(inputs, "wait-timeout-seconds")?),
             None => Duration::from_secs(u64::from(deploy_timeout_minutes) * 60),
         };
-        let predict_timeout = {
-            let v = inputs.or_default("predict-timeout").unwrap_or_default();
-            match v.parse::<u64>() {
-                Ok(n) if n > 0 => Duration::from_secs(n),
-                _ => {
-                    return Err(format!(
-                        "predict-timeout must be a positive whole number of seconds, got {v:?}"
-                    ));
-                }
-            }
-        };
-        let poll_interval = positive_secs(
-            "poll-interval-seconds",
-            inputs
-                .or_default("poll-interval-seconds")
-                .unwrap_or_default(),
-        )?;
+        let predict_timeout = Duration::from_secs(number(inputs, "predict-timeout")? as u64);
+        let poll_interval = Duration::from_secs_f64(number(inputs, "poll-interval-seconds")?);
 
         let ci_revision = git::ci_revision(env);
         let deployment_name = match inputs.trimmed("deployment-name") {

@@ -92,12 +92,12 @@ fn every_bad_input_is_refused_before_any_upload_or_mutation() {
         (
             "predict-timeout zero",
             vec![("predict-timeout", "0".into())],
-            "predict-timeout must be a positive",
+            "predict-timeout must be between 1 and 3600 seconds",
         ),
         (
             "predict-timeout negative",
             vec![("predict-timeout", "-3".into())],
-            "predict-timeout must be a positive",
+            "predict-timeout must be a whole number of seconds between 1 and 3600",
         ),
         (
             "deployment name with space",
@@ -137,7 +137,7 @@ fn every_bad_input_is_refused_before_any_upload_or_mutation() {
         (
             "poll interval",
             vec![("poll-interval-seconds", "0".into())],
-            "greater than 0",
+            "poll-interval-seconds must be between 0.05 and 600 seconds",
         ),
     ];
     assert!(cases.len() >= 20);
@@ -205,4 +205,80 @@ fn an_unknown_flag_still_writes_outputs() {
         run.out("error-message").contains("--no-such-flag"),
         "{run:?}"
     );
+}
+
+/// Asserts a refused run: exit 2, outputs written, the message shown, no
+/// panic, and not one request to the platform.
+fn assert_refused(fake: &fake_baseten::FakeBaseten, why: &str, run: &Outcome, expect: &str) {
+    assert_eq!(run.code, 2, "{why}: {run:?}");
+    assert_eq!(run.status(), "deploy_failed", "{why}");
+    let msg = run.out("error-message");
+    assert!(
+        msg.contains(expect),
+        "{why}: expected {expect:?} in {msg:?}"
+    );
+    assert!(!run.stderr.contains("panicked"), "{why}: {run:?}");
+    assert_eq!(run.out("deployment-id"), "", "{why}");
+    assert!(fake.requests().is_empty(), "{why}: {:?}", fake.requests());
+}
+
+#[test]
+fn numbers_outside_their_documented_range_are_refused_before_any_request() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "poll-interval-seconds",
+            &[
+                "NaN", "inf", "-inf", "1e20", "1.8e19", "1e-300", "-1", "0.01", "601",
+            ],
+            "poll-interval-seconds must be between 0.05 and 600 seconds",
+        ),
+        (
+            "wait-timeout-seconds",
+            &["NaN", "inf", "1e20", "1.8e19", "1e-300", "-5", "0", "86401"],
+            "wait-timeout-seconds must be between 0.1 and 86400 seconds",
+        ),
+        (
+            "predict-timeout",
+            &[
+                "NaN",
+                "1e20",
+                "18446744073709551615",
+                "3601",
+                "0",
+                "-3",
+                "1.5",
+            ],
+            "predict-timeout must be",
+        ),
+        (
+            "deploy-timeout-minutes",
+            &["NaN", "inf", "1e20", "9", "1441", "-45", "45.5"],
+            "deploy-timeout-minutes must be",
+        ),
+    ];
+    for (input, values, expect) in cases {
+        for value in *values {
+            let run = Invocation::new(&fake)
+                .model(example_model())
+                .arg(input, value)
+                .run();
+            assert_refused(&fake, &format!("{input}={value}"), &run, expect);
+        }
+    }
+    // Both ends of each range are accepted (a dry run makes no request).
+    for (input, value) in [
+        ("poll-interval-seconds", "600"),
+        ("wait-timeout-seconds", "86400"),
+        ("wait-timeout-seconds", "0.1"),
+        ("predict-timeout", "3600"),
+        ("predict-timeout", "1"),
+    ] {
+        let run = Invocation::new(&fake)
+            .model(example_model())
+            .arg(input, value)
+            .arg("dry-run", "true")
+            .run();
+        assert_eq!(run.status(), "success", "{input}={value}: {run:?}");
+    }
 }
