@@ -10,12 +10,14 @@
 //! `crate::config` validates them.
 
 use std::collections::BTreeMap;
+use std::env::VarError;
 use std::ffi::OsString;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
-/// Reads one environment variable.
-pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+/// Reads one environment variable the way `std::env::var` does, so that a
+/// value which is not UTF-8 is told apart from an unset one.
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Result<String, VarError>;
 
 /// The unit of a numeric input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -355,7 +357,9 @@ fn help_line(spec: &InputSpec) -> String {
     line
 }
 
-/// The clap definition, built from `INPUTS`.
+/// The clap definition, built from `INPUTS`. Every flag takes its value as
+/// an OS string so that a value which is not UTF-8 reaches `gather`, which
+/// names the flag, instead of clap refusing it without saying which.
 pub fn command() -> Command {
     let mut cmd = Command::new("truss-push")
         .version(env!("CARGO_PKG_VERSION"))
@@ -366,7 +370,7 @@ pub fn command() -> Command {
         let mut arg = Arg::new(spec.name)
             .long(spec.name)
             .value_name(spec.kind.value_name())
-            .value_parser(clap::value_parser!(String))
+            .value_parser(clap::value_parser!(OsString))
             .action(ArgAction::Set)
             .help(help_line(spec));
         if let Some(heading) = spec.heading {
@@ -383,7 +387,7 @@ pub fn command() -> Command {
 /// The parsed command line: the flags that were given, by input name.
 #[derive(Debug, Default)]
 pub struct Cli {
-    flags: BTreeMap<&'static str, String>,
+    flags: BTreeMap<&'static str, OsString>,
 }
 
 impl Cli {
@@ -414,7 +418,7 @@ impl Cli {
     fn from_matches(mut m: ArgMatches) -> Self {
         let flags = INPUTS
             .iter()
-            .filter_map(|spec| Some((spec.name, m.remove_one::<String>(spec.name)?)))
+            .filter_map(|spec| Some((spec.name, m.remove_one::<OsString>(spec.name)?)))
             .collect();
         Self { flags }
     }
@@ -424,13 +428,38 @@ impl Cli {
     pub fn gather(&self, env: EnvLookup<'_>) -> Inputs {
         let mut inputs = Inputs::default();
         for spec in INPUTS {
-            let from_flag = self.flags.get(spec.name).cloned();
-            let value = std::iter::once(from_flag)
-                .chain(env_names(spec).iter().map(|n| env(n)))
-                .flatten()
-                .find(|v| !v.trim().is_empty());
-            if let Some(v) = value {
-                inputs.values.insert(spec.name, v);
+            let from_flag = self
+                .flags
+                .get(spec.name)
+                .map(|v| (format!("--{}", spec.name), v.clone().into_string()));
+            let from_env = env_names(spec).into_iter().map(|n| {
+                let v = env(&n).map_err(|e| match e {
+                    VarError::NotPresent => OsString::new(),
+                    VarError::NotUnicode(raw) => raw,
+                });
+                (n, v)
+            });
+            for (source, value) in from_flag.into_iter().chain(from_env) {
+                match value {
+                    Ok(v) if v.trim().is_empty() => {}
+                    Ok(v) => {
+                        inputs.values.insert(spec.name, v);
+                        break;
+                    }
+                    // Unset.
+                    Err(raw) if raw.is_empty() => {}
+                    // Never fall back to a later spelling: treating this one
+                    // as unset could turn a mangled dry-run into a real
+                    // deploy. The value itself is not shown: it may be the
+                    // key.
+                    Err(_) => {
+                        inputs.problems.push(format!(
+                            "{source} (input {}) is not valid UTF-8: inputs must be text; fix the value where it is set",
+                            spec.name
+                        ));
+                        break;
+                    }
+                }
             }
         }
         inputs
@@ -441,6 +470,7 @@ impl Cli {
 #[derive(Clone, Debug, Default)]
 pub struct Inputs {
     values: BTreeMap<&'static str, String>,
+    problems: Vec<String>,
 }
 
 impl Inputs {
@@ -463,10 +493,16 @@ impl Inputs {
         self.trimmed(name).or(spec(name).default)
     }
 
+    /// Inputs that could not be read at all (not UTF-8), one message each.
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+
     #[cfg(test)]
     pub fn from_pairs(pairs: &[(&'static str, &str)]) -> Self {
         Self {
             values: pairs.iter().map(|(k, v)| (*k, v.to_string())).collect(),
+            problems: Vec::new(),
         }
     }
 }
@@ -476,9 +512,17 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn lookup(pairs: &[(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+    fn lookup(pairs: &[(&'static str, &'static str)]) -> impl Fn(&str) -> Result<String, VarError> {
         let env: HashMap<&str, &str> = pairs.iter().copied().collect();
-        move |k: &str| env.get(k).map(|v| v.to_string())
+        move |k: &str| {
+            env.get(k)
+                .map(|v| v.to_string())
+                .ok_or(VarError::NotPresent)
+        }
+    }
+
+    fn unset(_: &str) -> Result<String, VarError> {
+        Err(VarError::NotPresent)
     }
 
     #[test]
@@ -528,18 +572,39 @@ mod tests {
     }
 
     #[test]
+    fn a_value_that_is_not_utf8_is_a_problem_not_a_fallback() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = || OsString::from_vec(b"tru\xffe".to_vec());
+        let env = |k: &str| match k {
+            "INPUT_DRY-RUN" => Err(VarError::NotUnicode(bad())),
+            "TRUSS_PUSH_DRY_RUN" => Ok("false".to_string()),
+            _ => Err(VarError::NotPresent),
+        };
+        let got = Cli::default().gather(&env);
+        assert_eq!(got.get("dry-run"), None);
+        assert_eq!(got.problems().len(), 1);
+        assert!(got.problems()[0].starts_with("INPUT_DRY-RUN (input dry-run)"));
+        let cli = Cli::parse_from([OsString::from("truss-push"), "--team".into(), bad()]);
+        let got = cli.gather(&unset);
+        assert!(
+            got.problems()[0].starts_with("--team "),
+            "{:?}",
+            got.problems()
+        );
+    }
+
+    #[test]
     fn a_repeated_flag_keeps_the_last_value() {
         let cli = Cli::parse_from(["truss-push", "--team", "a", "--team=b"]);
-        assert_eq!(cli.gather(&|_| None).get("team"), Some("b"));
+        assert_eq!(cli.gather(&unset).get("team"), Some("b"));
     }
 
     #[test]
     fn dry_run_flag_needs_no_value() {
-        let none = |_: &str| None;
         let cli = Cli::parse_from(["truss-push", "--dry-run"]);
-        assert_eq!(cli.gather(&none).get("dry-run"), Some("true"));
+        assert_eq!(cli.gather(&unset).get("dry-run"), Some("true"));
         let cli = Cli::parse_from(["truss-push", "--dry-run", "false"]);
-        assert_eq!(cli.gather(&none).get("dry-run"), Some("false"));
+        assert_eq!(cli.gather(&unset).get("dry-run"), Some("false"));
     }
 
     #[test]

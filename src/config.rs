@@ -117,8 +117,6 @@ pub struct OutputSettings {
     pub file: Option<(PathBuf, OutputFormat)>,
 }
 
-type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
-
 /// Resolves the outputs file. A bad format is reported after outputs are
 /// written (in the default format), so the user still gets them.
 pub fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
@@ -293,7 +291,10 @@ impl Config {
     /// Validates every input. `env` reads CI variables for the default
     /// deployment name; `git` is consulted only when no CI variable names
     /// the commit.
-    pub fn from_inputs(inputs: &Inputs, env: Env<'_>) -> Result<Config, String> {
+    pub fn from_inputs(inputs: &Inputs, env: cli::EnvLookup<'_>) -> Result<Config, String> {
+        if let Some(problem) = inputs.problems().first() {
+            return Err(problem.clone());
+        }
         let dir = inputs.trimmed("truss-directory").ok_or(
             "truss-directory is required: set it to your model directory (with config.yaml) or your chain's .py file",
         )?;
@@ -407,7 +408,7 @@ impl Config {
         let predict_timeout = Duration::from_secs(number(inputs, "predict-timeout")? as u64);
         let poll_interval = Duration::from_secs_f64(number(inputs, "poll-interval-seconds")?);
 
-        let ci_revision = git::ci_revision(env);
+        let ci_revision = git::ci_revision(&|k| env(k).ok());
         let deployment_name = match inputs.trimmed("deployment-name") {
             Some(n) => {
                 if !is_valid_deployment_name(n) {
@@ -527,7 +528,9 @@ mod tests {
     }
 
     fn build(pairs: &[(&'static str, &str)]) -> Result<Config, String> {
-        Config::from_inputs(&Inputs::from_pairs(pairs), &|_| None)
+        Config::from_inputs(&Inputs::from_pairs(pairs), &|_| {
+            Err(std::env::VarError::NotPresent)
+        })
     }
 
     #[test]

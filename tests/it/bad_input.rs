@@ -1,6 +1,13 @@
 //! Bad input: one clear message, outputs still written, nothing uploaded or
 //! created.
 
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::process::Command;
+
+use truss_push::ci::testing::parse_github_output;
+
 use crate::harness::*;
 
 #[test]
@@ -280,5 +287,95 @@ fn numbers_outside_their_documented_range_are_refused_before_any_request() {
             .arg("dry-run", "true")
             .run();
         assert_eq!(run.status(), "success", "{input}={value}: {run:?}");
+    }
+}
+
+/// Runs the binary with raw (possibly non-UTF-8) extra arguments and
+/// environment, pointed at `fake`; returns the exit code, the outputs and
+/// stderr.
+fn run_raw(
+    fake: &fake_baseten::FakeBaseten,
+    args: &[OsString],
+    env: &[(&str, OsString)],
+) -> (i32, BTreeMap<String, String>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let gh_out = dir.path().join("github_output");
+    std::fs::write(&gh_out, "").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_truss-push"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GITHUB_OUTPUT", &gh_out)
+        .current_dir(dir.path())
+        .arg(format!("--app-url={}", fake.graphql_base()))
+        .arg(format!("--api-url={}", fake.rest_base()))
+        .arg(format!("--inference-url={}", fake.inference_template()))
+        .arg(format!("--s3-endpoint={}", fake.s3_endpoint()))
+        .arg(format!("--truss-directory={}", example_model().display()))
+        .arg("--deployment-name=ci-test")
+        .arg("--poll-interval-seconds=0.05")
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("the binary runs");
+    let outputs = parse_github_output(&std::fs::read_to_string(&gh_out).unwrap())
+        .expect("GITHUB_OUTPUT is valid")
+        .into_iter()
+        .collect();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().unwrap_or(-1), outputs, stderr)
+}
+
+#[test]
+fn input_values_that_are_not_utf8_are_refused_and_named() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let mangled = || OsString::from_vec(b"tru\xffe".to_vec());
+    let key = || OsString::from(API_KEY);
+    type Case = (Vec<OsString>, Vec<(&'static str, OsString)>, &'static str);
+    let cases: Vec<Case> = vec![
+        // A mangled dry-run must not fall back to false and deploy for real.
+        (
+            vec![],
+            vec![("BASETEN_API_KEY", key()), ("INPUT_DRY-RUN", mangled())],
+            "INPUT_DRY-RUN",
+        ),
+        (
+            vec![],
+            vec![
+                ("BASETEN_API_KEY", key()),
+                ("INPUT_DRY_RUN", mangled()),
+                ("TRUSS_PUSH_DRY_RUN", "true".into()),
+            ],
+            "INPUT_DRY_RUN",
+        ),
+        (
+            vec![],
+            vec![("BASETEN_API_KEY", mangled())],
+            "BASETEN_API_KEY",
+        ),
+        (
+            vec![OsString::from_vec(b"--model-name=caf\xe9".to_vec())],
+            vec![("BASETEN_API_KEY", key())],
+            "--model-name",
+        ),
+        (
+            vec!["--cleanup".into(), mangled()],
+            vec![("BASETEN_API_KEY", key())],
+            "--cleanup",
+        ),
+    ];
+    for (args, env, named) in &cases {
+        let (code, outputs, stderr) = run_raw(&fake, args, env);
+        assert_eq!(code, 2, "{named}: {outputs:?}\n{stderr}");
+        assert_eq!(outputs["status"], "deploy_failed", "{named}");
+        let msg = &outputs["error-message"];
+        assert!(
+            msg.contains(named) && msg.contains("not valid UTF-8"),
+            "{named}: {msg:?}"
+        );
+        assert!(
+            stderr.contains(named),
+            "{named}: shown to the user: {stderr}"
+        );
+        assert!(fake.requests().is_empty(), "{named}: {:?}", fake.requests());
     }
 }
