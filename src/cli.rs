@@ -154,7 +154,7 @@ pub const INPUTS: &[InputSpec] = &[
         plain_env: "ENVIRONMENT",
         kind: Kind::Name,
         default: None,
-        help: "Deploy into this environment, e.g. production",
+        help: "Deploy into this environment, e.g. production (letters, digits, '_', '-')",
         heading: None,
     },
     InputSpec {

@@ -14,6 +14,12 @@ use crate::cli::{self, Inputs, Kind};
 use crate::git;
 use crate::secret::Secret;
 
+/// The environment name becomes part of the regional predict host
+/// `model-<id>-<environment>`: one DNS label (63 characters at most) that
+/// also holds an 8-character id.
+pub const ENVIRONMENT_MAX_CHARS: usize = 48;
+/// Model and team names longer than this are a pasting mistake, not a name.
+pub const NAME_MAX_CHARS: usize = 256;
 /// `raw_config` is sent only up to this size (as truss does).
 pub const RAW_CONFIG_MAX_BYTES: usize = 100 * 1024;
 
@@ -169,6 +175,44 @@ pub fn is_valid_deployment_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
+/// Checks an environment name: it is placed in a host name and in URL paths,
+/// so only letters, digits, `_` and `-` are allowed.
+fn check_environment(v: &str) -> Result<(), String> {
+    if !v
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+    {
+        return Err(format!(
+            "environment may contain only letters, digits, '_' and '-', got {v:?}: use the environment's name as the Baseten UI shows it, e.g. production"
+        ));
+    }
+    if v.chars().count() > ENVIRONMENT_MAX_CHARS {
+        return Err(format!(
+            "environment must be at most {ENVIRONMENT_MAX_CHARS} characters, got {}",
+            v.chars().count()
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a model or team name given as free text. Line feeds pass because
+/// every place a name is shown escapes them; other control characters
+/// (terminal escapes, carriage returns, NUL) would reach logs raw.
+fn check_name(what: &str, v: &str) -> Result<(), String> {
+    if let Some(c) = v.chars().find(|&c| c.is_control() && c != '\n') {
+        return Err(format!(
+            "{what} contains a control character ({c:?}) in {v:?}: remove it"
+        ));
+    }
+    if v.chars().count() > NAME_MAX_CHARS {
+        return Err(format!(
+            "{what} must be at most {NAME_MAX_CHARS} characters, got {}",
+            v.chars().count()
+        ));
+    }
+    Ok(())
+}
+
 fn is_loopback_host(url: &Url) -> bool {
     match url.host() {
         Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
@@ -322,6 +366,13 @@ impl Config {
             parse_bool(name, inputs.or_default(name).unwrap_or("false"))
         };
         let environment = inputs.trimmed("environment").map(str::to_string);
+        if let Some(e) = &environment {
+            check_environment(e)?;
+        }
+        let team = inputs.trimmed("team").map(str::to_string);
+        if let Some(t) = &team {
+            check_name("team", t)?;
+        }
         let include_git_info = bool_input("include-git-info")?;
         let regional_environment = bool_input("regional-environment")?;
         let stream_logs = bool_input("stream-logs")?;
@@ -343,16 +394,22 @@ impl Config {
         }
 
         let model_name = match (inputs.trimmed("model-name"), &target) {
-            (Some(n), _) => n.to_string(),
-            (None, Target::Model { config, .. }) => config
-                .get("model_name")
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .ok_or(
-                    "no model name: config.yaml has no model_name and model-name is not set; add model_name to config.yaml or set model-name",
-                )?,
+            (Some(n), _) => {
+                check_name("model-name", n)?;
+                n.to_string()
+            }
+            (None, Target::Model { config, .. }) => {
+                let n = config
+                    .get("model_name")
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .ok_or(
+                        "no model name: config.yaml has no model_name and model-name is not set; add model_name to config.yaml or set model-name",
+                    )?;
+                check_name("model_name in config.yaml", n)?;
+                n.to_string()
+            }
             // A chain's name comes from its code; resolved during codegen.
             (None, Target::Chain { .. }) => String::new(),
         };
@@ -436,9 +493,17 @@ impl Config {
                         sha: Some(sha),
                     })
                 });
-                rev.as_ref().and_then(git::default_deployment_name).ok_or(
+                let derived = rev.as_ref().and_then(git::default_deployment_name).ok_or(
                     "no deployment name: not in a recognised CI and no git commit found; set deployment-name (letters, digits, '_', '.', '-')",
-                )?
+                )?;
+                // The CI's variables are refused rather than cleaned up: a
+                // name other than the one they spell would be a surprise.
+                if !is_valid_deployment_name(&derived) {
+                    return Err(format!(
+                        "the default deployment name {derived:?}, made from the CI's commit and pull request variables, may contain only letters, digits, '_', '.' and '-': check those variables or set deployment-name"
+                    ));
+                }
+                derived
             }
         };
 
@@ -478,7 +543,7 @@ impl Config {
             wait_timeout,
             predict_timeout,
             regional_environment,
-            team: inputs.trimmed("team").map(str::to_string),
+            team,
             endpoints: Endpoints {
                 app,
                 api,
@@ -638,6 +703,36 @@ mod tests {
         }
         for bad in ["", "v1\n", "a b", "a\"b", "x/y", "é"] {
             assert!(!is_valid_deployment_name(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn environment_and_name_rules() {
+        for ok in ["production", "staging_2", "pr-42", &"e".repeat(48)] {
+            assert_eq!(check_environment(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "prod@127.0.0.1:8443/x?",
+            "a b",
+            "é",
+            "a.b",
+            "a/b",
+            &"e".repeat(49),
+        ] {
+            assert!(check_environment(bad).is_err(), "{bad:?}");
+        }
+        for ok in ["ml team", "my \"model\"\nv2", "modèle", &"n".repeat(256)] {
+            assert_eq!(check_name("team", ok), Ok(()), "{ok:?}");
+        }
+        for bad in [
+            "a\rb",
+            "a\u{1b}[2J",
+            "a\0",
+            "a\tb",
+            "a\u{9b}b",
+            &"n".repeat(257),
+        ] {
+            assert!(check_name("team", bad).is_err(), "{bad:?}");
         }
     }
 

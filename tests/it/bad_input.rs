@@ -379,3 +379,69 @@ fn input_values_that_are_not_utf8_are_refused_and_named() {
         assert!(fake.requests().is_empty(), "{named}: {:?}", fake.requests());
     }
 }
+
+#[test]
+fn names_are_checked_before_any_request() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let long = "x".repeat(257);
+    let cases: &[(&str, &str, &str)] = &[
+        // Would become the predict host model-<id>-prod@127.0.0.1:8443/...
+        (
+            "environment",
+            "prod@127.0.0.1:8443/x?",
+            "environment may contain only",
+        ),
+        ("environment", "pro duction", "environment may contain only"),
+        ("environment", &"e".repeat(49), "at most 48"),
+        ("team", "ml\u{1b}[2J", "team contains a control character"),
+        ("team", &long, "at most 256"),
+        (
+            "model-name",
+            "model\u{1b}]8;;http://x\u{7}",
+            "model-name contains a control character",
+        ),
+        (
+            "model-name",
+            "a\rb",
+            "model-name contains a control character",
+        ),
+        ("model-name", &long, "at most 256"),
+    ];
+    for (input, value, expect) in cases {
+        let run = Invocation::new(&fake)
+            .model(example_model())
+            .arg(input, value)
+            .run();
+        assert_refused(&fake, &format!("{input}={value:?}"), &run, expect);
+    }
+}
+
+#[test]
+fn a_default_deployment_name_from_odd_ci_variables_is_refused() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    for (sha, git_ref) in [
+        ("ab/../x1234", "refs/heads/main"),
+        ("abc1234def", "refs/pull/4 2/merge"),
+        ("abc\u{1b}1234", "refs/heads/main"),
+    ] {
+        let mut inv = Invocation::new(&fake).model(example_model());
+        inv.args.retain(|a| !a.starts_with("--deployment-name"));
+        let run = inv.env("GITHUB_SHA", sha).env("GITHUB_REF", git_ref).run();
+        assert_refused(
+            &fake,
+            &format!("{sha:?} {git_ref:?}"),
+            &run,
+            "set deployment-name",
+        );
+    }
+    // The ordinary case still works.
+    let mut inv = Invocation::new(&fake).model(example_model());
+    inv.args.retain(|a| !a.starts_with("--deployment-name"));
+    let run = inv
+        .env("GITHUB_SHA", "abc1234def")
+        .env("GITHUB_REF", "refs/pull/42/merge")
+        .arg("dry-run", "true")
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(run.stdout.contains("\"PR-42_abc1234\""), "{run:?}");
+}
