@@ -20,6 +20,9 @@ use crate::secret::Secret;
 pub const ENVIRONMENT_MAX_CHARS: usize = 48;
 /// Model and team names longer than this are a pasting mistake, not a name.
 pub const NAME_MAX_CHARS: usize = 256;
+/// A config.yaml larger than this is not a Truss config; it is refused
+/// before it is read into memory.
+pub const CONFIG_YAML_MAX_MIB: u64 = 1;
 /// `raw_config` is sent only up to this size (as truss does).
 pub const RAW_CONFIG_MAX_BYTES: usize = 100 * 1024;
 
@@ -270,6 +273,71 @@ fn number(inputs: &Inputs, name: &str) -> Result<f64, String> {
     }
 }
 
+/// Why a small input file could not be read.
+#[derive(Debug)]
+pub enum ReadError {
+    Io(std::io::Error),
+    /// A directory, FIFO, socket or device: reading a FIFO would block
+    /// forever and a device may never end.
+    NotRegular(&'static str),
+    /// Larger than the cap, in MiB.
+    TooLarge(u64),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Io(e) => write!(f, "{e}"),
+            ReadError::NotRegular(kind) => write!(f, "it is a {kind}, not a regular file"),
+            ReadError::TooLarge(mib) => write!(f, "it is larger than {mib} MiB"),
+        }
+    }
+}
+
+fn describe(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO (named pipe)"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "device"
+    } else {
+        "special file"
+    }
+}
+
+/// Reads a small input file whole: only a regular file (symlinks followed)
+/// and at most `max_mib` MiB, checked before reading so neither a FIFO nor a
+/// huge file can stall the run.
+pub fn read_regular_file(path: &Path, max_mib: u64) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    let max_bytes = max_mib << 20;
+    let checked = |meta: std::fs::Metadata| {
+        if !meta.is_file() {
+            Err(ReadError::NotRegular(describe(meta.file_type())))
+        } else if meta.len() > max_bytes {
+            Err(ReadError::TooLarge(max_mib))
+        } else {
+            Ok(meta.len())
+        }
+    };
+    checked(std::fs::metadata(path).map_err(ReadError::Io)?)?;
+    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+    // Checked again on the open file, in case the path changed meanwhile.
+    let len = checked(file.metadata().map_err(ReadError::Io)?)?;
+    let mut buf = Vec::with_capacity(usize::try_from(len).unwrap_or_default());
+    file.take(max_bytes + 1)
+        .read_to_end(&mut buf)
+        .map_err(ReadError::Io)?;
+    if buf.len() as u64 > max_bytes {
+        return Err(ReadError::TooLarge(max_mib));
+    }
+    Ok(buf)
+}
+
 /// Loads and checks the model directory.
 fn load_model(dir: &Path) -> Result<Target, String> {
     if !dir.is_dir() {
@@ -279,16 +347,22 @@ fn load_model(dir: &Path) -> Result<Target, String> {
         ));
     }
     let path = dir.join("config.yaml");
-    let raw = std::fs::read(&path).map_err(|e| {
-        let hint = if dir.join("config.yml").exists() {
-            " (found config.yml: Truss reads config.yaml; rename it)"
-        } else {
-            ""
-        };
-        format!(
-            "cannot read {}: {e}{hint}: a Truss model directory must contain config.yaml",
+    let raw = read_regular_file(&path, CONFIG_YAML_MAX_MIB).map_err(|e| match e {
+        ReadError::Io(e) => {
+            let hint = if dir.join("config.yml").exists() {
+                " (found config.yml: Truss reads config.yaml; rename it)"
+            } else {
+                ""
+            };
+            format!(
+                "cannot read {}: {e}{hint}: a Truss model directory must contain config.yaml",
+                path.display()
+            )
+        }
+        other => format!(
+            "cannot read {}: {other}: config.yaml must be a plain YAML file of at most {CONFIG_YAML_MAX_MIB} MiB",
             path.display()
-        )
+        ),
     })?;
     let yaml: serde_yaml::Value = if raw.iter().all(u8::is_ascii_whitespace) {
         serde_yaml::Value::Mapping(Default::default())
@@ -322,7 +396,9 @@ pub fn best_effort_model_name(inputs: &Inputs) -> String {
     }
     inputs
         .trimmed("truss-directory")
-        .and_then(|d| std::fs::read(Path::new(d).join("config.yaml")).ok())
+        .and_then(|d| {
+            read_regular_file(&Path::new(d).join("config.yaml"), CONFIG_YAML_MAX_MIB).ok()
+        })
         .and_then(|raw| serde_yaml::from_slice::<serde_yaml::Value>(&raw).ok())
         .and_then(|v| {
             v.get("model_name")
@@ -465,7 +541,7 @@ impl Config {
         let predict_timeout = Duration::from_secs(number(inputs, "predict-timeout")? as u64);
         let poll_interval = Duration::from_secs_f64(number(inputs, "poll-interval-seconds")?);
 
-        let ci_revision = git::ci_revision(&|k| env(k).ok());
+        let ci_revision = git::ci_revision(&|k| env(k).ok())?;
         let deployment_name = match inputs.trimmed("deployment-name") {
             Some(n) => {
                 if !is_valid_deployment_name(n) {
@@ -734,6 +810,43 @@ mod tests {
         ] {
             assert!(check_name("team", bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn only_small_regular_files_are_read() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("f");
+        std::fs::write(&file, vec![b'x'; 1 << 20]).unwrap();
+        assert_eq!(read_regular_file(&file, 1).unwrap().len(), 1 << 20);
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(read_regular_file(&link, 1).is_ok());
+        std::fs::write(&file, vec![b'x'; (1 << 20) + 1]).unwrap();
+        assert!(matches!(
+            read_regular_file(&file, 1),
+            Err(ReadError::TooLarge(1))
+        ));
+        let fifo = d.path().join("fifo");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let e = read_regular_file(&fifo, 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "it is a FIFO (named pipe), not a regular file"
+        );
+        let e = read_regular_file(d.path(), 1).unwrap_err();
+        assert_eq!(e.to_string(), "it is a directory, not a regular file");
+        let e = read_regular_file(Path::new("/dev/zero"), 1).unwrap_err();
+        assert_eq!(e.to_string(), "it is a device, not a regular file");
+        assert!(matches!(
+            read_regular_file(&d.path().join("none"), 1),
+            Err(ReadError::Io(_))
+        ));
     }
 
     #[test]

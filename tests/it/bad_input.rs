@@ -3,8 +3,11 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::io::Read;
 use std::os::unix::ffi::OsStringExt;
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use truss_push::ci::testing::parse_github_output;
 
@@ -290,18 +293,20 @@ fn numbers_outside_their_documented_range_are_refused_before_any_request() {
     }
 }
 
-/// Runs the binary with raw (possibly non-UTF-8) extra arguments and
-/// environment, pointed at `fake`; returns the exit code, the outputs and
+/// Runs the binary on `model` with raw (possibly non-UTF-8) extra
+/// arguments and environment, pointed at `fake`; returns the exit code (-1
+/// when it had to be killed after `RAW_RUN_TIMEOUT`), the outputs and
 /// stderr.
 fn run_raw(
     fake: &fake_baseten::FakeBaseten,
+    model: &Path,
     args: &[OsString],
     env: &[(&str, OsString)],
 ) -> (i32, BTreeMap<String, String>, String) {
     let dir = tempfile::tempdir().unwrap();
     let gh_out = dir.path().join("github_output");
     std::fs::write(&gh_out, "").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_truss-push"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_truss-push"))
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("GITHUB_OUTPUT", &gh_out)
@@ -310,20 +315,43 @@ fn run_raw(
         .arg(format!("--api-url={}", fake.rest_base()))
         .arg(format!("--inference-url={}", fake.inference_template()))
         .arg(format!("--s3-endpoint={}", fake.s3_endpoint()))
-        .arg(format!("--truss-directory={}", example_model().display()))
-        .arg("--deployment-name=ci-test")
+        .arg(format!("--truss-directory={}", model.display()))
         .arg("--poll-interval-seconds=0.05")
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .output()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("the binary runs");
+    let started = Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code().unwrap_or(-1);
+        }
+        if started.elapsed() > RAW_RUN_TIMEOUT {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break -1;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
     let outputs = parse_github_output(&std::fs::read_to_string(&gh_out).unwrap())
         .expect("GITHUB_OUTPUT is valid")
         .into_iter()
         .collect();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    (out.status.code().unwrap_or(-1), outputs, stderr)
+    (code, outputs, stderr)
 }
+
+/// Long enough for any refused run on a loaded machine; a run that takes
+/// longer is hanging.
+const RAW_RUN_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[test]
 fn input_values_that_are_not_utf8_are_refused_and_named() {
@@ -364,7 +392,9 @@ fn input_values_that_are_not_utf8_are_refused_and_named() {
         ),
     ];
     for (args, env, named) in &cases {
-        let (code, outputs, stderr) = run_raw(&fake, args, env);
+        let mut args = args.clone();
+        args.push("--deployment-name=ci-test".into());
+        let (code, outputs, stderr) = run_raw(&fake, &example_model(), &args, env);
         assert_eq!(code, 2, "{named}: {outputs:?}\n{stderr}");
         assert_eq!(outputs["status"], "deploy_failed", "{named}");
         let msg = &outputs["error-message"];
@@ -444,4 +474,99 @@ fn a_default_deployment_name_from_odd_ci_variables_is_refused() {
         .run();
     assert_eq!(run.status(), "success", "{run:?}");
     assert!(run.stdout.contains("\"PR-42_abc1234\""), "{run:?}");
+}
+
+fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(ok.success(), "mkfifo {}", path.display());
+}
+
+#[test]
+fn config_and_event_files_that_are_not_regular_files_are_refused_without_hanging() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let key = || OsString::from(API_KEY);
+    let name = || OsString::from("--deployment-name=ci-test");
+
+    let fifo_model = tempfile::tempdir().unwrap();
+    mkfifo(&fifo_model.path().join("config.yaml"));
+    let dir_model = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir_model.path().join("config.yaml")).unwrap();
+    let big_model = model_dir(&format!(
+        "model_name: big\n{}",
+        "# padding\n".repeat(1024 * 1024 / 10 + 1)
+    ));
+    type Case<'a> = (
+        &'a str,
+        &'a Path,
+        Vec<OsString>,
+        Vec<(&'a str, OsString)>,
+        &'a str,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "config.yaml is a FIFO",
+            fifo_model.path(),
+            vec![name()],
+            vec![("BASETEN_API_KEY", key())],
+            "is a FIFO (named pipe), not a regular file",
+        ),
+        (
+            "config.yaml is a directory",
+            dir_model.path(),
+            vec![name()],
+            vec![("BASETEN_API_KEY", key())],
+            "is a directory, not a regular file",
+        ),
+        (
+            "config.yaml is over 1 MiB",
+            big_model.path(),
+            vec![name()],
+            vec![("BASETEN_API_KEY", key())],
+            "larger than 1 MiB",
+        ),
+    ];
+
+    let events = tempfile::tempdir().unwrap();
+    let fifo_event = events.path().join("event.json");
+    mkfifo(&fifo_event);
+    let pr = |event: &Path| {
+        vec![
+            ("BASETEN_API_KEY", key()),
+            ("GITHUB_SHA", OsString::from("abc1234def")),
+            ("GITHUB_REF", OsString::from("refs/pull/42/merge")),
+            ("GITHUB_EVENT_PATH", event.as_os_str().to_owned()),
+        ]
+    };
+    let model = example_model();
+    let event_cases = vec![
+        (
+            "GITHUB_EVENT_PATH is a FIFO",
+            model.as_path(),
+            vec![],
+            pr(&fifo_event),
+            "GITHUB_EVENT_PATH",
+        ),
+        (
+            "GITHUB_EVENT_PATH is a directory",
+            model.as_path(),
+            vec![],
+            pr(events.path()),
+            "GITHUB_EVENT_PATH",
+        ),
+    ];
+    for (why, model, args, env, expect) in cases.into_iter().chain(event_cases) {
+        let (code, outputs, stderr) = run_raw(&fake, model, &args, &env);
+        assert_eq!(code, 2, "{why}: {outputs:?}\n{stderr}");
+        assert_eq!(outputs["status"], "deploy_failed", "{why}");
+        let msg = &outputs["error-message"];
+        assert!(msg.contains(expect), "{why}: {msg:?}");
+        assert!(
+            msg.contains("not a regular file") || msg.contains("larger than"),
+            "{why}: {msg:?}"
+        );
+        assert!(fake.requests().is_empty(), "{why}: {:?}", fake.requests());
+    }
 }
