@@ -17,18 +17,18 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 
 /// Reads one environment variable the way `std::env::var` does, so that a
 /// value which is not UTF-8 is told apart from an unset one.
-pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Result<String, VarError>;
+pub(crate) type EnvLookup<'a> = &'a dyn Fn(&str) -> Result<String, VarError>;
 
 /// The unit of a numeric input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
+pub(crate) enum Unit {
     Seconds,
     Minutes,
 }
 
 impl Unit {
     /// The unit as a word, for messages.
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Unit::Seconds => "seconds",
             Unit::Minutes => "minutes",
@@ -39,17 +39,17 @@ impl Unit {
 /// The values a numeric input accepts: `min..=max` in `unit`, whole numbers
 /// only when `whole`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Range {
-    pub unit: Unit,
-    pub min: f64,
-    pub max: f64,
-    pub whole: bool,
+pub(crate) struct Range {
+    pub(crate) unit: Unit,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+    pub(crate) whole: bool,
 }
 
 /// What kind of value an input takes: its placeholder in `--help` and the
 /// checks stage two applies to it.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A file or directory.
     Path,
     /// The API key: masked in logs, never printed.
@@ -99,14 +99,14 @@ pub struct InputSpec {
     /// The anchor action's plain environment variable, or ours for the
     /// inputs this project adds.
     pub plain_env: &'static str,
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     /// The value used when the input is not given; `None` when there is no
     /// default or it depends on other inputs (the help says which).
-    pub default: Option<&'static str>,
+    pub(crate) default: Option<&'static str>,
     /// One line for `--help`.
-    pub help: &'static str,
+    pub(crate) help: &'static str,
     /// The `--help` section; `None` for the anchor action's inputs.
-    pub heading: Option<&'static str>,
+    pub(crate) heading: Option<&'static str>,
 }
 
 const HOSTS: Option<&str> = Some("Hosts");
@@ -326,7 +326,7 @@ pub const INPUTS: &[InputSpec] = &[
 /// # Panics
 /// When `name` is not an input: a typo in the code, caught by any test that
 /// reads it.
-pub fn spec(name: &str) -> &'static InputSpec {
+pub(crate) fn spec(name: &str) -> &'static InputSpec {
     INPUTS
         .iter()
         .find(|s| s.name == name)
@@ -360,7 +360,7 @@ fn help_line(spec: &InputSpec) -> String {
 /// The clap definition, built from `INPUTS`. Every flag takes its value as
 /// an OS string so that a value which is not UTF-8 reaches `gather`, which
 /// names the flag, instead of clap refusing it without saying which.
-pub fn command() -> Command {
+pub(crate) fn command() -> Command {
     let mut cmd = Command::new("truss-push")
         .version(env!("CARGO_PKG_VERSION"))
         .about(env!("CARGO_PKG_DESCRIPTION"))
@@ -425,7 +425,7 @@ impl Cli {
 
     /// Gathers every input from flags and the environment. `env` is the
     /// environment lookup (a parameter so tests need no `set_var`).
-    pub fn gather(&self, env: EnvLookup<'_>) -> Inputs {
+    pub(crate) fn gather(&self, env: EnvLookup<'_>) -> Inputs {
         let mut inputs = Inputs::default();
         for spec in INPUTS {
             let from_flag = self
@@ -489,12 +489,12 @@ impl Inputs {
     }
 
     /// The trimmed value, or the input's declared default.
-    pub fn or_default(&self, name: &str) -> Option<&str> {
+    pub(crate) fn or_default(&self, name: &str) -> Option<&str> {
         self.trimmed(name).or(spec(name).default)
     }
 
     /// Inputs that could not be read at all (not UTF-8), one message each.
-    pub fn problems(&self) -> &[String] {
+    pub(crate) fn problems(&self) -> &[String] {
         &self.problems
     }
 

@@ -17,12 +17,12 @@ use crate::secret::Secret;
 /// The environment name becomes part of the regional predict host
 /// `model-<id>-<environment>`: one DNS label (63 characters at most) that
 /// also holds an 8-character id.
-pub const ENVIRONMENT_MAX_CHARS: usize = 48;
+pub(crate) const ENVIRONMENT_MAX_CHARS: usize = 48;
 /// Model and team names longer than this are a pasting mistake, not a name.
-pub const NAME_MAX_CHARS: usize = 256;
+pub(crate) const NAME_MAX_CHARS: usize = 256;
 /// A config.yaml larger than this is not a Truss config; it is refused
 /// before it is read into memory.
-pub const CONFIG_YAML_MAX_MIB: u64 = 1;
+pub(crate) const CONFIG_YAML_MAX_MIB: u64 = 1;
 /// `raw_config` is sent only up to this size (as truss does).
 pub const RAW_CONFIG_MAX_BYTES: usize = 100 * 1024;
 
@@ -275,7 +275,7 @@ fn number(inputs: &Inputs, name: &str) -> Result<f64, String> {
 
 /// Why a small input file could not be read.
 #[derive(Debug)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     Io(std::io::Error),
     /// A directory, FIFO, socket or device: reading a FIFO would block
     /// forever and a device may never end.
@@ -312,7 +312,7 @@ fn describe(t: std::fs::FileType) -> &'static str {
 /// Reads a small input file whole: only a regular file (symlinks followed)
 /// and at most `max_mib` MiB, checked before reading so neither a FIFO nor a
 /// huge file can stall the run.
-pub fn read_regular_file(path: &Path, max_mib: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_regular_file(path: &Path, max_mib: u64) -> Result<Vec<u8>, ReadError> {
     use std::io::Read;
     let max_bytes = max_mib << 20;
     let checked = |meta: std::fs::Metadata| {

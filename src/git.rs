@@ -51,7 +51,7 @@ fn non_empty(v: Option<String>) -> Option<String> {
 
 /// GitHub caps webhook payloads at 25 MB, so a larger event file is not a
 /// real event.
-pub const EVENT_FILE_MAX_MIB: u64 = 25;
+pub(crate) const EVENT_FILE_MAX_MIB: u64 = 25;
 
 /// Reads the head sha of a GitHub pull request from the event payload.
 /// A missing or unreadable payload gives `None` (the caller falls back to
