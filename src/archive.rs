@@ -36,8 +36,8 @@ use crate::files;
 /// A file in the truss root whose patterns replace the defaults.
 pub const TRUSS_IGNORE_FILE: &str = ".truss_ignore";
 
-/// A `.truss_ignore` larger than this is refused (patterns, not data).
-const TRUSS_IGNORE_MAX_BYTES: u64 = 1024 * 1024;
+/// A `.truss_ignore` larger than this (MiB) is refused: patterns, not data.
+const TRUSS_IGNORE_MAX_MIB: u64 = 1;
 
 /// truss's bundled `truss/util/.truss_ignore` patterns, in file order.
 const DEFAULT_PATTERNS: &str = include_str!("truss_ignore_default.txt");
@@ -302,14 +302,23 @@ fn pattern_lines(text: &str) -> impl Iterator<Item = &str> {
 
 fn load_matcher(root: &Path) -> anyhow::Result<Gitignore> {
     let ignore_file = root.join(TRUSS_IGNORE_FILE);
-    let (text, origin) = match files::read_text(&ignore_file, TRUSS_IGNORE_MAX_BYTES) {
-        Ok(text) => (text, Some(ignore_file)),
-        Err(files::ReadError::Missing(_)) => (DEFAULT_PATTERNS.to_owned(), None),
-        Err(err) => {
-            bail!("{err}: make {TRUSS_IGNORE_FILE} a readable UTF-8 text file or remove it")
+    let bytes = match files::read_regular_file(&ignore_file, TRUSS_IGNORE_MAX_MIB) {
+        Ok(bytes) => bytes,
+        Err(files::ReadError::Io(e)) if e.kind() == io::ErrorKind::NotFound => {
+            return build_matcher(DEFAULT_PATTERNS, None);
         }
+        Err(e) => bail!(
+            "cannot read {}: {e}: make it a readable UTF-8 text file or remove it",
+            ignore_file.display()
+        ),
     };
-    build_matcher(&text, origin.as_deref())
+    let Ok(text) = String::from_utf8(bytes) else {
+        bail!(
+            "cannot read {}: it is not UTF-8 text: make it a readable UTF-8 text file or remove it",
+            ignore_file.display()
+        );
+    };
+    build_matcher(&text, Some(&ignore_file))
 }
 
 fn build_matcher(text: &str, origin: Option<&Path>) -> anyhow::Result<Gitignore> {

@@ -1,55 +1,337 @@
 //! The command line and its environment fallbacks: stage one of the inputs.
 //!
-//! Every input can be given four ways (SPEC "Inputs"): as a flag, as the
-//! GitHub Docker-action variable `INPUT_NAME-WITH-HYPHENS`, as
+//! Every input can be given four ways: as a flag, as the GitHub
+//! Docker-action variable `INPUT_NAME-WITH-HYPHENS`, as
 //! `INPUT_NAME_WITH_UNDERSCORES`, or as a plain variable. Precedence is in
-//! that order and an empty value means "not given". This module only gathers
-//! raw strings; `crate::config` validates them.
+//! that order and an empty value means "not given", because GitHub passes
+//! unset inputs as empty strings. Each input is declared once, in `INPUTS`:
+//! the clap definition, the environment names, the default and the kind of
+//! value all come from that table. This module only gathers raw strings;
+//! `crate::config` validates them.
 
 use std::collections::BTreeMap;
+use std::env::VarError;
+use std::ffi::OsString;
 
-use clap::Parser;
+use clap::{Arg, ArgAction, ArgMatches, Command};
 
-/// One input: its name (the flag and the action input id) and its plain
-/// environment variable.
+/// Reads one environment variable the way `std::env::var` does, so that a
+/// value which is not UTF-8 is told apart from an unset one.
+pub(crate) type EnvLookup<'a> = &'a dyn Fn(&str) -> Result<String, VarError>;
+
+/// The unit of a numeric input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unit {
+    Seconds,
+    Minutes,
+}
+
+impl Unit {
+    /// The unit as a word, for messages.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            Unit::Seconds => "seconds",
+            Unit::Minutes => "minutes",
+        }
+    }
+}
+
+/// The values a numeric input accepts: `min..=max` in `unit`, whole numbers
+/// only when `whole`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Range {
+    pub(crate) unit: Unit,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+    pub(crate) whole: bool,
+}
+
+/// What kind of value an input takes: its placeholder in `--help` and the
+/// checks stage two applies to it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Kind {
+    /// A file or directory.
+    Path,
+    /// The API key: masked in logs, never printed.
+    Secret,
+    /// Text naming something on the platform.
+    Name,
+    /// true/false, 1/0, yes/no.
+    Bool,
+    /// A boolean that may also be given as a bare flag (`--dry-run`).
+    Switch,
+    /// A JSON document.
+    Json,
+    /// An http(s) URL.
+    Url,
+    /// A URL with `{prefix}` and `{id}` placeholders.
+    Template,
+    /// The outputs file format.
+    Format,
+    /// A number within a range.
+    Number(Range),
+}
+
+impl Kind {
+    fn value_name(self) -> &'static str {
+        match self {
+            Kind::Path => "PATH",
+            Kind::Secret => "KEY",
+            Kind::Name => "NAME",
+            Kind::Bool | Kind::Switch => "BOOL",
+            Kind::Json => "JSON",
+            Kind::Url => "URL",
+            Kind::Template => "TEMPLATE",
+            Kind::Format => "FORMAT",
+            Kind::Number(r) => match r.unit {
+                Unit::Seconds => "SECONDS",
+                Unit::Minutes => "MINUTES",
+            },
+        }
+    }
+}
+
+/// One input, declared once.
 #[derive(Clone, Copy, Debug)]
 pub struct InputSpec {
+    /// The flag without dashes and the action input id.
     pub name: &'static str,
+    /// The anchor action's plain environment variable, or ours for the
+    /// inputs this project adds.
     pub plain_env: &'static str,
+    pub(crate) kind: Kind,
+    /// The value used when the input is not given; `None` when there is no
+    /// default or it depends on other inputs (the help says which).
+    pub(crate) default: Option<&'static str>,
+    /// One line for `--help`.
+    pub(crate) help: &'static str,
+    /// The `--help` section; `None` for the anchor action's inputs.
+    pub(crate) heading: Option<&'static str>,
 }
 
-const fn input(name: &'static str, plain_env: &'static str) -> InputSpec {
-    InputSpec { name, plain_env }
+const HOSTS: Option<&str> = Some("Hosts");
+const BEHAVIOUR: Option<&str> = Some("Behaviour");
+const OUTPUTS: Option<&str> = Some("Outputs");
+
+const fn seconds(min: f64, max: f64, whole: bool) -> Kind {
+    Kind::Number(Range {
+        unit: Unit::Seconds,
+        min,
+        max,
+        whole,
+    })
 }
 
-/// Every input, anchor action's first (same names, same plain variables),
-/// then the ones this project adds.
+/// Every input, the anchor action's first (same names, same plain
+/// variables), then the ones this project adds.
 pub const INPUTS: &[InputSpec] = &[
-    input("truss-directory", "TRUSS_DIRECTORY"),
-    input("baseten-api-key", "BASETEN_API_KEY"),
-    input("model-name", "MODEL_NAME"),
-    input("environment", "ENVIRONMENT"),
-    input("include-git-info", "INCLUDE_GIT_INFO"),
-    input("labels", "LABELS"),
-    input("deployment-name", "DEPLOYMENT_NAME"),
-    input("cleanup", "CLEANUP"),
-    input("predict-payload", "PREDICT_PAYLOAD"),
-    input("deploy-timeout-minutes", "DEPLOY_TIMEOUT_MINUTES"),
-    input("predict-timeout", "PREDICT_TIMEOUT"),
-    input("regional-environment", "REGIONAL_ENVIRONMENT"),
-    input("team", "TEAM"),
-    // Extensions.
-    input("app-url", "TRUSS_PUSH_APP_URL"),
-    input("api-url", "TRUSS_PUSH_API_URL"),
-    input("inference-url", "TRUSS_PUSH_INFERENCE_URL"),
-    input("s3-endpoint", "TRUSS_PUSH_S3_ENDPOINT"),
-    input("poll-interval-seconds", "TRUSS_PUSH_POLL_INTERVAL_SECONDS"),
-    input("wait-timeout-seconds", "TRUSS_PUSH_WAIT_TIMEOUT_SECONDS"),
-    input("stream-logs", "TRUSS_PUSH_STREAM_LOGS"),
-    input("output-file", "TRUSS_PUSH_OUTPUT_FILE"),
-    input("output-format", "TRUSS_PUSH_OUTPUT_FORMAT"),
-    input("dry-run", "TRUSS_PUSH_DRY_RUN"),
+    InputSpec {
+        name: "truss-directory",
+        plain_env: "TRUSS_DIRECTORY",
+        kind: Kind::Path,
+        default: None,
+        help: "Model directory (with config.yaml) or chain .py file",
+        heading: None,
+    },
+    InputSpec {
+        name: "baseten-api-key",
+        plain_env: "BASETEN_API_KEY",
+        kind: Kind::Secret,
+        default: None,
+        help: "Baseten API key; never printed",
+        heading: None,
+    },
+    InputSpec {
+        name: "model-name",
+        plain_env: "MODEL_NAME",
+        kind: Kind::Name,
+        default: None,
+        help: "Override the model (or chain) name",
+        heading: None,
+    },
+    InputSpec {
+        name: "environment",
+        plain_env: "ENVIRONMENT",
+        kind: Kind::Name,
+        default: None,
+        help: "Deploy into this environment, e.g. production (letters, digits, '_', '-')",
+        heading: None,
+    },
+    InputSpec {
+        name: "include-git-info",
+        plain_env: "INCLUDE_GIT_INFO",
+        kind: Kind::Bool,
+        default: Some("true"),
+        help: "Attach commit/tag info to the deployment",
+        heading: None,
+    },
+    InputSpec {
+        name: "labels",
+        plain_env: "LABELS",
+        kind: Kind::Json,
+        default: None,
+        help: "JSON object of labels",
+        heading: None,
+    },
+    InputSpec {
+        name: "deployment-name",
+        plain_env: "DEPLOYMENT_NAME",
+        kind: Kind::Name,
+        default: None,
+        help: "Deployment name [0-9A-Za-z_.-]; default PR-<n>_<sha7> on PRs, else <sha7>",
+        heading: None,
+    },
+    InputSpec {
+        name: "cleanup",
+        plain_env: "CLEANUP",
+        kind: Kind::Bool,
+        default: None,
+        help: "Deactivate after validation (default: true without environment, false with one)",
+        heading: None,
+    },
+    InputSpec {
+        name: "predict-payload",
+        plain_env: "PREDICT_PAYLOAD",
+        kind: Kind::Json,
+        default: None,
+        help: "JSON predict body (default: config model_metadata.example_model_input)",
+        heading: None,
+    },
+    InputSpec {
+        name: "deploy-timeout-minutes",
+        plain_env: "DEPLOY_TIMEOUT_MINUTES",
+        kind: Kind::Number(Range {
+            unit: Unit::Minutes,
+            // The platform rejects deploy_timeout_minutes outside this range.
+            min: 10.0,
+            max: 1440.0,
+            whole: true,
+        }),
+        default: Some("45"),
+        help: "Deploy budget in minutes",
+        heading: None,
+    },
+    InputSpec {
+        name: "predict-timeout",
+        plain_env: "PREDICT_TIMEOUT",
+        // An hour is far beyond any smoke test; a larger value is a typo.
+        kind: seconds(1.0, 3600.0, true),
+        default: Some("300"),
+        help: "Predict deadline in seconds",
+        heading: None,
+    },
+    InputSpec {
+        name: "regional-environment",
+        plain_env: "REGIONAL_ENVIRONMENT",
+        kind: Kind::Bool,
+        default: Some("false"),
+        help: "Predict through the regional environment host (needs environment)",
+        heading: None,
+    },
+    InputSpec {
+        name: "team",
+        plain_env: "TEAM",
+        kind: Kind::Name,
+        default: None,
+        help: "Team name, when the key sees several teams",
+        heading: None,
+    },
+    InputSpec {
+        name: "app-url",
+        plain_env: "TRUSS_PUSH_APP_URL",
+        kind: Kind::Url,
+        default: Some("https://app.baseten.co"),
+        help: "Baseten app URL; GraphQL is {app-url}/graphql/",
+        heading: HOSTS,
+    },
+    InputSpec {
+        name: "api-url",
+        plain_env: "TRUSS_PUSH_API_URL",
+        kind: Kind::Url,
+        default: Some("https://api.baseten.co"),
+        help: "REST API base URL",
+        heading: HOSTS,
+    },
+    InputSpec {
+        name: "inference-url",
+        plain_env: "TRUSS_PUSH_INFERENCE_URL",
+        kind: Kind::Template,
+        default: Some("https://{prefix}-{id}.api.baseten.co"),
+        help: "Inference URL template with {prefix} (model|chain) and {id}",
+        heading: HOSTS,
+    },
+    InputSpec {
+        name: "s3-endpoint",
+        plain_env: "TRUSS_PUSH_S3_ENDPOINT",
+        kind: Kind::Url,
+        default: None,
+        help: "S3 endpoint override (path-style), e.g. for a proxy or a test double",
+        heading: HOSTS,
+    },
+    InputSpec {
+        name: "poll-interval-seconds",
+        plain_env: "TRUSS_PUSH_POLL_INTERVAL_SECONDS",
+        // Below the floor the poll loop hammers the API; the tests poll
+        // their local fake at the floor to stay fast.
+        kind: seconds(0.05, 600.0, false),
+        default: Some("2"),
+        help: "Seconds between status polls",
+        heading: BEHAVIOUR,
+    },
+    InputSpec {
+        name: "wait-timeout-seconds",
+        plain_env: "TRUSS_PUSH_WAIT_TIMEOUT_SECONDS",
+        // The ceiling is the longest deploy budget the platform accepts.
+        kind: seconds(0.1, 86_400.0, false),
+        default: None,
+        help: "Client-side wait budget in seconds (default: deploy-timeout-minutes)",
+        heading: BEHAVIOUR,
+    },
+    InputSpec {
+        name: "stream-logs",
+        plain_env: "TRUSS_PUSH_STREAM_LOGS",
+        kind: Kind::Bool,
+        default: Some("true"),
+        help: "Stream deployment logs while waiting",
+        heading: BEHAVIOUR,
+    },
+    InputSpec {
+        name: "dry-run",
+        plain_env: "TRUSS_PUSH_DRY_RUN",
+        kind: Kind::Switch,
+        default: Some("false"),
+        help: "Validate and package only; nothing is uploaded or created",
+        heading: BEHAVIOUR,
+    },
+    InputSpec {
+        name: "output-file",
+        plain_env: "TRUSS_PUSH_OUTPUT_FILE",
+        kind: Kind::Path,
+        default: None,
+        help: "Also write the outputs to this file (for CI systems other than GitHub)",
+        heading: OUTPUTS,
+    },
+    InputSpec {
+        name: "output-format",
+        plain_env: "TRUSS_PUSH_OUTPUT_FORMAT",
+        kind: Kind::Format,
+        default: None,
+        help: "Format of --output-file: dotenv or json (default: json for *.json, else dotenv)",
+        heading: OUTPUTS,
+    },
 ];
+
+/// The spec of the input called `name`.
+///
+/// # Panics
+/// When `name` is not an input: a typo in the code, caught by any test that
+/// reads it.
+pub(crate) fn spec(name: &str) -> &'static InputSpec {
+    INPUTS
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("unknown input {name}"))
+}
 
 /// The environment names an input is read from, in precedence order.
 pub fn env_names(spec: &InputSpec) -> [String; 3] {
@@ -61,134 +343,126 @@ pub fn env_names(spec: &InputSpec) -> [String; 3] {
     ]
 }
 
-/// Deploy a Truss model or chain to Baseten, wait until it is ready,
-/// smoke-test it, and report the truth as CI outputs.
-///
-/// Every option can also come from the environment: `INPUT_<NAME>` (hyphens
-/// kept or turned into underscores, as GitHub Actions passes inputs) or the
-/// plain variable shown. Booleans take true/false, 1/0, yes/no.
-#[derive(Debug, Default, Parser)]
-#[command(name = "truss-push", version, about, long_about = None, args_override_self = true)]
+/// The `--help` line of an input: its text, its range, its plain variable
+/// and its default.
+fn help_line(spec: &InputSpec) -> String {
+    let mut line = spec.help.to_string();
+    if let Kind::Number(r) = spec.kind {
+        line.push_str(&format!(" [range: {} to {}]", r.min, r.max));
+    }
+    line.push_str(&format!(" [env: {}]", spec.plain_env));
+    if let Some(d) = spec.default {
+        line.push_str(&format!(" [default: {d}]"));
+    }
+    line
+}
+
+/// The clap definition, built from `INPUTS`. Every flag takes its value as
+/// an OS string so that a value which is not UTF-8 reaches `gather`, which
+/// names the flag, instead of clap refusing it without saying which.
+pub(crate) fn command() -> Command {
+    let mut cmd = Command::new("truss-push")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about(env!("CARGO_PKG_DESCRIPTION"))
+        // Repeating a flag is not an error: the last value wins.
+        .args_override_self(true);
+    for spec in INPUTS {
+        let mut arg = Arg::new(spec.name)
+            .long(spec.name)
+            .value_name(spec.kind.value_name())
+            .value_parser(clap::value_parser!(OsString))
+            .action(ArgAction::Set)
+            .help(help_line(spec));
+        if let Some(heading) = spec.heading {
+            arg = arg.help_heading(heading);
+        }
+        if spec.kind == Kind::Switch {
+            arg = arg.num_args(0..=1).default_missing_value("true");
+        }
+        cmd = cmd.arg(arg);
+    }
+    cmd
+}
+
+/// The parsed command line: the flags that were given, by input name.
+#[derive(Debug, Default)]
 pub struct Cli {
-    /// Model directory (with config.yaml) or chain .py file [env: TRUSS_DIRECTORY]
-    #[arg(long, value_name = "PATH")]
-    pub truss_directory: Option<String>,
-    /// Baseten API key; never printed [env: BASETEN_API_KEY]
-    #[arg(long, value_name = "KEY", hide_env_values = true)]
-    pub baseten_api_key: Option<String>,
-    /// Override the model (or chain) name [env: MODEL_NAME]
-    #[arg(long, value_name = "NAME")]
-    pub model_name: Option<String>,
-    /// Deploy into this environment, e.g. production [env: ENVIRONMENT]
-    #[arg(long, value_name = "NAME")]
-    pub environment: Option<String>,
-    /// Attach commit/tag info to the deployment (default true) [env: INCLUDE_GIT_INFO]
-    #[arg(long, value_name = "BOOL")]
-    pub include_git_info: Option<String>,
-    /// JSON object of labels [env: LABELS]
-    #[arg(long, value_name = "JSON")]
-    pub labels: Option<String>,
-    /// Deployment name [0-9A-Za-z_.-]; default PR-<n>_<sha7> on PRs, else <sha7> [env: DEPLOYMENT_NAME]
-    #[arg(long, value_name = "NAME")]
-    pub deployment_name: Option<String>,
-    /// Deactivate after validation (default: true without environment, false with one) [env: CLEANUP]
-    #[arg(long, value_name = "BOOL")]
-    pub cleanup: Option<String>,
-    /// JSON predict body (default: config model_metadata.example_model_input) [env: PREDICT_PAYLOAD]
-    #[arg(long, value_name = "JSON")]
-    pub predict_payload: Option<String>,
-    /// Deploy budget in minutes, 10..=1440 (default 45) [env: DEPLOY_TIMEOUT_MINUTES]
-    #[arg(long, value_name = "MINUTES")]
-    pub deploy_timeout_minutes: Option<String>,
-    /// Predict deadline in seconds (default 300) [env: PREDICT_TIMEOUT]
-    #[arg(long, value_name = "SECONDS")]
-    pub predict_timeout: Option<String>,
-    /// Predict through the regional environment host (needs environment) [env: REGIONAL_ENVIRONMENT]
-    #[arg(long, value_name = "BOOL")]
-    pub regional_environment: Option<String>,
-    /// Team name, when the key sees several teams [env: TEAM]
-    #[arg(long, value_name = "NAME")]
-    pub team: Option<String>,
-
-    /// Baseten app URL; GraphQL is {app-url}/graphql/ [env: TRUSS_PUSH_APP_URL] [default: https://app.baseten.co]
-    #[arg(long, value_name = "URL", help_heading = "Hosts")]
-    pub app_url: Option<String>,
-    /// REST API base URL [env: TRUSS_PUSH_API_URL] [default: https://api.baseten.co]
-    #[arg(long, value_name = "URL", help_heading = "Hosts")]
-    pub api_url: Option<String>,
-    /// Inference URL template with {prefix} (model|chain) and {id} [env: TRUSS_PUSH_INFERENCE_URL] [default: https://{prefix}-{id}.api.baseten.co]
-    #[arg(long, value_name = "TEMPLATE", help_heading = "Hosts")]
-    pub inference_url: Option<String>,
-    /// S3 endpoint override (path-style), e.g. for a proxy or a test double [env: TRUSS_PUSH_S3_ENDPOINT]
-    #[arg(long, value_name = "URL", help_heading = "Hosts")]
-    pub s3_endpoint: Option<String>,
-
-    /// Seconds between status polls (default 2) [env: TRUSS_PUSH_POLL_INTERVAL_SECONDS]
-    #[arg(long, value_name = "SECONDS", help_heading = "Behaviour")]
-    pub poll_interval_seconds: Option<String>,
-    /// Client-side wait budget in seconds (default: deploy-timeout-minutes) [env: TRUSS_PUSH_WAIT_TIMEOUT_SECONDS]
-    #[arg(long, value_name = "SECONDS", help_heading = "Behaviour")]
-    pub wait_timeout_seconds: Option<String>,
-    /// Stream deployment logs while waiting (default true) [env: TRUSS_PUSH_STREAM_LOGS]
-    #[arg(long, value_name = "BOOL", help_heading = "Behaviour")]
-    pub stream_logs: Option<String>,
-    /// Validate and package only; nothing is uploaded or created [env: TRUSS_PUSH_DRY_RUN]
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", help_heading = "Behaviour")]
-    pub dry_run: Option<String>,
-
-    /// Also write the outputs to this file (for CI systems other than GitHub) [env: TRUSS_PUSH_OUTPUT_FILE]
-    #[arg(long, value_name = "PATH", help_heading = "Outputs")]
-    pub output_file: Option<String>,
-    /// Format of --output-file: dotenv or json (default: json for *.json, else dotenv) [env: TRUSS_PUSH_OUTPUT_FORMAT]
-    #[arg(long, value_name = "FORMAT", help_heading = "Outputs")]
-    pub output_format: Option<String>,
+    flags: BTreeMap<&'static str, OsString>,
 }
 
 impl Cli {
-    fn flag(&self, name: &str) -> Option<&String> {
-        match name {
-            "truss-directory" => self.truss_directory.as_ref(),
-            "baseten-api-key" => self.baseten_api_key.as_ref(),
-            "model-name" => self.model_name.as_ref(),
-            "environment" => self.environment.as_ref(),
-            "include-git-info" => self.include_git_info.as_ref(),
-            "labels" => self.labels.as_ref(),
-            "deployment-name" => self.deployment_name.as_ref(),
-            "cleanup" => self.cleanup.as_ref(),
-            "predict-payload" => self.predict_payload.as_ref(),
-            "deploy-timeout-minutes" => self.deploy_timeout_minutes.as_ref(),
-            "predict-timeout" => self.predict_timeout.as_ref(),
-            "regional-environment" => self.regional_environment.as_ref(),
-            "team" => self.team.as_ref(),
-            "app-url" => self.app_url.as_ref(),
-            "api-url" => self.api_url.as_ref(),
-            "inference-url" => self.inference_url.as_ref(),
-            "s3-endpoint" => self.s3_endpoint.as_ref(),
-            "poll-interval-seconds" => self.poll_interval_seconds.as_ref(),
-            "wait-timeout-seconds" => self.wait_timeout_seconds.as_ref(),
-            "stream-logs" => self.stream_logs.as_ref(),
-            "dry-run" => self.dry_run.as_ref(),
-            "output-file" => self.output_file.as_ref(),
-            "output-format" => self.output_format.as_ref(),
-            _ => None,
-        }
+    /// Parses the process's arguments; `--help` and `--version` come back as
+    /// errors whose `use_stderr()` is false.
+    pub fn try_parse() -> Result<Self, clap::Error> {
+        Ok(Self::from_matches(command().try_get_matches()?))
+    }
+
+    /// Parses `args` (the first is the program name).
+    pub fn try_parse_from<I, T>(args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        Ok(Self::from_matches(command().try_get_matches_from(args)?))
+    }
+
+    /// Like `try_parse_from`, panicking on a parse error (tests).
+    pub fn parse_from<I, T>(args: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        Self::try_parse_from(args).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn from_matches(mut m: ArgMatches) -> Self {
+        let flags = INPUTS
+            .iter()
+            .filter_map(|spec| Some((spec.name, m.remove_one::<OsString>(spec.name)?)))
+            .collect();
+        Self { flags }
     }
 
     /// Gathers every input from flags and the environment. `env` is the
     /// environment lookup (a parameter so tests need no `set_var`).
-    pub fn gather(&self, env: &dyn Fn(&str) -> Option<String>) -> Inputs {
-        let mut values = BTreeMap::new();
+    pub(crate) fn gather(&self, env: EnvLookup<'_>) -> Inputs {
+        let mut inputs = Inputs::default();
         for spec in INPUTS {
-            let from_flag = self.flag(spec.name).cloned();
-            let value = std::iter::once(from_flag)
-                .chain(env_names(spec).iter().map(|n| env(n)))
-                .flatten()
-                .find(|v| !v.trim().is_empty());
-            if let Some(v) = value {
-                values.insert(spec.name, v);
+            let from_flag = self
+                .flags
+                .get(spec.name)
+                .map(|v| (format!("--{}", spec.name), v.clone().into_string()));
+            let from_env = env_names(spec).into_iter().map(|n| {
+                let v = env(&n).map_err(|e| match e {
+                    VarError::NotPresent => OsString::new(),
+                    VarError::NotUnicode(raw) => raw,
+                });
+                (n, v)
+            });
+            for (source, value) in from_flag.into_iter().chain(from_env) {
+                match value {
+                    Ok(v) if v.trim().is_empty() => {}
+                    Ok(v) => {
+                        inputs.values.insert(spec.name, v);
+                        break;
+                    }
+                    // Unset.
+                    Err(raw) if raw.is_empty() => {}
+                    // Never fall back to a later spelling: treating this one
+                    // as unset could turn a mangled dry-run into a real
+                    // deploy. The value itself is not shown: it may be the
+                    // key.
+                    Err(_) => {
+                        inputs.problems.push(format!(
+                            "{source} (input {}) is not valid UTF-8: inputs must be text; fix the value where it is set",
+                            spec.name
+                        ));
+                        break;
+                    }
+                }
             }
         }
-        Inputs { values }
+        inputs
     }
 }
 
@@ -196,6 +470,7 @@ impl Cli {
 #[derive(Clone, Debug, Default)]
 pub struct Inputs {
     values: BTreeMap<&'static str, String>,
+    problems: Vec<String>,
 }
 
 impl Inputs {
@@ -213,10 +488,21 @@ impl Inputs {
         self.get(name).map(str::trim)
     }
 
+    /// The trimmed value, or the input's declared default.
+    pub(crate) fn or_default(&self, name: &str) -> Option<&str> {
+        self.trimmed(name).or(spec(name).default)
+    }
+
+    /// Inputs that could not be read at all (not UTF-8), one message each.
+    pub(crate) fn problems(&self) -> &[String] {
+        &self.problems
+    }
+
     #[cfg(test)]
     pub fn from_pairs(pairs: &[(&'static str, &str)]) -> Self {
         Self {
             values: pairs.iter().map(|(k, v)| (*k, v.to_string())).collect(),
+            problems: Vec::new(),
         }
     }
 }
@@ -224,42 +510,54 @@ impl Inputs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
     use std::collections::HashMap;
 
-    #[test]
-    fn cli_definition_is_consistent() {
-        Cli::command().debug_assert();
+    fn lookup(pairs: &[(&'static str, &'static str)]) -> impl Fn(&str) -> Result<String, VarError> {
+        let env: HashMap<&str, &str> = pairs.iter().copied().collect();
+        move |k: &str| {
+            env.get(k)
+                .map(|v| v.to_string())
+                .ok_or(VarError::NotPresent)
+        }
+    }
+
+    fn unset(_: &str) -> Result<String, VarError> {
+        Err(VarError::NotPresent)
     }
 
     #[test]
-    fn every_input_has_a_flag() {
-        let cmd = Cli::command();
+    fn cli_definition_is_consistent() {
+        command().debug_assert();
+    }
+
+    #[test]
+    fn every_input_has_a_flag_and_a_valid_default() {
+        let cmd = command();
         for spec in INPUTS {
             assert!(
                 cmd.get_arguments().any(|a| a.get_long() == Some(spec.name)),
                 "no --{}",
                 spec.name
             );
+            if let (Kind::Number(r), Some(d)) = (spec.kind, spec.default) {
+                let d: f64 = d.parse().unwrap();
+                assert!(r.min <= d && d <= r.max, "default of {}", spec.name);
+            }
         }
     }
 
     #[test]
     fn four_spellings_with_precedence_and_empty_as_unset() {
-        let env: HashMap<&str, &str> = [
+        let lookup = lookup(&[
             ("INPUT_MODEL-NAME", "hyphen"),
             ("INPUT_MODEL_NAME", "underscore"),
             ("MODEL_NAME", "plain"),
-            ("INPUT_TEAM", ""),
             ("INPUT_TEAM", ""),
             ("TEAM", "ml"),
             ("INPUT_DEPLOY_TIMEOUT_MINUTES", "60"),
             ("DEPLOY_TIMEOUT_MINUTES", "30"),
             ("ENVIRONMENT", "   "),
-        ]
-        .into_iter()
-        .collect();
-        let lookup = |k: &str| env.get(k).map(|v| v.to_string());
+        ]);
         let cli = Cli::parse_from(["truss-push", "--labels", "{}"]);
         let got = cli.gather(&lookup);
         assert_eq!(got.get("model-name"), Some("hyphen"));
@@ -274,8 +572,59 @@ mod tests {
     }
 
     #[test]
+    fn a_value_that_is_not_utf8_is_a_problem_not_a_fallback() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = || OsString::from_vec(b"tru\xffe".to_vec());
+        let env = |k: &str| match k {
+            "INPUT_DRY-RUN" => Err(VarError::NotUnicode(bad())),
+            "TRUSS_PUSH_DRY_RUN" => Ok("false".to_string()),
+            _ => Err(VarError::NotPresent),
+        };
+        let got = Cli::default().gather(&env);
+        assert_eq!(got.get("dry-run"), None);
+        assert_eq!(got.problems().len(), 1);
+        assert!(got.problems()[0].starts_with("INPUT_DRY-RUN (input dry-run)"));
+        let cli = Cli::parse_from([OsString::from("truss-push"), "--team".into(), bad()]);
+        let got = cli.gather(&unset);
+        assert!(
+            got.problems()[0].starts_with("--team "),
+            "{:?}",
+            got.problems()
+        );
+    }
+
+    #[test]
+    fn a_repeated_flag_keeps_the_last_value() {
+        let cli = Cli::parse_from(["truss-push", "--team", "a", "--team=b"]);
+        assert_eq!(cli.gather(&unset).get("team"), Some("b"));
+    }
+
+    #[test]
     fn dry_run_flag_needs_no_value() {
         let cli = Cli::parse_from(["truss-push", "--dry-run"]);
-        assert_eq!(cli.gather(&|_| None).get("dry-run"), Some("true"));
+        assert_eq!(cli.gather(&unset).get("dry-run"), Some("true"));
+        let cli = Cli::parse_from(["truss-push", "--dry-run", "false"]);
+        assert_eq!(cli.gather(&unset).get("dry-run"), Some("false"));
+    }
+
+    #[test]
+    fn defaults_apply_only_when_not_given() {
+        let inputs = Inputs::from_pairs(&[("predict-timeout", " 20 ")]);
+        assert_eq!(inputs.or_default("predict-timeout"), Some("20"));
+        assert_eq!(inputs.or_default("deploy-timeout-minutes"), Some("45"));
+        assert_eq!(inputs.or_default("team"), None);
+    }
+
+    #[test]
+    fn help_shows_env_range_and_default() {
+        let help = command().render_long_help().to_string();
+        for want in [
+            "Deploy budget in minutes [range: 10 to 1440] [env: DEPLOY_TIMEOUT_MINUTES] [default: 45]",
+            "--dry-run [<BOOL>]",
+            "Baseten API key; never printed [env: BASETEN_API_KEY]",
+            "Hosts:",
+        ] {
+            assert!(help.contains(want), "{want:?} in\n{help}");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Stage two of the inputs: a validated `Config`, built before any network
 //! call. Every message says what was wrong, what was expected and how to fix
-//! it (SPEC: bad input gets one clear message and changes nothing).
+//! it: a bad input gets one clear message and changes nothing.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -10,18 +10,20 @@ use serde_json::Value;
 
 use crate::baseten::Endpoints;
 use crate::ci::OutputsFormat as OutputFormat;
-use crate::cli::Inputs;
+use crate::cli::{self, Inputs, Kind};
+use crate::files::{ReadError, read_regular_file};
 use crate::git;
 use crate::secret::Secret;
 
-pub const DEFAULT_APP_URL: &str = "https://app.baseten.co";
-pub const DEFAULT_API_URL: &str = "https://api.baseten.co";
-pub const DEFAULT_INFERENCE_URL: &str = "https://{prefix}-{id}.api.baseten.co";
-pub const DEFAULT_DEPLOY_TIMEOUT_MINUTES: u32 = 45;
-/// The platform rejects deploy_timeout_minutes outside this range.
-pub const DEPLOY_TIMEOUT_MINUTES_RANGE: std::ops::RangeInclusive<u32> = 10..=1440;
-pub const DEFAULT_PREDICT_TIMEOUT_SECS: u64 = 300;
-pub const DEFAULT_POLL_INTERVAL_SECS: f64 = 2.0;
+/// The environment name becomes part of the regional predict host
+/// `model-<id>-<environment>`: one DNS label (63 characters at most) that
+/// also holds an 8-character id.
+pub(crate) const ENVIRONMENT_MAX_CHARS: usize = 48;
+/// Model and team names longer than this are a pasting mistake, not a name.
+pub(crate) const NAME_MAX_CHARS: usize = 256;
+/// A config.yaml larger than this is not a Truss config; it is refused
+/// before it is read into memory.
+pub(crate) const CONFIG_YAML_MAX_MIB: u64 = 1;
 /// `raw_config` is sent only up to this size (as truss does).
 pub const RAW_CONFIG_MAX_BYTES: usize = 100 * 1024;
 
@@ -76,8 +78,6 @@ pub struct OutputSettings {
     pub file: Option<(PathBuf, OutputFormat)>,
 }
 
-type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
-
 /// Resolves the outputs file. A bad format is reported after outputs are
 /// written (in the default format), so the user still gets them.
 pub fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
@@ -121,13 +121,51 @@ pub fn parse_bool(name: &str, value: &str) -> Result<bool, String> {
     }
 }
 
-/// True when `name` is a whole match of `[0-9A-Za-z_.-]+` (hazard H6: no
-/// trailing newline slips through).
+/// True when `name` is a whole match of `[0-9A-Za-z_.-]+`, so no trailing
+/// newline slips through as a regex with `$` would let it.
 pub fn is_valid_deployment_name(name: &str) -> bool {
     !name.is_empty()
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// Checks an environment name: it is placed in a host name and in URL paths,
+/// so only letters, digits, `_` and `-` are allowed.
+fn check_environment(v: &str) -> Result<(), String> {
+    if !v
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+    {
+        return Err(format!(
+            "environment may contain only letters, digits, '_' and '-', got {v:?}: use the environment's name as the Baseten UI shows it, e.g. production"
+        ));
+    }
+    if v.chars().count() > ENVIRONMENT_MAX_CHARS {
+        return Err(format!(
+            "environment must be at most {ENVIRONMENT_MAX_CHARS} characters, got {}",
+            v.chars().count()
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a model or team name given as free text. Line feeds pass because
+/// every place a name is shown escapes them; other control characters
+/// (terminal escapes, carriage returns, NUL) would reach logs raw.
+fn check_name(what: &str, v: &str) -> Result<(), String> {
+    if let Some(c) = v.chars().find(|&c| c.is_control() && c != '\n') {
+        return Err(format!(
+            "{what} contains a control character ({c:?}) in {v:?}: remove it"
+        ));
+    }
+    if v.chars().count() > NAME_MAX_CHARS {
+        return Err(format!(
+            "{what} must be at most {NAME_MAX_CHARS} characters, got {}",
+            v.chars().count()
+        ));
+    }
+    Ok(())
 }
 
 /// Parses a URL that will carry the API key: HTTPS, or plain HTTP to
@@ -148,15 +186,34 @@ fn key_url(name: &str, value: &str) -> Result<Url, String> {
     }
 }
 
-fn positive_secs(name: &str, value: &str) -> Result<Duration, String> {
-    let secs: f64 = value
-        .trim()
-        .parse()
-        .map_err(|_| format!("{name} must be a number of seconds, got {value:?}"))?;
-    if !(secs.is_finite() && secs > 0.0) {
-        return Err(format!("{name} must be greater than 0, got {value:?}"));
+/// Reads a numeric input (or its default) and checks it against the range
+/// declared for it, so no later conversion to a `Duration` or an `Instant`
+/// can overflow.
+fn number(inputs: &Inputs, name: &str) -> Result<f64, String> {
+    let Kind::Number(r) = cli::spec(name).kind else {
+        unreachable!("{name} is declared as a number");
+    };
+    let v = inputs.or_default(name).unwrap_or_default();
+    let unit = r.unit.word();
+    let parsed = if r.whole {
+        v.parse::<u64>().ok().map(|n| n as f64)
+    } else {
+        v.parse::<f64>().ok()
+    };
+    match parsed {
+        // NaN fails both comparisons.
+        Some(x) if r.min <= x && x <= r.max => Ok(x),
+        Some(_) => Err(format!(
+            "{name} must be between {} and {} {unit}, got {v:?}",
+            r.min, r.max
+        )),
+        None => Err(format!(
+            "{name} must be a {}number of {unit} between {} and {}, got {v:?}",
+            if r.whole { "whole " } else { "" },
+            r.min,
+            r.max
+        )),
     }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 /// Loads and checks the model directory.
@@ -168,16 +225,22 @@ fn load_model(dir: &Path) -> Result<Target, String> {
         ));
     }
     let path = dir.join("config.yaml");
-    let raw = std::fs::read(&path).map_err(|e| {
-        let hint = if dir.join("config.yml").exists() {
-            " (found config.yml: Truss reads config.yaml; rename it)"
-        } else {
-            ""
-        };
-        format!(
-            "cannot read {}: {e}{hint}: a Truss model directory must contain config.yaml",
+    let raw = read_regular_file(&path, CONFIG_YAML_MAX_MIB).map_err(|e| match e {
+        ReadError::Io(e) => {
+            let hint = if dir.join("config.yml").exists() {
+                " (found config.yml: Truss reads config.yaml; rename it)"
+            } else {
+                ""
+            };
+            format!(
+                "cannot read {}: {e}{hint}: a Truss model directory must contain config.yaml",
+                path.display()
+            )
+        }
+        other => format!(
+            "cannot read {}: {other}: config.yaml must be a plain YAML file of at most {CONFIG_YAML_MAX_MIB} MiB",
             path.display()
-        )
+        ),
     })?;
     let yaml: serde_yaml::Value = if raw.iter().all(u8::is_ascii_whitespace) {
         serde_yaml::Value::Mapping(Default::default())
@@ -211,7 +274,9 @@ pub fn best_effort_model_name(inputs: &Inputs) -> String {
     }
     inputs
         .trimmed("truss-directory")
-        .and_then(|d| std::fs::read(Path::new(d).join("config.yaml")).ok())
+        .and_then(|d| {
+            read_regular_file(&Path::new(d).join("config.yaml"), CONFIG_YAML_MAX_MIB).ok()
+        })
         .and_then(|raw| serde_yaml::from_slice::<serde_yaml::Value>(&raw).ok())
         .and_then(|v| {
             v.get("model_name")
@@ -224,7 +289,10 @@ impl Config {
     /// Validates every input. `env` reads CI variables for the default
     /// deployment name; `git` is consulted only when no CI variable names
     /// the commit.
-    pub fn from_inputs(inputs: &Inputs, env: Env<'_>) -> Result<Config, String> {
+    pub fn from_inputs(inputs: &Inputs, env: cli::EnvLookup<'_>) -> Result<Config, String> {
+        if let Some(problem) = inputs.problems().first() {
+            return Err(problem.clone());
+        }
         let dir = inputs.trimmed("truss-directory").ok_or(
             "truss-directory is required: set it to your model directory (with config.yaml) or your chain's .py file",
         )?;
@@ -248,16 +316,21 @@ impl Config {
             load_model(Path::new(dir))?
         };
 
-        let bool_input = |name: &str, default: bool| -> Result<bool, String> {
-            inputs
-                .trimmed(name)
-                .map_or(Ok(default), |v| parse_bool(name, v))
+        let bool_input = |name: &str| -> Result<bool, String> {
+            parse_bool(name, inputs.or_default(name).unwrap_or("false"))
         };
         let environment = inputs.trimmed("environment").map(str::to_string);
-        let include_git_info = bool_input("include-git-info", true)?;
-        let regional_environment = bool_input("regional-environment", false)?;
-        let stream_logs = bool_input("stream-logs", true)?;
-        let dry_run = bool_input("dry-run", false)?;
+        if let Some(e) = &environment {
+            check_environment(e)?;
+        }
+        let team = inputs.trimmed("team").map(str::to_string);
+        if let Some(t) = &team {
+            check_name("team", t)?;
+        }
+        let include_git_info = bool_input("include-git-info")?;
+        let regional_environment = bool_input("regional-environment")?;
+        let stream_logs = bool_input("stream-logs")?;
+        let dry_run = bool_input("dry-run")?;
         let cleanup = match inputs.trimmed("cleanup") {
             Some(v) => Cleanup {
                 enabled: parse_bool("cleanup", v)?,
@@ -275,16 +348,22 @@ impl Config {
         }
 
         let model_name = match (inputs.trimmed("model-name"), &target) {
-            (Some(n), _) => n.to_string(),
-            (None, Target::Model { config, .. }) => config
-                .get("model_name")
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .ok_or(
-                    "no model name: config.yaml has no model_name and model-name is not set; add model_name to config.yaml or set model-name",
-                )?,
+            (Some(n), _) => {
+                check_name("model-name", n)?;
+                n.to_string()
+            }
+            (None, Target::Model { config, .. }) => {
+                let n = config
+                    .get("model_name")
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .ok_or(
+                        "no model name: config.yaml has no model_name and model-name is not set; add model_name to config.yaml or set model-name",
+                    )?;
+                check_name("model_name in config.yaml", n)?;
+                n.to_string()
+            }
             // A chain's name comes from its code; resolved during codegen.
             (None, Target::Chain { .. }) => String::new(),
         };
@@ -330,41 +409,17 @@ impl Config {
         // An empty payload means "no predict", as in the anchor action.
         .filter(|v| !is_falsy(v));
 
-        let deploy_timeout_minutes = match inputs.trimmed("deploy-timeout-minutes") {
-            None => DEFAULT_DEPLOY_TIMEOUT_MINUTES,
-            Some(v) => {
-                let n: u32 = v.parse().map_err(|_| {
-                    format!("deploy-timeout-minutes must be a whole number of minutes between 10 and 1440, got {v:?}")
-                })?;
-                if !DEPLOY_TIMEOUT_MINUTES_RANGE.contains(&n) {
-                    return Err(format!(
-                        "deploy-timeout-minutes must be between 10 and 1440 (the platform rejects other values), got {n}"
-                    ));
-                }
-                n
-            }
-        };
+        // Each number is within its declared range, so these conversions
+        // cannot overflow.
+        let deploy_timeout_minutes = number(inputs, "deploy-timeout-minutes")? as u32;
         let wait_timeout = match inputs.trimmed("wait-timeout-seconds") {
-            Some(v) => positive_secs("wait-timeout-seconds", v)?,
+            Some(_) => Duration::from_secs_f64(number(inputs, "wait-timeout-seconds")?),
             None => Duration::from_secs(u64::from(deploy_timeout_minutes) * 60),
         };
-        let predict_timeout = match inputs.trimmed("predict-timeout") {
-            None => Duration::from_secs(DEFAULT_PREDICT_TIMEOUT_SECS),
-            Some(v) => match v.parse::<u64>() {
-                Ok(n) if n > 0 => Duration::from_secs(n),
-                _ => {
-                    return Err(format!(
-                        "predict-timeout must be a positive whole number of seconds, got {v:?}"
-                    ));
-                }
-            },
-        };
-        let poll_interval = match inputs.trimmed("poll-interval-seconds") {
-            Some(v) => positive_secs("poll-interval-seconds", v)?,
-            None => Duration::from_secs_f64(DEFAULT_POLL_INTERVAL_SECS),
-        };
+        let predict_timeout = Duration::from_secs(number(inputs, "predict-timeout")? as u64);
+        let poll_interval = Duration::from_secs_f64(number(inputs, "poll-interval-seconds")?);
 
-        let ci_revision = git::ci_revision(env);
+        let ci_revision = git::ci_revision(&|k| env(k).ok())?;
         let deployment_name = match inputs.trimmed("deployment-name") {
             Some(n) => {
                 if !is_valid_deployment_name(n) {
@@ -392,23 +447,25 @@ impl Config {
                         sha: Some(sha),
                     })
                 });
-                rev.as_ref().and_then(git::default_deployment_name).ok_or(
+                let derived = rev.as_ref().and_then(git::default_deployment_name).ok_or(
                     "no deployment name: not in a recognised CI and no git commit found; set deployment-name (letters, digits, '_', '.', '-')",
-                )?
+                )?;
+                // The CI's variables are refused rather than cleaned up: a
+                // name other than the one they spell would be a surprise.
+                if !is_valid_deployment_name(&derived) {
+                    return Err(format!(
+                        "the default deployment name {derived:?}, made from the CI's commit and pull request variables, may contain only letters, digits, '_', '.' and '-': check those variables or set deployment-name"
+                    ));
+                }
+                derived
             }
         };
 
-        let app = key_url(
-            "app-url",
-            inputs.trimmed("app-url").unwrap_or(DEFAULT_APP_URL),
-        )?;
-        let api = key_url(
-            "api-url",
-            inputs.trimmed("api-url").unwrap_or(DEFAULT_API_URL),
-        )?;
+        let app = key_url("app-url", inputs.or_default("app-url").unwrap_or_default())?;
+        let api = key_url("api-url", inputs.or_default("api-url").unwrap_or_default())?;
         let inference = inputs
-            .trimmed("inference-url")
-            .unwrap_or(DEFAULT_INFERENCE_URL)
+            .or_default("inference-url")
+            .unwrap_or_default()
             .to_string();
         if !inference.contains("{id}") {
             return Err(format!(
@@ -440,7 +497,7 @@ impl Config {
             wait_timeout,
             predict_timeout,
             regional_environment,
-            team: inputs.trimmed("team").map(str::to_string),
+            team,
             endpoints: Endpoints {
                 app,
                 api,
@@ -490,7 +547,9 @@ mod tests {
     }
 
     fn build(pairs: &[(&'static str, &str)]) -> Result<Config, String> {
-        Config::from_inputs(&Inputs::from_pairs(pairs), &|_| None)
+        Config::from_inputs(&Inputs::from_pairs(pairs), &|_| {
+            Err(std::env::VarError::NotPresent)
+        })
     }
 
     #[test]
@@ -598,6 +657,36 @@ mod tests {
         }
         for bad in ["", "v1\n", "a b", "a\"b", "x/y", "é"] {
             assert!(!is_valid_deployment_name(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn environment_and_name_rules() {
+        for ok in ["production", "staging_2", "pr-42", &"e".repeat(48)] {
+            assert_eq!(check_environment(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "prod@127.0.0.1:8443/x?",
+            "a b",
+            "é",
+            "a.b",
+            "a/b",
+            &"e".repeat(49),
+        ] {
+            assert!(check_environment(bad).is_err(), "{bad:?}");
+        }
+        for ok in ["ml team", "my \"model\"\nv2", "modèle", &"n".repeat(256)] {
+            assert_eq!(check_name("team", ok), Ok(()), "{ok:?}");
+        }
+        for bad in [
+            "a\rb",
+            "a\u{1b}[2J",
+            "a\0",
+            "a\tb",
+            "a\u{9b}b",
+            &"n".repeat(257),
+        ] {
+            assert!(check_name("team", bad).is_err(), "{bad:?}");
         }
     }
 

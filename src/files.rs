@@ -1,50 +1,71 @@
 //! Reading the user's small files safely: only regular files are opened (a
-//! FIFO or a device would block or never end), and only up to a cap.
+//! FIFO would block forever, a device may never end), and only up to a cap.
 
-use std::fs;
-use std::io::{self, Read};
 use std::path::Path;
 
-/// Why a small file could not be read.
-#[derive(Debug, thiserror::Error)]
+/// Why a small input file could not be read.
+#[derive(Debug)]
 pub(crate) enum ReadError {
-    #[error("{} does not exist", .0)]
-    Missing(String),
-    #[error("{} is not a regular file (a directory, FIFO, socket or device)", .0)]
-    NotRegular(String),
-    #[error("{} is larger than {} bytes", .0, .1)]
-    TooLarge(String, u64),
-    #[error("{} is not valid UTF-8", .0)]
-    NotUtf8(String),
-    #[error("cannot read {}: {}", .0, .1)]
-    Io(String, io::Error),
+    Io(std::io::Error),
+    /// A directory, FIFO, socket or device: reading a FIFO would block
+    /// forever and a device may never end.
+    NotRegular(&'static str),
+    /// Larger than the cap, in MiB.
+    TooLarge(u64),
 }
 
-/// Reads `path` as UTF-8 text of at most `max_bytes`, following symlinks,
-/// refusing anything that is not a regular file before opening it.
-pub(crate) fn read_text(path: &Path, max_bytes: u64) -> Result<String, ReadError> {
-    let shown = || path.display().to_string();
-    let meta = match fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ReadError::Missing(shown())),
-        Err(e) => return Err(ReadError::Io(shown(), e)),
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Io(e) => write!(f, "{e}"),
+            ReadError::NotRegular(kind) => write!(f, "it is a {kind}, not a regular file"),
+            ReadError::TooLarge(mib) => write!(f, "it is larger than {mib} MiB"),
+        }
+    }
+}
+
+fn describe(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO (named pipe)"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "device"
+    } else {
+        "special file"
+    }
+}
+
+/// Reads a small input file whole: only a regular file (symlinks followed)
+/// and at most `max_mib` MiB, checked before reading so neither a FIFO nor a
+/// huge file can stall the run.
+pub(crate) fn read_regular_file(path: &Path, max_mib: u64) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    let max_bytes = max_mib << 20;
+    let checked = |meta: std::fs::Metadata| {
+        if !meta.is_file() {
+            Err(ReadError::NotRegular(describe(meta.file_type())))
+        } else if meta.len() > max_bytes {
+            Err(ReadError::TooLarge(max_mib))
+        } else {
+            Ok(meta.len())
+        }
     };
-    if !meta.is_file() {
-        return Err(ReadError::NotRegular(shown()));
-    }
-    if meta.len() > max_bytes {
-        return Err(ReadError::TooLarge(shown(), max_bytes));
-    }
-    let file = fs::File::open(path).map_err(|e| ReadError::Io(shown(), e))?;
-    let mut bytes = Vec::new();
-    // The file may grow between the check and the read.
+    checked(std::fs::metadata(path).map_err(ReadError::Io)?)?;
+    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+    // Checked again on the open file, in case the path changed meanwhile.
+    let len = checked(file.metadata().map_err(ReadError::Io)?)?;
+    let mut buf = Vec::with_capacity(usize::try_from(len).unwrap_or_default());
     file.take(max_bytes + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ReadError::Io(shown(), e))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(ReadError::TooLarge(shown(), max_bytes));
+        .read_to_end(&mut buf)
+        .map_err(ReadError::Io)?;
+    if buf.len() as u64 > max_bytes {
+        return Err(ReadError::TooLarge(max_mib));
     }
-    String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8(shown()))
+    Ok(buf)
 }
 
 #[cfg(test)]
@@ -52,35 +73,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn special_files_are_refused_before_they_are_opened() {
+    fn only_small_regular_files_are_read() {
         let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("f");
+        std::fs::write(&file, vec![b'x'; 1 << 20]).unwrap();
+        assert_eq!(read_regular_file(&file, 1).unwrap().len(), 1 << 20);
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(read_regular_file(&link, 1).is_ok());
+        std::fs::write(&file, vec![b'x'; (1 << 20) + 1]).unwrap();
+        assert!(matches!(
+            read_regular_file(&file, 1),
+            Err(ReadError::TooLarge(1))
+        ));
         let fifo = d.path().join("fifo");
-        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
-        if made.is_ok_and(|s| s.success()) {
-            // Opening a FIFO with no writer would block forever.
-            assert!(matches!(
-                read_text(&fifo, 10),
-                Err(ReadError::NotRegular(_))
-            ));
-        }
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let e = read_regular_file(&fifo, 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "it is a FIFO (named pipe), not a regular file"
+        );
+        let e = read_regular_file(d.path(), 1).unwrap_err();
+        assert_eq!(e.to_string(), "it is a directory, not a regular file");
+        let e = read_regular_file(Path::new("/dev/zero"), 1).unwrap_err();
+        assert_eq!(e.to_string(), "it is a device, not a regular file");
         assert!(matches!(
-            read_text(d.path(), 10),
-            Err(ReadError::NotRegular(_))
+            read_regular_file(&d.path().join("none"), 1),
+            Err(ReadError::Io(_))
         ));
-        assert!(matches!(
-            read_text(Path::new("/dev/zero"), 10),
-            Err(ReadError::NotRegular(_))
-        ));
-        assert!(matches!(
-            read_text(&d.path().join("nope"), 10),
-            Err(ReadError::Missing(_))
-        ));
-        let f = d.path().join("f");
-        std::fs::write(&f, "0123456789x").unwrap();
-        assert!(matches!(read_text(&f, 10), Err(ReadError::TooLarge(..))));
-        std::fs::write(&f, b"\xff").unwrap();
-        assert!(matches!(read_text(&f, 10), Err(ReadError::NotUtf8(_))));
-        std::fs::write(&f, "ok").unwrap();
-        assert_eq!(read_text(&f, 10).unwrap(), "ok");
     }
 }

@@ -7,6 +7,7 @@ use std::process::Command;
 use serde::Serialize;
 
 use crate::env_vars as ev;
+use crate::files::ReadError;
 
 /// Git facts the platform records with a deployment (`GitInfo`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -19,7 +20,7 @@ pub struct GitInfo {
 
 /// Runs `git` in `dir` and returns trimmed stdout on success; `None` when git
 /// is missing, the directory is not a repository, or the command failed —
-/// git info is a nicety and must never abort a deploy (hazard H12).
+/// git info is a nicety and must never abort a deploy.
 pub fn run_git(dir: &Path, args: &[&str]) -> Option<String> {
     let out = Command::new("git")
         .args(args)
@@ -48,59 +49,79 @@ fn non_empty(v: Option<String>) -> Option<String> {
     v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
+/// GitHub caps webhook payloads at 25 MB, so a larger event file is not a
+/// real event.
+pub(crate) const EVENT_FILE_MAX_MIB: u64 = 25;
+
 /// Reads the head sha of a GitHub pull request from the event payload.
-fn github_pr_head_sha(event_path: &str) -> Option<String> {
-    let text = std::fs::read_to_string(event_path).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v.pointer("/pull_request/head/sha")?
-        .as_str()
-        .map(str::to_string)
+/// A missing or unreadable payload gives `None` (the caller falls back to
+/// `GITHUB_SHA`); one that is not a regular file or is too large is an
+/// error, because reading it could block forever or exhaust memory.
+fn github_pr_head_sha(event_path: &str) -> Result<Option<String>, String> {
+    let bytes = match crate::files::read_regular_file(Path::new(event_path), EVENT_FILE_MAX_MIB) {
+        Ok(b) => b,
+        Err(ReadError::Io(_)) => return Ok(None),
+        Err(e) => {
+            return Err(format!(
+                "{} ({event_path}) cannot be read: {e}: it must be the event payload file the runner wrote",
+                ev::GITHUB_EVENT_PATH
+            ));
+        }
+    };
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return Ok(None);
+    };
+    Ok(v.pointer("/pull_request/head/sha")
+        .and_then(serde_json::Value::as_str)
         .filter(|s| !s.is_empty())
+        .map(str::to_string))
 }
 
 /// The revision according to the CI system's variables (GitHub, GitLab,
-/// Buildkite), or `None` outside a recognised CI.
-pub fn ci_revision(env: &dyn Fn(&str) -> Option<String>) -> Option<Revision> {
+/// Buildkite), or `None` outside a recognised CI. An error when the GitHub
+/// event file is not a regular file or too large.
+pub fn ci_revision(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Revision>, String> {
     let get = |k: &str| non_empty(env(k));
     if let Some(sha) = get(ev::GITHUB_SHA) {
         let pr = get(ev::GITHUB_REF).and_then(|r| {
             let rest = r.strip_prefix("refs/pull/")?;
             Some(rest.split('/').next()?.to_string())
         });
-        return Some(match pr {
+        return Ok(Some(match pr {
             Some(n) => {
                 // GITHUB_SHA is the test-merge commit on pull_request; the
                 // payload names the commit the author pushed.
-                let head = get(ev::GITHUB_EVENT_PATH)
-                    .and_then(|p| github_pr_head_sha(&p))
-                    .unwrap_or(sha);
+                let head = match get(ev::GITHUB_EVENT_PATH) {
+                    Some(p) => github_pr_head_sha(&p)?,
+                    None => None,
+                };
                 Revision {
                     change: Some(format!("PR-{n}")),
-                    sha: Some(head),
+                    sha: Some(head.unwrap_or(sha)),
                 }
             }
             None => Revision {
                 change: None,
                 sha: Some(sha),
             },
-        });
+        }));
     }
     if get(ev::GITLAB_CI).is_some() {
         let mr = get(ev::CI_MERGE_REQUEST_IID);
         let sha = get(ev::CI_MERGE_REQUEST_SOURCE_BRANCH_SHA).or_else(|| get(ev::CI_COMMIT_SHA));
-        return Some(Revision {
+        return Ok(Some(Revision {
             change: mr.map(|n| format!("MR-{n}")),
             sha,
-        });
+        }));
     }
     if get(ev::BUILDKITE).is_some() {
         let pr = get(ev::BUILDKITE_PULL_REQUEST).filter(|p| p != "false");
-        return Some(Revision {
+        return Ok(Some(Revision {
             change: pr.map(|n| format!("PR-{n}")),
             sha: get(ev::BUILDKITE_COMMIT),
-        });
+        }));
     }
-    None
+    Ok(None)
 }
 
 /// The default deployment name: `<change>_<sha7>` for change requests, else
@@ -222,7 +243,7 @@ mod tests {
             (vec![], None),
         ];
         for (env, want) in cases {
-            let rev = ci_revision(&lookup(&env));
+            let rev = ci_revision(&lookup(&env)).unwrap();
             let got = rev.as_ref().and_then(default_deployment_name);
             assert_eq!(got.as_deref(), want, "{env:?}");
         }

@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use truss_push::cli::Cli;
 
 fn main() -> ExitCode {

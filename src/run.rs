@@ -11,8 +11,9 @@ use crate::flow::{self, Ctx, State};
 use crate::outcome::{EXIT_SUCCESS, Failure, Status};
 use crate::{archive, baseten, chain, model, net};
 
-/// Reads one environment variable.
-pub type EnvLookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+/// Reads one environment variable as `std::env::var` does, so a value that
+/// is not UTF-8 is told apart from an unset one.
+pub type EnvLookup = Box<dyn Fn(&str) -> Result<String, std::env::VarError> + Send + Sync>;
 
 /// Everything a run needs from the outside world, so tests can run it
 /// in-process.
@@ -24,8 +25,8 @@ pub struct Io {
 impl Io {
     /// The real process environment and stdio.
     pub fn process() -> Self {
-        let env = |k: &str| std::env::var(k).ok();
-        let kind = CiEnv::from_lookup(env).kind();
+        let env = |k: &str| std::env::var(k);
+        let kind = CiEnv::from_lookup(|k| env(k).ok()).kind();
         Self {
             env: Box::new(env),
             reporter: Reporter::stdio(kind),
@@ -78,7 +79,7 @@ impl Signals {
 pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     let env = io.env;
     let mut signals = Signals::install();
-    let ci_env = CiEnv::from_lookup(|k| env(k));
+    let ci_env = CiEnv::from_lookup(|k| env(k).ok());
     let rep = Arc::new(Mutex::new(io.reporter));
     let inputs = cli.gather(&*env);
     if let Some(k) = inputs.trimmed("baseten-api-key") {
@@ -103,7 +104,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
                 Target::Chain { .. } => DeployKind::Chain,
             };
             state.lock().unwrap().model_name = cfg.model_name.clone();
-            let r = execute(&cfg, &rep, &state, started, &*env, &mut signals).await;
+            let r = execute(&cfg, &rep, &state, started, &|k| env(k).ok(), &mut signals).await;
             (r, kind, Some(cfg))
         }
     };

@@ -2,9 +2,11 @@
 per chainlet, without pushing anything, and describes them as JSON.
 
 Embedded in the truss-push binary and run as
-    python3 -B chain_codegen.py SOURCE_FILE [CHAIN_NAME]
-It needs the `truss` package (with `truss_chains`) at the pinned version and
-the `ruff` executable, which truss's code generation shells out to.
+    python3 -B chain_codegen.py TRUSS_VERSION SOURCE_FILE [CHAIN_NAME]
+where TRUSS_VERSION is the truss version truss-push pins (its one definition
+is the repository's `truss-version` file, compiled into the binary). It needs
+the `truss` package (with `truss_chains`) at that version and the `ruff`
+executable, which truss's code generation shells out to.
 
 Exactly one JSON object is written to stdout: either the manifest
     {"ok": {"truss_version", "chain_name", "chain_root", "chainlets": [...]}}
@@ -22,8 +24,6 @@ import shutil
 import sys
 import traceback
 
-# The truss version whose generated trusses truss-push knows how to push.
-PINNED_TRUSS = "0.18.36"
 # Lines of a traceback worth showing: the innermost frames and the error.
 TRACEBACK_TAIL_LINES = 12
 
@@ -55,10 +55,16 @@ def main():
     os.dup2(2, 1)
     sys.stdout = sys.stderr
 
-    if len(sys.argv) not in (2, 3):
-        _fail(out, "usage", "usage: chain_codegen.py SOURCE_FILE [CHAIN_NAME]")
-    source = pathlib.Path(sys.argv[1]).absolute()
-    requested_name = sys.argv[2] if len(sys.argv) == 3 and sys.argv[2] else None
+    if len(sys.argv) not in (3, 4):
+        _fail(
+            out,
+            "usage",
+            "usage: chain_codegen.py TRUSS_VERSION SOURCE_FILE [CHAIN_NAME]",
+        )
+    # The truss version whose generated trusses truss-push knows how to push.
+    pinned = sys.argv[1]
+    source = pathlib.Path(sys.argv[2]).absolute()
+    requested_name = sys.argv[3] if len(sys.argv) == 4 and sys.argv[3] else None
 
     try:
         from importlib import metadata
@@ -69,15 +75,15 @@ def main():
             out,
             "missing_truss",
             f"the Python at {sys.executable} has no `truss` package: "
-            f"install it with `pip install truss=={PINNED_TRUSS}`",
+            f"install it with `pip install truss=={pinned}`",
         )
-    if _major_minor(version) != _major_minor(PINNED_TRUSS):
+    if _major_minor(version) != _major_minor(pinned):
         _fail(
             out,
             "truss_version",
             f"truss {version} is installed at {sys.executable}, but truss-push "
-            f"generates chains with truss {PINNED_TRUSS}: install it with "
-            f"`pip install truss=={PINNED_TRUSS}`",
+            f"generates chains with truss {pinned}: install it with "
+            f"`pip install truss=={pinned}`",
         )
     if shutil.which("ruff") is None:
         _fail(

@@ -18,7 +18,8 @@ pub(crate) const PYTHON_ENV_VAR: &str = "TRUSS_PUSH_PYTHON";
 pub(crate) const DEFAULT_PYTHON: &str = "python3";
 /// The helper, shipped inside the binary so a release is still one file.
 pub(crate) const CODEGEN_HELPER: &str = include_str!("codegen.py");
-/// Keep in step with `PINNED_TRUSS` in the helper and `scripts/python-env`.
+/// The truss version the helper generates chains with; it is passed to the
+/// helper on its command line.
 pub(crate) const PINNED_TRUSS_VERSION: &str = TRUSS_COMPAT_VERSION;
 /// Code generation imports user code and runs ruff per chainlet; a hung
 /// import must not hold the job forever.
@@ -128,6 +129,7 @@ pub(crate) async fn generate(
     let mut cmd = tokio::process::Command::new(python);
     cmd.arg("-B")
         .arg(&helper)
+        .arg(PINNED_TRUSS_VERSION)
         .arg(&file)
         .arg(chain_name.unwrap_or(""))
         .env("TMPDIR", gen_dir)

@@ -31,7 +31,10 @@ pub(crate) use wait::{Poll, PromotionTrack, check_promotion, poll_until};
 
 /// The truss client version whose archive and wire format we reproduce; sent
 /// in `truss_user_env` so the platform treats the upload as that client's.
-pub(crate) const TRUSS_COMPAT_VERSION: &str = "0.18.36";
+/// The repository's `truss-version` file is its one definition, shared with
+/// the chain helper and `scripts/python-env`.
+pub(crate) const TRUSS_COMPAT_VERSION: &str =
+    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/truss-version")).trim_ascii();
 
 /// What the run learned, kept outside the flow so that a cancelled or
 /// failed flow still leaves what cleanup and outputs need.

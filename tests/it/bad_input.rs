@@ -1,6 +1,16 @@
 //! Bad input: one clear message, outputs still written, nothing uploaded or
 //! created.
 
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::ffi::OsStringExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use truss_push::ci::testing::parse_github_output;
+
 use crate::harness::*;
 
 #[test]
@@ -92,12 +102,12 @@ fn every_bad_input_is_refused_before_any_upload_or_mutation() {
         (
             "predict-timeout zero",
             vec![("predict-timeout", "0".into())],
-            "predict-timeout must be a positive",
+            "predict-timeout must be between 1 and 3600 seconds",
         ),
         (
             "predict-timeout negative",
             vec![("predict-timeout", "-3".into())],
-            "predict-timeout must be a positive",
+            "predict-timeout must be a whole number of seconds between 1 and 3600",
         ),
         (
             "deployment name with space",
@@ -137,7 +147,7 @@ fn every_bad_input_is_refused_before_any_upload_or_mutation() {
         (
             "poll interval",
             vec![("poll-interval-seconds", "0".into())],
-            "greater than 0",
+            "poll-interval-seconds must be between 0.05 and 600 seconds",
         ),
     ];
     assert!(cases.len() >= 20);
@@ -205,4 +215,358 @@ fn an_unknown_flag_still_writes_outputs() {
         run.out("error-message").contains("--no-such-flag"),
         "{run:?}"
     );
+}
+
+/// Asserts a refused run: exit 2, outputs written, the message shown, no
+/// panic, and not one request to the platform.
+fn assert_refused(fake: &fake_baseten::FakeBaseten, why: &str, run: &Outcome, expect: &str) {
+    assert_eq!(run.code, 2, "{why}: {run:?}");
+    assert_eq!(run.status(), "deploy_failed", "{why}");
+    let msg = run.out("error-message");
+    assert!(
+        msg.contains(expect),
+        "{why}: expected {expect:?} in {msg:?}"
+    );
+    assert!(!run.stderr.contains("panicked"), "{why}: {run:?}");
+    assert_eq!(run.out("deployment-id"), "", "{why}");
+    assert!(fake.requests().is_empty(), "{why}: {:?}", fake.requests());
+}
+
+#[test]
+fn numbers_outside_their_documented_range_are_refused_before_any_request() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "poll-interval-seconds",
+            &[
+                "NaN", "inf", "-inf", "1e20", "1.8e19", "1e-300", "-1", "0.01", "601",
+            ],
+            "poll-interval-seconds must be between 0.05 and 600 seconds",
+        ),
+        (
+            "wait-timeout-seconds",
+            &["NaN", "inf", "1e20", "1.8e19", "1e-300", "-5", "0", "86401"],
+            "wait-timeout-seconds must be between 0.1 and 86400 seconds",
+        ),
+        (
+            "predict-timeout",
+            &[
+                "NaN",
+                "1e20",
+                "18446744073709551615",
+                "3601",
+                "0",
+                "-3",
+                "1.5",
+            ],
+            "predict-timeout must be",
+        ),
+        (
+            "deploy-timeout-minutes",
+            &["NaN", "inf", "1e20", "9", "1441", "-45", "45.5"],
+            "deploy-timeout-minutes must be",
+        ),
+    ];
+    for (input, values, expect) in cases {
+        for value in *values {
+            let run = Invocation::new(&fake)
+                .model(example_model())
+                .arg(input, value)
+                .run();
+            assert_refused(&fake, &format!("{input}={value}"), &run, expect);
+        }
+    }
+    // Both ends of each range are accepted (a dry run makes no request).
+    for (input, value) in [
+        ("poll-interval-seconds", "600"),
+        ("wait-timeout-seconds", "86400"),
+        ("wait-timeout-seconds", "0.1"),
+        ("predict-timeout", "3600"),
+        ("predict-timeout", "1"),
+    ] {
+        let run = Invocation::new(&fake)
+            .model(example_model())
+            .arg(input, value)
+            .arg("dry-run", "true")
+            .run();
+        assert_eq!(run.status(), "success", "{input}={value}: {run:?}");
+    }
+}
+
+/// Runs the binary on `model` with raw (possibly non-UTF-8) extra
+/// arguments and environment, pointed at `fake`; returns the exit code (-1
+/// when it had to be killed after `RAW_RUN_TIMEOUT`), the outputs and
+/// stderr.
+fn run_raw(
+    fake: &fake_baseten::FakeBaseten,
+    model: &Path,
+    args: &[OsString],
+    env: &[(&str, OsString)],
+) -> (i32, BTreeMap<String, String>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let gh_out = dir.path().join("github_output");
+    std::fs::write(&gh_out, "").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_truss-push"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GITHUB_OUTPUT", &gh_out)
+        .current_dir(dir.path())
+        .arg(format!("--app-url={}", fake.graphql_base()))
+        .arg(format!("--api-url={}", fake.rest_base()))
+        .arg(format!("--inference-url={}", fake.inference_template()))
+        .arg(format!("--s3-endpoint={}", fake.s3_endpoint()))
+        .arg(format!("--truss-directory={}", model.display()))
+        .arg("--poll-interval-seconds=0.05")
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let started = Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code().unwrap_or(-1);
+        }
+        if started.elapsed() > RAW_RUN_TIMEOUT {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break -1;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let outputs = parse_github_output(&std::fs::read_to_string(&gh_out).unwrap())
+        .expect("GITHUB_OUTPUT is valid")
+        .into_iter()
+        .collect();
+    (code, outputs, stderr)
+}
+
+/// Long enough for any refused run on a loaded machine; a run that takes
+/// longer is hanging.
+const RAW_RUN_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[test]
+fn input_values_that_are_not_utf8_are_refused_and_named() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let mangled = || OsString::from_vec(b"tru\xffe".to_vec());
+    let key = || OsString::from(API_KEY);
+    type Case = (Vec<OsString>, Vec<(&'static str, OsString)>, &'static str);
+    let cases: Vec<Case> = vec![
+        // A mangled dry-run must not fall back to false and deploy for real.
+        (
+            vec![],
+            vec![("BASETEN_API_KEY", key()), ("INPUT_DRY-RUN", mangled())],
+            "INPUT_DRY-RUN",
+        ),
+        (
+            vec![],
+            vec![
+                ("BASETEN_API_KEY", key()),
+                ("INPUT_DRY_RUN", mangled()),
+                ("TRUSS_PUSH_DRY_RUN", "true".into()),
+            ],
+            "INPUT_DRY_RUN",
+        ),
+        (
+            vec![],
+            vec![("BASETEN_API_KEY", mangled())],
+            "BASETEN_API_KEY",
+        ),
+        (
+            vec![OsString::from_vec(b"--model-name=caf\xe9".to_vec())],
+            vec![("BASETEN_API_KEY", key())],
+            "--model-name",
+        ),
+        (
+            vec!["--cleanup".into(), mangled()],
+            vec![("BASETEN_API_KEY", key())],
+            "--cleanup",
+        ),
+    ];
+    for (args, env, named) in &cases {
+        let mut args = args.clone();
+        args.push("--deployment-name=ci-test".into());
+        let (code, outputs, stderr) = run_raw(&fake, &example_model(), &args, env);
+        assert_eq!(code, 2, "{named}: {outputs:?}\n{stderr}");
+        assert_eq!(outputs["status"], "deploy_failed", "{named}");
+        let msg = &outputs["error-message"];
+        assert!(
+            msg.contains(named) && msg.contains("not valid UTF-8"),
+            "{named}: {msg:?}"
+        );
+        assert!(
+            stderr.contains(named),
+            "{named}: shown to the user: {stderr}"
+        );
+        assert!(fake.requests().is_empty(), "{named}: {:?}", fake.requests());
+    }
+}
+
+#[test]
+fn names_are_checked_before_any_request() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let long = "x".repeat(257);
+    let cases: &[(&str, &str, &str)] = &[
+        // Would become the predict host model-<id>-prod@127.0.0.1:8443/...
+        (
+            "environment",
+            "prod@127.0.0.1:8443/x?",
+            "environment may contain only",
+        ),
+        ("environment", "pro duction", "environment may contain only"),
+        ("environment", &"e".repeat(49), "at most 48"),
+        ("team", "ml\u{1b}[2J", "team contains a control character"),
+        ("team", &long, "at most 256"),
+        (
+            "model-name",
+            "model\u{1b}]8;;http://x\u{7}",
+            "model-name contains a control character",
+        ),
+        (
+            "model-name",
+            "a\rb",
+            "model-name contains a control character",
+        ),
+        ("model-name", &long, "at most 256"),
+    ];
+    for (input, value, expect) in cases {
+        let run = Invocation::new(&fake)
+            .model(example_model())
+            .arg(input, value)
+            .run();
+        assert_refused(&fake, &format!("{input}={value:?}"), &run, expect);
+    }
+}
+
+#[test]
+fn a_default_deployment_name_from_odd_ci_variables_is_refused() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    for (sha, git_ref) in [
+        ("ab/../x1234", "refs/heads/main"),
+        ("abc1234def", "refs/pull/4 2/merge"),
+        ("abc\u{1b}1234", "refs/heads/main"),
+    ] {
+        let mut inv = Invocation::new(&fake).model(example_model());
+        inv.args.retain(|a| !a.starts_with("--deployment-name"));
+        let run = inv.env("GITHUB_SHA", sha).env("GITHUB_REF", git_ref).run();
+        assert_refused(
+            &fake,
+            &format!("{sha:?} {git_ref:?}"),
+            &run,
+            "set deployment-name",
+        );
+    }
+    // The ordinary case still works.
+    let mut inv = Invocation::new(&fake).model(example_model());
+    inv.args.retain(|a| !a.starts_with("--deployment-name"));
+    let run = inv
+        .env("GITHUB_SHA", "abc1234def")
+        .env("GITHUB_REF", "refs/pull/42/merge")
+        .arg("dry-run", "true")
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(run.stdout.contains("\"PR-42_abc1234\""), "{run:?}");
+}
+
+fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(ok.success(), "mkfifo {}", path.display());
+}
+
+#[test]
+fn config_and_event_files_that_are_not_regular_files_are_refused_without_hanging() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let key = || OsString::from(API_KEY);
+    let name = || OsString::from("--deployment-name=ci-test");
+
+    let fifo_model = tempfile::tempdir().unwrap();
+    mkfifo(&fifo_model.path().join("config.yaml"));
+    let dir_model = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir_model.path().join("config.yaml")).unwrap();
+    let big_model = model_dir(&format!(
+        "model_name: big\n{}",
+        "# padding\n".repeat(1024 * 1024 / 10 + 1)
+    ));
+    type Case<'a> = (
+        &'a str,
+        &'a Path,
+        Vec<OsString>,
+        Vec<(&'a str, OsString)>,
+        &'a str,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "config.yaml is a FIFO",
+            fifo_model.path(),
+            vec![name()],
+            vec![("BASETEN_API_KEY", key())],
+            "is a FIFO (named pipe), not a regular file",
+        ),
+        (
+            "config.yaml is a directory",
+            dir_model.path(),
+            vec![name()],
+            vec![("BASETEN_API_KEY", key())],
+            "is a directory, not a regular file",
+        ),
+        (
+            "config.yaml is over 1 MiB",
+            big_model.path(),
+            vec![name()],
+            vec![("BASETEN_API_KEY", key())],
+            "larger than 1 MiB",
+        ),
+    ];
+
+    let events = tempfile::tempdir().unwrap();
+    let fifo_event = events.path().join("event.json");
+    mkfifo(&fifo_event);
+    let pr = |event: &Path| {
+        vec![
+            ("BASETEN_API_KEY", key()),
+            ("GITHUB_SHA", OsString::from("abc1234def")),
+            ("GITHUB_REF", OsString::from("refs/pull/42/merge")),
+            ("GITHUB_EVENT_PATH", event.as_os_str().to_owned()),
+        ]
+    };
+    let model = example_model();
+    let event_cases = vec![
+        (
+            "GITHUB_EVENT_PATH is a FIFO",
+            model.as_path(),
+            vec![],
+            pr(&fifo_event),
+            "GITHUB_EVENT_PATH",
+        ),
+        (
+            "GITHUB_EVENT_PATH is a directory",
+            model.as_path(),
+            vec![],
+            pr(events.path()),
+            "GITHUB_EVENT_PATH",
+        ),
+    ];
+    for (why, model, args, env, expect) in cases.into_iter().chain(event_cases) {
+        let (code, outputs, stderr) = run_raw(&fake, model, &args, &env);
+        assert_eq!(code, 2, "{why}: {outputs:?}\n{stderr}");
+        assert_eq!(outputs["status"], "deploy_failed", "{why}");
+        let msg = &outputs["error-message"];
+        assert!(msg.contains(expect), "{why}: {msg:?}");
+        assert!(
+            msg.contains("not a regular file") || msg.contains("larger than"),
+            "{why}: {msg:?}"
+        );
+        assert!(fake.requests().is_empty(), "{why}: {:?}", fake.requests());
+    }
 }
