@@ -34,7 +34,7 @@ use tar::{EntryType, Header};
 use crate::files;
 
 /// A file in the truss root whose patterns replace the defaults.
-pub const TRUSS_IGNORE_FILE: &str = ".truss_ignore";
+pub(crate) const TRUSS_IGNORE_FILE: &str = ".truss_ignore";
 
 /// A `.truss_ignore` larger than this (MiB) is refused: patterns, not data.
 const TRUSS_IGNORE_MAX_MIB: u64 = 1;
@@ -44,7 +44,7 @@ const DEFAULT_PATTERNS: &str = include_str!("truss_ignore_default.txt");
 
 /// One tar member, as planned from metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Member {
+pub(crate) struct Member {
     /// Relative to the truss root, `/`-separated, no leading `./`.
     pub path: String,
     /// Content bytes; 0 for a symlink.
@@ -53,7 +53,7 @@ pub struct Member {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MemberKind {
+pub(crate) enum MemberKind {
     File,
     /// The link's own target text, unresolved (may be relative or absolute).
     Symlink {
@@ -63,7 +63,7 @@ pub enum MemberKind {
 
 /// A written tar file and what went into it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Archive {
+pub(crate) struct Archive {
     /// The tar file.
     pub path: PathBuf,
     /// Its length in bytes.
@@ -72,7 +72,7 @@ pub struct Archive {
 }
 
 /// Walks `root` applying the ignore rules; nothing is read but metadata.
-pub fn plan(root: &Path) -> anyhow::Result<Vec<Member>> {
+pub(crate) fn plan(root: &Path) -> anyhow::Result<Vec<Member>> {
     let root_meta = fs::metadata(root).with_context(|| {
         format!(
             "cannot read the truss directory {}: point truss-directory at the folder holding config.yaml",
@@ -121,7 +121,7 @@ pub fn plan(root: &Path) -> anyhow::Result<Vec<Member>> {
 }
 
 /// Writes the tar for `root` into `dest` (a file path in a temp dir the caller owns).
-pub fn write(root: &Path, dest: &Path) -> anyhow::Result<Archive> {
+pub(crate) fn write(root: &Path, dest: &Path) -> anyhow::Result<Archive> {
     let members = plan(root)?;
     refuse_dest_inside(root, dest)?;
     let file = File::create(dest)

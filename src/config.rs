@@ -25,11 +25,11 @@ pub(crate) const NAME_MAX_CHARS: usize = 256;
 /// before it is read into memory.
 pub(crate) const CONFIG_YAML_MAX_MIB: u64 = 1;
 /// `raw_config` is sent only up to this size (as truss does).
-pub const RAW_CONFIG_MAX_BYTES: usize = 100 * 1024;
+pub(crate) const RAW_CONFIG_MAX_BYTES: usize = 100 * 1024;
 
 /// What is being deployed.
 #[derive(Clone, Debug)]
-pub enum Target {
+pub(crate) enum Target {
     /// A model directory with its parsed `config.yaml`.
     Model {
         dir: PathBuf,
@@ -42,14 +42,14 @@ pub enum Target {
 
 /// Whether cleanup runs, and whether the user said so or it is the default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cleanup {
+pub(crate) struct Cleanup {
     pub enabled: bool,
     pub explicit: bool,
 }
 
 /// Everything the run needs, validated.
 #[derive(Clone, Debug)]
-pub struct Config {
+pub(crate) struct Config {
     pub target: Target,
     pub api_key: Secret,
     pub model_name: String,
@@ -74,13 +74,13 @@ pub struct Config {
 
 /// Where outputs go; resolved first so that even a bad input gets them.
 #[derive(Clone, Debug, Default)]
-pub struct OutputSettings {
+pub(crate) struct OutputSettings {
     pub file: Option<(PathBuf, OutputFormat)>,
 }
 
 /// Resolves the outputs file. A bad format is reported after outputs are
 /// written (in the default format), so the user still gets them.
-pub fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
+pub(crate) fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
     let Some(path) = inputs.trimmed("output-file") else {
         return (OutputSettings::default(), None);
     };
@@ -111,7 +111,7 @@ pub fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
 }
 
 /// Parses a strict boolean: true/false, 1/0, yes/no in any case.
-pub fn parse_bool(name: &str, value: &str) -> Result<bool, String> {
+pub(crate) fn parse_bool(name: &str, value: &str) -> Result<bool, String> {
     match value.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" => Ok(true),
         "false" | "0" | "no" => Ok(false),
@@ -123,7 +123,7 @@ pub fn parse_bool(name: &str, value: &str) -> Result<bool, String> {
 
 /// True when `name` is a whole match of `[0-9A-Za-z_.-]+`, so no trailing
 /// newline slips through as a regex with `$` would let it.
-pub fn is_valid_deployment_name(name: &str) -> bool {
+pub(crate) fn is_valid_deployment_name(name: &str) -> bool {
     !name.is_empty()
         && name
             .bytes()
@@ -268,7 +268,7 @@ fn load_model(dir: &Path) -> Result<Target, String> {
 }
 
 /// What a run reports as `model-name` before validation finished.
-pub fn best_effort_model_name(inputs: &Inputs) -> String {
+pub(crate) fn best_effort_model_name(inputs: &Inputs) -> String {
     if let Some(n) = inputs.trimmed("model-name") {
         return n.to_string();
     }
@@ -289,7 +289,7 @@ impl Config {
     /// Validates every input. `env` reads CI variables for the default
     /// deployment name; `git` is consulted only when no CI variable names
     /// the commit.
-    pub fn from_inputs(inputs: &Inputs, env: cli::EnvLookup<'_>) -> Result<Config, String> {
+    pub(crate) fn from_inputs(inputs: &Inputs, env: cli::EnvLookup<'_>) -> Result<Config, String> {
         if let Some(problem) = inputs.problems().first() {
             return Err(problem.clone());
         }

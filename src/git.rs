@@ -11,7 +11,7 @@ use crate::files::ReadError;
 
 /// Git facts the platform records with a deployment (`GitInfo`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct GitInfo {
+pub(crate) struct GitInfo {
     pub latest_commit_sha: String,
     pub latest_tag: Option<String>,
     pub commits_since_tag: Option<u64>,
@@ -21,7 +21,7 @@ pub struct GitInfo {
 /// Runs `git` in `dir` and returns trimmed stdout on success; `None` when git
 /// is missing, the directory is not a repository, or the command failed —
 /// git info is a nicety and must never abort a deploy.
-pub fn run_git(dir: &Path, args: &[&str]) -> Option<String> {
+pub(crate) fn run_git(dir: &Path, args: &[&str]) -> Option<String> {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -38,7 +38,7 @@ pub fn run_git(dir: &Path, args: &[&str]) -> Option<String> {
 
 /// The pull/merge request a CI run builds, and the head commit.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Revision {
+pub(crate) struct Revision {
     /// `PR-<n>` / `MR-<n>` when the run builds a change request.
     pub change: Option<String>,
     /// The commit being deployed (the PR head, not a synthetic merge).
@@ -80,7 +80,9 @@ fn github_pr_head_sha(event_path: &str) -> Result<Option<String>, String> {
 /// The revision according to the CI system's variables (GitHub, GitLab,
 /// Buildkite), or `None` outside a recognised CI. An error when the GitHub
 /// event file is not a regular file or too large.
-pub fn ci_revision(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Revision>, String> {
+pub(crate) fn ci_revision(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Revision>, String> {
     let get = |k: &str| non_empty(env(k));
     if let Some(sha) = get(ev::GITHUB_SHA) {
         let pr = get(ev::GITHUB_REF).and_then(|r| {
@@ -126,7 +128,7 @@ pub fn ci_revision(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Revisi
 
 /// The default deployment name: `<change>_<sha7>` for change requests, else
 /// `<sha7>`. `None` when no commit is known.
-pub fn default_deployment_name(rev: &Revision) -> Option<String> {
+pub(crate) fn default_deployment_name(rev: &Revision) -> Option<String> {
     let sha = rev.sha.as_deref()?;
     let short: String = sha.chars().take(7).collect();
     if short.is_empty() {
@@ -141,7 +143,7 @@ pub fn default_deployment_name(rev: &Revision) -> Option<String> {
 /// Collects git info for `dir`: commit from CI variables when present (a
 /// shallow CI checkout may have no tags, but it always knows its commit),
 /// the rest from `git` when available.
-pub fn collect_git_info(dir: &Path, ci: Option<&Revision>) -> Option<GitInfo> {
+pub(crate) fn collect_git_info(dir: &Path, ci: Option<&Revision>) -> Option<GitInfo> {
     let from_git = run_git(dir, &["rev-parse", "HEAD"]).filter(|s| !s.is_empty());
     let sha = ci.and_then(|r| r.sha.clone()).or(from_git.clone())?;
     let (latest_tag, commits_since_tag, dirty) = if from_git.is_some() {

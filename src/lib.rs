@@ -1,24 +1,28 @@
 //! truss-push: deploy a Truss model or chain to Baseten from CI and report
 //! the truth about it.
 
-pub mod archive;
-pub mod baseten;
-pub mod chain;
-pub mod ci;
+// Items are pub(crate) unless the binary or the tests need them, so the
+// compiler sees dead code.
+#![warn(unreachable_pub)]
+
+mod archive;
+mod baseten;
+mod chain;
+mod ci;
 pub mod cli;
-pub mod config;
+mod config;
 pub mod env_vars;
 mod files;
-pub mod flow;
-pub mod git;
-pub mod model;
-pub mod net;
-pub mod outcome;
-pub mod promotion;
-pub mod retry;
-pub mod run;
-pub mod s3;
-pub mod secret;
-pub mod status;
+mod flow;
+mod git;
+mod model;
+mod net;
+mod outcome;
+mod promotion;
+mod retry;
+mod run;
+mod s3;
+mod secret;
+mod status;
 
 pub use run::{Io, run};

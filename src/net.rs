@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 
 use crate::env_vars as ev;
 
-pub const CONNECT_TIMEOUT_SECS: u64 = 10;
-pub const USER_AGENT: &str = concat!("truss-push/", env!("CARGO_PKG_VERSION"));
+pub(crate) const CONNECT_TIMEOUT_SECS: u64 = 10;
+pub(crate) const USER_AGENT: &str = concat!("truss-push/", env!("CARGO_PKG_VERSION"));
 
 fn pem_certs(path: &Path) -> Result<Vec<reqwest::Certificate>> {
     let bytes =
@@ -20,7 +20,9 @@ fn pem_certs(path: &Path) -> Result<Vec<reqwest::Certificate>> {
 }
 
 /// Extra CA certificates from the environment, on top of the bundled roots.
-pub fn extra_roots(env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<reqwest::Certificate>> {
+pub(crate) fn extra_roots(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<reqwest::Certificate>> {
     let mut certs = Vec::new();
     if let Some(file) = env(ev::SSL_CERT_FILE).filter(|s| !s.is_empty()) {
         certs.extend(pem_certs(Path::new(&file)).context("SSL_CERT_FILE")?);
@@ -54,7 +56,7 @@ pub fn extra_roots(env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<reqwest::
 const MAX_REDIRECTS: usize = 3;
 
 /// Builds the client used for the Baseten hosts.
-pub fn client(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::Client> {
+pub(crate) fn client(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::Client> {
     let same_origin = reqwest::redirect::Policy::custom(|attempt| {
         let from = attempt.previous().last().map(|u| u.origin());
         if attempt.previous().len() <= MAX_REDIRECTS && from == Some(attempt.url().origin()) {
@@ -71,7 +73,7 @@ pub fn client(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::Client> {
 
 /// Builds the client for S3: redirects are not followed, because a followed
 /// redirect would carry a signature made for another host.
-pub fn s3_client(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::Client> {
+pub(crate) fn s3_client(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::Client> {
     builder(env)?
         .redirect(reqwest::redirect::Policy::none())
         .build()

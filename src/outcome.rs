@@ -5,7 +5,7 @@ use std::fmt;
 /// The `status` output. The five words are the anchor action's and must not
 /// change meaning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     Success,
     DeployFailed,
     DeployTimeout,
@@ -14,7 +14,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Success => "success",
             Status::DeployFailed => "deploy_failed",
@@ -34,7 +34,7 @@ impl fmt::Display for Status {
 /// Why a run did not succeed. A caller branches on the kind (status word and
 /// exit code); the message chain is for people.
 #[derive(Debug, thiserror::Error)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// An input was wrong; nothing was uploaded or created.
     #[error("{0}")]
     InvalidInput(String),
@@ -56,7 +56,7 @@ pub enum Failure {
 }
 
 impl Failure {
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         match self {
             Failure::InvalidInput(_) | Failure::Deploy(_) | Failure::Cancelled(_) => {
                 Status::DeployFailed
@@ -69,7 +69,7 @@ impl Failure {
 
     /// Distinct exit codes so shell users can branch without parsing
     /// outputs. Documented in the README.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             Failure::Deploy(_) => EXIT_DEPLOY_FAILED,
             Failure::InvalidInput(_) => EXIT_INVALID_INPUT,
@@ -81,13 +81,13 @@ impl Failure {
     }
 }
 
-pub const EXIT_SUCCESS: u8 = 0;
-pub const EXIT_DEPLOY_FAILED: u8 = 1;
-pub const EXIT_INVALID_INPUT: u8 = 2;
-pub const EXIT_DEPLOY_TIMEOUT: u8 = 3;
-pub const EXIT_PREDICT_FAILED: u8 = 4;
-pub const EXIT_CLEANUP_FAILED: u8 = 5;
-pub const EXIT_CANCELLED: u8 = 130;
+pub(crate) const EXIT_SUCCESS: u8 = 0;
+pub(crate) const EXIT_DEPLOY_FAILED: u8 = 1;
+pub(crate) const EXIT_INVALID_INPUT: u8 = 2;
+pub(crate) const EXIT_DEPLOY_TIMEOUT: u8 = 3;
+pub(crate) const EXIT_PREDICT_FAILED: u8 = 4;
+pub(crate) const EXIT_CLEANUP_FAILED: u8 = 5;
+pub(crate) const EXIT_CANCELLED: u8 = 130;
 
 #[cfg(test)]
 mod tests {

@@ -7,16 +7,14 @@
 
 use serde_json::Value;
 
-/// Promotion statuses that mean "still moving traffic".
-pub const PROMOTION_IN_FLIGHT: &[&str] = &["RELEASING", "RAMPING_UP", "RAMPING_DOWN", "PAUSED"];
 /// Promotion statuses that end it without our deployment serving.
-pub const PROMOTION_FAILED: &[&str] = &["FAILED", "CANCELED"];
+pub(crate) const PROMOTION_FAILED: &[&str] = &["FAILED", "CANCELED"];
 /// The promotion status that means it completed.
-pub const PROMOTION_SUCCEEDED: &str = "SUCCEEDED";
+pub(crate) const PROMOTION_SUCCEEDED: &str = "SUCCEEDED";
 
 /// What an EnvironmentV1 says about our deployment.
 #[derive(Clone, Debug, PartialEq)]
-pub enum View {
+pub(crate) enum View {
     /// The environment's current deployment is ours, or our promotion
     /// succeeded.
     Serving,
@@ -38,7 +36,7 @@ fn id_of(v: &Value) -> Option<&str> {
 }
 
 /// Reads an EnvironmentV1 JSON object for `deployment_id`.
-pub fn read(env: &Value, deployment_id: &str) -> View {
+pub(crate) fn read(env: &Value, deployment_id: &str) -> View {
     let current = env.get("current_deployment").and_then(id_of);
     if current == Some(deployment_id) {
         return View::Serving;

@@ -13,7 +13,7 @@ use crate::{archive, baseten, chain, model, net};
 
 /// Reads one environment variable as `std::env::var` does, so a value that
 /// is not UTF-8 is told apart from an unset one.
-pub type EnvLookup = Box<dyn Fn(&str) -> Result<String, std::env::VarError> + Send + Sync>;
+pub(crate) type EnvLookup = Box<dyn Fn(&str) -> Result<String, std::env::VarError> + Send + Sync>;
 
 /// Everything a run needs from the outside world, so tests can run it
 /// in-process.
@@ -227,7 +227,10 @@ fn dry_run(cfg: &Config, rep: &Arc<Mutex<Reporter>>) -> Result<(), Failure> {
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the report needs every piece of the run; a struct would only rename them"
+)]
 fn report(
     rep: &Arc<Mutex<Reporter>>,
     ci_env: &CiEnv,

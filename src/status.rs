@@ -7,14 +7,14 @@
 
 /// How one observed status is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Readiness {
+pub(crate) enum Readiness {
     Ready,
     Failed,
     InProgress,
 }
 
 impl Readiness {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Readiness::Ready => "ready",
             Readiness::Failed => "failed",
@@ -24,7 +24,7 @@ impl Readiness {
 }
 
 /// The 14 public REST v1 deployment statuses (`DeploymentStatusV1`).
-pub const PUBLIC_STATUSES: [&str; 14] = [
+pub(crate) const PUBLIC_STATUSES: [&str; 14] = [
     "BUILDING",
     "DEPLOYING",
     "DEPLOY_FAILED",
@@ -44,7 +44,7 @@ pub const PUBLIC_STATUSES: [&str; 14] = [
 /// Raw internal statuses that GraphQL `current_model_deployment_status`
 /// returns for chainlets: internal names that the REST API translates to the
 /// public ones, but GraphQL does not.
-pub const RAW_STATUSES: [&str; 15] = [
+pub(crate) const RAW_STATUSES: [&str; 15] = [
     "BUILDING_MODEL",
     "DEPLOYING_MODEL",
     "MODEL_DEPLOY_FAILED",
@@ -64,11 +64,11 @@ pub const RAW_STATUSES: [&str; 15] = [
 
 /// Models (public REST statuses): a deployment resting at zero replicas is
 /// healthy and promotable, so it is ready.
-pub const MODEL_READY_STATUSES: &[&str] = &["ACTIVE", "SCALED_TO_ZERO"];
+pub(crate) const MODEL_READY_STATUSES: &[&str] = &["ACTIVE", "SCALED_TO_ZERO"];
 
 /// Models: terminal failures. DEACTIVATING is deliberately absent: it
 /// converges to INACTIVE, which is here.
-pub const MODEL_FAILED_STATUSES: &[&str] = &[
+pub(crate) const MODEL_FAILED_STATUSES: &[&str] = &[
     "BUILD_FAILED",
     "BUILD_STOPPED",
     "DEPLOY_FAILED",
@@ -77,23 +77,12 @@ pub const MODEL_FAILED_STATUSES: &[&str] = &[
     "UNHEALTHY",
 ];
 
-/// Models: statuses known to be on the way (for documentation and tests;
-/// classification does not need them, unknown statuses are in progress too).
-pub const MODEL_IN_PROGRESS_STATUSES: &[&str] = &[
-    "BUILDING",
-    "DEPLOYING",
-    "LOADING_MODEL",
-    "UPDATING",
-    "WAKING_UP",
-    "DEACTIVATING",
-];
-
 /// Chains (raw GraphQL chainlet statuses, read untranslated): `MODEL_READY`
 /// is the raw spelling of ACTIVE.
-pub const CHAIN_READY_STATUSES: &[&str] = &["ACTIVE", "SCALED_TO_ZERO", "MODEL_READY"];
+pub(crate) const CHAIN_READY_STATUSES: &[&str] = &["ACTIVE", "SCALED_TO_ZERO", "MODEL_READY"];
 
 /// Chains: the public failure names and their raw internal equivalents.
-pub const CHAIN_FAILED_STATUSES: &[&str] = &[
+pub(crate) const CHAIN_FAILED_STATUSES: &[&str] = &[
     "BUILD_FAILED",
     "BUILD_STOPPED",
     "DEPLOY_FAILED",
@@ -108,22 +97,6 @@ pub const CHAIN_FAILED_STATUSES: &[&str] = &[
     "MODEL_UNHEALTHY",
 ];
 
-/// Chains: statuses known to be on the way, public and raw.
-pub const CHAIN_IN_PROGRESS_STATUSES: &[&str] = &[
-    "BUILDING",
-    "DEPLOYING",
-    "LOADING_MODEL",
-    "UPDATING",
-    "WAKING_UP",
-    "DEACTIVATING",
-    "BUILDING_MODEL",
-    "DEPLOYING_MODEL",
-    "MODEL_LOADING",
-    "MIGRATING_WORKLOAD_PLANES",
-    "SCALING_FROM_ZERO",
-    "DEACTIVATING_MODEL",
-];
-
 fn classify(status: &str, ready: &[&str], failed: &[&str]) -> Readiness {
     let status = status.trim();
     if ready.iter().any(|s| s.eq_ignore_ascii_case(status)) {
@@ -136,25 +109,25 @@ fn classify(status: &str, ready: &[&str], failed: &[&str]) -> Readiness {
 }
 
 /// Reads a model deployment's public status.
-pub fn classify_model(status: &str) -> Readiness {
+pub(crate) fn classify_model(status: &str) -> Readiness {
     classify(status, MODEL_READY_STATUSES, MODEL_FAILED_STATUSES)
 }
 
 /// Reads one chainlet's raw status.
-pub fn classify_chainlet(status: &str) -> Readiness {
+pub(crate) fn classify_chainlet(status: &str) -> Readiness {
     classify(status, CHAIN_READY_STATUSES, CHAIN_FAILED_STATUSES)
 }
 
 /// True when a status is one this build knows; unknown ones are polled and
 /// reported once.
-pub fn is_known_model_status(status: &str) -> bool {
+pub(crate) fn is_known_model_status(status: &str) -> bool {
     PUBLIC_STATUSES
         .iter()
         .any(|s| s.eq_ignore_ascii_case(status.trim()))
 }
 
 /// True for any public or raw status name this build knows.
-pub fn is_known_chainlet_status(status: &str) -> bool {
+pub(crate) fn is_known_chainlet_status(status: &str) -> bool {
     let s = status.trim();
     PUBLIC_STATUSES
         .iter()
@@ -165,6 +138,34 @@ pub fn is_known_chainlet_status(status: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Models: statuses known to be on the way (for documentation and tests;
+    /// classification does not need them, unknown statuses are in progress too).
+    const MODEL_IN_PROGRESS_STATUSES: &[&str] = &[
+        "BUILDING",
+        "DEPLOYING",
+        "LOADING_MODEL",
+        "UPDATING",
+        "WAKING_UP",
+        "DEACTIVATING",
+    ];
+
+    /// Chains: statuses known to be on the way, public and raw.
+    const CHAIN_IN_PROGRESS_STATUSES: &[&str] = &[
+        "BUILDING",
+        "DEPLOYING",
+        "LOADING_MODEL",
+        "UPDATING",
+        "WAKING_UP",
+        "DEACTIVATING",
+        "BUILDING_MODEL",
+        "DEPLOYING_MODEL",
+        "MODEL_LOADING",
+        "MIGRATING_WORKLOAD_PLANES",
+        "SCALING_FROM_ZERO",
+        "DEACTIVATING_MODEL",
+    ];
+
     use std::collections::BTreeSet;
 
     fn set(xs: &[&'static str]) -> BTreeSet<&'static str> {

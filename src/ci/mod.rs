@@ -25,8 +25,8 @@ mod summary;
 
 pub(crate) use detect::CiEnv;
 pub(crate) use format::{format_bytes, human_duration as human};
-pub use outputs::OutputsFormat;
+pub(crate) use outputs::OutputsFormat;
 pub(crate) use outputs::{Outputs, append_github_output, write_outputs_file};
-pub use reporter::{Level, Reporter};
+pub(crate) use reporter::{Level, Reporter};
 pub(crate) use summary::{DeployKind, StreamStats, SummaryInput, append_step_summary};
-pub use summary::{PredictStats, StatusEvent};
+pub(crate) use summary::{PredictStats, StatusEvent};

@@ -221,7 +221,7 @@ pub(super) fn append_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Format of the outputs file for CI systems other than GitHub.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputsFormat {
+pub(crate) enum OutputsFormat {
     /// GitLab dotenv report rules; see [`render_dotenv`].
     Dotenv,
     /// One JSON object with the hyphenated output names.

@@ -39,7 +39,7 @@ fn workflow_command(name: &str, properties: &[(&str, &str)], data: &str) -> Stri
 
 /// Severity of an annotation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
+pub(crate) enum Level {
     Error,
     Warning,
     Notice,

@@ -22,7 +22,7 @@ pub(crate) enum DeployKind {
 
 /// Timing of the predict check.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PredictStats {
+pub(crate) struct PredictStats {
     pub(crate) total_secs: f64,
     /// Present for streaming (SSE) predictions only.
     pub(crate) stream: Option<StreamStats>,
@@ -38,7 +38,7 @@ pub(crate) struct StreamStats {
 
 /// One row of the status history table.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StatusEvent {
+pub(crate) struct StatusEvent {
     pub(crate) at: SystemTime,
     /// Time since the deploy started.
     pub(crate) elapsed: Duration,

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use truss_push::ci::testing::parse_github_output;
+use fake_baseten::runner::parse_github_output;
 
 use crate::harness::*;
 

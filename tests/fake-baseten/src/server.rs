@@ -307,7 +307,10 @@ struct GqlRequest {
 
 /// `{"query", "variables", "operationName"}` from a POST body, or the 4xx
 /// the platform's GraphQL view answers.
-#[allow(clippy::result_large_err)] // the Err is the response itself, built once
+#[allow(
+    clippy::result_large_err,
+    reason = "the Err is the response itself, built once"
+)]
 fn parse_graphql_request(method: &Method, body: &[u8]) -> Result<GqlRequest, Response> {
     if method != Method::POST {
         return Err(json_response(

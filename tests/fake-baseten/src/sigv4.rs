@@ -878,7 +878,10 @@ pub struct SignerCredentials<'a> {
 /// `x-amz-date`, `x-amz-content-sha256` and the session token, signs every
 /// header present, and sets `Authorization`. Returns the seed signature.
 /// For tests; `headers` must already hold `host`.
-#[allow(clippy::too_many_arguments)] // mirrors the spec's inputs one for one
+#[allow(
+    clippy::too_many_arguments,
+    reason = "mirrors the spec's inputs one for one"
+)]
 pub fn sign_headers(
     method: &str,
     raw_path: &str,
@@ -935,7 +938,10 @@ pub fn sign_headers(
 /// Presigns a request: returns the full query string (the operation's own
 /// parameters first, then the auth ones, then `X-Amz-Signature`). Signs only
 /// `host`. For tests; `headers` must hold `host`.
-#[allow(clippy::too_many_arguments)] // mirrors the spec's inputs one for one
+#[allow(
+    clippy::too_many_arguments,
+    reason = "mirrors the spec's inputs one for one"
+)]
 pub fn presign_query(
     method: &str,
     raw_path: &str,
@@ -1015,7 +1021,7 @@ mod tests {
         parse_signed_headers(list).unwrap()
     }
 
-    #[allow(clippy::too_many_arguments)] // a test table row, spelled out
+    #[allow(clippy::too_many_arguments, reason = "a test table row, spelled out")]
     fn signature_of(
         method: &str,
         raw_path: &str,
