@@ -11,4 +11,5 @@ mod docker_image;
 mod environment;
 mod model_deploy;
 mod network;
+mod outputs;
 mod ship;
