@@ -97,9 +97,12 @@ pub(crate) fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String
         None => (by_ext, None),
         Some(f) if f == "dotenv" || f == "env" => (OutputFormat::Dotenv, None),
         Some(f) if f == "json" => (OutputFormat::Json, None),
+        Some(f) if f == "shell" || f == "sh" => (OutputFormat::Shell, None),
         Some(f) => (
             by_ext,
-            Some(format!("output-format must be dotenv or json, got {f:?}")),
+            Some(format!(
+                "output-format must be dotenv or json or shell, got {f:?}"
+            )),
         ),
     };
     (

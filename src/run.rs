@@ -117,11 +117,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
         cfg.as_ref(),
         &inputs,
         &result,
-    );
-    match &result {
-        Ok(()) => EXIT_SUCCESS,
-        Err(f) => f.exit_code(),
-    }
+    )
 }
 
 async fn execute(
@@ -227,6 +223,11 @@ fn dry_run(cfg: &Config, rep: &Arc<Mutex<Reporter>>) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Writes the outputs everywhere they were asked for and returns the exit
+/// code: the run's own, or `EXIT_OUTPUTS_NOT_WRITTEN` when a successful
+/// run's outputs could not be delivered to `GITHUB_OUTPUT` or the outputs
+/// file (later steps would read nothing). The step summary is a convenience:
+/// losing it is only a warning.
 #[allow(
     clippy::too_many_arguments,
     reason = "the report needs every piece of the run; a struct would only rename them"
@@ -240,7 +241,7 @@ fn report(
     cfg: Option<&Config>,
     inputs: &Inputs,
     result: &Result<(), Failure>,
-) {
+) -> u8 {
     let st = state.lock().unwrap();
     let status = match result {
         Ok(()) => Status::Success,
@@ -267,21 +268,30 @@ fn report(
         outputs.error_message = f.to_string();
     }
     // The key never reaches an output, a summary or a file, whatever a
-    // message happened to quote.
-    if let Some(key) = inputs.trimmed("baseten-api-key") {
-        outputs.redact(key);
-    }
+    // message, a status or a note happened to quote.
+    let key = inputs.trimmed("baseten-api-key").unwrap_or_default();
+    outputs.redact(key);
     let mut r = rep.lock().unwrap();
     r.finish();
     if let Err(f) = result {
         r.annotate(Level::Error, Some(status.as_str()), &f.to_string());
     }
     r.line(&format!("Final status: {status}"));
-    // Secrets registered with the reporter never reach files either.
+    let mut lost = false;
+    let mut outputs_lost = |r: &mut Reporter, what: &str, e: anyhow::Error| {
+        lost = true;
+        r.annotate(
+            Level::Error,
+            Some("outputs not written"),
+            &format!(
+                "{what}: {e:#}. The run ended {status}, but later steps cannot read its outputs: point {what} at a writable file"
+            ),
+        );
+    };
     if let Some(path) = &ci_env.github_output
         && let Err(e) = ci::append_github_output(path, &outputs)
     {
-        r.warning(&format!("could not write GITHUB_OUTPUT: {e:#}"));
+        outputs_lost(&mut r, "GITHUB_OUTPUT", e);
     }
     if let Some(path) = &ci_env.github_step_summary {
         let page = match (cfg, &st.model_id, &st.chain_id) {
@@ -289,22 +299,36 @@ fn report(
             (Some(cfg), None, Some(c)) => cfg.endpoints.chain_page(c),
             _ => String::new(),
         };
+        let page = ci::redact(&page, key);
+        let notes: Vec<String> = st
+            .notes
+            .iter()
+            .map(|n| ci::redact(n, key).into_owned())
+            .collect();
+        let history: Vec<_> = st.history.iter().map(|e| e.redacted(key)).collect();
         let input = SummaryInput {
             kind,
             outputs: &outputs,
             predict: st.predict,
             page_url: &page,
-            notes: &st.notes,
-            history: &st.history,
+            notes: &notes,
+            history: &history,
         };
         if let Err(e) = ci::append_step_summary(path, &input) {
-            r.warning(&format!("could not write the step summary: {e:#}"));
+            r.warning(&format!(
+                "could not write the step summary (GITHUB_STEP_SUMMARY): {e:#}"
+            ));
         }
     }
     if let Some((path, format)) = &out.file
         && let Err(e) = ci::write_outputs_file(path, *format, &outputs)
     {
-        r.warning(&format!("could not write the outputs file: {e:#}"));
+        outputs_lost(&mut r, "output-file", e);
     }
     r.finish();
+    match result {
+        Ok(()) if lost => ci::EXIT_OUTPUTS_NOT_WRITTEN,
+        Ok(()) => EXIT_SUCCESS,
+        Err(f) => f.exit_code(),
+    }
 }

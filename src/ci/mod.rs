@@ -7,8 +7,11 @@
 //!   every entry in heredoc form with a fresh `ghadelimiter_<32 hex>`
 //!   delimiter that occurs in neither name nor value; other CI systems get a
 //!   dotenv file (GitLab `artifacts:reports:dotenv`, Bitbucket output
-//!   variables, `source`-able elsewhere: `TRUSS_PUSH_<NAME>=<value>`, one
-//!   line each, under 5 KiB) or one JSON object of strings.
+//!   variables: `TRUSS_PUSH_<NAME>=<value>`, unquoted, one line each, long
+//!   values cut to stay under 5 KiB; not for a shell to `source`), a shell
+//!   file of single-quoted assignments that is safe to `source`, or one JSON
+//!   object of strings. A destination that cannot be written is an error the
+//!   caller reports; writes never block the process for long.
 //! - `summary`: the Markdown step summary, capped at GitHub's 1 MiB.
 //! - `reporter`: the `Reporter` that owns stdout and stderr — groups,
 //!   annotations, masking and upload progress in the CI system's own form.
@@ -26,7 +29,9 @@ mod summary;
 pub(crate) use detect::CiEnv;
 pub(crate) use format::{format_bytes, human_duration as human};
 pub(crate) use outputs::OutputsFormat;
-pub(crate) use outputs::{Outputs, append_github_output, write_outputs_file};
+pub(crate) use outputs::{
+    EXIT_OUTPUTS_NOT_WRITTEN, Outputs, append_github_output, redact, write_outputs_file,
+};
 pub(crate) use reporter::{Level, Reporter};
 pub(crate) use summary::{DeployKind, StreamStats, SummaryInput, append_step_summary};
 pub(crate) use summary::{PredictStats, StatusEvent};

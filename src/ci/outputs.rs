@@ -1,11 +1,15 @@
 //! The step outputs and the files they are written to: `$GITHUB_OUTPUT`
-//! (heredocs), and the dotenv or JSON outputs file for other CI systems.
+//! (heredocs), and the dotenv, shell or JSON outputs file for other CI
+//! systems.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
-use std::io::Write;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::mpsc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 
@@ -26,6 +30,18 @@ const DOTENV_PREFIX: &str = "TRUSS_PUSH_";
 /// Budget for the error message inside the dotenv file, leaving the rest of
 /// the 5 KiB to the predict response.
 const DOTENV_ERROR_MESSAGE_MAX_BYTES: usize = 1024;
+/// Ends a dotenv value that was cut to fit the file.
+const DOTENV_CUT_MARKER: &str = "…";
+/// How long writing one outputs file may take. Opening a FIFO nobody reads
+/// blocks forever, and so can a stuck network file system; past this the
+/// write is abandoned and reported as failed, so the process still ends.
+const FILE_WRITE_TIMEOUT_MILLIS: u64 = 3_000;
+
+/// Exit code of a run whose deploy succeeded but whose requested outputs
+/// (`$GITHUB_OUTPUT` or the outputs file) could not be written: later steps
+/// would read nothing, so the step must not pass. A run that already failed
+/// keeps its own exit code.
+pub(crate) const EXIT_OUTPUTS_NOT_WRITTEN: u8 = 6;
 
 /// The step outputs. Empty strings mean "unknown / not applicable", which is
 /// how every writer renders them (the summary shows `N/A`).
@@ -80,8 +96,8 @@ impl Outputs {
             &mut self.last_status,
             &mut self.logs_url,
         ] {
-            if field.contains(secret) {
-                *field = field.replace(secret, "***");
+            if let Cow::Owned(clean) = redact(field, secret) {
+                *field = clean;
             }
         }
     }
@@ -110,6 +126,16 @@ impl Outputs {
             ("last-status", self.last_status.clone()),
             ("logs-url", self.logs_url.clone()),
         ]
+    }
+}
+
+/// `text` with every occurrence of `secret` replaced by `***`; borrowed when
+/// there is none (or the secret is empty).
+pub(crate) fn redact<'a>(text: &'a str, secret: &str) -> Cow<'a, str> {
+    if secret.is_empty() || !text.contains(secret) {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(text.replace(secret, "***"))
     }
 }
 
@@ -201,18 +227,126 @@ fn pick_delimiter(
 pub(crate) fn append_github_output(path: &Path, outputs: &Outputs) -> anyhow::Result<()> {
     let mut rng = fastrand::Rng::new();
     let text = render_github_output(&outputs.entries(), &mut || random_delimiter(&mut rng))?;
-    append_file(path, text.as_bytes())
-        .with_context(|| format!("while writing step outputs to {}", path.display()))
+    append_file(path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
 }
 
-pub(super) fn append_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
+/// Appends `bytes` to the file at `path`, creating it if missing. When the
+/// file does not end with a newline, one is written first, so the first
+/// line of `bytes` is never glued to someone else's last line (both the
+/// runner's output file and Markdown skip a blank line).
+pub(super) fn append_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_with_timeout(path, bytes, WriteMode::Append)
+}
+
+/// Replaces the file at `path` with `bytes`.
+fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_with_timeout(path, bytes, WriteMode::Replace)
+}
+
+#[derive(Clone, Copy)]
+enum WriteMode {
+    Append,
+    Replace,
+}
+
+/// Writes on a helper thread and gives up after [`FILE_WRITE_TIMEOUT_MILLIS`]:
+/// a blocked `open` cannot be interrupted, but it can be left behind (the
+/// process exits soon after the outputs are written).
+fn write_with_timeout(path: &Path, bytes: &[u8], mode: WriteMode) -> io::Result<()> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    let (owned_path, owned_bytes) = (path.to_path_buf(), bytes.to_vec());
+    std::thread::Builder::new()
+        .name("outputs-write".into())
+        .spawn(move || {
+            let _ = tx.send(write_now(&owned_path, &owned_bytes, mode));
+        })?;
+    let timeout = Duration::from_millis(FILE_WRITE_TIMEOUT_MILLIS);
+    match rx.recv_timeout(timeout) {
+        Ok(result) => result,
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "the write did not finish within {} s (a FIFO that nobody reads?)",
+                timeout.as_secs()
+            ),
+        )),
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(io::Error::other(
+            "the writing thread ended without a result",
+        )),
+    }
+}
+
+fn write_now(path: &Path, bytes: &[u8], mode: WriteMode) -> io::Result<()> {
+    check_destination(path)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true);
+    let mut text = Vec::with_capacity(bytes.len() + 1);
+    match mode {
+        WriteMode::Append => {
+            options.append(true);
+            if lacks_final_newline(path) {
+                text.push(b'\n');
+            }
+        }
+        WriteMode::Replace => {
+            options.write(true).truncate(true);
+        }
+    }
+    text.extend_from_slice(bytes);
+    let mut file = options.open(path)?;
     // One write for the whole text so a concurrent writer cannot land inside an entry.
-    file.write_all(bytes)?;
+    file.write_all(&text)?;
     file.flush()
+}
+
+/// Refuses what can never hold outputs, with a message better than the
+/// system's: directories, block devices, sockets, a missing directory.
+/// Regular files, character devices (`/dev/null`, a terminal) and pipes
+/// (`/dev/stdout` in CI) are written; a FIFO without a reader is caught by
+/// the write timeout.
+fn check_destination(path: &Path) -> io::Result<()> {
+    let refuse = |what: &str| Err(io::Error::other(format!("it is {what}, not a file")));
+    match std::fs::metadata(path) {
+        Ok(meta) => {
+            let kind = meta.file_type();
+            if kind.is_dir() {
+                refuse("a directory")
+            } else if kind.is_block_device() {
+                refuse("a block device")
+            } else if kind.is_socket() {
+                refuse("a socket")
+            } else {
+                Ok(())
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("its directory {} does not exist", dir.display()),
+            )),
+            _ => Ok(()),
+        },
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `path` is a non-empty regular file whose last byte is not a
+/// newline. When that cannot be read, a newline is assumed to be missing:
+/// an extra blank line is harmless, a glued line is not.
+pub(super) fn lacks_final_newline(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() || meta.len() == 0 {
+        return false;
+    }
+    let last = std::fs::File::open(path).and_then(|mut f| {
+        f.seek(SeekFrom::End(-1))?;
+        let mut byte = [0u8; 1];
+        f.read_exact(&mut byte)?;
+        Ok(byte[0])
+    });
+    last.map_or(true, |b| b != b'\n')
 }
 
 // ---------------------------------------------------------------------------
@@ -222,8 +356,11 @@ pub(super) fn append_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Format of the outputs file for CI systems other than GitHub.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OutputsFormat {
-    /// GitLab dotenv report rules; see [`render_dotenv`].
+    /// GitLab dotenv report rules; see [`render_dotenv`]. Not for the
+    /// shell: values are written unquoted.
     Dotenv,
+    /// POSIX shell assignments, safe to `source`; see [`render_shell`].
+    Shell,
     /// One JSON object with the hyphenated output names.
     Json,
 }
@@ -234,8 +371,9 @@ impl FromStr for OutputsFormat {
     fn from_str(s: &str) -> anyhow::Result<Self> {
         match s.trim().to_ascii_lowercase().as_str() {
             "dotenv" | "env" => Ok(OutputsFormat::Dotenv),
+            "shell" | "sh" => Ok(OutputsFormat::Shell),
             "json" => Ok(OutputsFormat::Json),
-            other => bail!("outputs format {other:?} is not known: expected dotenv or json"),
+            other => bail!("outputs format {other:?} is not known: expected dotenv, shell or json"),
         }
     }
 }
@@ -312,55 +450,120 @@ fn compact_json(text: &str) -> Option<String> {
 /// lines, no comments, no quoting, at most 20 variables, under 5 KiB.
 /// Values are single-line: `predict-response` is compact JSON when the
 /// response was JSON; it and every other value otherwise escape `\` as `\\`,
-/// LF as `\n` and CR as `\r`. The error message keeps at most 1 KiB; the
-/// predict response gets what is left of the 5 KiB, and the extra variable
+/// LF as `\n` and CR as `\r`. GitLab strips leading and trailing whitespace
+/// from values.
+///
+/// Every variable is always present; long values are cut instead. Short
+/// values are kept whole first, and the long ones share what is left of the
+/// 5 KiB equally (the error message keeps at most 1 KiB). A cut value ends
+/// with `…`, except the predict response, where the extra variable
 /// `TRUSS_PUSH_PREDICT_RESPONSE_TRUNCATED` says (`true`/`false`) whether it
-/// was cut shorter than the `predict-response` output. GitLab strips
-/// leading and trailing whitespace from values.
-fn render_dotenv(outputs: &Outputs) -> anyhow::Result<String> {
+/// was cut shorter than the `predict-response` output (a marker would break
+/// its JSON).
+///
+/// The values are not quoted, so the file must not be `source`d by a shell
+/// (a `$(…)` in a value would run): use the shell format for that.
+fn render_dotenv(outputs: &Outputs) -> String {
     const PREDICT: &str = "predict-response";
     const PREDICT_TRUNCATED: &str = "predict-response-truncated";
     let entries = outputs.entries();
     let line_for = |name: &str, value: &str| format!("{}={value}\n", dotenv_name(name));
 
-    // Everything but the predict response has a fixed size; the flag is
-    // counted at its longer value.
-    let fixed_len: usize = entries
+    // The lines without their values; the flag is counted at its longer value.
+    let overhead: usize = entries
         .iter()
-        .filter(|(name, _)| *name != PREDICT)
-        .map(|(name, value)| line_for(name, &dotenv_value(name, value)).len())
+        .map(|(name, _)| line_for(name, "").len())
         .sum::<usize>()
-        + line_for(PREDICT, "").len()
         + line_for(PREDICT_TRUNCATED, "false").len();
-    let Some(budget) = DOTENV_MAX_BYTES.checked_sub(fixed_len) else {
-        bail!(
-            "the dotenv outputs need {fixed_len} bytes without the predict response, over GitLab's limit of {DOTENV_MAX_BYTES}"
-        );
-    };
+    let wants: Vec<usize> = entries
+        .iter()
+        .map(|(name, value)| {
+            let whole = if *name == PREDICT {
+                single_line_predict_response(value, usize::MAX).0.len()
+            } else {
+                escape_single_line(value, usize::MAX).0.len()
+            };
+            match *name {
+                "error-message" => whole.min(DOTENV_ERROR_MESSAGE_MAX_BYTES),
+                _ => whole,
+            }
+        })
+        .collect();
+    let budgets = share_bytes(&wants, DOTENV_MAX_BYTES.saturating_sub(overhead));
 
     let mut text = String::new();
-    for (name, value) in &entries {
+    for ((name, value), budget) in entries.iter().zip(budgets) {
         if *name == PREDICT {
             let (predict, truncated) = single_line_predict_response(value, budget);
             text.push_str(&line_for(name, &predict));
             let flag = if truncated { "true" } else { "false" };
             text.push_str(&line_for(PREDICT_TRUNCATED, flag));
         } else {
-            text.push_str(&line_for(name, &dotenv_value(name, value)));
+            text.push_str(&line_for(name, &dotenv_value(value, budget)));
         }
     }
-    Ok(text)
+    text
 }
 
-/// A non-predict output's dotenv value: escaped to one line, the error
-/// message within its budget.
-fn dotenv_value(name: &str, value: &str) -> String {
-    let max = if name == "error-message" {
-        DOTENV_ERROR_MESSAGE_MAX_BYTES
-    } else {
-        usize::MAX
-    };
-    escape_single_line(value, max).0
+/// Splits `total` bytes between values wanting `wants` bytes: the smallest
+/// wants are met in full, and whatever they leave is shared equally by the
+/// rest, so one huge value cannot starve the others.
+fn share_bytes(wants: &[usize], total: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..wants.len()).collect();
+    order.sort_by_key(|&i| wants[i]);
+    let mut budgets = vec![0; wants.len()];
+    let mut left = total;
+    for (done, &i) in order.iter().enumerate() {
+        let share = left / (wants.len() - done);
+        budgets[i] = wants[i].min(share);
+        left -= budgets[i];
+    }
+    budgets
+}
+
+/// A non-predict output's dotenv value: escaped to one line within
+/// `max_bytes`, ending with [`DOTENV_CUT_MARKER`] when it was cut.
+fn dotenv_value(value: &str, max_bytes: usize) -> String {
+    let (whole, cut) = escape_single_line(value, max_bytes);
+    if !cut {
+        return whole;
+    }
+    let room = max_bytes.saturating_sub(DOTENV_CUT_MARKER.len());
+    let (mut kept, _) = escape_single_line(value, room);
+    if kept.len() + DOTENV_CUT_MARKER.len() <= max_bytes {
+        kept.push_str(DOTENV_CUT_MARKER);
+    }
+    kept
+}
+
+/// Renders the outputs as POSIX shell assignments, one per output:
+/// `TRUSS_PUSH_<NAME>='value'`, names as in the dotenv file. Every value is
+/// single-quoted, with `'` written as `'\''`, so sourcing the file (`. file`)
+/// only assigns: nothing in a value is expanded or run. Values keep their
+/// line breaks and are as long as the outputs themselves; NUL characters,
+/// which a shell variable cannot hold, are dropped. Use `set -a` before
+/// sourcing to export them.
+fn render_shell(outputs: &Outputs) -> String {
+    let mut text = String::new();
+    for (name, value) in outputs.entries() {
+        let _ = writeln!(text, "{}={}", dotenv_name(name), shell_quote(&value));
+    }
+    text
+}
+
+/// `value` as one POSIX single-quoted word.
+fn shell_quote(value: &str) -> String {
+    let mut quoted = String::with_capacity(value.len() + 2);
+    quoted.push('\'');
+    for c in value.chars() {
+        match c {
+            '\'' => quoted.push_str("'\\''"),
+            '\0' => {}
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('\'');
+    quoted
 }
 
 /// Renders the outputs as a JSON object with the hyphenated names in writing
@@ -388,11 +591,11 @@ pub(crate) fn write_outputs_file(
     outputs: &Outputs,
 ) -> anyhow::Result<()> {
     let text = match format {
-        OutputsFormat::Dotenv => render_dotenv(outputs)?,
+        OutputsFormat::Dotenv => render_dotenv(outputs),
+        OutputsFormat::Shell => render_shell(outputs),
         OutputsFormat::Json => render_json(outputs),
     };
-    std::fs::write(path, text)
-        .with_context(|| format!("while writing the outputs file {}", path.display()))
+    replace_file(path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]
@@ -628,7 +831,7 @@ pub(super) mod tests {
         assert!(outputs.predict_response.len() > 10_000);
         outputs.error_message = "first\r\nsecond".into();
 
-        let text = render_dotenv(&outputs).unwrap();
+        let text = render_dotenv(&outputs);
         let vars = assert_gitlab_accepts(&text);
         assert_eq!(vars.len(), 11);
         assert_eq!(var(&vars, "TRUSS_PUSH_PREDICT_RESPONSE_TRUNCATED"), "true");
@@ -650,21 +853,136 @@ pub(super) mod tests {
         let mut outputs = full_outputs();
         outputs.predict_response = "日本語のテキスト\n".repeat(2000);
         outputs.error_message = "エラー\n".repeat(3000);
-        let vars = assert_gitlab_accepts(&render_dotenv(&outputs).unwrap());
+        let vars = assert_gitlab_accepts(&render_dotenv(&outputs));
         let error = var(&vars, "TRUSS_PUSH_ERROR_MESSAGE");
         assert!(error.len() <= DOTENV_ERROR_MESSAGE_MAX_BYTES);
+        let kept = error
+            .strip_suffix(DOTENV_CUT_MARKER)
+            .expect("marked as cut");
         assert!(
             outputs
                 .error_message
-                .starts_with(&unescape_dotenv_value(error))
+                .starts_with(&unescape_dotenv_value(kept))
         );
+    }
+
+    #[test]
+    fn dotenv_cuts_every_long_value_instead_of_dropping_the_file() {
+        let mut outputs = full_outputs();
+        outputs.model_name = "m".repeat(10_000);
+        outputs.last_status = "S\n".repeat(4000);
+        outputs.logs_url = format!("https://app.baseten.co/{}", "l".repeat(6000));
+        outputs.predict_response = "p".repeat(9000);
+        outputs.error_message = "e".repeat(9000);
+        let vars = assert_gitlab_accepts(&render_dotenv(&outputs));
+        assert_eq!(vars.len(), 11);
+        for name in [
+            "TRUSS_PUSH_MODEL_NAME",
+            "TRUSS_PUSH_LAST_STATUS",
+            "TRUSS_PUSH_LOGS_URL",
+            "TRUSS_PUSH_ERROR_MESSAGE",
+        ] {
+            let value = var(&vars, name);
+            assert!(value.ends_with(DOTENV_CUT_MARKER), "{name}: {value}");
+            assert!(
+                value.len() > 500,
+                "{name} keeps a fair share: {}",
+                value.len()
+            );
+        }
+        // An escape is never cut in half.
+        let status = var(&vars, "TRUSS_PUSH_LAST_STATUS");
+        let status = status.strip_suffix(DOTENV_CUT_MARKER).unwrap();
+        assert!(
+            outputs
+                .last_status
+                .starts_with(&unescape_dotenv_value(status))
+        );
+        assert_eq!(var(&vars, "TRUSS_PUSH_PREDICT_RESPONSE_TRUNCATED"), "true");
+        // Short values are whole.
+        assert_eq!(var(&vars, "TRUSS_PUSH_STATUS"), "success");
+        assert_eq!(var(&vars, "TRUSS_PUSH_DEPLOYMENT_ID"), "dep456");
+        assert_eq!(var(&vars, "TRUSS_PUSH_DEPLOY_TIME_SECONDS"), "42.5");
+    }
+
+    #[test]
+    fn byte_sharing_meets_small_wants_and_splits_the_rest() {
+        let cases: &[(&[usize], usize, &[usize])] = &[
+            (&[10, 20, 30], 100, &[10, 20, 30]),
+            (&[10, 1000, 1000], 100, &[10, 45, 45]),
+            (&[10, 1000, 50], 100, &[10, 45, 45]),
+            (&[1000, 1000, 1000], 10, &[3, 3, 4]),
+            (&[], 10, &[]),
+            (&[5], 0, &[0]),
+        ];
+        for (wants, total, want) in cases {
+            let got = share_bytes(wants, *total);
+            assert_eq!(got, *want, "{wants:?} in {total}");
+            assert!(got.iter().sum::<usize>() <= *total);
+        }
+    }
+
+    #[test]
+    fn a_cut_dotenv_value_ends_with_the_marker_within_its_budget() {
+        assert_eq!(dotenv_value("abcdef", 6), "abcdef");
+        assert_eq!(dotenv_value("abcdefg", 6), "abc…");
+        assert_eq!(dotenv_value("a\nbcdefg", 6), "a\\n…");
+        assert_eq!(dotenv_value("abcdefg", 2), "");
+    }
+
+    #[test]
+    fn shell_quoting_is_one_literal_word() {
+        let cases = [
+            ("plain", "'plain'"),
+            ("", "''"),
+            ("it's", "'it'\\''s'"),
+            ("$(x) `y` $HOME \\", "'$(x) `y` $HOME \\'"),
+            ("a\nb", "'a\nb'"),
+            ("nul\0here", "'nulhere'"),
+        ];
+        for (raw, quoted) in cases {
+            assert_eq!(shell_quote(raw), quoted, "{raw:?}");
+        }
+        let text = render_shell(&full_outputs());
+        assert!(
+            text.starts_with("TRUSS_PUSH_DEPLOYMENT_ID='dep456'\n"),
+            "{text}"
+        );
+        assert!(text.contains("TRUSS_PUSH_STATUS='success'\n"), "{text}");
+        assert_eq!(text.lines().count(), 10);
+    }
+
+    #[test]
+    fn appending_adds_a_newline_only_when_the_file_lacks_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [("", "x\n"), ("a=1", "a=1\nx\n"), ("a=1\n", "a=1\nx\n")];
+        for (before, after) in cases {
+            let path = dir.path().join("out");
+            std::fs::write(&path, before).unwrap();
+            append_file(&path, b"x\n").unwrap();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), after, "{before:?}");
+        }
+        let missing = dir.path().join("new");
+        append_file(&missing, b"x\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&missing).unwrap(), "x\n");
+    }
+
+    #[test]
+    fn destinations_that_cannot_hold_outputs_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = append_file(dir.path(), b"x").unwrap_err();
+        assert!(err.to_string().contains("a directory"), "{err}");
+        let err = replace_file(&dir.path().join("no/such/file"), b"x").unwrap_err();
+        assert!(err.to_string().contains("does not exist"), "{err}");
+        assert!(append_file(Path::new("/dev/full"), b"x").is_err());
+        assert!(append_file(Path::new("/dev/null"), b"x").is_ok());
     }
 
     #[test]
     fn dotenv_writes_a_json_predict_response_as_compact_json() {
         let mut outputs = full_outputs();
         outputs.predict_response = "{\n  \"text\": \"a\\nb\",\n  \"n\": [1, 2]\n}\n".into();
-        let vars = assert_gitlab_accepts(&render_dotenv(&outputs).unwrap());
+        let vars = assert_gitlab_accepts(&render_dotenv(&outputs));
         assert_eq!(
             var(&vars, "TRUSS_PUSH_PREDICT_RESPONSE"),
             r#"{"text":"a\nb","n":[1,2]}"#
@@ -676,7 +994,7 @@ pub(super) mod tests {
     fn dotenv_keeps_the_whole_predict_output_when_it_fits() {
         let mut outputs = full_outputs();
         outputs.predict_response = format!("{}\n{}", "a".repeat(3000), "b".repeat(3000));
-        let vars = assert_gitlab_accepts(&render_dotenv(&outputs).unwrap());
+        let vars = assert_gitlab_accepts(&render_dotenv(&outputs));
         let want = truncate_chars(&outputs.predict_response, PREDICT_RESPONSE_MAX_CHARS);
         assert_eq!(
             unescape_dotenv_value(var(&vars, "TRUSS_PUSH_PREDICT_RESPONSE")),
@@ -717,7 +1035,7 @@ pub(super) mod tests {
             dotenv_name("deploy-time-seconds"),
             "TRUSS_PUSH_DEPLOY_TIME_SECONDS"
         );
-        let text = render_dotenv(&Outputs::new(Status::DeployFailed)).unwrap();
+        let text = render_dotenv(&Outputs::new(Status::DeployFailed));
         let names: Vec<&str> = text.lines().map(|l| l.split_once('=').unwrap().0).collect();
         assert_eq!(
             names,
@@ -786,6 +1104,10 @@ pub(super) mod tests {
         assert_eq!(
             "JSON".parse::<OutputsFormat>().unwrap(),
             OutputsFormat::Json
+        );
+        assert_eq!(
+            "shell".parse::<OutputsFormat>().unwrap(),
+            OutputsFormat::Shell
         );
         assert!("yaml".parse::<OutputsFormat>().is_err());
     }

@@ -7,7 +7,9 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 
 use super::format::{format_deploy_time, format_elapsed, format_utc};
-use super::outputs::{Outputs, append_file, truncate_bytes, truncate_chars};
+use super::outputs::{
+    Outputs, append_file, lacks_final_newline, redact, truncate_bytes, truncate_chars,
+};
 use crate::outcome::Status;
 
 /// GitHub drops a step summary larger than 1024 KiB (bytes on disk).
@@ -46,6 +48,18 @@ pub(crate) struct StatusEvent {
     pub(crate) status: String,
     /// Classification or event, e.g. `in progress`, `ready`, `HTTP 503, retrying`.
     pub(crate) event: String,
+}
+
+impl StatusEvent {
+    /// This event with `secret` replaced by `***` in its text: a status or
+    /// an error quoted from the platform may echo it.
+    pub(crate) fn redacted(&self, secret: &str) -> StatusEvent {
+        StatusEvent {
+            status: redact(&self.status, secret).into_owned(),
+            event: redact(&self.event, secret).into_owned(),
+            ..self.clone()
+        }
+    }
 }
 
 /// Everything the step summary shows.
@@ -300,27 +314,17 @@ fn code_fence(text: &str) -> String {
 pub(crate) fn append_step_summary(path: &Path, input: &SummaryInput<'_>) -> anyhow::Result<()> {
     let existing = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let existing = usize::try_from(existing).unwrap_or(usize::MAX);
-    // Separate from earlier content that does not end its last line.
-    let needs_newline = existing > 0 && !file_ends_with_newline(path);
-    let separator = if needs_newline { "\n" } else { "" };
+    // `append_file` separates from earlier content that does not end its
+    // last line; that newline counts too.
+    let separator_len = usize::from(lacks_final_newline(path));
     let budget = STEP_SUMMARY_MAX_BYTES
         .saturating_sub(existing)
-        .saturating_sub(separator.len());
+        .saturating_sub(separator_len);
     if budget == 0 {
         return Ok(());
     }
-    let text = format!("{separator}{}", render_summary(input, budget));
-    append_file(path, text.as_bytes())
-        .with_context(|| format!("while writing the step summary to {}", path.display()))
-}
-
-fn file_ends_with_newline(path: &Path) -> bool {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let mut last = [0u8; 1];
-    file.seek(SeekFrom::End(-1)).is_ok() && file.read_exact(&mut last).is_ok() && last[0] == b'\n'
+    let text = render_summary(input, budget);
+    append_file(path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

@@ -12,4 +12,5 @@ mod environment;
 mod faults;
 mod model_deploy;
 mod network;
+mod outputs;
 mod ship;

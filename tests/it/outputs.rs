@@ -1,0 +1,240 @@
+//! Where the outputs go when the destination is hostile: a `GITHUB_OUTPUT`
+//! that cannot be written, one without a final newline, a dotenv file
+//! asked to hold a huge value, a shell file holding command substitutions,
+//! and a key echoed into the status history.
+
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use fake_baseten::runner::{parse_github_output, parse_gitlab_dotenv};
+
+use crate::harness::*;
+
+const ACTIVE: &str = "deployments:\n  default: [[0, ACTIVE]]\n";
+
+/// Exit code of a run whose deploy succeeded but whose outputs were lost.
+const EXIT_OUTPUTS_NOT_WRITTEN: i32 = 6;
+
+fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo").arg(path).status().unwrap().success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+/// A successful deploy with `GITHUB_OUTPUT` pointing at `target`.
+fn deploy_with_github_output(target: &Path) -> Outcome {
+    let fake = fake(ACTIVE);
+    Invocation::new(&fake)
+        .model(example_model())
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_OUTPUT", target.to_str().unwrap())
+        .run()
+}
+
+#[test]
+fn an_unwritable_github_output_fails_the_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let cases = [
+        (dir.path().to_path_buf(), "a directory"),
+        (dir.path().join("missing/out"), "a missing directory"),
+        ("/dev/full".into(), "a full device"),
+        (fifo, "a FIFO nobody reads"),
+    ];
+    for (target, why) in cases {
+        let run = deploy_with_github_output(&target);
+        assert_eq!(run.code, EXIT_OUTPUTS_NOT_WRITTEN, "{why}: {run:?}");
+        let error = run
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("::error") && l.contains(target.to_str().unwrap()))
+            .unwrap_or_else(|| panic!("{why}: an error naming the file: {run:?}"));
+        assert!(error.contains("GITHUB_OUTPUT"), "{why}: {error}");
+        // The deploy's own truth stays visible.
+        assert!(run.stdout.contains("Final status: success"), "{why}");
+        assert!(
+            run.elapsed < Duration::from_secs(15),
+            "{why}: no hang: {:?}",
+            run.elapsed
+        );
+    }
+}
+
+#[test]
+fn a_failed_deploy_keeps_its_own_exit_code_when_outputs_are_lost() {
+    let fake = fake("deployments:\n  default: [[0, BUILDING], [0.2, BUILD_FAILED]]\n");
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_OUTPUT", "/dev/full")
+        .run();
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("::error") && l.contains("/dev/full")),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn an_unwritable_outputs_file_fails_the_step_and_the_summary_only_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = fake(ACTIVE);
+    let missing = dir.path().join("missing/outputs.env");
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("output-file", missing.to_str().unwrap())
+        .run();
+    assert_eq!(run.code, EXIT_OUTPUTS_NOT_WRITTEN, "{run:?}");
+    assert!(run.stderr.contains(missing.to_str().unwrap()), "{run:?}");
+    // GITHUB_OUTPUT was fine: it tells the deploy's truth.
+    assert_eq!(run.status(), "success");
+
+    // The step summary is a convenience: losing it is a warning only.
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .env("GITHUB_STEP_SUMMARY", "/dev/full")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.status(), "success");
+    assert!(run.stderr.contains("step summary"), "{run:?}");
+}
+
+#[test]
+fn github_output_may_be_a_pipe_with_a_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let run = deploy_with_github_output(&fifo);
+    assert_eq!(run.code, 0, "{run:?}");
+    let text = reader.join().unwrap();
+    let parsed = parse_github_output(&text).unwrap();
+    assert!(
+        parsed.contains(&("status".into(), "success".into())),
+        "{text}"
+    );
+}
+
+#[test]
+fn entries_are_never_glued_to_a_last_line_without_newline() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("github_output");
+    std::fs::write(&path, "earlier=1").unwrap();
+    let run = deploy_with_github_output(&path);
+    assert_eq!(run.code, 0, "{run:?}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let parsed = parse_github_output(&text).unwrap_or_else(|e| panic!("{e:?}: {text}"));
+    assert_eq!(parsed[0], ("earlier".into(), "1".into()));
+    assert_eq!(parsed[1].0, "deployment-id");
+    assert!(parsed.contains(&("status".into(), "success".into())));
+}
+
+#[test]
+fn a_10000_character_model_name_still_gives_a_valid_dotenv_file() {
+    let fake = fake(ACTIVE);
+    let name = "m".repeat(10_000);
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("model-name", &name)
+        .outputs_file("outputs.env")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    let text = run
+        .outputs_file
+        .clone()
+        .expect("the dotenv file is written");
+    assert!(text.len() < 5 * 1024, "{}", text.len());
+    let vars: std::collections::BTreeMap<_, _> = parse_gitlab_dotenv(text.as_bytes())
+        .expect("GitLab accepts the file")
+        .into_iter()
+        .collect();
+    assert_eq!(vars.len(), 11, "{vars:?}");
+    assert_eq!(vars["TRUSS_PUSH_STATUS"], "success");
+    assert_eq!(vars["TRUSS_PUSH_DEPLOYMENT_ID"], run.out("deployment-id"));
+    assert_eq!(vars["TRUSS_PUSH_LOGS_URL"], run.out("logs-url"));
+    let kept = &vars["TRUSS_PUSH_MODEL_NAME"];
+    let stem = kept.strip_suffix('…').expect("a cut value ends with …");
+    assert!(stem.len() > 1000, "{}", stem.len());
+    assert!(name.starts_with(stem));
+}
+
+#[test]
+fn the_shell_outputs_file_is_safe_to_source() {
+    let marks = tempfile::tempdir().unwrap();
+    let (a, b) = (marks.path().join("a"), marks.path().join("b"));
+    let hostile = format!(
+        "$(touch {}) `touch {}` it's \"quoted\" \\ $HOME\nline two '\\''",
+        a.display(),
+        b.display()
+    );
+    let scenario = format!(
+        "deployments:\n  default: [[0, ACTIVE]]\npredict:\n  response: {}\n",
+        serde_json::to_string(&hostile).unwrap()
+    );
+    let fake = fake(&scenario);
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("output-format", "shell")
+        .outputs_file("outputs.sh")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    let text = run.outputs_file.clone().expect("the shell file is written");
+    let file = marks.path().join("outputs.sh");
+    std::fs::write(&file, &text).unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#". "$1" && printf '%s' "$TRUSS_PUSH_PREDICT_RESPONSE""#)
+        .arg("sh")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}\n{text}");
+    assert!(
+        !a.exists() && !b.exists(),
+        "sourcing ran a command:\n{text}"
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        run.out("predict-response")
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#". "$1" && printf '%s|%s' "$TRUSS_PUSH_STATUS" "$TRUSS_PUSH_DEPLOYMENT_ID""#)
+        .arg("sh")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("success|{}", run.out("deployment-id"))
+    );
+}
+
+#[test]
+fn the_key_echoed_by_the_platform_stays_out_of_the_summary() {
+    // The platform answers with a status that quotes the key: it reaches
+    // the status history and the notes of the summary, not only the outputs.
+    let fake = fake(&format!(
+        "teams: [{{id: t1, name: ml, default: true}}]\nmodels:\n  - {{id: oldmodel, name: hello-truss-push, team: ml, environments: [production, {API_KEY}], deployments: [{{id: olddep, name: v1, status: ACTIVE, environment: production}}]}}\ndeployments:\n  default: [[0, BUILDING], [0.2, {API_KEY}], [0.4, ACTIVE]]\n"
+    ));
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("environment", API_KEY)
+        .outputs_file("outputs.json")
+        .run();
+    assert!(!run.summary.is_empty(), "{run:?}");
+    assert!(
+        !run.everything().contains(API_KEY),
+        "the key leaked:\n{}\n{run:?}",
+        run.summary
+    );
+    assert!(run.summary.contains("***"), "{}", run.summary);
+}
