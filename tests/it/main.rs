@@ -7,7 +7,6 @@ mod bad_input;
 mod cancel;
 mod chain_deploy;
 mod chain_harness;
-mod docker_image;
 mod environment;
 mod model_deploy;
 mod network;
