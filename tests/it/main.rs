@@ -11,3 +11,4 @@ mod environment;
 mod model_deploy;
 mod network;
 mod ship;
+mod snapshots;
