@@ -311,3 +311,16 @@ pub fn endpoints(fake: &FakeBaseten) -> Vec<String> {
 pub fn mutations(fake: &FakeBaseten) -> Vec<fake_baseten::reqlog::LogEntry> {
     fake.requests().into_iter().filter(|e| e.mutation).collect()
 }
+
+/// Asserts that each of `lines` occurs in `text`, each after the one before:
+/// the order the user reads things in, not when they happened.
+#[track_caller]
+pub fn assert_in_order(text: &str, lines: &[&str]) {
+    let mut from = 0;
+    for line in lines {
+        match text[from..].find(line) {
+            Some(at) => from += at + line.len(),
+            None => panic!("{line:?} is missing or out of order in:\n{text}"),
+        }
+    }
+}
