@@ -3,8 +3,10 @@
 //! runner's rules, the step summary and the outputs file.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use fake_baseten::FakeBaseten;
@@ -146,6 +148,42 @@ impl<'a> Invocation<'a> {
     }
 
     pub fn run(self) -> Outcome {
+        self.start().finish()
+    }
+
+    /// Runs against a fake on a manual clock (`manual_clock: true`), moving
+    /// its clock step by step: each `(endpoint, secs)` waits until the
+    /// binary's `endpoint` request is answered at the current scenario time,
+    /// then sets the clock to `secs`. The binary therefore reads every
+    /// scripted status at least once, however slow the machine, and a test
+    /// can assert on the order of what it saw instead of on timing.
+    pub fn run_stepping_clock(self, steps: &[(&str, f64)]) -> Outcome {
+        let fake = self.fake.expect("stepping the clock needs a fake");
+        assert!(
+            fake.clock().is_manual(),
+            "stepping needs manual_clock: true"
+        );
+        let mut running = self.start();
+        for (endpoint, secs) in steps {
+            let now = fake.clock().now();
+            let answered = || {
+                fake.requests()
+                    .iter()
+                    .any(|e| e.endpoint == *endpoint && e.scenario_secs == now)
+            };
+            while !answered() {
+                if running.exited() {
+                    // The outcome shows why; the test's assertions report it.
+                    return running.finish();
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            fake.clock().set(*secs);
+        }
+        running.finish()
+    }
+
+    fn start(self) -> Running {
         let dir = tempfile::tempdir().unwrap();
         let gh_out = dir.path().join("github_output");
         let summary = dir.path().join("summary.md");
@@ -156,7 +194,10 @@ impl<'a> Invocation<'a> {
             .env("HOME", dir.path())
             .env("GITHUB_OUTPUT", &gh_out)
             .env("GITHUB_STEP_SUMMARY", &summary)
-            .current_dir(dir.path());
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         if let Some(f) = self.fake {
             cmd.args(["--app-url", &f.graphql_base()])
                 .args(["--api-url", &f.rest_base()])
@@ -172,23 +213,93 @@ impl<'a> Invocation<'a> {
             cmd.env(k, v);
         }
         let started = Instant::now();
-        let out = cmd.output().expect("the binary runs");
-        let elapsed = started.elapsed();
-        let gh = std::fs::read_to_string(&gh_out).unwrap();
+        let mut child = cmd.spawn().expect("the binary runs");
+        // Drained on their own threads so a chatty run never blocks on a
+        // full pipe while the test steps the clock or waits.
+        let stdout = drain(child.stdout.take().unwrap());
+        let stderr = drain(child.stderr.take().unwrap());
+        Running {
+            _dir: dir,
+            gh_out,
+            summary,
+            out_file,
+            child,
+            exit: None,
+            stdout,
+            stderr,
+            started,
+        }
+    }
+}
+
+/// A hang guard, not a speed check: far above any test's own budget, it
+/// turns a binary that never exits into a failing test instead of a stuck
+/// test run.
+const RUN_LIMIT: Duration = Duration::from_secs(600);
+
+/// A started run of the binary.
+struct Running {
+    /// Holds the run's HOME, working directory and output files until the
+    /// outcome has been read.
+    _dir: tempfile::TempDir,
+    gh_out: PathBuf,
+    summary: PathBuf,
+    out_file: Option<PathBuf>,
+    child: Child,
+    exit: Option<ExitStatus>,
+    stdout: JoinHandle<String>,
+    stderr: JoinHandle<String>,
+    started: Instant,
+}
+
+impl Running {
+    fn exited(&mut self) -> bool {
+        if self.exit.is_none() {
+            self.exit = self.child.try_wait().expect("the child can be waited on");
+        }
+        self.exit.is_some()
+    }
+
+    fn finish(mut self) -> Outcome {
+        while !self.exited() {
+            if self.started.elapsed() > RUN_LIMIT {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!(
+                    "the binary did not exit within {RUN_LIMIT:?}\n--- stdout\n{}",
+                    self.stdout.join().unwrap_or_default()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let elapsed = self.started.elapsed();
+        let status = self.exit.expect("exited");
+        let gh = std::fs::read_to_string(&self.gh_out).unwrap();
         let outputs = parse_github_output(&gh)
             .unwrap_or_else(|e| panic!("GITHUB_OUTPUT is not valid for the runner: {e:?}\n{gh}"))
             .into_iter()
             .collect();
         Outcome {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            code: status.code().unwrap_or(-1),
+            stdout: self.stdout.join().expect("stdout read"),
+            stderr: self.stderr.join().expect("stderr read"),
             outputs,
-            summary: std::fs::read_to_string(&summary).unwrap_or_default(),
-            outputs_file: out_file.and_then(|p| std::fs::read_to_string(p).ok()),
+            summary: std::fs::read_to_string(&self.summary).unwrap_or_default(),
+            outputs_file: self
+                .out_file
+                .as_ref()
+                .and_then(|p| std::fs::read_to_string(p).ok()),
             elapsed,
         }
     }
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
 }
 
 /// Endpoint names the fake logged, in order.
@@ -199,4 +310,17 @@ pub fn endpoints(fake: &FakeBaseten) -> Vec<String> {
 /// The mutation requests the fake logged.
 pub fn mutations(fake: &FakeBaseten) -> Vec<fake_baseten::reqlog::LogEntry> {
     fake.requests().into_iter().filter(|e| e.mutation).collect()
+}
+
+/// Asserts that each of `lines` occurs in `text`, each after the one before:
+/// the order the user reads things in, not when they happened.
+#[track_caller]
+pub fn assert_in_order(text: &str, lines: &[&str]) {
+    let mut from = 0;
+    for line in lines {
+        match text[from..].find(line) {
+            Some(at) => from += at + line.len(),
+            None => panic!("{line:?} is missing or out of order in:\n{text}"),
+        }
+    }
 }

@@ -15,32 +15,50 @@ fn deploy(fake: &FakeBaseten) -> Outcome {
 
 #[test]
 fn seed_history_is_ready_at_scaled_to_zero() {
-    // The seed's real history, 20x faster: SCALED_TO_ZERO at 12.9 s
-    // (0.645 s real), WAKING_UP at 24.3 s, ACTIVE at 631 s. The old client
-    // failed at SCALED_TO_ZERO; the truth is "ready".
+    // The seed's real history: SCALED_TO_ZERO at 12.9 s, WAKING_UP at
+    // 24.3 s, ACTIVE at 631 s. The old client failed at SCALED_TO_ZERO; the
+    // truth is "ready". The fake's clock stands still at 12.9 s once the
+    // binary has read BUILDING, so only readiness at SCALED_TO_ZERO ends
+    // the wait.
     let scenario = Scenario::from_file(scenario_file("seed-000.yaml"))
         .unwrap()
         .with_api_key(API_KEY)
-        .with_time_scale(20.0);
+        .with_manual_clock();
     let fake = FakeBaseten::start_in_background(scenario).unwrap();
     let run = Invocation::new(&fake)
         .model(example_model())
         .arg("model-name", "seed-model")
-        .run();
+        .run_stepping_clock(&[("rest.get_deployment", 12.9)]);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(run.status(), "success");
     assert_eq!(run.out("last-status"), "SCALED_TO_ZERO");
-    assert!(
-        run.stdout.contains("status BUILDING (in progress)"),
-        "{run:?}"
+    assert_in_order(
+        &run.stdout,
+        &[
+            "status BUILDING (in progress)",
+            "status SCALED_TO_ZERO (ready)",
+            "Final status: success",
+        ],
     );
-    assert!(
-        run.stdout.contains("status SCALED_TO_ZERO (ready)"),
-        "{run:?}"
+    // Ready at the first SCALED_TO_ZERO read: the next request after it is
+    // the smoke test, with no further status poll (cleanup reads the
+    // deployment again afterwards).
+    let polls_and_predicts: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|e| e.endpoint == "rest.get_deployment" || e.endpoint.starts_with("inference."))
+        .collect();
+    let first_ready = polls_and_predicts
+        .iter()
+        .position(|e| e.endpoint == "rest.get_deployment" && e.scenario_secs == 12.9)
+        .expect("a poll at SCALED_TO_ZERO");
+    assert_eq!(
+        polls_and_predicts
+            .get(first_ready + 1)
+            .map(|e| e.endpoint.as_str()),
+        Some("inference.predict"),
+        "{polls_and_predicts:?}"
     );
-    // Ready well before WAKING_UP (24.3 s / 20 = 1.2 s after creation).
-    let secs: f64 = run.out("deploy-time-seconds").parse().unwrap();
-    assert!(secs < 24.3 / 20.0 + 1.0, "deploy-time-seconds {secs}");
     // An existing model: a new version of it.
     let m = mutations(&fake);
     assert_eq!(m.len(), 1, "{m:?}");
@@ -133,14 +151,34 @@ fn never_ready_times_out_at_the_deadline() {
     assert_eq!(run.code, 3, "{run:?}");
     assert_eq!(run.status(), "deploy_timeout");
     assert_eq!(run.out("last-status"), "BUILDING");
-    // The wait starts after the upload and create; the whole run is the
-    // budget plus setup, never much more.
-    assert!(run.elapsed.as_secs_f64() >= 1.5, "{:?}", run.elapsed);
-    assert!(
-        run.elapsed.as_secs_f64() < 1.5 + 0.2 + 2.0,
-        "{:?}",
-        run.elapsed
+    assert_in_order(
+        &run.stdout,
+        &[
+            "status BUILDING (in progress)",
+            "Final status: deploy_timeout",
+        ],
     );
+    assert!(
+        run.stderr
+            .contains("was not ready after 1.5s (last status: BUILDING)"),
+        "{run:?}"
+    );
+    // Not before the deadline: a lower bound on a sleep cannot flake.
+    assert!(run.elapsed.as_secs_f64() >= 1.5, "{:?}", run.elapsed);
+    // Not past it either: each wait between polls is at least the poll
+    // interval, so a wait that ended at the deadline polled at most once
+    // per interval of the budget (cleanup then reads the deployment once
+    // more); and nothing was smoke-tested.
+    let polls = endpoints(&fake)
+        .iter()
+        .filter(|e| *e == "rest.get_deployment")
+        .count();
+    assert!(
+        (2..=(1.5_f64 / 0.2).ceil() as usize + 2).contains(&polls),
+        "{polls} polls: {:?}",
+        endpoints(&fake)
+    );
+    assert!(!endpoints(&fake).iter().any(|e| e.starts_with("inference.")));
 }
 
 #[test]
@@ -179,12 +217,33 @@ fn every_poll_failing_is_a_timeout_not_a_hang() {
                 .times(0),
         );
     let fake = FakeBaseten::start_in_background(scenario).unwrap();
+    // The harness fails a run that never exits; here the binary must end
+    // the wait itself, as a timeout.
     let run = Invocation::new(&fake)
         .model(example_model())
         .arg("wait-timeout-seconds", "2")
         .run();
     assert_eq!(run.status(), "deploy_timeout", "{run:?}");
-    assert!(run.elapsed.as_secs_f64() < 2.0 + 3.0, "{:?}", run.elapsed);
+    assert_in_order(
+        &run.stdout,
+        &["poll failed, retrying", "Final status: deploy_timeout"],
+    );
+    assert!(run.stderr.contains("was not ready after 2.0s"), "{run:?}");
+    // The fake saw the 502s, then only dropped connections, until the
+    // binary gave up. Every wait between polls lasts at least the poll
+    // interval (0.05 s), so a wait that stopped at the deadline made at most
+    // one poll per interval of the budget.
+    let polls: Vec<Option<u16>> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.endpoint == "rest.get_deployment")
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(polls[..2], [Some(502), Some(502)], "{polls:?}");
+    assert!(polls.len() > 2, "it kept polling after the 502s: {polls:?}");
+    assert!(polls[2..].iter().all(Option::is_none), "{polls:?}");
+    assert!(polls.len() <= (2.0_f64 / 0.05) as usize + 1, "{polls:?}");
+    assert!(!endpoints(&fake).iter().any(|e| e.starts_with("inference.")));
 }
 
 #[test]

@@ -2,19 +2,40 @@
 //! against the fake: a deploy succeeds and writes its outputs into a mounted
 //! directory; a bad input exits with the documented code. The image is built
 //! from local files by `scripts/docker-test`, which runs these tests with
-//! `TRUSS_PUSH_TEST_IMAGE` set; plain `cargo test` skips them (ignored).
+//! `TRUSS_PUSH_TEST_IMAGE` set (`cargo test -p truss-push-docker-tests --
+//! --ignored`); they are ignored otherwise.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use testcontainers::core::wait::ExitWaitStrategy;
 use testcontainers::core::{Mount, WaitFor};
 use testcontainers::runners::SyncRunner;
 use testcontainers::{GenericImage, ImageExt};
 
-use crate::harness::*;
+use fake_baseten::FakeBaseten;
+use fake_baseten::scenario::Scenario;
+
+/// The same canary key the binary tests use; the image gets it from the
+/// environment, as a CI job would pass it.
+const API_KEY: &str = "sk-canary-9f8e7d6c5b4a";
+
+/// Absolute and without `..`, as Docker wants a bind mount's source.
+fn example_model() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/hello-model")
+        .canonicalize()
+        .expect("examples/hello-model exists")
+}
+
+fn fake(yaml: &str) -> FakeBaseten {
+    let scenario = Scenario::from_yaml(yaml)
+        .expect("scenario parses")
+        .with_api_key(API_KEY);
+    FakeBaseten::start_in_background(scenario).expect("fake starts")
+}
 
 /// Runs the image to completion; returns its exit code.
-fn run_image(fake: &fake_baseten::FakeBaseten, out: &Path, args: &[&str]) -> i64 {
+fn run_image(fake: &FakeBaseten, out: &Path, args: &[&str]) -> i64 {
     let image = std::env::var("TRUSS_PUSH_TEST_IMAGE")
         .expect("TRUSS_PUSH_TEST_IMAGE names the image scripts/docker-test built");
     let (name, tag) = image.rsplit_once(':').unwrap_or((&image, "latest"));
