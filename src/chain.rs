@@ -12,10 +12,10 @@ use std::time::Instant;
 use anyhow::{Context, anyhow};
 use serde_json::Value;
 
-use crate::baseten::{
-    ApiError, ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest, Team,
+use crate::baseten::{ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest, Team};
+use crate::flow::{
+    self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
 };
-use crate::flow::{self, Ctx, Poll, PromotionTrack, Serving, deploy_error, encode_config, human};
 use crate::git;
 use crate::outcome::Failure;
 use crate::status::{self, Readiness};
@@ -198,10 +198,8 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         .expect("the manifest has an entrypoint");
     // The chain's deployments before this one, so that a create whose answer
     // is lost can tell its own deployment from earlier ones.
-    let before = match &existing {
-        Some(c) => ctx.api.chain_deployment_ids(&c.id).await.ok(),
-        None => Some(Vec::new()),
-    };
+    let list = async |chain_id: &str| ctx.api.chain_deployment_ids(chain_id).await;
+    let trace = Trace::take(existing.as_ref().map(|c| c.id.as_str()), &list).await;
     let request = DeployChainRequest {
         existing_chain_id: existing.as_ref().map(|c| c.id.as_str()),
         chain_name: &name,
@@ -225,32 +223,16 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         &check,
         async || ctx.api.deploy_chain_atomic(&request, &user_env).await,
         async || {
-            let Some(before) = &before else {
-                return Err(ApiError::permanent(
-                    "the chain deployments that existed before could not be listed".into(),
-                ));
+            let find_chain = async || {
+                let team_id = team.as_ref().map(|t| t.id.as_str());
+                let chains = ctx.api.chains(team_id).await?;
+                Ok(chains.into_iter().find(|c| c.name == name).map(|c| c.id))
             };
-            let chain_id = match &existing {
-                Some(c) => c.id.clone(),
-                None => match ctx
-                    .api
-                    .chains(team.as_ref().map(|t| t.id.as_str()))
-                    .await?
-                    .into_iter()
-                    .find(|c| c.name == name)
-                {
-                    Some(c) => c.id,
-                    None => return Ok(None),
-                },
-            };
-            let ids = ctx.api.chain_deployment_ids(&chain_id).await?;
-            Ok(ids
-                .into_iter()
-                .find(|id| !before.contains(id))
-                .map(|chain_deployment_id| ChainDeployed {
-                    chain_id: chain_id.clone(),
-                    chain_deployment_id,
-                }))
+            let found = trace.find_new(find_chain, &list).await?;
+            Ok(found.map(|(chain_id, chain_deployment_id)| ChainDeployed {
+                chain_id,
+                chain_deployment_id,
+            }))
         },
     )
     .await?;

@@ -11,10 +11,11 @@ use anyhow::anyhow;
 use base64::Engine;
 use serde_json::Value;
 
-use crate::baseten::{Api, ApiError, CreateRequest, Created, LogLine, now_epoch_millis};
+use crate::baseten::{Api, CreateRequest, Created, LogLine, now_epoch_millis};
 use crate::config::RAW_CONFIG_MAX_BYTES;
 use crate::flow::{
-    self, Ctx, Poll, PromotionTrack, Serving, deploy_error, encode_config, human, truss_user_env,
+    self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
+    truss_user_env,
 };
 use crate::outcome::Failure;
 use crate::status::{self, Readiness};
@@ -92,14 +93,8 @@ pub(crate) async fn deploy(
     };
     // What already carries this deployment name, so that a create whose
     // answer is lost can tell its own deployment from earlier ones.
-    let before = match &existing {
-        Some(m) => ctx
-            .api
-            .deployment_ids(&m.id, &cfg.deployment_name)
-            .await
-            .ok(),
-        None => Some(Vec::new()),
-    };
+    let list = async |model_id: &str| ctx.api.deployment_ids(model_id, &cfg.deployment_name).await;
+    let trace = Trace::take(existing.as_ref().map(|m| m.id.as_str()), &list).await;
     let request = CreateRequest {
         existing_model_id: existing.as_ref().map(|m| m.id.as_str()),
         model_name: name,
@@ -127,35 +122,16 @@ pub(crate) async fn deploy(
         &check,
         async || ctx.api.create(&request).await,
         async || {
-            let Some(before) = &before else {
-                return Err(ApiError::permanent(
-                    "the deployments that existed before could not be listed".into(),
-                ));
+            let find_model = async || {
+                let team_id = team.as_ref().map(|t| t.id.as_str());
+                let models = ctx.api.models(team_id).await?;
+                Ok(models.into_iter().find(|m| m.name == name).map(|m| m.id))
             };
-            let model_id = match &existing {
-                Some(m) => m.id.clone(),
-                None => match ctx
-                    .api
-                    .models(team.as_ref().map(|t| t.id.as_str()))
-                    .await?
-                    .into_iter()
-                    .find(|m| m.name == name)
-                {
-                    Some(m) => m.id,
-                    None => return Ok(None),
-                },
-            };
-            let ids = ctx
-                .api
-                .deployment_ids(&model_id, &cfg.deployment_name)
-                .await?;
-            Ok(ids
-                .into_iter()
-                .find(|id| !before.contains(id))
-                .map(|deployment_id| Created {
-                    model_id: model_id.clone(),
-                    deployment_id,
-                }))
+            let found = trace.find_new(find_model, &list).await?;
+            Ok(found.map(|(model_id, deployment_id)| Created {
+                model_id,
+                deployment_id,
+            }))
         },
     )
     .await?;

@@ -25,6 +25,59 @@ fn maybe_applied(e: &ApiError) -> bool {
     }
 }
 
+/// Where a created deployment shows up: its owner (the model or chain, when
+/// it existed before) and the deployment ids the owner already had, so that
+/// after a lost answer a new deployment is told apart from earlier ones.
+pub(crate) struct Trace {
+    owner: Option<String>,
+    /// `None` when the list could not be read: nothing can then be adopted.
+    before: Option<Vec<String>>,
+}
+
+impl Trace {
+    /// Lists `owner`'s deployment ids before the create; a new owner has
+    /// none. `list` lists an owner's deployment ids.
+    pub(crate) async fn take(
+        owner: Option<&str>,
+        list: &impl AsyncFn(&str) -> Result<Vec<String>, ApiError>,
+    ) -> Trace {
+        let before = match owner {
+            Some(o) => list(o).await.ok(),
+            None => Some(Vec::new()),
+        };
+        Trace {
+            owner: owner.map(str::to_string),
+            before,
+        }
+    }
+
+    /// After a lost answer: the owner (known, else found by name with
+    /// `find_owner`) and its first deployment id that was not there before.
+    pub(crate) async fn find_new(
+        &self,
+        find_owner: impl AsyncFnOnce() -> Result<Option<String>, ApiError>,
+        list: &impl AsyncFn(&str) -> Result<Vec<String>, ApiError>,
+    ) -> Result<Option<(String, String)>, ApiError> {
+        let Some(before) = &self.before else {
+            return Err(ApiError::permanent(
+                "the deployments that existed before could not be listed".into(),
+            ));
+        };
+        let owner = match &self.owner {
+            Some(o) => o.clone(),
+            None => match find_owner().await? {
+                Some(o) => o,
+                None => return Ok(None),
+            },
+        };
+        let ids = list(&owner).await?;
+        Ok(ids
+            .into_iter()
+            .find(|id| !before.contains(id))
+            .map(|id| (owner, id)))
+    }
+}
+
 /// Sends a create with `send`; when its outcome is unknown, asks `find`
 /// whether it happened. `what` names the deployment for people ("the
 /// deployment", "the chain deployment"); `check` says where to look when

@@ -24,7 +24,7 @@ use crate::git;
 use crate::outcome::Failure;
 
 pub(crate) use cleanup::{Serving, cleanup_deployment};
-pub(crate) use create::create_once;
+pub(crate) use create::{Trace, create_once};
 pub(crate) use smoke::smoke_test;
 pub(crate) use upload::{package_and_upload, scratch_dir, validate_config};
 pub(crate) use wait::{Poll, PromotionTrack, check_promotion, poll_until};
