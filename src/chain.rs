@@ -7,7 +7,6 @@ mod codegen;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::time::Instant;
 
 use anyhow::{Context, anyhow};
 use serde_json::Value;
@@ -133,12 +132,16 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         .map_err(fail)?;
     let python = python_program(std::env::var(PYTHON_ENV_VAR).ok().as_deref());
     let requested = Some(cfg.model_name.as_str()).filter(|n| !n.is_empty());
-    let generated = generate(&python, file, requested, gen_dir.path()).await;
-    let manifest = match generated {
+    let generated = ctx.within("chain code generation", async {
+        generate(&python, file, requested, gen_dir.path())
+            .await
+            .map_err(|msg| Failure::Deploy(anyhow!(msg)))
+    });
+    let manifest = match generated.await {
         Ok(m) => m,
-        Err(msg) => {
+        Err(f) => {
             ctx.end_group();
-            return Err(Failure::Deploy(anyhow!(msg)));
+            return Err(f);
         }
     };
     let name = manifest.chain_name.clone();
@@ -284,7 +287,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
 /// or the deadline passes.
 async fn wait(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id: &str) -> Result<(), Failure> {
     let cfg = ctx.cfg;
-    let deadline = Instant::now() + cfg.wait_timeout;
+    let deadline = ctx.deploy_until;
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let mut logs_shown: BTreeSet<String> = BTreeSet::new();
     let mut warned_unknown: BTreeSet<String> = BTreeSet::new();

@@ -186,7 +186,7 @@ pub(crate) async fn deploy(
 /// environment, serving it), failed, or the deadline passes.
 async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), Failure> {
     let cfg = ctx.cfg;
-    let deadline = Instant::now() + cfg.wait_timeout;
+    let deadline = ctx.deploy_until;
     let logs = (cfg.stream_logs).then(|| {
         spawn_log_stream(
             ctx.api.clone(),

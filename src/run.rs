@@ -139,6 +139,11 @@ async fn execute(
     let http = net::client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
     let s3_http = net::s3_client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
     let api = baseten::Api::new(http, cfg.endpoints.clone(), cfg.api_key.clone());
+    // The run's budget: setup, upload, create and the wait share the wait
+    // budget from the start; the smoke test and cleanup get their own
+    // (flow::smoke_test, flow::cleanup_deployment).
+    let deploy_until = started + cfg.wait_timeout;
+    api.set_deadline(Some(deploy_until));
     let ctx = Ctx {
         cfg,
         api: &api,
@@ -146,6 +151,7 @@ async fn execute(
         rep: Arc::clone(rep),
         state,
         started,
+        deploy_until,
     };
     let (flow, cancelled) = tokio::select! {
         r = deploy(&ctx) => (r, false),

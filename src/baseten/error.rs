@@ -30,6 +30,9 @@ pub(crate) enum ApiError {
         message: String,
         retry_after: Option<Duration>,
     },
+    /// The run's deadline passed before or while the request ran.
+    #[error("{message}")]
+    OutOfTime { message: String },
     /// Will not get better by retrying: 4xx, GraphQL errors, a malformed
     /// request. `status` is the HTTP status when there was one.
     #[error("{message}")]
@@ -62,7 +65,7 @@ impl Classify for ApiError {
             ApiError::NotSent { .. } => Kind::NotSent,
             ApiError::Ambiguous { .. } => Kind::Ambiguous,
             ApiError::Transient { status, .. } => Kind::Transient { status: *status },
-            ApiError::Permanent { .. } => Kind::Permanent,
+            ApiError::Permanent { .. } | ApiError::OutOfTime { .. } => Kind::Permanent,
         }
     }
 

@@ -13,7 +13,8 @@ mod rest;
 mod sse;
 mod urls;
 
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use reqwest::{RequestBuilder, Response};
 use serde::Deserialize;
@@ -105,6 +106,9 @@ pub(crate) struct Api {
     key: Secret,
     /// Tests zero the waits between tries.
     zero_delays: bool,
+    /// No request runs past this moment (each request's timeout is cut to
+    /// what is left, retries stop); the run moves it from phase to phase.
+    deadline: Arc<Mutex<Option<Instant>>>,
 }
 
 impl Api {
@@ -114,6 +118,7 @@ impl Api {
             endpoints,
             key,
             zero_delays: false,
+            deadline: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -122,6 +127,15 @@ impl Api {
     pub(crate) fn without_delays(mut self) -> Self {
         self.zero_delays = true;
         self
+    }
+
+    /// Sets the moment no request may run past (shared by every clone).
+    pub(crate) fn set_deadline(&self, deadline: Option<Instant>) {
+        *self.deadline.lock().unwrap() = deadline;
+    }
+
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        *self.deadline.lock().unwrap()
     }
 
     fn policy(&self, p: Policy) -> Policy {
@@ -140,6 +154,16 @@ impl Api {
                 req.url().origin().ascii_serialization()
             )));
         }
+        if let Some(deadline) = self.deadline() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ApiError::OutOfTime {
+                    message: format!("{what}: the run's time budget is spent"),
+                });
+            }
+            let t = req.timeout_mut();
+            *t = Some(t.map_or(left, |t| t.min(left)));
+        }
         let auth = format!("Api-Key {}", self.key.expose());
         let mut value = reqwest::header::HeaderValue::from_str(&auth).map_err(|_| {
             ApiError::permanent(format!("{what}: the API key is not a valid header value"))
@@ -147,10 +171,15 @@ impl Api {
         value.set_sensitive(true);
         req.headers_mut()
             .insert(reqwest::header::AUTHORIZATION, value);
-        self.http
-            .execute(req)
-            .await
-            .map_err(|e| error::from_send(what, &e))
+        let deadline = self.deadline();
+        self.http.execute(req).await.map_err(|e| {
+            let out_of_time = e.is_timeout() && deadline.is_some_and(|d| Instant::now() >= d);
+            match error::from_send(what, &e) {
+                // Cut short by the run's deadline, not the server's fault.
+                ApiError::Ambiguous { message } if out_of_time => ApiError::OutOfTime { message },
+                other => other,
+            }
+        })
     }
 
     /// Sends one request and returns a 2xx answer, or the typed error.
@@ -205,7 +234,7 @@ impl Api {
         query: &str,
         variables: Option<Value>,
     ) -> Result<Value, ApiError> {
-        retry::run(&self.policy(policy), None, |_| {
+        retry::run(&self.policy(policy), self.deadline(), |_| {
             self.graphql_once(what, query, variables.as_ref())
         })
         .await
@@ -241,7 +270,7 @@ impl Api {
         what: &str,
         url: reqwest::Url,
     ) -> Result<T, ApiError> {
-        retry::run(&self.policy(Policy::READ), None, |_| {
+        retry::run(&self.policy(Policy::READ), self.deadline(), |_| {
             self.rest_get(what, url.clone())
         })
         .await
@@ -255,7 +284,7 @@ impl Api {
         url: reqwest::Url,
         body: Option<Value>,
     ) -> Result<(), ApiError> {
-        retry::run(&self.policy(policy), None, |_| {
+        retry::run(&self.policy(policy), self.deadline(), |_| {
             let mut req = self
                 .http
                 .post(url.clone())

@@ -3,7 +3,7 @@
 //! explicitly. A check that fails counts as serving, because a failed check
 //! must never take production down.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 
@@ -11,6 +11,8 @@ use super::Ctx;
 use crate::baseten::ApiError;
 use crate::outcome::Failure;
 
+/// How long cleanup may take: the last part of the run's budget.
+pub(crate) const CLEANUP_ALLOWANCE_SECS: u64 = 60;
 /// How long cleanup may take once the run is cancelled (GitHub sends
 /// SIGTERM 7.5 s after SIGINT, and kills 2.5 s later).
 const CANCELLED_CLEANUP_BUDGET_SECS: u64 = 3;
@@ -41,14 +43,18 @@ pub(crate) async fn cleanup_deployment(
         }
         return Ok(());
     }
-    let budget = Duration::from_secs(CANCELLED_CLEANUP_BUDGET_SECS);
+    // Every request of the cleanup (the check and the deactivation) ends
+    // within its allowance, whatever the deploy budget left.
+    let allowance = if cancelled {
+        CANCELLED_CLEANUP_BUDGET_SECS
+    } else {
+        CLEANUP_ALLOWANCE_SECS
+    };
+    ctx.api
+        .set_deadline(Some(Instant::now() + Duration::from_secs(allowance)));
     ctx.group("Cleanup");
     let serving = if cfg.cleanup.explicit {
         Serving::No
-    } else if cancelled {
-        tokio::time::timeout(budget, serving)
-            .await
-            .unwrap_or_else(|_| Serving::Unknown("the check did not finish in time".into()))
     } else {
         serving.await
     };
@@ -71,18 +77,7 @@ pub(crate) async fn cleanup_deployment(
         }
         None => {
             ctx.say(&format!("Deactivating {label}"));
-            let r = if cancelled {
-                tokio::time::timeout(budget, deactivate)
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(ApiError::Ambiguous {
-                            message: "deactivate did not finish in time".into(),
-                        })
-                    })
-            } else {
-                deactivate.await
-            };
-            match r {
+            match deactivate.await {
                 Ok(()) => {
                     ctx.event("", "deactivated");
                     ctx.say("Deactivated");

@@ -4,6 +4,8 @@
 //! not, and when the outcome stays unknown the run fails saying what to
 //! check — so every deployment the tool made is reported or cleaned up.
 
+use std::time::{Duration, Instant};
+
 use anyhow::anyhow;
 
 use super::{Ctx, deploy_error};
@@ -13,6 +15,9 @@ use crate::retry::{Classify, Kind};
 
 /// Tries of a create whose answers are lost and whose effect is not found.
 const CREATE_ROUNDS: u32 = 2;
+/// A create and the lookup after it may run this long past the deploy
+/// budget: cutting them short could leave a deployment nobody reports.
+const CREATE_GRACE_SECS: u64 = 60;
 
 /// Whether a failed mutation may have been applied: the connection broke
 /// after sending, or a server or proxy failed after receiving it. A refusal
@@ -83,6 +88,21 @@ impl Trace {
 /// deployment", "the chain deployment"); `check` says where to look when
 /// the outcome cannot be learned.
 pub(crate) async fn create_once<T>(
+    ctx: &Ctx<'_>,
+    what: &str,
+    check: &str,
+    send: impl AsyncFnMut() -> Result<T, ApiError>,
+    find: impl AsyncFnMut() -> Result<Option<T>, ApiError>,
+) -> Result<T, Failure> {
+    let before = ctx.api.deadline();
+    let grace = Instant::now() + Duration::from_secs(CREATE_GRACE_SECS);
+    ctx.api.set_deadline(before.map(|d| d.max(grace)));
+    let r = create_or_find(ctx, what, check, send, find).await;
+    ctx.api.set_deadline(before);
+    r
+}
+
+async fn create_or_find<T>(
     ctx: &Ctx<'_>,
     what: &str,
     check: &str,

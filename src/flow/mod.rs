@@ -62,6 +62,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) rep: Arc<Mutex<Reporter>>,
     pub(crate) state: &'a Mutex<State>,
     pub(crate) started: Instant,
+    /// Setup, upload, create and the wait all end by this moment: the start
+    /// plus the wait budget.
+    pub(crate) deploy_until: Instant,
 }
 
 impl Ctx<'_> {
@@ -180,9 +183,34 @@ pub(crate) async fn pick_team(
     Ok(team)
 }
 
-/// A platform error that ends the deploy.
+/// A platform error that ends the deploy; one cut short by the run's
+/// deadline is a timeout.
 pub(crate) fn deploy_error(e: ApiError) -> Failure {
-    Failure::Deploy(anyhow::Error::new(e))
+    match e {
+        ApiError::OutOfTime { message } => Failure::Timeout(format!(
+            "{message}: the deploy did not finish within its budget; raise deploy-timeout-minutes (or wait-timeout-seconds)"
+        )),
+        e => Failure::Deploy(anyhow::Error::new(e)),
+    }
+}
+
+impl Ctx<'_> {
+    /// Runs `work` (not a platform request: packaging, the upload, code
+    /// generation) within the deploy budget.
+    pub(crate) async fn within<T>(
+        &self,
+        what: &str,
+        work: impl Future<Output = Result<T, Failure>>,
+    ) -> Result<T, Failure> {
+        let deadline = tokio::time::Instant::from_std(self.deploy_until);
+        match tokio::time::timeout_at(deadline, work).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure::Timeout(format!(
+                "{what} did not finish within the deploy budget ({}); raise deploy-timeout-minutes (or wait-timeout-seconds)",
+                human(self.cfg.wait_timeout)
+            ))),
+        }
+    }
 }
 
 /// TrussUserEnv, fields in the client's order.

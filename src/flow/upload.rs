@@ -80,10 +80,13 @@ pub(crate) async fn package_and_upload(
     let tmp = scratch_dir(dir).map_err(fail)?;
     let tar_path = tmp.path().join("truss.tar");
     let (dir2, tar2) = (dir.to_path_buf(), tar_path.clone());
-    let archive = tokio::task::spawn_blocking(move || archive::write(&dir2, &tar2))
-        .await
-        .map_err(|e| fail(anyhow!(e)))?
-        .map_err(|e| fail(e.context(format!("packaging {label}"))))?;
+    let packaging = async {
+        tokio::task::spawn_blocking(move || archive::write(&dir2, &tar2))
+            .await
+            .map_err(|e| fail(anyhow!(e)))?
+            .map_err(|e| fail(e.context(format!("packaging {label}"))))
+    };
+    let archive = ctx.within(&format!("packaging {label}"), packaging).await?;
     ctx.say(&format!(
         "Packaged {label}: {} files ({})",
         archive.members.len(),
@@ -110,11 +113,16 @@ pub(crate) async fn package_and_upload(
         .unwrap()
         .upload_started(&format!("Uploading {label}"), archive.size);
     let progress = |done: u64, _total: u64| ctx.rep.lock().unwrap().upload_progress(done);
-    let upload = uploader
-        .upload_file(&target, &archive.path, &progress)
-        .await;
+    let what = format!("uploading {label}");
+    let upload = async {
+        uploader
+            .upload_file(&target, &archive.path, &progress)
+            .await
+            .map_err(|e| fail(e.context(what.clone())))
+    };
+    let report = ctx.within(&what, upload).await;
     ctx.rep.lock().unwrap().upload_finished();
-    let report = upload.map_err(|e| fail(e.context(format!("uploading {label}"))))?;
+    let report = report?;
     let secs = report.elapsed.as_secs_f64().max(1e-3);
     ctx.say(&format!(
         "Uploaded {label}: {} in {} ({}/s)",

@@ -232,3 +232,82 @@ fn truncated_and_dripped_status_answers_are_polled_through() {
     assert_eq!(run.status(), "success", "{run:?}");
     assert_eq!(ours(&fake).len(), 1);
 }
+
+/// A deploy through `proxy` with a `wait_secs` budget for everything up to
+/// ready.
+fn deploy_within(fake: &FakeBaseten, proxy: &FaultProxy, wait_secs: &str) -> Outcome {
+    Invocation::new(fake)
+        .model(example_model())
+        .arg("app-url", proxy.graphql_base())
+        .arg("api-url", proxy.rest_base())
+        .arg("inference-url", proxy.inference_template())
+        .arg("s3-endpoint", proxy.s3_endpoint())
+        .arg("wait-timeout-seconds", wait_secs)
+        .arg("predict-timeout", "2")
+        .run()
+}
+
+#[test]
+fn the_wait_budget_holds_for_setup_against_a_silent_server() {
+    let fake = fake(EXISTING);
+    let proxy = through(
+        &fake,
+        vec![Rule::new("silent", Fault::Hang).graphql("teams")],
+    );
+    let run = deploy_within(&fake, &proxy, "3");
+    assert_eq!(run.status(), "deploy_timeout", "{run:?}");
+    assert_eq!(run.code, 3);
+    assert!(run.out("error-message").contains("budget"), "{run:?}");
+    // Before: five tries of 120 s each. The budget is 3 s; the bound is
+    // loose on purpose, it only has to tell seconds from minutes.
+    assert!(run.elapsed.as_secs() < 15, "{:?}", run.elapsed);
+    assert_eq!(creates(&fake), 0);
+}
+
+#[test]
+fn a_huge_retry_after_does_not_outlast_the_budget() {
+    let fake = fake(EXISTING);
+    let proxy = through(
+        &fake,
+        vec![
+            Rule::new(
+                "throttle",
+                Fault::TooManyRequests {
+                    retry_after: "999999".into(),
+                },
+            )
+            .graphql("teams"),
+        ],
+    );
+    let run = deploy_within(&fake, &proxy, "3");
+    assert_ne!(run.status(), "success", "{run:?}");
+    assert!(run.elapsed.as_secs() < 15, "{:?}", run.elapsed);
+    assert_eq!(creates(&fake), 0);
+}
+
+#[test]
+fn a_silent_predict_ends_at_the_predict_timeout_and_cleanup_still_runs() {
+    let fake = fake(EXISTING);
+    let proxy = through(
+        &fake,
+        vec![Rule::new("silent", Fault::Hang).path("/model-")],
+    );
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("inference-url", proxy.inference_template())
+        .arg("predict-timeout", "2")
+        .arg("cleanup", "true")
+        .run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    assert!(
+        run.out("error-message").contains("predict-timeout"),
+        "{run:?}"
+    );
+    assert!(run.elapsed.as_secs() < 20, "{:?}", run.elapsed);
+    // The deployment that failed its smoke test was deactivated.
+    assert!(
+        endpoints(&fake)
+            .iter()
+            .any(|e| e == "rest.deactivate_deployment")
+    );
+}
