@@ -19,6 +19,7 @@ mod model;
 mod net;
 mod outcome;
 mod promotion;
+mod report;
 mod retry;
 mod run;
 mod s3;
@@ -26,3 +27,4 @@ mod secret;
 mod status;
 
 pub use run::{Io, run};
+pub use secret::RedactedStderr;

@@ -17,7 +17,7 @@ fn main() -> ExitCode {
     if let Ok(filter) = std::env::var(truss_push::env_vars::TRUSS_PUSH_LOG) {
         tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-            .with_writer(std::io::stderr)
+            .with_writer(|| truss_push::RedactedStderr)
             .init();
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -2,7 +2,7 @@
 //! package and upload, create, wait until the platform says ready (with an
 //! environment: until it serves it), predict; and the model's cleanup.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,8 +21,8 @@ use crate::outcome::Failure;
 use crate::status::{self, Readiness};
 use crate::{ci::Reporter, git};
 
-/// Log lines remembered for de-duplication.
-const LOG_DEDUP_WINDOW: usize = 10_000;
+/// New log lines printed per poll; a flood is summarized, not printed.
+const LOG_LINES_PER_POLL_MAX: usize = 1_000;
 /// How far back each log poll reaches, to survive clock skew.
 const LOG_OVERLAP_MILLIS: u64 = 60_000;
 /// The log stream polls at most this often.
@@ -141,6 +141,10 @@ pub(crate) async fn deploy(
         st.deployment_id = Some(created.deployment_id.clone());
     }
     ctx.event("", "deployment created");
+    #[cfg(debug_assertions)]
+    if std::env::var_os(crate::env_vars::TRUSS_PUSH_DEBUG_PANIC).is_some() {
+        panic!("debug panic after create, key {}", cfg.api_key.expose());
+    }
     ctx.say(&format!(
         "Created deployment {} ({}) of model {}",
         created.deployment_id, cfg.deployment_name, created.model_id
@@ -192,6 +196,7 @@ async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), 
             ctx.api.clone(),
             Arc::clone(&ctx.rep),
             cfg.poll_interval,
+            cfg.endpoints.logs_page(model_id, deployment_id),
             model_id,
             deployment_id,
         )
@@ -242,42 +247,74 @@ async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), 
     result
 }
 
-/// Streams deployment logs while waiting: polled, de-duplicated within a
-/// bounded window, printed as they come.
+/// Which log lines are new. Each poll asks for the last minute again (to
+/// survive clock skew), so lines come back several times: a line is new
+/// unless seen, and a seen line is forgotten only once it is older than
+/// anything a later poll can return — however many lines a poll brings.
+#[derive(Default)]
+struct LogWindow {
+    /// Seen lines by their timestamp (nanoseconds since the epoch).
+    seen: BTreeMap<u128, HashSet<LogLine>>,
+}
+
+impl LogWindow {
+    /// The lines of one answer that were not seen before, in order.
+    fn fresh(&mut self, lines: Vec<LogLine>) -> Vec<LogLine> {
+        lines
+            .into_iter()
+            .filter(|l| {
+                let at = l.timestamp.trim().parse::<u128>().unwrap_or(u128::MAX);
+                self.seen.entry(at).or_default().insert(l.clone())
+            })
+            .collect()
+    }
+
+    /// Forgets lines older than `since_ms`, the start of the next request.
+    fn forget_before(&mut self, since_ms: u64) {
+        let keep = self.seen.split_off(&(u128::from(since_ms) * 1_000_000));
+        self.seen = keep;
+    }
+}
+
+/// Streams deployment logs while waiting: polled, de-duplicated, printed
+/// as they come, at most `LOG_LINES_PER_POLL_MAX` a poll.
 fn spawn_log_stream(
     api: Api,
     rep: Arc<std::sync::Mutex<Reporter>>,
     poll_interval: Duration,
+    logs_page: String,
     model_id: &str,
     deployment_id: &str,
 ) -> tokio::task::JoinHandle<()> {
     let interval = poll_interval.max(Duration::from_millis(LOG_POLL_MIN_MILLIS));
     let (model_id, deployment_id) = (model_id.to_string(), deployment_id.to_string());
     tokio::spawn(async move {
-        let mut seen: HashSet<LogLine> = HashSet::new();
-        let mut order: VecDeque<LogLine> = VecDeque::new();
+        let mut window = LogWindow::default();
         let mut since_ms: Option<u64> = None;
         loop {
             let now_ms = now_epoch_millis();
             if let Ok(lines) = api.logs(&model_id, &deployment_id, since_ms).await {
-                for l in lines {
-                    if seen.contains(&l) {
-                        continue;
-                    }
+                let fresh = window.fresh(lines);
+                let skipped = fresh.len().saturating_sub(LOG_LINES_PER_POLL_MAX);
+                let mut r = rep.lock().unwrap();
+                if skipped > 0 {
+                    r.line(&format!(
+                        "  … {skipped} log lines not shown here; all of them: {logs_page}"
+                    ));
+                }
+                for l in &fresh[skipped..] {
                     let text = match &l.replica {
-                        Some(r) if !r.is_empty() => format!("  [{r}] {}", l.message.trim_end()),
+                        Some(rep) if !rep.is_empty() => {
+                            format!("  [{rep}] {}", l.message.trim_end())
+                        }
                         _ => format!("  {}", l.message.trim_end()),
                     };
-                    rep.lock().unwrap().line(&text);
-                    seen.insert(l.clone());
-                    order.push_back(l);
-                    if order.len() > LOG_DEDUP_WINDOW
-                        && let Some(old) = order.pop_front()
-                    {
-                        seen.remove(&old);
-                    }
+                    r.line(&text);
                 }
-                since_ms = Some(now_ms.saturating_sub(LOG_OVERLAP_MILLIS));
+                drop(r);
+                let next = now_ms.saturating_sub(LOG_OVERLAP_MILLIS);
+                window.forget_before(next);
+                since_ms = Some(next);
             }
             tokio::time::sleep(interval).await;
         }
@@ -323,5 +360,47 @@ async fn serving_environment(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str)
         // decided.
         Err(e) if e.permanent_status().is_some() => Serving::No,
         Err(e) => Serving::Unknown(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(ns: u128, msg: &str) -> LogLine {
+        LogLine {
+            timestamp: ns.to_string(),
+            message: msg.into(),
+            replica: None,
+        }
+    }
+
+    #[test]
+    fn lines_come_once_however_many_a_poll_returns() {
+        let mut w = LogWindow::default();
+        // One poll returns 15,000 lines (more than any count-based window),
+        // the next returns them again plus one.
+        let batch: Vec<_> = (0..15_000u128)
+            .map(|i| line(1_000_000_000_000 + i, &format!("l{i}")))
+            .collect();
+        assert_eq!(w.fresh(batch.clone()).len(), 15_000);
+        w.forget_before(0);
+        let mut again = batch;
+        again.push(line(2_000_000_000_000, "new"));
+        let fresh = w.fresh(again);
+        assert_eq!(fresh.len(), 1);
+        assert_eq!(fresh[0].message, "new");
+    }
+
+    #[test]
+    fn only_lines_older_than_the_next_request_are_forgotten() {
+        let mut w = LogWindow::default();
+        let old = line(1_000_000_000, "old"); // 1 s after the epoch
+        let recent = line(5_000_000_000, "recent");
+        assert_eq!(w.fresh(vec![old.clone(), recent.clone()]).len(), 2);
+        w.forget_before(2_000); // the next request starts at 2 s
+        assert!(w.fresh(vec![recent.clone()]).is_empty());
+        // Same text, another moment: a new line.
+        assert_eq!(w.fresh(vec![line(6_000_000_000, "recent")]).len(), 1);
     }
 }

@@ -4,11 +4,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::ci::{self, CiEnv, DeployKind, Level, Outputs, Reporter, SummaryInput};
-use crate::cli::{Cli, Inputs};
-use crate::config::{self, Config, OutputSettings, Target};
+use crate::ci::{self, CiEnv, DeployKind, Reporter};
+use crate::cli::Cli;
+use crate::config::{self, Config, Target};
 use crate::flow::{self, Ctx, State};
-use crate::outcome::{EXIT_SUCCESS, Failure, Status};
+use crate::outcome::Failure;
+use crate::report::{install_panic_hook, report};
 use crate::{archive, baseten, chain, model, net};
 
 /// Reads one environment variable as `std::env::var` does, so a value that
@@ -20,6 +21,9 @@ pub(crate) type EnvLookup = Box<dyn Fn(&str) -> Result<String, std::env::VarErro
 pub struct Io {
     pub env: EnvLookup,
     pub reporter: Reporter,
+    /// Write the outputs and exit 1 should anything panic (the process, not
+    /// an in-process test).
+    pub exit_on_panic: bool,
 }
 
 impl Io {
@@ -30,6 +34,7 @@ impl Io {
         Self {
             env: Box::new(env),
             reporter: Reporter::stdio(kind),
+            exit_on_panic: true,
         }
     }
 }
@@ -84,13 +89,23 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     let inputs = cli.gather(&*env);
     if let Some(k) = inputs.trimmed("baseten-api-key") {
         rep.lock().unwrap().mask(k);
+        crate::secret::register(k);
     }
     let (out_settings, out_err) = config::output_settings(&inputs);
     let started = Instant::now();
-    let state = Mutex::new(State {
+    let state = Arc::new(Mutex::new(State {
         model_name: config::best_effort_model_name(&inputs),
         ..State::default()
-    });
+    }));
+    if io.exit_on_panic {
+        let key = inputs.trimmed("baseten-api-key").unwrap_or_default();
+        install_panic_hook(
+            ci_env.clone(),
+            out_settings.clone(),
+            Arc::clone(&state),
+            key.to_string(),
+        );
+    }
 
     let validated = match (parse_error, out_err) {
         (Some(e), _) | (None, Some(e)) => Err(e),
@@ -227,114 +242,4 @@ fn dry_run(cfg: &Config, rep: &Arc<Mutex<Reporter>>) -> Result<(), Failure> {
         r.line(&format!("  {}", m.path));
     }
     Ok(())
-}
-
-/// Writes the outputs everywhere they were asked for and returns the exit
-/// code: the run's own, or `EXIT_OUTPUTS_NOT_WRITTEN` when a successful
-/// run's outputs could not be delivered to `GITHUB_OUTPUT` or the outputs
-/// file (later steps would read nothing). The step summary is a convenience:
-/// losing it is only a warning.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the report needs every piece of the run; a struct would only rename them"
-)]
-fn report(
-    rep: &Arc<Mutex<Reporter>>,
-    ci_env: &CiEnv,
-    out: &OutputSettings,
-    state: &Mutex<State>,
-    kind: DeployKind,
-    cfg: Option<&Config>,
-    inputs: &Inputs,
-    result: &Result<(), Failure>,
-) -> u8 {
-    let st = state.lock().unwrap();
-    let status = match result {
-        Ok(()) => Status::Success,
-        Err(f) => f.status(),
-    };
-    let mut outputs = Outputs::new(status);
-    outputs.deployment_id = st.deployment_id.clone().unwrap_or_default();
-    outputs.model_id = st.model_id.clone().unwrap_or_default();
-    outputs.chain_id = st.chain_id.clone().unwrap_or_default();
-    outputs.model_name = st.model_name.clone();
-    outputs.deploy_time_seconds = st.deploy_time.map(|d| d.as_secs_f64());
-    outputs.predict_response = st.predict_response.clone().unwrap_or_default();
-    outputs.last_status = st.last_status.clone().unwrap_or_default();
-    if let Some(cfg) = cfg {
-        outputs.logs_url = match (&st.model_id, &st.chain_id, &st.deployment_id) {
-            (Some(m), _, Some(d)) => cfg.endpoints.logs_page(m, d),
-            // Chain logs are per chainlet (printed while waiting); the
-            // output points at the chain's page, which links them all.
-            (None, Some(c), Some(_)) => cfg.endpoints.chain_page(c),
-            _ => String::new(),
-        };
-    }
-    if let Err(f) = result {
-        outputs.error_message = f.to_string();
-    }
-    // The key never reaches an output, a summary or a file, whatever a
-    // message, a status or a note happened to quote.
-    let key = inputs.trimmed("baseten-api-key").unwrap_or_default();
-    outputs.redact(key);
-    let mut r = rep.lock().unwrap();
-    r.finish();
-    if let Err(f) = result {
-        r.annotate(Level::Error, Some(status.as_str()), &f.to_string());
-    }
-    r.line(&format!("Final status: {status}"));
-    let mut lost = false;
-    let mut outputs_lost = |r: &mut Reporter, what: &str, e: anyhow::Error| {
-        lost = true;
-        r.annotate(
-            Level::Error,
-            Some("outputs not written"),
-            &format!(
-                "{what}: {e:#}. The run ended {status}, but later steps cannot read its outputs: point {what} at a writable file"
-            ),
-        );
-    };
-    if let Some(path) = &ci_env.github_output
-        && let Err(e) = ci::append_github_output(path, &outputs)
-    {
-        outputs_lost(&mut r, "GITHUB_OUTPUT", e);
-    }
-    if let Some(path) = &ci_env.github_step_summary {
-        let page = match (cfg, &st.model_id, &st.chain_id) {
-            (Some(cfg), Some(m), _) => cfg.endpoints.model_page(m),
-            (Some(cfg), None, Some(c)) => cfg.endpoints.chain_page(c),
-            _ => String::new(),
-        };
-        let page = ci::redact(&page, key);
-        let notes: Vec<String> = st
-            .notes
-            .iter()
-            .map(|n| ci::redact(n, key).into_owned())
-            .collect();
-        let history: Vec<_> = st.history.iter().map(|e| e.redacted(key)).collect();
-        let input = SummaryInput {
-            kind,
-            outputs: &outputs,
-            predict: st.predict,
-            page_url: &page,
-            notes: &notes,
-            history: &history,
-        };
-        if let Err(e) = ci::append_step_summary(path, &input) {
-            r.warning(&format!(
-                "could not write the step summary (GITHUB_STEP_SUMMARY): {e:#}"
-            ));
-        }
-    }
-    if let Some((path, format)) = &out.file
-        && let Err(e) = ci::write_outputs_file(path, *format, &outputs)
-    {
-        outputs_lost(&mut r, "output-file", e);
-    }
-    r.finish();
-    match result {
-        Ok(()) if lost => ci::EXIT_OUTPUTS_NOT_WRITTEN,
-        Ok(()) => EXIT_SUCCESS,
-        Err(f) => f.exit_code(),
-    }
 }

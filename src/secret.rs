@@ -1,6 +1,60 @@
-//! A string that must never be printed: the API key.
+//! A string that must never be printed (the API key), and the one
+//! redaction every sink goes through: the reporter (stdout, stderr), the
+//! outputs, files and summary, debug logs and panic messages.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::io::Write;
+use std::sync::Mutex;
+
+/// Secrets registered for sinks that hold no handle of the run (debug logs,
+/// panic messages): once registered, for the life of the process.
+static REGISTERED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// `text` with every occurrence of each secret replaced by `***`; borrowed
+/// when there is none. Empty secrets are ignored.
+pub(crate) fn redact<'a, S: AsRef<str>>(text: &'a str, secrets: &[S]) -> Cow<'a, str> {
+    let mut text = Cow::Borrowed(text);
+    for secret in secrets.iter().map(AsRef::as_ref) {
+        if !secret.is_empty() && text.contains(secret) {
+            text = Cow::Owned(text.replace(secret, "***"));
+        }
+    }
+    text
+}
+
+/// Registers `secret` for the process-wide sinks.
+pub(crate) fn register(secret: &str) {
+    let secret = secret.trim();
+    if secret.is_empty() {
+        return;
+    }
+    let mut all = REGISTERED.lock().unwrap_or_else(|p| p.into_inner());
+    if !all.iter().any(|s| s == secret) {
+        all.push(secret.to_string());
+    }
+}
+
+/// `text` redacted of every registered secret.
+pub(crate) fn redact_registered(text: &str) -> String {
+    let all = REGISTERED.lock().unwrap_or_else(|p| p.into_inner());
+    redact(text, &all).into_owned()
+}
+
+/// Standard error through the process-wide redaction, for debug logs.
+pub struct RedactedStderr;
+
+impl Write for RedactedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr().write_all(redact_registered(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
 
 /// Holds a secret; `Debug` and `Display` print `***`.
 #[derive(Clone, PartialEq, Eq)]
@@ -32,6 +86,18 @@ impl fmt::Display for Secret {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_occurrence_of_every_secret_is_replaced() {
+        assert_eq!(redact("a k1 b k2 k1", &["k1", "k2"]), "a *** b *** ***");
+        assert!(matches!(redact("nothing", &["k1"]), Cow::Borrowed(_)));
+        assert_eq!(redact("x", &[""]), "x");
+        register("sk-registered-canary");
+        assert_eq!(
+            redact_registered("Api-Key sk-registered-canary"),
+            "Api-Key ***"
+        );
+    }
 
     #[test]
     fn never_formats_the_value() {

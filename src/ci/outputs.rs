@@ -132,11 +132,7 @@ impl Outputs {
 /// `text` with every occurrence of `secret` replaced by `***`; borrowed when
 /// there is none (or the secret is empty).
 pub(crate) fn redact<'a>(text: &'a str, secret: &str) -> Cow<'a, str> {
-    if secret.is_empty() || !text.contains(secret) {
-        Cow::Borrowed(text)
-    } else {
-        Cow::Owned(text.replace(secret, "***"))
-    }
+    crate::secret::redact(text, &[secret])
 }
 
 /// The first `max` characters (Unicode scalar values, as Python counts).

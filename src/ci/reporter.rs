@@ -151,13 +151,7 @@ impl Reporter {
     }
 
     fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let mut text = Cow::Borrowed(text);
-        for secret in &self.secrets {
-            if text.contains(secret.as_str()) {
-                text = Cow::Owned(text.replace(secret.as_str(), "***"));
-            }
-        }
-        text
+        crate::secret::redact(text, &self.secrets)
     }
 
     fn end_bar(&mut self) {

@@ -311,3 +311,55 @@ fn a_silent_predict_ends_at_the_predict_timeout_and_cleanup_still_runs() {
             .any(|e| e == "rest.deactivate_deployment")
     );
 }
+
+#[test]
+fn a_panic_still_writes_outputs_naming_the_deployment_and_never_the_key() {
+    let fake = fake(EXISTING);
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .env("TRUSS_PUSH_DEBUG_PANIC", "1")
+        .outputs_file("outputs.json")
+        .run();
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.status(), "deploy_failed");
+    assert!(
+        run.out("error-message").starts_with("internal error:"),
+        "{run:?}"
+    );
+    // The deployment that was created is reported.
+    assert_eq!(run.out("deployment-id"), ours(&fake)[0]);
+    assert!(
+        run.outputs_file
+            .as_deref()
+            .unwrap_or("")
+            .contains("internal error")
+    );
+    assert!(!run.everything().contains(API_KEY), "{}", run.everything());
+}
+
+#[test]
+fn debug_logs_never_print_the_key() {
+    let fake = fake(EXISTING);
+    let proxy = through(
+        &fake,
+        vec![
+            Rule::new(
+                "echo",
+                Fault::HtmlError {
+                    status: 503,
+                    echo: Some(format!("Authorization: Api-Key {API_KEY}")),
+                },
+            )
+            .graphql("teams")
+            .nth(1),
+        ],
+    );
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("app-url", proxy.graphql_base())
+        .env("TRUSS_PUSH_LOG", "trace")
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(run.stderr.contains("retrying"), "{}", run.stderr);
+    assert!(!run.everything().contains(API_KEY), "{}", run.everything());
+}

@@ -1,0 +1,163 @@
+//! The end of every run: the outputs built from what the run learned and
+//! written everywhere they were asked for, the final status line, and — as
+//! a last resort — the same outputs from a panic hook.
+
+use std::sync::{Arc, Mutex, TryLockError};
+
+use crate::ci::{self, CiEnv, DeployKind, Level, Outputs, Reporter, SummaryInput};
+use crate::cli::Inputs;
+use crate::config::{Config, OutputSettings};
+use crate::flow::State;
+use crate::outcome::{EXIT_DEPLOY_FAILED, EXIT_SUCCESS, Failure, Status};
+use crate::secret;
+
+/// The outputs of a run that ended with `status`, from its state.
+fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Outputs {
+    let mut outputs = Outputs::new(status);
+    outputs.deployment_id = st.deployment_id.clone().unwrap_or_default();
+    outputs.model_id = st.model_id.clone().unwrap_or_default();
+    outputs.chain_id = st.chain_id.clone().unwrap_or_default();
+    outputs.model_name = st.model_name.clone();
+    outputs.deploy_time_seconds = st.deploy_time.map(|d| d.as_secs_f64());
+    outputs.predict_response = st.predict_response.clone().unwrap_or_default();
+    outputs.last_status = st.last_status.clone().unwrap_or_default();
+    if let Some(cfg) = cfg {
+        outputs.logs_url = match (&st.model_id, &st.chain_id, &st.deployment_id) {
+            (Some(m), _, Some(d)) => cfg.endpoints.logs_page(m, d),
+            // Chain logs are per chainlet (printed while waiting); the
+            // output points at the chain's page, which links them all.
+            (None, Some(c), Some(_)) => cfg.endpoints.chain_page(c),
+            _ => String::new(),
+        };
+    }
+    outputs
+}
+
+/// Defence in depth: should anything panic, the outputs are still written
+/// (status `deploy_failed`, the deployment if one was created, "internal
+/// error: …" with the key redacted) and the process exits 1 instead of
+/// dying bare.
+pub(crate) fn install_panic_hook(
+    ci_env: CiEnv,
+    out: OutputSettings,
+    state: Arc<Mutex<State>>,
+    key: String,
+) {
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = secret::redact(&info.to_string(), &[&key]).into_owned();
+        eprintln!("error: deploy_failed: internal error: {msg}");
+        let st = match state.try_lock() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        };
+        let mut outputs = match &st {
+            Some(st) => outputs_of(st, Status::DeployFailed, None),
+            None => Outputs::new(Status::DeployFailed),
+        };
+        drop(st);
+        outputs.error_message = format!("internal error: {msg}");
+        outputs.redact(&key);
+        if let Some(path) = &ci_env.github_output {
+            let _ = ci::append_github_output(path, &outputs);
+        }
+        if let Some((path, format)) = &out.file {
+            let _ = ci::write_outputs_file(path, *format, &outputs);
+        }
+        std::process::exit(i32::from(EXIT_DEPLOY_FAILED));
+    }));
+}
+
+/// Writes the outputs everywhere they were asked for and returns the exit
+/// code: the run's own, or `EXIT_OUTPUTS_NOT_WRITTEN` when a successful
+/// run's outputs could not be delivered to `GITHUB_OUTPUT` or the outputs
+/// file (later steps would read nothing). The step summary is a convenience:
+/// losing it is only a warning.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the report needs every piece of the run; a struct would only rename them"
+)]
+pub(crate) fn report(
+    rep: &Arc<Mutex<Reporter>>,
+    ci_env: &CiEnv,
+    out: &OutputSettings,
+    state: &Mutex<State>,
+    kind: DeployKind,
+    cfg: Option<&Config>,
+    inputs: &Inputs,
+    result: &Result<(), Failure>,
+) -> u8 {
+    let st = state.lock().unwrap();
+    let status = match result {
+        Ok(()) => Status::Success,
+        Err(f) => f.status(),
+    };
+    let mut outputs = outputs_of(&st, status, cfg);
+    if let Err(f) = result {
+        outputs.error_message = f.to_string();
+    }
+    // The key never reaches an output, a summary or a file, whatever a
+    // message, a status or a note happened to quote.
+    let key = inputs.trimmed("baseten-api-key").unwrap_or_default();
+    outputs.redact(key);
+    let mut r = rep.lock().unwrap();
+    r.finish();
+    if let Err(f) = result {
+        r.annotate(Level::Error, Some(status.as_str()), &f.to_string());
+    }
+    r.line(&format!("Final status: {status}"));
+    let mut lost = false;
+    let mut outputs_lost = |r: &mut Reporter, what: &str, e: anyhow::Error| {
+        lost = true;
+        r.annotate(
+            Level::Error,
+            Some("outputs not written"),
+            &format!(
+                "{what}: {e:#}. The run ended {status}, but later steps cannot read its outputs: point {what} at a writable file"
+            ),
+        );
+    };
+    if let Some(path) = &ci_env.github_output
+        && let Err(e) = ci::append_github_output(path, &outputs)
+    {
+        outputs_lost(&mut r, "GITHUB_OUTPUT", e);
+    }
+    if let Some(path) = &ci_env.github_step_summary {
+        let page = match (cfg, &st.model_id, &st.chain_id) {
+            (Some(cfg), Some(m), _) => cfg.endpoints.model_page(m),
+            (Some(cfg), None, Some(c)) => cfg.endpoints.chain_page(c),
+            _ => String::new(),
+        };
+        let page = ci::redact(&page, key);
+        let notes: Vec<String> = st
+            .notes
+            .iter()
+            .map(|n| ci::redact(n, key).into_owned())
+            .collect();
+        let history: Vec<_> = st.history.iter().map(|e| e.redacted(key)).collect();
+        let input = SummaryInput {
+            kind,
+            outputs: &outputs,
+            predict: st.predict,
+            page_url: &page,
+            notes: &notes,
+            history: &history,
+        };
+        if let Err(e) = ci::append_step_summary(path, &input) {
+            r.warning(&format!(
+                "could not write the step summary (GITHUB_STEP_SUMMARY): {e:#}"
+            ));
+        }
+    }
+    if let Some((path, format)) = &out.file
+        && let Err(e) = ci::write_outputs_file(path, *format, &outputs)
+    {
+        outputs_lost(&mut r, "output-file", e);
+    }
+    r.finish();
+    match result {
+        Ok(()) if lost => ci::EXIT_OUTPUTS_NOT_WRITTEN,
+        Ok(()) => EXIT_SUCCESS,
+        Err(f) => f.exit_code(),
+    }
+}
