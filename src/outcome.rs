@@ -87,6 +87,11 @@ pub(crate) const EXIT_INVALID_INPUT: u8 = 2;
 pub(crate) const EXIT_DEPLOY_TIMEOUT: u8 = 3;
 pub(crate) const EXIT_PREDICT_FAILED: u8 = 4;
 pub(crate) const EXIT_CLEANUP_FAILED: u8 = 5;
+/// Exit code of a run whose deploy succeeded but whose requested outputs
+/// (`$GITHUB_OUTPUT` or the outputs file) could not be written: later steps
+/// would read nothing, so the step must not pass. A run that already failed
+/// keeps its own exit code.
+pub(crate) const EXIT_OUTPUTS_NOT_WRITTEN: u8 = 6;
 pub(crate) const EXIT_CANCELLED: u8 = 130;
 
 #[cfg(test)]

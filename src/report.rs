@@ -8,7 +8,7 @@ use crate::ci::{self, CiEnv, DeployKind, Level, Outputs, Reporter, SummaryInput}
 use crate::cli::Inputs;
 use crate::config::{Config, OutputSettings};
 use crate::flow::State;
-use crate::outcome::{EXIT_DEPLOY_FAILED, EXIT_SUCCESS, Failure, Status};
+use crate::outcome::{EXIT_DEPLOY_FAILED, EXIT_OUTPUTS_NOT_WRITTEN, EXIT_SUCCESS, Failure, Status};
 use crate::secret;
 
 /// The outputs of a run that ended with `status`, from its state.
@@ -156,7 +156,7 @@ pub(crate) fn report(
     }
     r.finish();
     match result {
-        Ok(()) if lost => ci::EXIT_OUTPUTS_NOT_WRITTEN,
+        Ok(()) if lost => EXIT_OUTPUTS_NOT_WRITTEN,
         Ok(()) => EXIT_SUCCESS,
         Err(f) => f.exit_code(),
     }

@@ -37,12 +37,6 @@ const DOTENV_CUT_MARKER: &str = "…";
 /// write is abandoned and reported as failed, so the process still ends.
 const FILE_WRITE_TIMEOUT_MILLIS: u64 = 3_000;
 
-/// Exit code of a run whose deploy succeeded but whose requested outputs
-/// (`$GITHUB_OUTPUT` or the outputs file) could not be written: later steps
-/// would read nothing, so the step must not pass. A run that already failed
-/// keeps its own exit code.
-pub(crate) const EXIT_OUTPUTS_NOT_WRITTEN: u8 = 6;
-
 /// The step outputs. Empty strings mean "unknown / not applicable", which is
 /// how every writer renders them (the summary shows `N/A`).
 #[derive(Debug, Clone, PartialEq)]
