@@ -8,6 +8,19 @@ use std::time::{Duration, Instant};
 use crate::harness::*;
 
 fn cancel_with(signal: &str) {
+    cancel_at(
+        signal,
+        "rest.get_deployment",
+        example_model().to_str().unwrap(),
+        true,
+    );
+}
+
+/// Starts a deploy of `model`, sends `signal` once the fake has answered
+/// `endpoint`, and checks the run stopped in time with its outputs written;
+/// `created` says whether a deployment existed by then (and must have been
+/// cleaned up).
+fn cancel_at(signal: &str, endpoint: &str, model: &str, created: bool) {
     let fake = fake(
         "teams: [{id: t1, name: ml, default: true}]\nmodels:\n  - {id: oldmodel, name: hello-truss-push, team: ml, deployments: [{id: olddep, name: v1, status: ACTIVE, environment: production}]}\ndeployments:\n  default: [[0, BUILDING]]\n",
     );
@@ -19,7 +32,7 @@ fn cancel_with(signal: &str) {
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("GITHUB_OUTPUT", &gh_out)
         .args([
-            format!("--truss-directory={}", example_model().display()),
+            format!("--truss-directory={model}"),
             format!("--baseten-api-key={API_KEY}"),
             format!("--app-url={}", fake.graphql_base()),
             format!("--api-url={}", fake.rest_base()),
@@ -32,9 +45,9 @@ fn cancel_with(signal: &str) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until the deployment exists and is being polled.
+    // Wait until the run reached the phase under test.
     let started = Instant::now();
-    while !endpoints(&fake).iter().any(|e| e == "rest.get_deployment") {
+    while !endpoints(&fake).iter().any(|e| e == endpoint) {
         assert!(
             started.elapsed() < Duration::from_secs(20),
             "never reached the wait"
@@ -63,12 +76,32 @@ fn cancel_with(signal: &str) {
             .collect();
     assert_eq!(outputs["status"], "deploy_failed");
     assert!(outputs["error-message"].contains(signal), "{outputs:?}");
-    assert!(!outputs["deployment-id"].is_empty());
-    assert!(
-        endpoints(&fake)
-            .iter()
-            .any(|e| e == "rest.deactivate_deployment"),
-        "the created deployment was deactivated"
+    if created {
+        assert!(!outputs["deployment-id"].is_empty());
+        assert!(
+            endpoints(&fake)
+                .iter()
+                .any(|e| e == "rest.deactivate_deployment"),
+            "the created deployment was deactivated"
+        );
+    } else {
+        assert_eq!(outputs["deployment-id"], "");
+        assert!(mutations(&fake).is_empty(), "nothing was created");
+    }
+}
+
+#[test]
+fn a_signal_during_packaging_stops_the_run_in_time() {
+    // A sparse 64 GiB file: packaging it would take minutes.
+    let dir = model_dir("model_name: huge\n");
+    let f = std::fs::File::create(dir.path().join("weights.bin")).unwrap();
+    f.set_len(64 << 30).unwrap();
+    drop(f);
+    cancel_at(
+        "HUP",
+        "graphql.model_s3_upload_credentials",
+        dir.path().to_str().unwrap(),
+        false,
     );
 }
 
