@@ -45,14 +45,16 @@ pub(crate) fn seg(s: &str) -> String {
     out
 }
 
-/// Whether an id from the platform is safe to place in a URL path: a
-/// segment of its own that cannot climb (URL parsers treat `..` and its
-/// encoded forms as a step up, so those are refused rather than encoded).
+/// Whether an id from the platform is safe to place in a URL path or a host
+/// name: the platform's ids are short runs of letters and digits, so
+/// anything else (a `/`, a `%`, a `..` that URL parsers treat as a step up
+/// even when encoded) is refused rather than trusted.
 pub(crate) fn is_safe_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 256
-        && !id.chars().all(|c| c == '.')
-        && !id.chars().any(char::is_control)
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && !id.bytes().all(|b| b == b'.')
 }
 
 /// Appends `path` to `base` whether or not `base` ends with a slash (a
@@ -192,10 +194,10 @@ mod tests {
             e.rest(&["models", "../../x", "deactivate"]).as_str(),
             "https://api.example/v1/models/..%2F..%2Fx/deactivate"
         );
-        for bad in ["", ".", "..", "a\nb"] {
+        for bad in ["", ".", "..", "a\nb", "../x", "a/b", "a%2Fb", "a?b", "a b"] {
             assert!(!is_safe_id(bad), "{bad:?}");
         }
-        assert!(is_safe_id("abc123") && is_safe_id("../x"));
+        assert!(is_safe_id("abc123") && is_safe_id("m-1.2_x"));
         assert_eq!(
             e.rest(&["models", "a?b#c d"]).as_str(),
             "https://api.example/v1/models/a%3Fb%23c%20d"

@@ -363,3 +363,54 @@ fn debug_logs_never_print_the_key() {
     assert!(run.stderr.contains("retrying"), "{}", run.stderr);
     assert!(!run.everything().contains(API_KEY), "{}", run.everything());
 }
+
+#[test]
+fn an_id_from_the_platform_cannot_reach_another_resource() {
+    let fake = fake(EXISTING);
+    // The platform answers the create with an id that climbs the path.
+    let body = serde_json::json!({"data": {"create_model_version_from_truss": {"model_version": {
+        "id": "../../othermodel/deployments/victim",
+        "oracle": {"id": "oldmodel", "name": "hello-truss-push", "hostname": null},
+        "instance_type": null
+    }}}});
+    let proxy = through(
+        &fake,
+        vec![
+            Rule::new(
+                "odd-id",
+                Fault::Status {
+                    status: 200,
+                    retry_after: None,
+                    body: Some(body.to_string()),
+                    content_type: Some("application/json".into()),
+                },
+            )
+            .graphql("create_model_version_from_truss"),
+        ],
+    );
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("app-url", proxy.graphql_base())
+        .arg("api-url", proxy.rest_base())
+        .arg("cleanup", "true")
+        .arg("wait-timeout-seconds", "2")
+        .run();
+    assert_ne!(run.status(), "success", "{run:?}");
+    assert!(run.out("error-message").contains("unusable"), "{run:?}");
+    // The id was refused before any use; no request left the model it named.
+    for r in fake.requests() {
+        if r.path.starts_with("/v1/models/") {
+            assert!(
+                r.path.starts_with("/v1/models/oldmodel/"),
+                "{} {}",
+                r.method,
+                r.path
+            );
+            assert!(
+                !r.path.contains("othermodel/deployments/victim"),
+                "{}",
+                r.path
+            );
+        }
+    }
+}
