@@ -570,3 +570,43 @@ fn config_and_event_files_that_are_not_regular_files_are_refused_without_hanging
         assert!(fake.requests().is_empty(), "{why}: {:?}", fake.requests());
     }
 }
+
+#[test]
+fn problems_with_the_truss_files_are_input_errors_before_any_request() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let fifo_inside = model_dir("model_name: m\n");
+    mkfifo(&fifo_inside.path().join("pipe"));
+    let fifo_ignore = model_dir("model_name: m\n");
+    mkfifo(&fifo_ignore.path().join(".truss_ignore"));
+    let loop_inside = model_dir("model_name: m\n");
+    std::os::unix::fs::symlink("a", loop_inside.path().join("b")).unwrap();
+    std::os::unix::fs::symlink("b", loop_inside.path().join("a")).unwrap();
+    let odd_name = model_dir("model_name: m\n");
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let name = std::ffi::OsStr::from_bytes(b"weights-\xff.bin");
+        std::fs::write(odd_name.path().join(name), b"x").unwrap();
+    }
+    for (why, dir, expect) in [
+        ("a FIFO inside", fifo_inside.path(), "pipe"),
+        (
+            "a FIFO as .truss_ignore",
+            fifo_ignore.path(),
+            ".truss_ignore",
+        ),
+        ("a symlink loop", loop_inside.path(), "a"),
+        ("a file name that is not UTF-8", odd_name.path(), "weights-"),
+    ] {
+        let started = std::time::Instant::now();
+        let run = Invocation::new(&fake).model(dir).run();
+        assert_eq!(run.code, 2, "{why}: {run:?}");
+        assert_eq!(run.status(), "deploy_failed", "{why}");
+        assert!(run.out("error-message").contains(expect), "{why}: {run:?}");
+        assert!(started.elapsed().as_secs() < 20, "{why}: did not hang");
+    }
+    assert!(
+        fake.requests().is_empty(),
+        "nothing was sent: {:?}",
+        endpoints(&fake)
+    );
+}

@@ -5,25 +5,33 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fake_baseten::FakeBaseten;
+
 use crate::harness::*;
 
+const EXISTING: &str = "teams: [{id: t1, name: ml, default: true}]\nmodels:\n  - {id: oldmodel, name: hello-truss-push, team: ml, deployments: [{id: olddep, name: v1, status: ACTIVE, environment: production}]}\ndeployments:\n  default: [[0, BUILDING]]\n";
+
 fn cancel_with(signal: &str) {
+    let fake = fake(EXISTING);
     cancel_at(
+        &fake,
         signal,
         "rest.get_deployment",
         example_model().to_str().unwrap(),
-        true,
+        &[],
+    );
+    assert!(
+        endpoints(&fake)
+            .iter()
+            .any(|e| e == "rest.deactivate_deployment"),
+        "the created deployment was deactivated"
     );
 }
 
-/// Starts a deploy of `model`, sends `signal` once the fake has answered
-/// `endpoint`, and checks the run stopped in time with its outputs written;
-/// `created` says whether a deployment existed by then (and must have been
-/// cleaned up).
-fn cancel_at(signal: &str, endpoint: &str, model: &str, created: bool) {
-    let fake = fake(
-        "teams: [{id: t1, name: ml, default: true}]\nmodels:\n  - {id: oldmodel, name: hello-truss-push, team: ml, deployments: [{id: olddep, name: v1, status: ACTIVE, environment: production}]}\ndeployments:\n  default: [[0, BUILDING]]\n",
-    );
+/// Starts a deploy of `model` (with `extra` flags), sends `signal` once the
+/// fake has answered `endpoint`, and checks the run stopped in time with its
+/// outputs written, naming the deployment if one was created.
+fn cancel_at(fake: &FakeBaseten, signal: &str, endpoint: &str, model: &str, extra: &[String]) {
     let dir = tempfile::tempdir().unwrap();
     let gh_out = dir.path().join("out");
     std::fs::write(&gh_out, "").unwrap();
@@ -41,6 +49,7 @@ fn cancel_at(signal: &str, endpoint: &str, model: &str, created: bool) {
             "--deployment-name=cancel-me".into(),
             "--poll-interval-seconds=0.1".into(),
         ])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -76,17 +85,15 @@ fn cancel_at(signal: &str, endpoint: &str, model: &str, created: bool) {
             .collect();
     assert_eq!(outputs["status"], "deploy_failed");
     assert!(outputs["error-message"].contains(signal), "{outputs:?}");
-    if created {
-        assert!(!outputs["deployment-id"].is_empty());
-        assert!(
-            endpoints(&fake)
-                .iter()
-                .any(|e| e == "rest.deactivate_deployment"),
-            "the created deployment was deactivated"
-        );
-    } else {
-        assert_eq!(outputs["deployment-id"], "");
-        assert!(mutations(&fake).is_empty(), "nothing was created");
+    let created: Vec<_> = fake
+        .deployments()
+        .into_iter()
+        .filter(|d| d.name == "cancel-me")
+        .collect();
+    match created.as_slice() {
+        [] => assert_eq!(outputs["deployment-id"], ""),
+        [d] => assert_eq!(outputs["deployment-id"], d.id),
+        many => panic!("created more than once: {many:?}"),
     }
 }
 
@@ -97,12 +104,15 @@ fn a_signal_during_packaging_stops_the_run_in_time() {
     let f = std::fs::File::create(dir.path().join("weights.bin")).unwrap();
     f.set_len(64 << 30).unwrap();
     drop(f);
+    let fake = fake(EXISTING);
     cancel_at(
+        &fake,
         "HUP",
         "graphql.model_s3_upload_credentials",
         dir.path().to_str().unwrap(),
-        false,
+        &[],
     );
+    assert!(mutations(&fake).is_empty(), "nothing was created");
 }
 
 #[test]
@@ -113,4 +123,46 @@ fn sigint_cleans_up_writes_outputs_and_exits_130() {
 #[test]
 fn sigterm_does_the_same() {
     cancel_with("TERM");
+}
+
+#[test]
+fn a_signal_while_parts_are_hashed_and_sent_stops_the_run_in_time() {
+    // 1 GiB of zeros: packed in seconds, then hashed and sent part by part.
+    let dir = model_dir("model_name: big\n");
+    let f = std::fs::File::create(dir.path().join("weights.bin")).unwrap();
+    f.set_len(1 << 30).unwrap();
+    drop(f);
+    let fake = fake(EXISTING);
+    cancel_at(
+        &fake,
+        "TERM",
+        "s3.create_multipart_upload",
+        dir.path().to_str().unwrap(),
+        &[],
+    );
+    assert!(mutations(&fake).is_empty(), "nothing was created");
+}
+
+#[test]
+fn a_hanging_deactivate_after_a_signal_still_ends_in_time() {
+    use fake_baseten::proxy::{Fault, FaultProxy, Rule};
+    let fake = fake(EXISTING);
+    let proxy = FaultProxy::builder(fake.addr())
+        .rule(Rule::new("stuck", Fault::Hang).method("POST").path("/v1/"))
+        .start_in_background()
+        .unwrap();
+    cancel_at(
+        &fake,
+        "INT",
+        "rest.get_deployment",
+        example_model().to_str().unwrap(),
+        &[format!("--api-url={}", proxy.rest_base())],
+    );
+    assert!(
+        proxy
+            .faulted()
+            .iter()
+            .any(|e| e.path.ends_with("/deactivate")),
+        "the deactivate was sent and never answered"
+    );
 }
