@@ -56,7 +56,7 @@ fn cancel_at(fake: &FakeBaseten, signal: &str, endpoint: &str, model: &str, extr
         .unwrap();
     // Wait until the run reached the phase under test.
     let started = Instant::now();
-    while !endpoints(&fake).iter().any(|e| e == endpoint) {
+    while !endpoints(fake).iter().any(|e| e == endpoint) {
         assert!(
             started.elapsed() < Duration::from_secs(20),
             "never reached the wait"
