@@ -75,21 +75,25 @@ fn representative_status(chainlets: &[ChainletStatus]) -> Option<String> {
         .map(|c| c.status.clone())
 }
 
+/// Reads a generated chainlet's config.yaml.
+fn chainlet_config(c: &GeneratedChainlet) -> Result<Value, Failure> {
+    let path = c.truss_dir.join("config.yaml");
+    let raw = std::fs::read(&path)
+        .with_context(|| format!("reading {}", path.display()))
+        .map_err(Failure::Deploy)?;
+    serde_yaml::from_slice(&raw)
+        .with_context(|| format!("parsing {}", path.display()))
+        .map_err(Failure::Deploy)
+}
+
 /// Validates, packages and uploads one generated chainlet truss.
 async fn push_chainlet(
     ctx: &Ctx<'_>,
     c: &GeneratedChainlet,
+    config: &Value,
     user_env: &str,
 ) -> Result<ChainletData, Failure> {
-    let fail = |e: anyhow::Error| Failure::Deploy(e);
-    let config_path = c.truss_dir.join("config.yaml");
-    let raw = std::fs::read(&config_path)
-        .with_context(|| format!("reading {}", config_path.display()))
-        .map_err(fail)?;
-    let config: Value = serde_yaml::from_slice(&raw)
-        .with_context(|| format!("parsing {}", config_path.display()))
-        .map_err(fail)?;
-    let encoded_config = encode_config(&config, &c.model_name);
+    let encoded_config = encode_config(config);
     let label = format!("chainlet {}", c.display_name);
     flow::validate_config(ctx, &encoded_config, user_env, &label).await?;
     let creds = ctx
@@ -170,9 +174,16 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         None
     };
     let user_env = flow::truss_user_env(git_info.as_ref());
+    let configs = manifest
+        .chainlets
+        .iter()
+        .map(chainlet_config)
+        .collect::<Result<Vec<_>, _>>()?;
+    let wanted = configs.iter().flat_map(flow::secret_names).collect();
+    flow::preflight_secrets(ctx, &wanted).await;
     let mut pushed = Vec::with_capacity(manifest.chainlets.len());
-    for c in &manifest.chainlets {
-        pushed.push(push_chainlet(ctx, c, &user_env).await?);
+    for (c, config) in manifest.chainlets.iter().zip(&configs) {
+        pushed.push(push_chainlet(ctx, c, config, &user_env).await?);
     }
     let creds = ctx
         .api

@@ -304,6 +304,14 @@ pub const INPUTS: &[InputSpec] = &[
         heading: BEHAVIOUR,
     },
     InputSpec {
+        name: "print-config",
+        plain_env: "TRUSS_PUSH_PRINT_CONFIG",
+        kind: Kind::Switch,
+        default: Some("false"),
+        help: "Print the config JSON the platform would receive and exit; nothing is sent",
+        heading: BEHAVIOUR,
+    },
+    InputSpec {
         name: "output-file",
         plain_env: "TRUSS_PUSH_OUTPUT_FILE",
         kind: Kind::Path,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use reqwest::Url;
 use serde_json::Value;
 
-use crate::baseten::Endpoints;
+use crate::baseten::{Endpoints, OrderedObject};
 use crate::ci::OutputsFormat as OutputFormat;
 use crate::cli::{self, Inputs, Kind};
 use crate::files::{ReadError, read_regular_file};
@@ -55,7 +55,7 @@ pub(crate) struct Config {
     pub model_name: String,
     pub environment: Option<String>,
     pub include_git_info: bool,
-    pub labels: Option<serde_json::Map<String, Value>>,
+    pub labels: Option<OrderedObject>,
     pub deployment_name: String,
     pub cleanup: Cleanup,
     /// `None`: no payload configured, predict is skipped.
@@ -69,6 +69,8 @@ pub(crate) struct Config {
     pub poll_interval: Duration,
     pub stream_logs: bool,
     pub dry_run: bool,
+    /// Print the config payload and stop before any request.
+    pub print_config: bool,
     pub ci_revision: Option<git::Revision>,
 }
 
@@ -334,6 +336,7 @@ impl Config {
         let regional_environment = bool_input("regional-environment")?;
         let stream_logs = bool_input("stream-logs")?;
         let dry_run = bool_input("dry-run")?;
+        let print_config = bool_input("print-config")?;
         let cleanup = match inputs.trimmed("cleanup") {
             Some(v) => Cleanup {
                 enabled: parse_bool("cleanup", v)?,
@@ -374,7 +377,12 @@ impl Config {
         let labels = match inputs.trimmed("labels") {
             None => None,
             Some(raw) => match serde_json::from_str::<Value>(raw) {
-                Ok(Value::Object(m)) => Some(m),
+                // Parsed once more keeping the user's key order, which is
+                // the order the platform receives them in.
+                Ok(Value::Object(_)) => Some(
+                    serde_json::from_str::<OrderedObject>(raw)
+                        .map_err(|e| format!("labels is not valid JSON ({e})"))?,
+                ),
                 Ok(other) => {
                     return Err(format!(
                         "labels must be a JSON object, got {}: set labels to '{{\"team\":\"ml\"}}'",
@@ -510,6 +518,7 @@ impl Config {
             poll_interval,
             stream_logs,
             dry_run,
+            print_config,
             ci_revision,
         })
     }

@@ -11,7 +11,7 @@ use anyhow::anyhow;
 use base64::Engine;
 use serde_json::Value;
 
-use crate::baseten::{Api, CreateRequest, Created, LogLine, now_epoch_millis};
+use crate::baseten::{Api, CreateRequest, Created, LogLine, OrderedObject, now_epoch_millis};
 use crate::config::RAW_CONFIG_MAX_BYTES;
 use crate::flow::{
     self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
@@ -65,8 +65,9 @@ pub(crate) async fn deploy(
         None => ctx.say(&format!("Model {name:?} is new: creating it")),
     }
 
-    let config_b64 = encode_config(config, name);
+    let config_b64 = encode_config(config);
     flow::validate_config(ctx, &config_b64, &truss_user_env(None), "config.yaml").await?;
+    flow::preflight_secrets(ctx, &flow::secret_names(config)).await;
     let creds = ctx
         .api
         .model_upload_credentials()
@@ -79,10 +80,7 @@ pub(crate) async fn deploy(
     } else {
         None
     };
-    let labels_json = cfg
-        .labels
-        .as_ref()
-        .map(|l| Value::Object(l.clone()).to_string());
+    let labels_json = cfg.labels.as_ref().map(OrderedObject::dumps);
     let raw_config_b64 = if raw_config.len() <= RAW_CONFIG_MAX_BYTES {
         Some(base64::engine::general_purpose::STANDARD.encode(raw_config))
     } else {

@@ -10,7 +10,15 @@ use anyhow::{Context, Result};
 use crate::env_vars as ev;
 
 pub(crate) const CONNECT_TIMEOUT_SECS: u64 = 10;
-pub(crate) const USER_AGENT: &str = concat!("truss-push/", env!("CARGO_PKG_VERSION"));
+/// `truss-push/<version> (truss/<pinned>)`: this client, and the truss
+/// version whose wire format it speaks.
+pub(crate) fn user_agent() -> String {
+    format!(
+        "truss-push/{} (truss/{})",
+        env!("CARGO_PKG_VERSION"),
+        crate::flow::TRUSS_COMPAT_VERSION
+    )
+}
 
 fn pem_certs(path: &Path) -> Result<Vec<reqwest::Certificate>> {
     let bytes =
@@ -83,7 +91,7 @@ pub(crate) fn s3_client(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest:
 fn builder(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::ClientBuilder> {
     let mut b = reqwest::Client::builder()
         .use_rustls_tls()
-        .user_agent(USER_AGENT)
+        .user_agent(user_agent())
         .connect_timeout(Duration::from_secs(CONNECT_TIMEOUT_SECS))
         .pool_idle_timeout(Duration::from_secs(30));
     for cert in extra_roots(env)? {

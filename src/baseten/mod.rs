@@ -12,6 +12,7 @@ mod models;
 mod rest;
 mod sse;
 mod urls;
+mod wire;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -29,6 +30,7 @@ pub(crate) use models::{CreateRequest, Created};
 pub(crate) use rest::LogLine;
 use urls::is_safe_id;
 pub(crate) use urls::{Endpoints, is_loopback};
+pub(crate) use wire::{OrderedObject, dumps as python_json};
 
 /// An id the platform answered with, checked before it is used in a URL.
 fn platform_id(what: &str, name: &str, v: &Value) -> Result<String, ApiError> {
@@ -289,9 +291,14 @@ impl Api {
                 .http
                 .post(url.clone())
                 .timeout(Duration::from_secs(DEACTIVATE_TIMEOUT_SECS));
-            if let Some(b) = &body {
-                req = req.json(b);
-            }
+            req = match &body {
+                Some(b) => req.json(b),
+                // An empty POST says so: some proxies refuse one without a
+                // length (411), and the official client sends `Content-Length: 0`.
+                None => req
+                    .header(reqwest::header::CONTENT_LENGTH, 0)
+                    .body(Vec::new()),
+            };
             async move { self.send(what, req).await.map(drop) }
         })
         .await

@@ -84,6 +84,27 @@ impl Api {
         Ok(l.deployments.into_iter().map(|d| d.id).collect())
     }
 
+    /// Names of the secrets the key's workspace holds (never their values).
+    /// The list is read from `{"secrets": [...]}` or a bare array.
+    pub(crate) async fn secret_names(&self) -> Result<Vec<String>, ApiError> {
+        #[derive(Deserialize)]
+        struct Named {
+            name: String,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Answer {
+            Wrapped { secrets: Vec<Named> },
+            Bare(Vec<Named>),
+        }
+        let url = self.endpoints.rest(&["secrets"]);
+        let answer: Answer = self.rest_read("listing secrets", url).await?;
+        let list = match answer {
+            Answer::Wrapped { secrets } | Answer::Bare(secrets) => secrets,
+        };
+        Ok(list.into_iter().map(|s| s.name).collect())
+    }
+
     /// The environment as raw JSON, so callers can tell an absent field
     /// (older API) from a null one.
     pub(crate) async fn environment_json(

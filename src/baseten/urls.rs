@@ -143,6 +143,11 @@ impl Endpoints {
         self.app_page(&["models", model_id, "logs", deployment_id])
     }
 
+    /// The workspace's secrets page in the app.
+    pub(crate) fn secrets_page(&self) -> String {
+        self.app_page(&["settings", "secrets"])
+    }
+
     /// The chain's overview page in the app.
     pub(crate) fn chain_page(&self, chain_id: &str) -> String {
         self.app_page(&["chains", chain_id, "overview"])

@@ -115,6 +115,8 @@ pub struct Reporter {
     /// before anything else is printed.
     bar_on_line: bool,
     rng: fastrand::Rng,
+    /// Log lines go to stderr: stdout carries data (`print-config`).
+    lines_to_stderr: bool,
 }
 
 impl Reporter {
@@ -132,6 +134,7 @@ impl Reporter {
             upload: None,
             bar_on_line: false,
             rng: fastrand::Rng::new(),
+            lines_to_stderr: false,
         }
     }
 
@@ -162,9 +165,21 @@ impl Reporter {
     }
 
     fn write_out(&mut self, text: &str) {
+        if self.lines_to_stderr {
+            return self.write_err(text);
+        }
         self.end_bar();
         let _ = self.out.write_all(text.as_bytes());
         let _ = self.out.flush();
+    }
+
+    /// Writes `text` to stdout as data (redacted, not a log line), and sends
+    /// every log line after it to stderr so stdout stays parseable.
+    pub(crate) fn data(&mut self, text: &str) {
+        let text = self.redact(text).into_owned();
+        let _ = self.out.write_all(text.as_bytes());
+        let _ = self.out.flush();
+        self.lines_to_stderr = true;
     }
 
     fn write_err(&mut self, text: &str) {

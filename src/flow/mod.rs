@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use base64::Engine;
 use serde_json::Value;
 
-use crate::baseten::{Api, ApiError, Team};
+use crate::baseten::{Api, ApiError, Team, python_json};
 pub(crate) use crate::ci::human;
 use crate::ci::{PredictStats, Reporter, StatusEvent};
 use crate::config::Config;
@@ -26,7 +26,9 @@ use crate::outcome::Failure;
 pub(crate) use cleanup::{Serving, cleanup_deployment};
 pub(crate) use create::{Trace, create_once};
 pub(crate) use smoke::smoke_test;
-pub(crate) use upload::{package_and_upload, scratch_dir, validate_config};
+pub(crate) use upload::{
+    package_and_upload, preflight_secrets, scratch_dir, secret_names, validate_config,
+};
 pub(crate) use wait::{Poll, PromotionTrack, check_promotion, poll_until};
 
 /// The truss client version whose archive and wire format we reproduce; sent
@@ -235,15 +237,12 @@ pub(crate) fn truss_user_env(git_info: Option<&git::GitInfo>) -> String {
     .expect("plain data serializes")
 }
 
-/// The config as sent in `config`: base64 of the JSON of config.yaml, with
-/// `model_name` set to the name actually deployed, so the platform shows
-/// the name the user asked for.
-pub(crate) fn encode_config(config: &Value, model_name: &str) -> String {
-    let mut c = config.clone();
-    if let Some(o) = c.as_object_mut() {
-        o.insert("model_name".into(), Value::String(model_name.to_string()));
-    }
-    base64::engine::general_purpose::STANDARD.encode(c.to_string())
+/// The config as sent in `config`: base64 of the config's JSON, written as
+/// the Python client writes it. A `model-name` override names the model,
+/// not the config: like `truss push --model-name`, the payload keeps the
+/// file's own `model_name`.
+pub(crate) fn encode_config(config: &Value) -> String {
+    base64::engine::general_purpose::STANDARD.encode(python_json(config))
 }
 
 #[cfg(test)]
@@ -292,13 +291,13 @@ mod tests {
     }
 
     #[test]
-    fn config_encoding_uses_the_deployed_name() {
+    fn config_encoding_keeps_the_files_name_in_pythons_format() {
         let c = json!({"model_name": "file-name", "resources": {"cpu": "1"}});
-        let b = encode_config(&c, "override");
-        let back: Value =
-            serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(b).unwrap())
-                .unwrap();
-        assert_eq!(back["model_name"], "override");
-        assert_eq!(back["resources"]["cpu"], "1");
+        let b = encode_config(&c);
+        let text = base64::engine::general_purpose::STANDARD.decode(b).unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            r#"{"model_name": "file-name", "resources": {"cpu": "1"}}"#
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Before a deployment exists: the platform validates the config, the truss
 //! is packaged into a temporary tar and uploaded to S3.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Context, anyhow};
@@ -39,6 +40,43 @@ pub(crate) async fn validate_config(
     Err(Failure::Deploy(anyhow!(
         "the platform rejected {what}: {detail}"
     )))
+}
+
+/// The secret names a config asks for (`secrets:` keys).
+pub(crate) fn secret_names(config: &serde_json::Value) -> BTreeSet<String> {
+    config
+        .get("secrets")
+        .and_then(serde_json::Value::as_object)
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Looks up the secrets the config names before the long build starts:
+/// missing ones get one warning naming them and where to add them. Never
+/// fails the deploy (a secret may be optional); a failed lookup is a notice.
+pub(crate) async fn preflight_secrets(ctx: &Ctx<'_>, wanted: &BTreeSet<String>) {
+    if wanted.is_empty() {
+        return;
+    }
+    match ctx.api.secret_names().await {
+        Ok(have) => {
+            let missing: Vec<&str> = wanted
+                .iter()
+                .filter(|w| !have.contains(w))
+                .map(String::as_str)
+                .collect();
+            if !missing.is_empty() {
+                ctx.warn(&format!(
+                    "the truss config names secrets this workspace does not have: {}; add them at {} before the model needs them (or ignore this if it treats them as optional)",
+                    missing.join(", "),
+                    ctx.cfg.endpoints.secrets_page()
+                ));
+            }
+        }
+        Err(e) => ctx.notice(&format!(
+            "could not check the secrets the truss config names ({e}); the deploy goes on"
+        )),
+    }
 }
 
 /// A private temporary directory for the archive: the system's temp dir,

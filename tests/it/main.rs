@@ -14,3 +14,4 @@ mod network;
 mod outputs;
 mod ship;
 mod snapshots;
+mod wire;

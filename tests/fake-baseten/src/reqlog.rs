@@ -44,6 +44,13 @@ pub struct LogEntry {
     pub graphql: Option<GraphqlInfo>,
     /// A GraphQL mutation.
     pub mutation: bool,
+    /// The `User-Agent` header as sent.
+    #[serde(default)]
+    pub user_agent: Option<String>,
+    /// The `Content-Length` header as sent (absent for a chunked or empty
+    /// body without one).
+    #[serde(default)]
+    pub content_length: Option<String>,
 }
 
 #[derive(Debug, Default)]

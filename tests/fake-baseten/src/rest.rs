@@ -23,6 +23,7 @@ pub enum Route {
     DeactivateChainDeployment(String, String),
     ListChainEnvironments(String),
     GetChainEnvironment(String, String),
+    ListSecrets,
     MethodNotAllowed,
     NotFound,
 }
@@ -43,6 +44,7 @@ impl Route {
             Route::DeactivateChainDeployment(..) => "rest.deactivate_chain_deployment",
             Route::ListChainEnvironments(..) => "rest.list_chain_environments",
             Route::GetChainEnvironment(..) => "rest.get_chain_environment",
+            Route::ListSecrets => "rest.list_secrets",
             Route::MethodNotAllowed => "rest.method_not_allowed",
             Route::NotFound => "rest.not_found",
         }
@@ -62,6 +64,7 @@ pub fn route(method: &Method, path: &str) -> Route {
     let post = method == Method::POST;
     let (route, allowed) = match seg.as_slice() {
         ["v1", "models"] => (Route::ListModels, get),
+        ["v1", "secrets"] => (Route::ListSecrets, get),
         ["v1", "models", m] => (Route::GetModel(m.to_string()), get),
         ["v1", "models", m, "deployments"] => (Route::ListDeployments(m.to_string()), get),
         ["v1", "models", m, "deployments", d] => {
@@ -163,6 +166,18 @@ pub fn handle(
                 .map(|m| model_v1(p, &m.id, now))
                 .collect();
             (StatusCode::OK, json!({ "models": models }))
+        }
+        // SecretV1 (name, created_at, team_name) per secret; values are
+        // never returned by the platform.
+        Route::ListSecrets => {
+            let team = p.teams.first().map(|t| t.name.clone()).unwrap_or_default();
+            let secrets: Vec<Value> = p
+                .scenario
+                .secrets
+                .iter()
+                .map(|name| json!({"name": name, "created_at": "2026-01-01T00:00:00Z", "team_name": team}))
+                .collect();
+            (StatusCode::OK, json!({ "secrets": secrets }))
         }
         Route::GetModel(m) => match p.model(m) {
             Some(_) => (StatusCode::OK, model_v1(p, m, now)),

@@ -40,6 +40,7 @@
 //! logs: [{at: 1.0, message: "Building image", replica: null, model: null}]
 //! faults: [{endpoint: rest.get_deployment, status: 429, retry_after: 1, after: 0, times: 1}]
 //! require_upload: true     # create mutations need the uploaded object
+//! secrets: [hf_access_token]   # secret names the workspace holds (values are never served)
 //! ```
 
 use std::collections::BTreeMap;
@@ -78,6 +79,8 @@ pub struct Scenario {
     pub logs: Vec<LogLineSpec>,
     pub faults: Vec<Fault>,
     pub require_upload: bool,
+    /// Names of the workspace's secrets (`GET /v1/secrets`).
+    pub secrets: Vec<String>,
     /// Seeds the id generator so two runs of a scenario hand out the same ids.
     pub id_seed: u64,
 }
@@ -112,6 +115,7 @@ impl Default for Scenario {
             logs: Vec::new(),
             faults: Vec::new(),
             require_upload: true,
+            secrets: Vec::new(),
             id_seed: 0,
         }
     }

@@ -131,6 +131,13 @@ fn json_response(status: StatusCode, v: Value) -> Response {
     (status, axum::Json(v)).into_response()
 }
 
+fn header_text(req: &Request, name: header::HeaderName) -> Option<String> {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
 async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
     let method = req.method().clone();
     let uri = req.uri().clone();
@@ -157,6 +164,8 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
         fault: None,
         graphql: None,
         mutation: false,
+        user_agent: header_text(&req, header::USER_AGENT),
+        content_length: header_text(&req, header::CONTENT_LENGTH),
     };
     let auth_ok = authorized(
         req.headers()

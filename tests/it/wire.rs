@@ -1,0 +1,162 @@
+//! What the platform receives besides the archive: the config payload (and
+//! `print-config`, which shows it without sending anything), labels in the
+//! user's order, the User-Agent, an empty deactivate that says so, and the
+//! secrets check before the upload.
+
+use base64::Engine;
+use serde_json::Value;
+
+use crate::chain_harness::graphql_calls;
+use crate::harness::*;
+
+const ACTIVE: &str = "deployments:\n  default: [[0, ACTIVE]]\n";
+
+/// The `config` a create mutation carried, decoded.
+fn sent_config(fake: &fake_baseten::FakeBaseten) -> Value {
+    let args = graphql_calls(fake, "create_model_from_truss");
+    let b64 = args[0]["config"].as_str().expect("config is a string");
+    serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .expect("base64"),
+    )
+    .expect("JSON")
+}
+
+#[test]
+fn print_config_shows_exactly_what_a_deploy_sends_and_sends_nothing() {
+    let quiet = fake(ACTIVE);
+    let printed = Invocation::new(&quiet)
+        .model(example_model())
+        .arg("print-config", "true")
+        .run();
+    assert_eq!(printed.code, 0, "{printed:?}");
+    assert!(quiet.requests().is_empty(), "{:?}", endpoints(&quiet));
+    let shown: Value = serde_json::from_str(&printed.stdout).expect("stdout is the JSON alone");
+
+    let fake = fake(ACTIVE);
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("model-name", "renamed")
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    // The override names the model; like truss, the payload keeps the file's name.
+    assert_eq!(sent_config(&fake), shown);
+    assert_eq!(shown["model_name"], "hello-truss-push");
+    assert_eq!(
+        graphql_calls(&fake, "create_model_from_truss")[0]["name"],
+        "renamed"
+    );
+}
+
+#[test]
+fn print_config_on_a_bad_config_is_an_input_error() {
+    let dir = model_dir("model_name: [unclosed\n");
+    let run = Invocation::bare()
+        .model(dir.path())
+        .arg("baseten-api-key", API_KEY)
+        .arg("print-config", "true")
+        .run();
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stdout.is_empty() || !run.stdout.trim_start().starts_with('{'));
+}
+
+#[test]
+fn labels_reach_the_platform_in_the_users_order_as_python_writes_them() {
+    let fake = fake(ACTIVE);
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("labels", r#"{"zeta":"1","alpha":"é","mid":2}"#)
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let args = graphql_calls(&fake, "create_model_from_truss");
+    assert_eq!(
+        args[0]["user_deploy_metadata"],
+        r#"{"zeta": "1", "alpha": "\u00e9", "mid": 2}"#
+    );
+}
+
+#[test]
+fn every_request_names_truss_push_and_the_truss_wire_format_and_deactivate_has_a_length() {
+    let fake = fake(ACTIVE);
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("cleanup", "true")
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let version =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/truss-version")).unwrap();
+    let ua = format!(
+        "truss-push/{} (truss/{})",
+        env!("CARGO_PKG_VERSION"),
+        version.trim()
+    );
+    for r in fake.requests() {
+        if !r.endpoint.starts_with("s3.") {
+            assert_eq!(r.user_agent.as_deref(), Some(ua.as_str()), "{}", r.endpoint);
+        }
+    }
+    let deactivate = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.endpoint == "rest.deactivate_deployment")
+        .expect("deactivated");
+    assert_eq!(deactivate.content_length.as_deref(), Some("0"));
+}
+
+#[test]
+fn missing_secrets_are_named_once_before_the_upload_and_never_fail_the_deploy() {
+    let fake = fake("secrets: [hf_access_token]\ndeployments:\n  default: [[0, ACTIVE]]\n");
+    let dir = model_dir(
+        "model_name: secretive\nsecrets:\n  hf_access_token: null\n  openai_key: null\n  wandb_key: null\n",
+    );
+    let run = Invocation::new(&fake).model(dir.path()).run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let warnings: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("secrets this workspace does not have"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", run.stderr);
+    assert!(
+        warnings[0].contains("openai_key, wandb_key"),
+        "{}",
+        warnings[0]
+    );
+    assert!(!warnings[0].contains("hf_access_token"));
+    assert!(warnings[0].contains("/settings/secrets"));
+    // Asked before anything was uploaded.
+    let order = endpoints(&fake);
+    let asked = order.iter().position(|e| e == "rest.list_secrets").unwrap();
+    let uploaded = order.iter().position(|e| e.starts_with("s3.put")).unwrap();
+    assert!(asked < uploaded, "{order:?}");
+}
+
+#[test]
+fn a_failed_secrets_lookup_is_a_notice_and_the_deploy_goes_on() {
+    use fake_baseten::proxy::{Fault, FaultProxy, Rule};
+    let fake = fake(ACTIVE);
+    let proxy = FaultProxy::builder(fake.addr())
+        .rule(
+            Rule::new(
+                "down",
+                Fault::HtmlError {
+                    status: 500,
+                    echo: None,
+                },
+            )
+            .path("/v1/secrets"),
+        )
+        .start_in_background()
+        .unwrap();
+    let dir = model_dir("model_name: secretive\nsecrets:\n  openai_key: null\n");
+    let run = Invocation::new(&fake)
+        .model(dir.path())
+        .arg("api-url", proxy.rest_base())
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(
+        run.stdout.contains("could not check the secrets"),
+        "{run:?}"
+    );
+}
