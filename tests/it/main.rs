@@ -12,5 +12,6 @@ mod faults;
 mod model_deploy;
 mod network;
 mod outputs;
+mod props;
 mod ship;
 mod snapshots;
