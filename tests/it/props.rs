@@ -657,6 +657,45 @@ fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
     })
 }
 
+/// Whether the arguments may hold a help or version request of their own:
+/// `--dry-run` takes an optional value, so `--dry-run --help` is `--help`.
+/// Such a run prints the help and exits 0 without running anything, so
+/// there are no outputs to check.
+fn asked_for_help(givens: &[Given]) -> bool {
+    givens.iter().any(|g| {
+        g.input == "dry-run" && g.spelling == Spelling::FlagSeparate && g.value.0.starts_with(b"-")
+    })
+}
+
+/// Whether the value the binary reads for `input` is not UTF-8: the last
+/// flag given, else the first of its three variables that is set to
+/// something other than blanks. The base values are UTF-8, so only
+/// generated values matter.
+fn reads_non_utf8(givens: &[Given], input: &str) -> bool {
+    let given = |spellings: &[Spelling]| {
+        givens
+            .iter()
+            .rev()
+            .find(|g| g.input == input && spellings.contains(&g.spelling))
+            .map(|g| g.value.0.as_slice())
+    };
+    let flag = given(&[Spelling::FlagJoined, Spelling::FlagSeparate]);
+    let envs = [
+        Spelling::EnvHyphens,
+        Spelling::EnvUnderscores,
+        Spelling::EnvPlain,
+    ]
+    .map(|s| given(&[s]));
+    for value in std::iter::once(flag).chain(envs).flatten() {
+        match std::str::from_utf8(value) {
+            Err(_) => return true,
+            Ok(text) if !text.trim().is_empty() => return false,
+            Ok(_) => {}
+        }
+    }
+    false
+}
+
 /// How the runs ended: a property that only ever sees refused inputs would
 /// prove little, and the slowest run shows how close the bound is.
 #[derive(Debug, Default)]
@@ -665,12 +704,15 @@ struct Tally {
     slowest: Duration,
     /// Cases that outlived the bound honestly (see `BUDGET_INPUTS`).
     dropped: usize,
+    /// Cases that asked for `--help` or `--version` (see `asked_for_help`).
+    help: usize,
 }
 
 /// What every run must do, whatever its inputs.
 fn check(fake: &FakeBaseten, givens: &[Given], tally: &mut Tally) -> Result<(), TestCaseError> {
     let may_be_long = givens.iter().any(|g| BUDGET_INPUTS.contains(&g.input))
         && givens.iter().any(|g| URL_INPUTS.contains(&g.input));
+    let requests_before = fake.requests().len();
     let ran = match run(fake, givens) {
         Ok(ran) => ran,
         Err(_) if may_be_long => {
@@ -686,6 +728,15 @@ fn check(fake: &FakeBaseten, givens: &[Given], tally: &mut Tally) -> Result<(), 
             !shown.contains("panicked at") && !shown.contains("RUST_BACKTRACE"),
             "a panic: {ran:?}"
         );
+    }
+    if asked_for_help(givens) && ran.code == 0 && ran.github_output.is_empty() {
+        let text = ran.stdout.as_str();
+        prop_assert!(
+            text.contains("Usage: truss-push") || text.starts_with("truss-push "),
+            "exit 0 without outputs and without help: {ran:?}"
+        );
+        tally.help += 1;
+        return Ok(());
     }
     let expected_status = EXIT_CODES
         .iter()
@@ -707,6 +758,26 @@ fn check(fake: &FakeBaseten, givens: &[Given], tally: &mut Tally) -> Result<(), 
         prop_assert!(
             !message.trim().is_empty(),
             "a failure without a message: {ran:?}"
+        );
+    }
+    if let Some(input) = INPUTS.iter().find(|s| reads_non_utf8(givens, s.name)) {
+        prop_assert_eq!(
+            ran.code,
+            2,
+            "input {} is not UTF-8 where it is read: an input error, never a fallback: {:?}",
+            input.name,
+            ran
+        );
+    }
+    if ran.code == 2 {
+        let sent: Vec<String> = fake.requests()[requests_before..]
+            .iter()
+            .filter(|r| r.mutation || r.endpoint.starts_with("s3."))
+            .map(|r| r.endpoint.clone())
+            .collect();
+        prop_assert!(
+            sent.is_empty(),
+            "an input error after an upload or a mutation {sent:?}: {ran:?}"
         );
     }
     // With the canary key in place, nothing the user sees may hold it.
