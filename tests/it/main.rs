@@ -12,6 +12,7 @@ mod faults;
 mod model_deploy;
 mod network;
 mod outputs;
+mod props;
 mod ship;
 mod snapshots;
 mod wire;
