@@ -352,9 +352,12 @@ pub(super) fn plausible(input: &str, model: &Path, fake_url: &str) -> BoxedStrat
         ]),
         "model-name" => texts(&["my-model", "a", "modèle", "Model Name", "x.y_z"]),
         "environment" => texts(&["production", "staging", "prod-2", "dev_1"]),
-        "include-git-info" | "cleanup" | "regional-environment" | "stream-logs" | "dry-run" => {
-            texts(BOOLS)
-        }
+        "include-git-info"
+        | "cleanup"
+        | "regional-environment"
+        | "stream-logs"
+        | "dry-run"
+        | "print-config" => texts(BOOLS),
         "labels" => texts(&["{}", "{\"team\":\"ml\"}", "{\"a\":{\"b\":[1,null]}}"]),
         "predict-payload" => texts(&["{}", "{\"prompt\":\"x\"}", "{\"a\":1e308}"]),
         "deployment-name" => texts(&["v1.2.3", "ci_test-2", "PR-7_abc1234"]),
@@ -364,7 +367,7 @@ pub(super) fn plausible(input: &str, model: &Path, fake_url: &str) -> BoxedStrat
         "poll-interval-seconds" => texts(&["0.05", "0.1", "0.5"]),
         "wait-timeout-seconds" => texts(&["0.1", "1", "30", "86400"]),
         "output-file" => texts(&["o.json", "o.env", "out.txt", "missing/o.env"]),
-        "output-format" => texts(&["dotenv", "json", "JSON", " json "]),
+        "output-format" => texts(&["dotenv", "json", "JSON", " json ", "shell"]),
         _ if URL_INPUTS.contains(&input) => owned(vec![fake_url.into(), format!("{fake_url}/")]),
         other => panic!("no plausible values for input {other}: add some"),
     }
