@@ -57,9 +57,11 @@ pub(crate) struct Policy {
 }
 
 impl Policy {
-    /// Queries and REST reads: every transient kind is retried.
+    /// Queries and REST reads: every transient kind is retried. The run's
+    /// deadline bounds the tries in time; the count only stops a server
+    /// that fails fast forever.
     pub(crate) const READ: Policy = Policy {
-        attempts: 5,
+        attempts: 8,
         retry_ambiguous: true,
         retry_statuses: RETRYABLE_STATUSES,
         base_delay: Duration::from_millis(BACKOFF_BASE_MILLIS),

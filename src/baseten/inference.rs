@@ -3,11 +3,12 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::anyhow;
 use serde_json::Value;
 
-use super::Api;
 use super::sse::Decoder;
+use super::{Api, ApiError};
+use crate::retry::{self, Classify, Kind, Policy};
 
 /// Characters of an error answer kept in the message.
 const ERROR_HEAD_CHARS: usize = 500;
@@ -30,7 +31,9 @@ pub(crate) struct StreamStats {
 impl Api {
     /// POSTs `payload` to `url` and reads the answer: the whole body, or
     /// with `streaming` the SSE tokens. `label` names the call in messages
-    /// (`predict`, `run_remote`); the caller holds the deadline.
+    /// (`predict`, `run_remote`). A smoke test is safe to repeat, so every
+    /// transient failure (no answer, 429, 5xx, a broken stream) is tried
+    /// again until `deadline`; the caller also holds it as a hard limit.
     pub(crate) async fn invoke(
         &self,
         label: &str,
@@ -38,25 +41,91 @@ impl Api {
         payload: &Value,
         streaming: bool,
         max_chars: usize,
+        deadline: Instant,
     ) -> anyhow::Result<Answer> {
         let url = reqwest::Url::parse(url).map_err(|e| anyhow!("bad {label} URL {url}: {e}"))?;
+        let policy = self.policy(Policy::READ);
+        retry::run(&policy, Some(deadline), |_| {
+            self.invoke_once(label, url.clone(), payload, streaming, max_chars)
+        })
+        .await
+        .map_err(|e| match e {
+            Attempt::Api(e) => anyhow!(e),
+            Attempt::Read(e) => e,
+        })
+    }
+
+    async fn invoke_once(
+        &self,
+        label: &str,
+        url: reqwest::Url,
+        payload: &Value,
+        streaming: bool,
+        max_chars: usize,
+    ) -> Result<Answer, Attempt> {
         let started = Instant::now();
         let req = self.http.post(url).json(payload);
-        let resp = self.send_authed("predict", req).await?;
+        let resp = self.send_authed(label, req).await.map_err(Attempt::Api)?;
         let status = resp.status();
         if !status.is_success() {
             let body = resp.text().await.unwrap_or_default();
             let head: String = body.chars().take(ERROR_HEAD_CHARS).collect();
-            bail!("{label} answered HTTP {status}: {head}");
+            let message = format!("{label} answered HTTP {status}: {head}");
+            let code = status.as_u16();
+            return Err(Attempt::Api(if retry::RETRYABLE_STATUSES.contains(&code) {
+                ApiError::Transient {
+                    status: code,
+                    message,
+                    retry_after: None,
+                }
+            } else {
+                ApiError::Permanent {
+                    status: Some(code),
+                    message,
+                }
+            }));
         }
         if streaming {
             read_stream(resp, started, max_chars).await
         } else {
-            let text = resp
-                .text()
-                .await
-                .with_context(|| format!("reading the {label} response"))?;
-            Ok(Answer { text, stream: None })
+            match resp.text().await {
+                Ok(text) => Ok(Answer { text, stream: None }),
+                Err(e) => Err(Attempt::Api(ApiError::Ambiguous {
+                    message: format!("reading the {label} response: {e}"),
+                })),
+            }
+        }
+    }
+}
+
+/// Why one smoke-test try failed: the request, or the answer's content.
+enum Attempt {
+    Api(ApiError),
+    /// The answer came whole but says no (a stream without tokens).
+    Read(anyhow::Error),
+}
+
+impl Classify for Attempt {
+    fn kind(&self) -> Kind {
+        match self {
+            Attempt::Api(e) => e.kind(),
+            Attempt::Read(_) => Kind::Permanent,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Attempt::Api(e) => e.retry_after(),
+            Attempt::Read(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Attempt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Attempt::Api(e) => write!(f, "{e}"),
+            Attempt::Read(e) => write!(f, "{e:#}"),
         }
     }
 }
@@ -67,7 +136,7 @@ async fn read_stream(
     resp: reqwest::Response,
     started: Instant,
     max_chars: usize,
-) -> anyhow::Result<Answer> {
+) -> Result<Answer, Attempt> {
     use futures_util::StreamExt;
     let mut body = resp.bytes_stream();
     let mut decoder = Decoder::default();
@@ -76,7 +145,11 @@ async fn read_stream(
     let mut tokens = 0u64;
     let mut first_token: Option<Duration> = None;
     'read: while let Some(chunk) = body.next().await {
-        let chunk = chunk.context("reading the predict stream")?;
+        let chunk = chunk.map_err(|e| {
+            Attempt::Api(ApiError::Ambiguous {
+                message: format!("reading the predict stream: {e}"),
+            })
+        })?;
         for event in decoder.feed(&chunk) {
             let data = event.data.trim();
             if data == "[DONE]" {
@@ -100,7 +173,9 @@ async fn read_stream(
         }
     }
     if tokens == 0 {
-        bail!("the predict stream (stream: true) produced no tokens");
+        return Err(Attempt::Read(anyhow!(
+            "the predict stream (stream: true) produced no tokens"
+        )));
     }
     Ok(Answer {
         text,

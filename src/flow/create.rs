@@ -13,8 +13,9 @@ use crate::baseten::ApiError;
 use crate::outcome::Failure;
 use crate::retry::{Classify, Kind};
 
-/// Tries of a create whose answers are lost and whose effect is not found.
-const CREATE_ROUNDS: u32 = 2;
+/// Tries of a create whose answers are lost while the platform says,
+/// each time, that nothing was created (so sending again is safe).
+const CREATE_ROUNDS: u32 = 5;
 /// A create and the lookup after it may run this long past the deploy
 /// budget: cutting them short could leave a deployment nobody reports.
 const CREATE_GRACE_SECS: u64 = 60;

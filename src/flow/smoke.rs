@@ -32,9 +32,14 @@ pub(crate) async fn smoke_test(
     // The predict's own deadline (below) bounds it and names it in the
     // message; the deploy budget no longer applies.
     ctx.api.set_deadline(None);
-    let call = ctx
-        .api
-        .invoke(label, url, payload, streaming, PREDICT_RESPONSE_MAX_CHARS);
+    let call = ctx.api.invoke(
+        label,
+        url,
+        payload,
+        streaming,
+        PREDICT_RESPONSE_MAX_CHARS,
+        started + ctx.cfg.predict_timeout,
+    );
     let answer = match tokio::time::timeout(ctx.cfg.predict_timeout, call).await {
         Err(_) => {
             return Err(Failure::Predict(anyhow!(

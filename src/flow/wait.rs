@@ -1,7 +1,7 @@
 //! The one wait loop for models and chains, and the reading of an
 //! environment's promotion while waiting.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 use serde_json::Value;
@@ -11,6 +11,12 @@ use crate::baseten::ApiError;
 use crate::outcome::Failure;
 use crate::promotion;
 use crate::retry::{Classify, Policy};
+
+/// Failed reads during the wait back off at most this long (or four poll
+/// intervals, if longer).
+const WAIT_BACKOFF_MAX_SECS: u64 = 5;
+/// The last read at the deadline gets this long at most.
+const LAST_LOOK_MAX_SECS: u64 = 5;
 
 /// One poll's reading.
 pub(crate) enum Poll {
@@ -32,11 +38,30 @@ pub(crate) async fn poll_until(
     mut poll: impl AsyncFnMut() -> Result<Poll, ApiError>,
 ) -> Result<(), Failure> {
     let cfg = ctx.cfg;
-    let policy = Policy::READ;
+    // Failed reads back off, but never so far that a deployment that became
+    // ready is noticed late: a few poll intervals at most.
+    let policy = Policy {
+        max_delay: (cfg.poll_interval * 4).max(Duration::from_secs(WAIT_BACKOFF_MAX_SECS)),
+        ..Policy::READ
+    };
     let mut failures_in_a_row: u32 = 0;
     loop {
         let now = Instant::now();
         if now >= deadline {
+            // One last read at the deadline: the wait may have slept through
+            // the moment the deployment became ready.
+            let grace = cfg
+                .poll_interval
+                .min(Duration::from_secs(LAST_LOOK_MAX_SECS));
+            let budget = ctx.api.deadline();
+            ctx.api.set_deadline(Some(Instant::now() + grace));
+            let look = tokio::time::timeout(grace, poll()).await;
+            ctx.api.set_deadline(budget);
+            match look {
+                Ok(Ok(Poll::Ready)) => return Ok(()),
+                Ok(Ok(Poll::Failed(f))) => return Err(f),
+                _ => {}
+            }
             let last = ctx.state.lock().unwrap().last_status.clone();
             let last = last.unwrap_or_else(|| "no status read".into());
             ctx.event(&last, "deadline passed");
@@ -55,6 +80,8 @@ pub(crate) async fn poll_until(
                 cfg.poll_interval
             }
             Ok(Err(e @ ApiError::Permanent { .. })) => return Err(Failure::Deploy(anyhow!(e))),
+            // The run's budget ran out mid-read: the top of the loop says so.
+            Ok(Err(ApiError::OutOfTime { .. })) => continue,
             Ok(Err(e)) => {
                 if failures_in_a_row == 0 {
                     ctx.say(&format!("poll failed, retrying: {e}"));

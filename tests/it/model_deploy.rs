@@ -310,15 +310,39 @@ fn predict_uses_the_regional_environment_host() {
 
 #[test]
 fn a_failing_predict_is_predict_failed_with_status_and_body() {
+    // A 500 on every try: retried within predict-timeout, then reported.
     let scenario = Scenario::from_yaml("deployments:\n  default: [[0, ACTIVE]]\n")
         .unwrap()
         .with_api_key(API_KEY)
-        .with_fault(Fault::status("inference.predict", 500));
+        .with_fault(Fault {
+            times: 0,
+            ..Fault::status("inference.predict", 500)
+        });
     let fake = FakeBaseten::start_in_background(scenario).unwrap();
-    let run = deploy(&fake);
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("predict-timeout", "3")
+        .run();
     assert_eq!(run.code, 4, "{run:?}");
     assert_eq!(run.status(), "predict_failed");
     assert!(run.out("error-message").contains("500"), "{run:?}");
+    let tries = endpoints(&fake)
+        .iter()
+        .filter(|e| *e == "inference.predict")
+        .count();
+    assert!(tries > 1, "a smoke test is safe to repeat: {tries}");
+}
+
+#[test]
+fn a_predict_refused_once_is_tried_again() {
+    let scenario = Scenario::from_yaml("deployments:\n  default: [[0, ACTIVE]]\n")
+        .unwrap()
+        .with_api_key(API_KEY)
+        .with_fault(Fault::status("inference.predict", 503));
+    let fake = FakeBaseten::start_in_background(scenario).unwrap();
+    let run = deploy(&fake);
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_ne!(run.out("predict-response"), "");
 }
 
 #[test]
