@@ -238,7 +238,7 @@ impl Schema {
         let mut extras = Vec::new();
         for (k, _) in entries {
             let known = matches!(k, Node::Str(s) if def.fields.iter().any(|f| &f.name == s));
-            if !known && def.forbid_on_push {
+            if !known && def.forbid_on_push && validators::extras_reach_dump(name) {
                 extras.push(key_text(k));
             }
         }

@@ -64,6 +64,13 @@ pub(super) const PORTED: &[&str] = &[
 
 const ACCELERATORS_MODEL: &str = "AcceleratorSpec";
 
+/// Whether a model's unknown keys reach its dump. truss refuses unknown keys
+/// by validating the dump again, so keys a serializer drops (an accelerator
+/// written as a mapping becomes `"H100:8"`) pass.
+pub(super) fn extras_reach_dump(name: &str) -> bool {
+    name != ACCELERATORS_MODEL
+}
+
 /// `mode="before"` model validators: they see the raw input.
 pub(super) fn before_model<'a>(
     schema: &Schema,

@@ -61,6 +61,15 @@ impl Node {
 /// Parses one YAML document with PyYAML's safe-loader semantics.
 pub(crate) fn parse(raw: &[u8]) -> Result<Node, String> {
     let text = std::str::from_utf8(raw).map_err(|e| format!("config.yaml is not UTF-8: {e}"))?;
+    // A stream without a document is null to PyYAML; libyaml's serde front
+    // end calls it an early end of input.
+    let blank = text
+        .trim_start_matches('\u{feff}')
+        .lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'));
+    if blank {
+        return Ok(Node::Null);
+    }
     let shape = Shape::deserialize(serde_yaml::Deserializer::from_str(text))
         .map_err(|e| format!("config.yaml is not valid YAML: {e}"))?;
     let seed = Reread {
