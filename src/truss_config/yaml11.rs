@@ -196,9 +196,27 @@ impl<'de> Visitor<'de> for ScalarText<'_> {
             && at + v.len() < bytes.len()
             && matches!(bytes[at - 1], b'"' | b'\'')
             && bytes[at + v.len()] == bytes[at - 1];
+        // An explicit tag right before the scalar overrides its style's typing.
+        let before = self.src[..at.min(self.src.len())].trim_end_matches([' ', '\t']);
+        let tag = before
+            .rsplit([' ', '\t', '\n', '\r', '[', '{', ','])
+            .next()
+            .filter(|t| t.starts_with('!'));
+        let text = match tag {
+            Some("!!binary") => {
+                use base64::Engine as _;
+                let clean: String = v.split_whitespace().collect();
+                base64::engine::general_purpose::STANDARD
+                    .decode(clean)
+                    .ok()
+                    .and_then(|b| String::from_utf8(b).ok())
+                    .unwrap_or_else(|| v.to_string())
+            }
+            _ => v.to_string(),
+        };
         Ok(Raw::Scalar {
-            text: v.to_string(),
-            plain: !quoted,
+            text,
+            plain: !quoted && !matches!(tag, Some("!!str" | "!!binary")),
         })
     }
     fn visit_str<E>(self, v: &str) -> Result<Raw, E> {
