@@ -25,6 +25,7 @@ mod run;
 mod s3;
 mod secret;
 mod status;
+pub mod truss_config;
 
 pub use run::{Io, run};
 pub use secret::RedactedStderr;
