@@ -247,24 +247,10 @@ fn load_model(dir: &Path) -> Result<Target, String> {
             path.display()
         ),
     })?;
-    let yaml: serde_yaml::Value = if raw.iter().all(u8::is_ascii_whitespace) {
-        serde_yaml::Value::Mapping(Default::default())
-    } else {
-        serde_yaml::from_slice(&raw)
-            .map_err(|e| format!("{} is not valid YAML: {e}", path.display()))?
-    };
-    if !yaml.is_mapping() {
-        return Err(format!(
-            "{} must hold a YAML mapping (model_name: ..., ...), got something else",
-            path.display()
-        ));
-    }
-    let config: Value = serde_json::to_value(&yaml).map_err(|e| {
-        format!(
-            "{} cannot be represented as JSON (keys must be strings): {e}",
-            path.display()
-        )
-    })?;
+    // Parsed, validated, defaulted and serialized as truss 0.18.36's
+    // TrussConfig does, so the platform receives what the official client
+    // sends — and a config truss refuses is refused here, before any request.
+    let config = crate::truss_config::normalize(&raw)?;
     Ok(Target::Model {
         dir: dir.to_path_buf(),
         config,
