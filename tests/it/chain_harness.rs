@@ -66,6 +66,23 @@ pub fn graphql_calls(fake: &FakeBaseten, root_field: &str) -> Vec<Value> {
 /// Runs the real `truss chains push --publish` of `source` against `fake`
 /// in a sandboxed HOME/TMPDIR; returns its output.
 pub fn real_truss_chains_push(fake: &FakeBaseten, source: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["chains", "push", "--publish"];
+    args.extend_from_slice(extra);
+    real_truss(fake, &args, source)
+}
+
+/// Runs the real `truss push --publish` of the model in `dir` against
+/// `fake`; returns its output.
+pub fn real_truss_push(fake: &FakeBaseten, dir: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["push", "--publish"];
+    args.extend_from_slice(extra);
+    real_truss(fake, &args, dir)
+}
+
+/// Runs the real `truss` CLI with `args` then `target` against `fake`, in a
+/// sandboxed HOME/TMPDIR routed to the fake.
+fn real_truss(fake: &FakeBaseten, args: &[&str], target: &Path) -> Output {
+    let source = target;
     let sandbox = tempfile::tempdir().unwrap();
     let home = sandbox.path().join("home");
     let tmp = sandbox.path().join("tmp");
@@ -89,8 +106,7 @@ pub fn real_truss_chains_push(fake: &FakeBaseten, source: &Path, extra: &[&str])
     )
     .unwrap();
     Command::new(truss_venv().join("bin/truss"))
-        .args(["chains", "push", "--publish"])
-        .args(extra)
+        .args(args)
         .arg(source)
         .args(["--remote", "baseten", "--non-interactive"])
         .current_dir(sandbox.path())

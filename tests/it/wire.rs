@@ -6,7 +6,7 @@
 use base64::Engine;
 use serde_json::Value;
 
-use crate::chain_harness::graphql_calls;
+use crate::chain_harness::{graphql_calls, real_truss_push};
 use crate::harness::*;
 
 const ACTIVE: &str = "deployments:\n  default: [[0, ACTIVE]]\n";
@@ -159,4 +159,26 @@ fn a_failed_secrets_lookup_is_a_notice_and_the_deploy_goes_on() {
         run.stdout.contains("could not check the secrets"),
         "{run:?}"
     );
+}
+
+#[test]
+fn the_config_sent_equals_what_the_real_truss_push_sends() {
+    let dir = model_dir(
+        "model_name: parity\nresources:\n  accelerator: T4\n  cpu: '1'\nenvironment_variables:\n  FLAG: true\n  COUNT: 3\nsecrets:\n  hf_access_token: null\nrequirements: [numpy]\n",
+    );
+    let theirs = fake(ACTIVE);
+    let out = real_truss_push(&theirs, dir.path(), &["--model-name", "parity"]);
+    assert!(
+        out.status.success(),
+        "truss push failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = fake("secrets: [hf_access_token]\ndeployments:\n  default: [[0, ACTIVE]]\n");
+    let run = Invocation::new(&ours).model(dir.path()).run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let (a, b) = (sent_config(&theirs), sent_config(&ours));
+    assert_eq!(a, b, "truss sent:\n{a:#}\ntruss-push sent:\n{b:#}");
+    assert_eq!(b["resources"]["use_gpu"], true);
+    assert_eq!(b["environment_variables"]["COUNT"], "3");
 }
