@@ -6,6 +6,7 @@
 //! generated from the pinned truss by `scripts/truss-config-schema`; the
 //! validators and serializers truss hand-writes are ported in `validators`.
 
+mod formats;
 mod py;
 mod validators;
 mod yaml11;
