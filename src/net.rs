@@ -63,11 +63,18 @@ pub(crate) fn extra_roots(
 /// key — to another host, or in cleartext after `https` → `http`.
 const MAX_REDIRECTS: usize = 3;
 
+/// Whether the API client follows a redirect from `from` to `to` after
+/// `hops` requests: only within one origin, so the key never travels to
+/// another host, port, or from `https` to `http`.
+fn follows(from: &reqwest::Url, to: &reqwest::Url, hops: usize) -> bool {
+    hops <= MAX_REDIRECTS && from.origin() == to.origin()
+}
+
 /// Builds the client used for the Baseten hosts.
 pub(crate) fn client(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::Client> {
     let same_origin = reqwest::redirect::Policy::custom(|attempt| {
-        let from = attempt.previous().last().map(|u| u.origin());
-        if attempt.previous().len() <= MAX_REDIRECTS && from == Some(attempt.url().origin()) {
+        let from = attempt.previous().last();
+        if from.is_some_and(|f| follows(f, attempt.url(), attempt.previous().len())) {
             attempt.follow()
         } else {
             attempt.stop()
@@ -103,6 +110,22 @@ fn builder(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::ClientBuilde
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redirects_are_followed_only_within_one_origin() {
+        let u = |s: &str| reqwest::Url::parse(s).unwrap();
+        let from = u("https://api.baseten.co/v1/models");
+        assert!(follows(&from, &u("https://api.baseten.co/v1/models/"), 1));
+        for to in [
+            "http://api.baseten.co/v1/models",
+            "https://api.baseten.co:8443/v1/models",
+            "https://evil.example/v1/models",
+            "https://app.baseten.co/v1/models",
+        ] {
+            assert!(!follows(&from, &u(to), 1), "{to}");
+        }
+        assert!(!follows(&from, &from, MAX_REDIRECTS + 1));
+    }
 
     const CA: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),

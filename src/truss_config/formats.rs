@@ -365,4 +365,3 @@ pub(super) fn build_secret_name(n: &str, prefix: &str) -> Result<(), String> {
     }
     Ok(())
 }
-

@@ -4,8 +4,8 @@
 //! when it names one missing from `PORTED`, so a truss bump cannot silently
 //! skip a new check.
 
-use super::yaml11::Node;
 use super::formats::*;
+use super::yaml11::Node;
 use super::{Path, Schema, at, py};
 use serde_json::{Map, Value};
 use std::borrow::Cow;

@@ -414,3 +414,94 @@ fn an_id_from_the_platform_cannot_reach_another_resource() {
         }
     }
 }
+
+#[test]
+fn a_flood_of_log_lines_prints_each_line_once_and_summarizes_the_excess() {
+    let fake = fake(
+        "teams: [{id: t1, name: ml, default: true}]\nmodels:\n  - {id: oldmodel, name: hello-truss-push, team: ml, deployments: [{id: olddep, name: v0, status: ACTIVE}]}\ndeployments:\n  default: [[0, BUILDING], [1.5, ACTIVE]]\n",
+    );
+    // Every logs answer holds the same 15,000 lines (more than any
+    // count-based de-duplication window), the newest first.
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let lines: Vec<_> = (0..15_000u128)
+        .rev()
+        .map(|i| {
+            serde_json::json!({
+                "timestamp": (now_ns + i).to_string(),
+                "message": format!("flood line {i}"),
+                "replica": null
+            })
+        })
+        .collect();
+    let body = serde_json::json!({ "logs": lines }).to_string();
+    let probe = Invocation::new(&fake).model(example_model()).run();
+    let dep = probe.out("deployment-id").to_string();
+    let fake = self::fake(
+        "teams: [{id: t1, name: ml, default: true}]\nmodels:\n  - {id: oldmodel, name: hello-truss-push, team: ml, deployments: [{id: olddep, name: v0, status: ACTIVE}]}\ndeployments:\n  default: [[0, BUILDING], [1.5, ACTIVE]]\n",
+    );
+    let proxy = through(
+        &fake,
+        vec![
+            Rule::new(
+                "flood",
+                Fault::Status {
+                    status: 200,
+                    retry_after: None,
+                    body: Some(body),
+                    content_type: Some("application/json".into()),
+                },
+            )
+            .path(&format!("/v1/models/oldmodel/deployments/{dep}/logs")),
+        ],
+    );
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("api-url", proxy.rest_base())
+        .arg("poll-interval-seconds", "0.5")
+        .run();
+    assert_eq!(run.status(), "success", "{}", run.stderr);
+    assert_eq!(
+        run.out("deployment-id"),
+        dep,
+        "the fake hands out the same ids"
+    );
+    let polls = proxy
+        .faulted()
+        .iter()
+        .filter(|e| e.path.ends_with("/logs"))
+        .count();
+    assert!(polls >= 2, "the logs were read {polls} times");
+    let printed = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains("flood line"))
+        .count();
+    assert_eq!(printed, 1_000, "at most 1,000 new lines a poll, each once");
+    assert!(
+        run.stdout.contains("14000 log lines not shown here"),
+        "{}",
+        &run.stdout[..2000.min(run.stdout.len())]
+    );
+}
+
+#[test]
+fn a_hanging_deactivate_ends_within_the_cleanup_allowance() {
+    let fake = fake(EXISTING);
+    let proxy = through(
+        &fake,
+        vec![Rule::new("stuck", Fault::Hang).method("POST").path("/v1/")],
+    );
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("api-url", proxy.rest_base())
+        .arg("cleanup", "true")
+        .run();
+    assert_eq!(run.status(), "cleanup_failed", "{run:?}");
+    assert_eq!(run.code, 5);
+    // 60 s of cleanup allowance (it was 5 tries of 30 s each, plus waits).
+    assert!(run.elapsed.as_secs() < 75, "{:?}", run.elapsed);
+    assert!(run.elapsed.as_secs() >= 59, "{:?}", run.elapsed);
+}
