@@ -520,3 +520,28 @@ fn has_tag(metadata: &Value, tag: &str, path: &Path) -> Result<bool, String> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hf_repo_ids_follow_huggingface_hub() {
+        for ok in ["a", "a/b", "Foo-BAR_foo.bar123", "_x/y_", "123"] {
+            assert!(hf_repo_id(ok).is_ok(), "{ok}");
+        }
+        let long = "a".repeat(97);
+        for bad in [
+            "", "a/b/c", ".a", "a-", "a/.b", "a--b", "a..b", "a/b.git", "café", "a b", &long,
+        ] {
+            assert!(hf_repo_id(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn lookahead_draft_length() {
+        assert_eq!(lookahead_max_draft_len(7, 5, 3), 39);
+        assert_eq!(lookahead_max_draft_len(8, 1, 1), 0);
+        assert_eq!(lookahead_max_draft_len(4, 3, 3), 13);
+    }
+}
