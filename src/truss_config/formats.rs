@@ -365,3 +365,53 @@ pub(super) fn build_secret_name(n: &str, prefix: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The key patterns of `dict` fields, each ported by hand (the pattern text
+/// is what the schema carries; a unit test checks every one is known).
+pub(super) fn matches_key_pattern(pattern: &str, key: &str) -> bool {
+    match pattern {
+        // LoRA adapter names.
+        r"^[a-zA-Z0-9_\-\.:]+$" => {
+            !key.is_empty()
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.:".contains(c))
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+pub(super) const KEY_PATTERNS: &[&str] = &[r"^[a-zA-Z0-9_\-\.:]+$"];
+
+/// A Hugging Face repo id as `huggingface_hub.utils.validate_repo_id`
+/// accepts it: `name` or `namespace/name`, each 1 to 96 of ASCII letters,
+/// digits, `-`, `_` and `.`, starting and ending with a letter, digit or
+/// `_`, with no `--` or `..`, not ending in `.git`.
+pub(super) fn hf_repo_id(id: &str) -> Result<(), String> {
+    let parts: Vec<&str> = id.split('/').collect();
+    if parts.len() > 2 {
+        return Err(format!(
+            "repo id must be 'repo_name' or 'namespace/repo_name', got '{id}'"
+        ));
+    }
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let part_ok = |p: &str| {
+        (1..=96).contains(&p.len())
+            && p.chars().all(|c| word(c) || c == '-' || c == '.')
+            && p.starts_with(word)
+            && p.ends_with(word)
+    };
+    if !parts.iter().all(|p| part_ok(p)) {
+        return Err(format!(
+            "repo id must use letters, digits, '-', '_' or '.', not start or end with '-' or '.', and be at most 96 characters: '{id}'"
+        ));
+    }
+    if id.contains("--") || id.contains("..") {
+        return Err(format!("repo id cannot contain -- or ..: '{id}'"));
+    }
+    if id.ends_with(".git") {
+        return Err(format!("repo id cannot end with '.git': '{id}'"));
+    }
+    Ok(())
+}

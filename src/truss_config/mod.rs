@@ -8,6 +8,7 @@
 
 mod formats;
 mod py;
+mod trt_llm;
 mod validators;
 mod yaml11;
 
@@ -25,7 +26,7 @@ pub fn normalize(raw: &[u8]) -> Result<Value, String> {
     let doc = yaml11::parse(raw)?;
     let data = from_yaml(doc)?;
     let schema = schema();
-    let internal = schema.model(&schema.root, &data, &mut Vec::new())?;
+    let internal = schema.model(&schema.root, &data, true, &mut Vec::new())?;
     Ok(schema.ser_model(&schema.root, &internal))
 }
 
@@ -106,11 +107,13 @@ struct Constants {
     supported_python_versions: Vec<String>,
     default_non_root_user_id: i64,
     registry_build_secret_prefix: String,
+    bei_required_max_num_tokens: i64,
+    openai_compatible_tag: String,
+    openai_non_compatible_tag: String,
 }
 
 #[derive(Deserialize)]
 struct ModelDef {
-    #[cfg_attr(not(test), expect(dead_code, reason = "checked by the schema test"))]
     extra: String,
     forbid_on_push: bool,
     #[cfg_attr(not(test), expect(dead_code, reason = "checked by the schema test"))]
@@ -121,6 +124,11 @@ struct ModelDef {
     #[serde(default)]
     #[cfg_attr(not(test), expect(dead_code, reason = "checked by the schema test"))]
     computed: Vec<String>,
+    /// The model overrides `__init__`: pydantic then validates it without
+    /// the push context, so neither it nor the models inside it refuse
+    /// unknown keys; they keep them instead.
+    #[serde(default)]
+    custom_init: bool,
 }
 
 #[derive(Deserialize)]
@@ -132,6 +140,26 @@ struct FieldDef {
     required: bool,
     #[serde(default)]
     default: Value,
+    /// The keys the field is read from, first found wins (the field's own
+    /// name when empty).
+    #[serde(default)]
+    aliases: Vec<String>,
+}
+
+impl FieldDef {
+    /// The input key this field takes its value from, if any.
+    fn key_in<'a>(&'a self, entries: &[(Node, Node)]) -> Option<&'a str> {
+        let has = |k: &str| {
+            entries
+                .iter()
+                .any(|(e, _)| matches!(e, Node::Str(s) if s == k))
+        };
+        if self.aliases.is_empty() {
+            has(&self.name).then_some(self.name.as_str())
+        } else {
+            self.aliases.iter().map(String::as_str).find(|a| has(a))
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -142,13 +170,22 @@ enum Ty {
     },
     Int {
         ge: Option<i64>,
+        gt: Option<i64>,
+        le: Option<i64>,
         #[serde(default)]
         strict: bool,
     },
-    Float,
+    Float {
+        gt: Option<f64>,
+        le: Option<f64>,
+        #[serde(default)]
+        strict: bool,
+    },
     Bool,
-    Any,
-    Opaque,
+    Any {
+        /// `dict` or `list` without item types: any value of that shape.
+        accepts: Option<Shape>,
+    },
     Nullable {
         of: Box<Ty>,
     },
@@ -158,6 +195,7 @@ enum Ty {
     },
     Dict {
         of: Box<Ty>,
+        key_pattern: Option<String>,
     },
     Enum {
         values: Vec<String>,
@@ -172,6 +210,23 @@ enum Ty {
         field: String,
         variants: BTreeMap<String, String>,
     },
+    /// A union whose member a ported function picks from the input.
+    Callable {
+        function: String,
+        variants: BTreeMap<String, String>,
+    },
+    /// pydantic's smart-mode union: the first member the value is exactly
+    /// an instance of, else the first member that accepts it.
+    Union {
+        of: Vec<Ty>,
+    },
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum Shape {
+    Mapping,
+    List,
 }
 
 fn schema() -> &'static Schema {
@@ -218,12 +273,21 @@ impl Schema {
     }
 
     /// Validates a model's input into its internal form: every field, in
-    /// declaration order, with its validated value or default.
-    fn model(&self, name: &str, input: &Node, path: &mut Path) -> Result<Value, String> {
+    /// declaration order, with its validated value or default, then the
+    /// unknown keys the model keeps. `forbid` says whether the push-time
+    /// refusal of unknown keys reaches this model.
+    fn model(
+        &self,
+        name: &str,
+        input: &Node,
+        forbid: bool,
+        path: &mut Path,
+    ) -> Result<Value, String> {
         let def = self.def(name);
+        let forbid = forbid && !def.custom_init;
         let input = validators::before_model(self, name, input, path)?;
         if let Some(root) = &def.root {
-            let v = self.value(root, &input, path)?;
+            let v = self.value(root, &input, forbid, path)?;
             validators::after_root(name, &v, path)?;
             return Ok(v);
         }
@@ -236,21 +300,25 @@ impl Schema {
                 ),
             ));
         };
-        let mut extras = Vec::new();
-        for (k, _) in entries {
-            let known = matches!(k, Node::Str(s) if def.fields.iter().any(|f| &f.name == s));
-            if !known && def.forbid_on_push && validators::extras_reach_dump(name) {
-                extras.push(key_text(k));
-            }
-        }
-        if !extras.is_empty() {
-            extras.sort();
+        let used: Vec<&str> = def
+            .fields
+            .iter()
+            .filter_map(|f| f.key_in(entries))
+            .collect();
+        let extras: Vec<&(Node, Node)> = entries
+            .iter()
+            .filter(|(k, _)| !matches!(k, Node::Str(s) if used.contains(&s.as_str())))
+            .collect();
+        if forbid && def.forbid_on_push && validators::extras_reach_dump(name) && !extras.is_empty()
+        {
+            let mut names: Vec<String> = extras.iter().map(|(k, _)| key_text(k)).collect();
+            names.sort();
             return Err(at(
                 path,
                 format!(
                     "unknown field{} [{}]: truss {} refuses fields it does not know; check the spelling",
-                    if extras.len() > 1 { "s" } else { "" },
-                    extras.join(", "),
+                    if names.len() > 1 { "s" } else { "" },
+                    names.join(", "),
                     self.truss_version
                 ),
             ));
@@ -258,14 +326,16 @@ impl Schema {
         let mut out = Map::new();
         for f in &def.fields {
             path.push(f.name.clone());
-            let given = entries
-                .iter()
-                .find(|(k, _)| matches!(k, Node::Str(s) if *s == f.name))
-                .map(|(_, v)| v);
+            let given = f.key_in(entries).and_then(|key| {
+                entries
+                    .iter()
+                    .find(|(k, _)| matches!(k, Node::Str(s) if s == key))
+                    .map(|(_, v)| v)
+            });
             let value = match given {
                 Some(v) => {
                     let v = validators::before_field(name, &f.name, v);
-                    let value = self.value(&f.ty, &v, path)?;
+                    let value = self.value(&f.ty, &v, forbid, path)?;
                     validators::after_field(self, name, &f.name, value, path)?
                 }
                 None if f.required => {
@@ -276,13 +346,20 @@ impl Schema {
             path.pop();
             out.insert(f.name.clone(), value);
         }
-        validators::after_model(self, name, &mut out, path)?;
+        // pydantic keeps unknown keys of its `extra="allow"` models and
+        // dumps them after the fields.
+        if def.extra == "allow" {
+            for (k, v) in extras {
+                out.insert(json_key(k), any_json(v));
+            }
+        }
+        validators::after_model(self, name, &mut out, &input, path)?;
         Ok(Value::Object(out))
     }
 
     /// Validates one value against its type with pydantic's lax rules for
     /// Python input.
-    fn value(&self, ty: &Ty, n: &Node, path: &mut Path) -> Result<Value, String> {
+    fn value(&self, ty: &Ty, n: &Node, forbid: bool, path: &mut Path) -> Result<Value, String> {
         let wrong = |want: &str| at(path, format!("expected {want}, got {}", kind(n)));
         match ty {
             Ty::Str { min_length } => match n {
@@ -296,7 +373,7 @@ impl Schema {
                 }
                 _ => Err(wrong("a string (quote it)")),
             },
-            Ty::Int { ge, strict } => {
+            Ty::Int { ge, gt, le, strict } => {
                 let i = match n {
                     Node::Int(i) => Some(*i),
                     _ if *strict => None,
@@ -312,17 +389,39 @@ impl Schema {
                 {
                     return Err(at(path, format!("must be at least {min}")));
                 }
+                if let Some(min) = gt
+                    && i <= *min
+                {
+                    return Err(at(path, format!("must be greater than {min}")));
+                }
+                if let Some(max) = le
+                    && i > *max
+                {
+                    return Err(at(path, format!("must be at most {max}")));
+                }
                 Ok(Value::from(i))
             }
-            Ty::Float => {
+            Ty::Float { gt, le, strict } => {
                 let f = match n {
                     Node::Float(f) => Some(*f),
                     Node::Int(i) => Some(*i as f64),
+                    _ if *strict => None,
                     Node::Bool(b) => Some(f64::from(u8::from(*b))),
                     Node::Str(s) => py::parse_float(s),
                     _ => None,
                 };
                 let f = f.ok_or_else(|| wrong("a number"))?;
+                if let Some(min) = gt
+                    && f.partial_cmp(min) != Some(std::cmp::Ordering::Greater)
+                {
+                    return Err(at(path, format!("must be greater than {min}")));
+                }
+                if let Some(max) = le
+                    && f.partial_cmp(max)
+                        .is_none_or(|o| o == std::cmp::Ordering::Greater)
+                {
+                    return Err(at(path, format!("must be at most {max}")));
+                }
                 Ok(float_json(f))
             }
             Ty::Bool => {
@@ -341,10 +440,16 @@ impl Schema {
                 };
                 b.map(Value::Bool).ok_or_else(|| wrong("true or false"))
             }
-            Ty::Any | Ty::Opaque => Ok(any_json(n)),
+            Ty::Any { accepts } => match (accepts, n) {
+                (None, _)
+                | (Some(Shape::Mapping), Node::Map(_))
+                | (Some(Shape::List), Node::Seq(_)) => Ok(any_json(n)),
+                (Some(Shape::Mapping), _) => Err(wrong("a mapping")),
+                (Some(Shape::List), _) => Err(wrong("a list")),
+            },
             Ty::Nullable { of } => match n {
                 Node::Null => Ok(Value::Null),
-                _ => self.value(of, n, path),
+                _ => self.value(of, n, forbid, path),
             },
             Ty::List { of, min_length } => {
                 let Node::Seq(items) = n else {
@@ -358,12 +463,12 @@ impl Schema {
                 let mut out = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
                     path.push(i.to_string());
-                    out.push(self.value(of, item, path)?);
+                    out.push(self.value(of, item, forbid, path)?);
                     path.pop();
                 }
                 Ok(Value::Array(out))
             }
-            Ty::Dict { of } => {
+            Ty::Dict { of, key_pattern } => {
                 let Node::Map(entries) = n else {
                     return Err(wrong("a mapping"));
                 };
@@ -375,8 +480,18 @@ impl Schema {
                             format!("the key {} must be a string (quote it)", py::repr(k)),
                         ));
                     };
+                    if let Some(p) = key_pattern
+                        && !formats::matches_key_pattern(p, key)
+                    {
+                        return Err(at(
+                            path,
+                            format!(
+                                "the key '{key}' must match {p}: use letters, digits and _ - . :"
+                            ),
+                        ));
+                    }
                     path.push(key.clone());
-                    let v = self.value(of, v, path)?;
+                    let v = self.value(of, v, forbid, path)?;
                     path.pop();
                     out.insert(key.clone(), v);
                 }
@@ -393,7 +508,7 @@ impl Schema {
                 Node::Str(s) if s == value => Ok(Value::String(s.clone())),
                 _ => Err(at(path, format!("expected '{value}'"))),
             },
-            Ty::Model { name } => self.model(name, n, path),
+            Ty::Model { name } => self.model(name, n, forbid, path),
             Ty::Tagged { field, variants } => {
                 let Node::Map(_) = n else {
                     return Err(wrong("a mapping"));
@@ -419,7 +534,28 @@ impl Schema {
                         ),
                     ));
                 };
-                self.model(model, n, path)
+                self.model(model, n, forbid, path)
+            }
+            Ty::Callable { function, variants } => {
+                let tag = validators::discriminate(function, n).map_err(|e| at(path, e))?;
+                let Some(model) = variants.get(&tag) else {
+                    return Err(at(path, format!("no variant '{tag}'")));
+                };
+                self.model(model, n, forbid, path)
+            }
+            Ty::Union { of } => {
+                if let Some(exact) = of.iter().find(|t| exact_instance(t, n)) {
+                    return self.value(exact, n, forbid, path);
+                }
+                for t in of {
+                    if let Ok(v) = self.value(t, n, forbid, path) {
+                        return Ok(v);
+                    }
+                }
+                Err(at(
+                    path,
+                    format!("{} is none of the types this field accepts", kind(n)),
+                ))
             }
         }
     }
@@ -439,6 +575,11 @@ impl Schema {
             let value = fields.get(&f.name).cloned().unwrap_or(Value::Null);
             out.insert(f.name.clone(), self.ser(&f.ty, &value));
         }
+        for (k, v) in fields {
+            if !def.fields.iter().any(|f| &f.name == k) {
+                out.insert(k.clone(), v.clone());
+            }
+        }
         validators::serialize(name, fields, out)
     }
 
@@ -449,12 +590,18 @@ impl Schema {
             (Ty::List { of, .. }, Value::Array(items)) => {
                 Value::Array(items.iter().map(|x| self.ser(of, x)).collect())
             }
-            (Ty::Dict { of }, Value::Object(m)) => Value::Object(
+            (Ty::Dict { of, .. }, Value::Object(m)) => Value::Object(
                 m.iter()
                     .map(|(k, x)| (k.clone(), self.ser(of, x)))
                     .collect(),
             ),
             (Ty::Model { name }, _) => self.ser_model(name, v),
+            (Ty::Callable { variants, .. }, Value::Object(m)) => {
+                match validators::variant_of(m).and_then(|t| variants.get(t)) {
+                    Some(model) => self.ser_model(model, v),
+                    None => v.clone(),
+                }
+            }
             (Ty::Tagged { field, variants }, Value::Object(m)) => {
                 match m
                     .get(field)
@@ -468,6 +615,30 @@ impl Schema {
             _ => v.clone(),
         }
     }
+}
+
+/// Whether a value is exactly of a union member's type, which pydantic's
+/// smart mode prefers over a member that would convert it.
+fn exact_instance(ty: &Ty, n: &Node) -> bool {
+    matches!(
+        (ty, n),
+        (Ty::Str { .. }, Node::Str(_))
+            | (Ty::Int { .. }, Node::Int(_))
+            | (Ty::Float { .. }, Node::Float(_))
+            | (Ty::Bool, Node::Bool(_))
+            | (
+                Ty::Any {
+                    accepts: Some(Shape::Mapping)
+                },
+                Node::Map(_)
+            )
+            | (
+                Ty::Any {
+                    accepts: Some(Shape::List)
+                },
+                Node::Seq(_)
+            )
+    )
 }
 
 /// A float as pydantic writes it to JSON: infinities and NaN become null.
@@ -536,6 +707,35 @@ mod tests {
                 m.extra
             );
             assert!(m.computed.iter().all(|c| c == "use_gpu"));
+        }
+    }
+
+    #[test]
+    fn every_key_pattern_is_ported() {
+        fn patterns<'a>(t: &'a Ty, out: &mut Vec<&'a str>) {
+            match t {
+                Ty::Dict { of, key_pattern } => {
+                    out.extend(key_pattern.as_deref());
+                    patterns(of, out);
+                }
+                Ty::Nullable { of } | Ty::List { of, .. } => patterns(of, out),
+                Ty::Union { of } => of.iter().for_each(|t| patterns(t, out)),
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        for m in schema().models.values() {
+            m.fields.iter().for_each(|f| patterns(&f.ty, &mut found));
+            if let Some(r) = &m.root {
+                patterns(r, &mut found);
+            }
+        }
+        assert!(!found.is_empty());
+        for p in found {
+            assert!(
+                formats::KEY_PATTERNS.contains(&p),
+                "key pattern {p} not ported"
+            );
         }
     }
 

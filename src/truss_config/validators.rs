@@ -6,7 +6,7 @@
 
 use super::formats::*;
 use super::yaml11::Node;
-use super::{Path, Schema, at, py};
+use super::{Path, Schema, at, py, trt_llm};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -17,6 +17,7 @@ pub(super) const PORTED: &[&str] = &[
     "AcceleratorSpec._parse_combined_spec",
     "AcceleratorSpec._to_string_spec",
     "BDNAccess._validate_namespace",
+    "CheckpointRepository.__init__",
     "BDNAccess._validate_unique_grants",
     "BDNConfig._validate_unique_access_namespaces",
     "BDNConfig._validate_unique_mount_paths",
@@ -47,21 +48,46 @@ pub(super) const PORTED: &[&str] = &[
     "Runtime._serialize_transport",
     "Runtime._validate_semver",
     "Runtime.sync_is_websocket",
+    "TRTLLMConfigurationV1.model_post_init",
+    "TRTLLMConfigurationV2.validate_inference_stack_v2",
+    // It only logs a preview warning.
+    "TRTLLMRuntimeConfigurationV2.validate_patch_kwargs",
     "TrussConfig._default_cache_internal_if_none",
-    // The TRT-LLM section is forwarded as written: its schema and checks are
-    // not ported (see `Ty::Opaque`).
+    // It dumps the section whole, which is what `Schema::ser` does.
     "TrussConfig._serialize_trt_llm",
     "TrussConfig._validate_config",
     "TrussConfig._validate_python_version",
     "TrussConfig._validate_remote_ssh",
     "TrussConfig._validate_trt_llm_resources",
+    "TrussSpeculatorConfiguration.__init__",
+    "TrussTRTLLMBuildConfiguration.__init__",
+    "TrussTRTLLMBuildConfiguration.model_post_init",
+    "TrussTRTLLMBuildConfiguration.reject_runtime_lora_cache_fields",
+    "TrussTRTLLMBuildConfiguration.validate_moe_parallelism_valid",
+    "TrussTRTLLMRuntimeConfiguration.validate_lora_cache_adapter_sizes",
+    "TrussTRTQuantizationConfiguration.__init__",
+    "VersionsOverrides.version_must_start_with_number",
     "Weights._validate_unique_mount_locations",
     "WeightsAuth._normalize_auth_method",
     "WeightsAuth._validate_auth_fields",
     "WeightsSource._validate_auth_secret_name",
     "WeightsSource._validate_mount_location",
     "WeightsSource._validate_source",
+    "get_discriminator_value",
 ];
+
+/// The union member a named discriminator function picks for this input.
+pub(super) fn discriminate(function: &str, n: &Node) -> Result<String, String> {
+    match function {
+        "get_discriminator_value" => trt_llm::discriminate(n),
+        other => Err(format!("discriminator {other} is not ported")),
+    }
+}
+
+/// The union member a validated value came from.
+pub(super) fn variant_of(m: &Map<String, Value>) -> Option<&str> {
+    trt_llm::variant_of(m)
+}
 
 const ACCELERATORS_MODEL: &str = "AcceleratorSpec";
 
@@ -81,6 +107,10 @@ pub(super) fn before_model<'a>(
 ) -> Result<Cow<'a, Node>, String> {
     match name {
         ACCELERATORS_MODEL => accelerator_spec(schema, input, path).map(Cow::Owned),
+        "TrussTRTLLMBuildConfiguration" | "VersionsOverrides" => {
+            trt_llm::before_model(name, input, path)?;
+            Ok(Cow::Borrowed(input))
+        }
         "Resources" => match input {
             Node::Map(m) => Ok(Cow::Owned(Node::Map(
                 m.iter()
@@ -398,8 +428,10 @@ pub(super) fn after_model(
     schema: &Schema,
     name: &str,
     m: &mut Map<String, Value>,
+    input: &Node,
     path: &Path,
 ) -> Result<(), String> {
+    trt_llm::after_model(schema, name, m, input, path)?;
     match name {
         "Runtime" => {
             let kind = m["transport"]["kind"]
@@ -535,6 +567,7 @@ pub(super) fn after_model(
             if nonempty("model_cache") && nonempty("weights") {
                 return Err(at(path, "set only one of `model_cache` and `weights`"));
             }
+            trt_llm::truss_config(schema, m, path)?;
         }
         _ => {}
     }

@@ -10,10 +10,7 @@ use std::process::{Command, Stdio};
 
 /// Files where truss-push still differs from truss, each with the reason.
 /// The test fails when one of them starts to agree, so the list only shrinks.
-const KNOWN_DIFFERENCES: &[(&str, &str)] = &[(
-    "trt_llm_minimal.yaml",
-    "the trt_llm section is forwarded as written: its defaults and checks are not ported",
-)];
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[];
 
 /// What truss computes for each file: `Ok(config)` or `Err(refusal)`.
 fn oracle(files: &[String]) -> BTreeMap<String, Result<Value, String>> {
