@@ -719,6 +719,40 @@ mod tests {
     }
 
     #[test]
+    fn promote_and_per_deployment_predict_keys() {
+        let s = Scenario::from_yaml(
+            "promote: {redeploy_on_promotion: [production], ramp_down_seconds: 0}\n\
+             predict: {by_deployment: [{created: 1, via: environment, status: 500}]}",
+        )
+        .unwrap();
+        assert_eq!(s.promote.redeploy_on_promotion, ["production"]);
+        assert_eq!(
+            s.promote.new_deployment_timeline.last().unwrap().1,
+            "ACTIVE"
+        );
+        let rule = &s.predict.by_deployment[0];
+        let served = |created, via_environment| Served {
+            created,
+            name: Some("v2"),
+            model: "m",
+            via_environment,
+        };
+        assert!(rule.matches(&served(Some(1), true)));
+        assert!(!rule.matches(&served(Some(1), false)));
+        assert!(!rule.matches(&served(Some(0), true)));
+        assert!(!rule.matches(&served(None, true)));
+        for bad in [
+            "promote: {ramp_down_seconds: -1}",
+            "promote: {new_deployment_timeline: []}",
+            "promote: {redeploy: [production]}",
+            "predict: {by_deployment: [{status: 42}]}",
+            "predict: {by_deployment: [{via: sideways}]}",
+        ] {
+            assert!(Scenario::from_yaml(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn yaml_rejects_unknown_keys_and_bad_timelines() {
         assert!(Scenario::from_yaml("tim_scale: 3").is_err());
         assert!(Scenario::from_yaml("deployments: {default: [[5, A], [1, B]]}").is_err());

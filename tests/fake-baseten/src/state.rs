@@ -1458,6 +1458,53 @@ mod tests {
     }
 
     #[test]
+    fn a_cancel_ramps_traffic_down_then_cancels() {
+        let p = Promotion {
+            target_id: "new".into(),
+            started_at: 0.0,
+            script: None,
+            cancel: Some(Cancel {
+                at: 10.0,
+                from_percent: 80,
+                until: 20.0,
+            }),
+        };
+        let ready = Readiness {
+            ready_at: Some(0.0),
+            failed_at: None,
+        };
+        let at = |now| {
+            let s = promotion_state(&p, &ready, now);
+            (s.status, s.percent_traffic_to_new_version)
+        };
+        assert_eq!(at(5.0), ("SUCCEEDED".into(), 100), "before the cancel");
+        assert_eq!(at(10.0), ("RAMPING_DOWN".into(), 80));
+        assert_eq!(at(15.0), ("RAMPING_DOWN".into(), 40));
+        assert_eq!(at(20.0), ("CANCELED".into(), 0));
+    }
+
+    #[test]
+    fn the_candidate_serves_from_half_the_traffic() {
+        let view = |percent| EnvView {
+            current: Some("old".into()),
+            candidate: Some("new".into()),
+            promotion: Some(PromotionState {
+                status: "RAMPING_UP".into(),
+                percent_traffic_to_new_version: percent,
+                error_message: None,
+                rolling_deploy: None,
+            }),
+        };
+        assert_eq!(view(49).serving().as_deref(), Some("old"));
+        assert_eq!(view(50).serving().as_deref(), Some("new"));
+        let settled = EnvView {
+            current: Some("old".into()),
+            ..EnvView::default()
+        };
+        assert_eq!(settled.serving().as_deref(), Some("old"));
+    }
+
+    #[test]
     fn ids_are_hyphen_free_and_unique() {
         let mut g = IdGen::new(7);
         let ids: BTreeSet<String> = (0..500).map(|_| g.next(7)).collect();
