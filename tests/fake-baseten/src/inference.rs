@@ -12,6 +12,13 @@
 //! answer 503 `{"error": ...}` (no container to route to); DEACTIVATING and
 //! INACTIVE answer 404 `{"error": ...}`, as the platform documents for
 //! deactivated deployments. Unknown ids and environments are 404.
+//!
+//! An environment URL (production, `environments/{env}`, regional) reaches
+//! whichever deployment serves the environment at that instant, following
+//! promotions ([`crate::state::EnvView::serving`]). What a deployment
+//! answers is the first matching `predict.by_deployment` rule of the
+//! scenario, so a scenario can fail a deployment only behind its
+//! environment; otherwise `by_model`, `response` or `chain_response`.
 
 use std::time::Duration;
 
@@ -21,6 +28,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use crate::scenario::Served;
 use crate::server::Shared;
 use crate::status::{self, Serving};
 
@@ -39,6 +47,16 @@ pub enum Selector {
     Development,
     /// Regional host: the environment is part of the host name.
     Regional(String),
+}
+
+impl Selector {
+    /// The URL names an environment rather than one deployment.
+    pub fn is_environment(&self) -> bool {
+        matches!(
+            self,
+            Selector::Environment(_) | Selector::Production | Selector::Regional(_)
+        )
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -132,6 +150,9 @@ struct Target {
     /// Model deployments behind the route (one, or every chainlet's).
     deployments: Vec<String>,
     model_name: String,
+    /// The model deployment or chain deployment that answers.
+    served: String,
+    via_environment: bool,
 }
 
 /// The deployments a route names, or the 404 message.
@@ -148,19 +169,21 @@ fn resolve(shared: &Shared, route: &Route, now: f64) -> Result<Target, String> {
                     .deployment(d)
                     .filter(|x| x.model_id == m.id)
                     .map(|x| x.id.clone()),
-                Selector::Production => p.env_current(&m.id, "production", now),
+                Selector::Production => p.env_serving(&m.id, "production", now),
                 Selector::Environment(e) | Selector::Regional(e) => {
                     if !m.environments.iter().any(|x| &x.name == e) {
                         return not_found(format!("Environment {e} not found for model {}", m.id));
                     }
-                    p.env_current(&m.id, e, now)
+                    p.env_serving(&m.id, e, now)
                 }
                 Selector::Development => m.development.clone(),
             };
             match dep {
                 Some(d) => Ok(Target {
-                    deployments: vec![d],
+                    deployments: vec![d.clone()],
                     model_name: m.name.clone(),
+                    served: d,
+                    via_environment: route.selector.is_environment(),
                 }),
                 None => not_found(format!("No deployment found for model {}", m.id)),
             }
@@ -174,12 +197,12 @@ fn resolve(shared: &Shared, route: &Route, now: f64) -> Result<Target, String> {
                     .chain_deployment(d)
                     .filter(|x| x.chain_id == c.id)
                     .map(|x| x.id.clone()),
-                Selector::Production => p.chain_env_current(&c.id, "production", now),
+                Selector::Production => p.chain_env_serving(&c.id, "production", now),
                 Selector::Environment(e) | Selector::Regional(e) => {
                     if !c.environments.iter().any(|x| &x.name == e) {
                         return not_found(format!("Environment {e} not found for chain {}", c.id));
                     }
-                    p.chain_env_current(&c.id, e, now)
+                    p.chain_env_serving(&c.id, e, now)
                 }
                 Selector::Development => p
                     .chain_deployments
@@ -198,6 +221,8 @@ fn resolve(shared: &Shared, route: &Route, now: f64) -> Result<Target, String> {
                     .map(|c| c.deployment_id.clone())
                     .collect(),
                 model_name: c.name.clone(),
+                served: cd.id.clone(),
+                via_environment: route.selector.is_environment(),
             })
         }
     }
@@ -286,6 +311,19 @@ pub async fn handle(shared: &Shared, route: &Route, body: Bytes) -> Response {
             }
         }
     };
+    if let Some((code, body)) = scripted(shared, route.entity, &target) {
+        let code = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        match body {
+            Some(v) => return (code, axum::Json(v)).into_response(),
+            None if !code.is_success() => {
+                return error(
+                    code,
+                    format!("Scripted failure of deployment {}", target.served),
+                );
+            }
+            None => {}
+        }
+    }
     let spec = shared.platform().scenario.predict.clone();
     if route.entity == Entity::Model && payload.get("stream").and_then(Value::as_bool) == Some(true)
     {
@@ -301,6 +339,36 @@ pub async fn handle(shared: &Shared, route: &Route, body: Bytes) -> Response {
     }
     .unwrap_or_else(|| json!({"echo": payload}));
     (StatusCode::OK, axum::Json(response)).into_response()
+}
+
+/// The first `predict.by_deployment` rule matching the deployment that
+/// serves: its status and body.
+fn scripted(shared: &Shared, entity: Entity, target: &Target) -> Option<(u16, Option<Value>)> {
+    let p = shared.platform();
+    let rules = &p.scenario.predict.by_deployment;
+    if rules.is_empty() {
+        return None;
+    }
+    let (created, name) = match entity {
+        Entity::Model => {
+            let d = p.deployment(&target.served)?;
+            (d.created_index, Some(d.name.as_str()))
+        }
+        Entity::Chain => {
+            let cd = p.chain_deployment(&target.served)?;
+            (cd.created_index, cd.name.as_deref())
+        }
+    };
+    let served = Served {
+        created,
+        name,
+        model: &target.model_name,
+        via_environment: target.via_environment,
+    };
+    rules
+        .iter()
+        .find(|r| r.matches(&served))
+        .map(|r| (r.status, r.response.clone()))
 }
 
 /// Parks the request until scenario time reaches `at`.

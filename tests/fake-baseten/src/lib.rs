@@ -11,7 +11,7 @@
 //! | addressed to the bucket (path-style `/{bucket}/…` or `Host: {bucket}.…`) | S3 ([`s3`], SigV4-verified) | `s3.put_object`, `s3.upload_part`, … |
 //! | `Host: model-{id}.…` / `chain-{id}.…` / `model-{id}-{env}.…`, or the same as a path prefix (`/model-{id}/deployment/{dep}/predict`, `/model-{id}-{env}/predict`, `/chain-{id}/…/run_remote`) | inference ([`inference`]) | `inference.predict`, `inference.run_remote`, `inference.wake` |
 //! | `POST /graphql/` | GraphQL ([`graphql`], [`resolve`]) | `graphql.<first root field>`, `graphql.invalid` |
-//! | `/v1/…` | REST ([`rest`]) | `rest.get_deployment`, `rest.deactivate_deployment`, `rest.get_logs`, `rest.get_environment`, `rest.get_chain_deployment`, … |
+//! | `/v1/…` | REST ([`rest`]) | `rest.get_deployment`, `rest.deactivate_deployment`, `rest.get_logs`, `rest.get_environment`, `rest.get_chain_deployment`, `rest.promote`, `rest.cancel_promotion`, `rest.force_cancel_promotion` (chains: `rest.promote_chain`, `rest.cancel_chain_promotion`, `rest.force_cancel_chain_promotion`), … |
 //! | `/__fake/requests`, `/__fake/objects/{key}`, `/__fake/deployments`, `/__fake/clock` | admin, no auth, not logged | — |
 //!
 //! Everything but S3 and admin needs `Authorization: Api-Key <key>` or
@@ -29,7 +29,10 @@
 //! production; the promotion succeeds when the deployment first becomes
 //! ready unless the scenario scripts it. Deactivation is DEACTIVATING for
 //! `deactivation_seconds` (2 by default), then INACTIVE. Inference on a
-//! deployment that is not ready is documented in [`inference`].
+//! deployment that is not ready is documented in [`inference`]. Clients
+//! may also promote, cancel and force-cancel promotions themselves
+//! ([`rest`]); how those behave is scripted under `promote`
+//! ([`scenario`]).
 //!
 //! # Platform rules the fake applies
 //!

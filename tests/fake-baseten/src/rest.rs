@@ -1,11 +1,39 @@
-//! REST v1 (`/v1/...`): deployments, environments, logs, deactivation and
-//! chain deployments, in the shapes of reference sections 4.1, 4.6, 4.7 and
-//! 6. Errors are `{"message": ...}` with the HTTP status.
+//! REST v1 (`/v1/...`): deployments, environments, logs, deactivation,
+//! chain deployments and promotions, in the platform's shapes. Errors are
+//! `{"message": ...}` with the HTTP status; the promotion endpoints also
+//! send `code` (`VALIDATION_ERROR` with 400, `RESOURCE_NOT_FOUND` with 404),
+//! as the platform's examples for them do.
+//!
+//! # Promotion endpoints
+//!
+//! Models under `/v1/models/{model_id}/environments/{env_name}/`, chains
+//! under `/v1/chains/{chain_id}/environments/{env_name}/`, all POST:
+//!
+//! - `promote`, body `{"deployment_id": str (required), "scale_down_previous_deployment": bool = true,
+//!   "preserve_env_instance_type": bool = true}` (the chain form documents
+//!   only the first two; the third is accepted there too). Answers 200 with
+//!   the promoted deployment — `DeploymentV1` for models,
+//!   `ChainDeploymentV1` for chains — whose id is new when the promotion
+//!   had to create a deployment (rules in [`crate::scenario`]). Refused
+//!   with 400: a missing or mistyped field, an inactive (or deactivating)
+//!   deployment, a promotion already in flight in that environment, the
+//!   environment's current deployment itself; 404: unknown model, chain,
+//!   environment or deployment.
+//! - `cancel_promotion`, no body: 200 `{"status": "CANCELED" | "RAMPING_DOWN", "message": str}`;
+//!   400 `VALIDATION_ERROR` when nothing is in flight.
+//! - `force_cancel_promotion`, no body: 200 `{"success": true}`, the
+//!   promotion is CANCELED at once and the previous deployment keeps
+//!   serving; 400 as above when nothing is in flight. The platform
+//!   describes it for rolling promotions; the fake accepts any promotion in
+//!   flight.
 
 use axum::http::{Method, StatusCode};
 use serde_json::{Map, Value, json};
 
-use crate::state::{ChainDeployment, Deployment, EnvView, Environment, PRODUCTION, Platform};
+use crate::state::{
+    ApiErr, ChainDeployment, Deployment, EnvView, Environment, Owner, PRODUCTION, Platform,
+    PromoteRequest,
+};
 use crate::status;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,6 +51,9 @@ pub enum Route {
     DeactivateChainDeployment(String, String),
     ListChainEnvironments(String),
     GetChainEnvironment(String, String),
+    Promote(Owner, String),
+    CancelPromotion(Owner, String),
+    ForceCancelPromotion(Owner, String),
     ListSecrets,
     MethodNotAllowed,
     NotFound,
@@ -44,6 +75,12 @@ impl Route {
             Route::DeactivateChainDeployment(..) => "rest.deactivate_chain_deployment",
             Route::ListChainEnvironments(..) => "rest.list_chain_environments",
             Route::GetChainEnvironment(..) => "rest.get_chain_environment",
+            Route::Promote(Owner::Model(_), _) => "rest.promote",
+            Route::Promote(Owner::Chain(_), _) => "rest.promote_chain",
+            Route::CancelPromotion(Owner::Model(_), _) => "rest.cancel_promotion",
+            Route::CancelPromotion(Owner::Chain(_), _) => "rest.cancel_chain_promotion",
+            Route::ForceCancelPromotion(Owner::Model(_), _) => "rest.force_cancel_promotion",
+            Route::ForceCancelPromotion(Owner::Chain(_), _) => "rest.force_cancel_chain_promotion",
             Route::ListSecrets => "rest.list_secrets",
             Route::MethodNotAllowed => "rest.method_not_allowed",
             Route::NotFound => "rest.not_found",
@@ -94,6 +131,27 @@ pub fn route(method: &Method, path: &str) -> Route {
             Route::GetChainEnvironment(c.to_string(), e.to_string()),
             get,
         ),
+        [
+            "v1",
+            kind @ ("models" | "chains"),
+            id,
+            "environments",
+            e,
+            action @ ("promote" | "cancel_promotion" | "force_cancel_promotion"),
+        ] => {
+            let owner = if *kind == "models" {
+                Owner::Model(id.to_string())
+            } else {
+                Owner::Chain(id.to_string())
+            };
+            let env = e.to_string();
+            let route = match *action {
+                "promote" => Route::Promote(owner, env),
+                "cancel_promotion" => Route::CancelPromotion(owner, env),
+                _ => Route::ForceCancelPromotion(owner, env),
+            };
+            (route, post)
+        }
         _ => (Route::NotFound, true),
     };
     if allowed {
@@ -111,6 +169,49 @@ fn message(status: StatusCode, msg: impl Into<String>) -> Answer {
 
 fn not_found(msg: impl Into<String>) -> Answer {
     message(StatusCode::NOT_FOUND, msg)
+}
+
+/// A platform refusal with its `code`, as the promotion endpoints answer.
+fn refusal(e: ApiErr) -> Answer {
+    let status = if e.code == "RESOURCE_NOT_FOUND" {
+        StatusCode::NOT_FOUND
+    } else {
+        StatusCode::BAD_REQUEST
+    };
+    (status, json!({"code": e.code, "message": e.message}))
+}
+
+/// The promote body: `deployment_id` required, the two flags optional
+/// booleans (null means the default, true).
+fn promote_request(body: &[u8]) -> Result<PromoteRequest, ApiErr> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiErr::invalid(format!("Request body must be a JSON object: {e}")))?;
+    let Value::Object(o) = v else {
+        return Err(ApiErr::invalid("Request body must be a JSON object"));
+    };
+    let deployment_id = match o.get("deployment_id") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(Value::Null) | None => {
+            return Err(ApiErr::invalid("deployment_id is required"));
+        }
+        Some(other) => {
+            return Err(ApiErr::invalid(format!(
+                "deployment_id must be a string, got {other}"
+            )));
+        }
+    };
+    let flag = |k: &str| match o.get(k) {
+        None | Some(Value::Null) => Ok(true),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(ApiErr::invalid(format!(
+            "{k} must be a boolean, got {other}"
+        ))),
+    };
+    Ok(PromoteRequest {
+        deployment_id,
+        scale_down_previous_deployment: flag("scale_down_previous_deployment")?,
+        preserve_env_instance_type: flag("preserve_env_instance_type")?,
+    })
 }
 
 /// Minimal `application/x-www-form-urlencoded` decoding of a query string.
@@ -264,6 +365,33 @@ pub fn handle(
             };
             p.deactivate_chain_deployment(&id, now);
             (StatusCode::OK, json!({"success": true}))
+        }
+        Route::Promote(owner, env) => {
+            let promoted = match promote_request(body).and_then(|r| p.promote(owner, env, &r, now))
+            {
+                Ok(id) => id,
+                Err(e) => return refusal(e),
+            };
+            let answer = match owner {
+                Owner::Model(_) => p.deployment(&promoted).map(|d| deployment_v1(p, d, now)),
+                Owner::Chain(_) => p
+                    .chain_deployment(&promoted)
+                    .map(|cd| chain_deployment_v1(p, cd, now)),
+            };
+            (StatusCode::OK, answer.unwrap_or(Value::Null))
+        }
+        Route::CancelPromotion(owner, env) => match p.cancel_promotion(owner, env, false, now) {
+            Ok(o) => (
+                StatusCode::OK,
+                json!({"status": o.status, "message": o.message}),
+            ),
+            Err(e) => refusal(e),
+        },
+        Route::ForceCancelPromotion(owner, env) => {
+            match p.cancel_promotion(owner, env, true, now) {
+                Ok(_) => (StatusCode::OK, json!({"success": true})),
+                Err(e) => refusal(e),
+            }
         }
         Route::ListChainEnvironments(c) => {
             let Some(chain) = p.chain(c) else {
@@ -433,7 +561,7 @@ fn environment_v1(p: &Platform, model_id: &str, env: &Environment, now: f64) -> 
     out.insert(
         "promotion_settings".into(),
         json!({
-            "redeploy_on_promotion": false,
+            "redeploy_on_promotion": p.scenario.promote.redeploy_on_promotion.contains(&env.name),
             "rolling_deploy": false,
             "promotion_cleanup_strategy": "SCALE_TO_ZERO",
             "rolling_deploy_config": null,
@@ -655,9 +783,77 @@ mod tests {
                 "/v1/chains/c1/environments/production",
                 "rest.get_chain_environment",
             ),
+            (
+                &post,
+                "/v1/models/m1/environments/production/promote",
+                "rest.promote",
+            ),
+            (
+                &g,
+                "/v1/models/m1/environments/production/promote",
+                "rest.method_not_allowed",
+            ),
+            (
+                &post,
+                "/v1/models/m1/environments/staging/cancel_promotion",
+                "rest.cancel_promotion",
+            ),
+            (
+                &post,
+                "/v1/models/m1/environments/staging/force_cancel_promotion",
+                "rest.force_cancel_promotion",
+            ),
+            (
+                &post,
+                "/v1/chains/c1/environments/production/promote",
+                "rest.promote_chain",
+            ),
+            (
+                &post,
+                "/v1/chains/c1/environments/production/cancel_promotion",
+                "rest.cancel_chain_promotion",
+            ),
+            (
+                &post,
+                "/v1/chains/c1/environments/production/force_cancel_promotion",
+                "rest.force_cancel_chain_promotion",
+            ),
+            (
+                &post,
+                "/v1/models/m1/environments/production/pause_promotion",
+                "rest.not_found",
+            ),
             (&g, "/v1/nothing", "rest.not_found"),
         ] {
             assert_eq!(route(m, path).endpoint(), want, "{m} {path}");
+        }
+    }
+
+    #[test]
+    fn promote_bodies() {
+        let r = promote_request(br#"{"deployment_id": "d1"}"#).unwrap();
+        assert_eq!(r.deployment_id, "d1");
+        assert!(r.scale_down_previous_deployment && r.preserve_env_instance_type);
+        let r = promote_request(
+            br#"{"deployment_id": "d1", "scale_down_previous_deployment": false, "preserve_env_instance_type": null}"#,
+        )
+        .unwrap();
+        assert!(!r.scale_down_previous_deployment && r.preserve_env_instance_type);
+        for bad in [
+            &b""[..],
+            b"[]",
+            b"{}",
+            br#"{"deployment_id": null}"#,
+            br#"{"deployment_id": 7}"#,
+            br#"{"deployment_id": "d1", "preserve_env_instance_type": "yes"}"#,
+        ] {
+            let e = promote_request(bad).unwrap_err();
+            assert_eq!(
+                e.code,
+                "VALIDATION_ERROR",
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 

@@ -32,16 +32,71 @@
 //!   default: null          # null: RELEASING until the deployment is ready, then SUCCEEDED
 //!   sequence: []
 //!   by_model: {}           # by model or chain name, e.g. {steps: [[0, {status: RAMPING_UP, percent: 10}], [30, {status: SUCCEEDED, percent: 100}]]}
+//! promote:                # promotions started with POST …/environments/{env}/promote
+//!   default: null          # null: RELEASING until the promoted deployment is ready, then SUCCEEDED
+//!   sequence: []           # n-th promote call (0-based, models and chains together) takes entry n
+//!   by_model: {}           # by model or chain name; same step form as `promotions`
+//!   redeploy_on_promotion: []   # environments with re-deploy on promotion on: every promotion there creates a new deployment
+//!   instance_type_differs: []   # environments whose instance type differs from the deployments': a new deployment unless preserve_env_instance_type is false
+//!   new_deployment_timeline: [[0, DEPLOYING], [5, LOADING_MODEL], [10, ACTIVE]]  # the new deployment's statuses (public)
+//!   ramp_down_seconds: 5   # a cancel after traffic moved is RAMPING_DOWN this long, then CANCELED
 //! omit_promotion_fields: false  # true: EnvironmentV1 without candidate_deployment/in_progress_promotion
 //! deactivation_seconds: 2  # DEACTIVATING lasts this long, then INACTIVE
 //! wake_seconds: 0          # a predict on a scaled-to-zero deployment waits this long
 //! truss_validation: {success: true, warnings: [], errors: []}
-//! predict: {response: null, by_model: {}, chain_response: null, stream: {tokens: 5, token: "tok", token_delay_ms: 0}}
+//! predict: {response: null, by_model: {}, chain_response: null, by_deployment: [], stream: {tokens: 5, token: "tok", token_delay_ms: 0}}
 //! logs: [{at: 1.0, message: "Building image", replica: null, model: null}]
 //! faults: [{endpoint: rest.get_deployment, status: 429, retry_after: 1, after: 0, times: 1}]
 //! require_upload: true     # create mutations need the uploaded object
 //! secrets: [hf_access_token]   # secret names the workspace holds (values are never served)
 //! ```
+//!
+//! # Promotions through the API
+//!
+//! `promote` scripts promotions a client starts itself (create-time
+//! promotions keep following `promotions`). A promote call reuses the
+//! deployment unless the platform's rules make a new one: the deployment
+//! is current in (or being promoted into) another environment, the target
+//! environment is listed in `redeploy_on_promotion`, or it is listed in
+//! `instance_type_differs` and the request keeps `preserve_env_instance_type`
+//! (the default). The new deployment gets a new id, the source's name,
+//! `new_deployment_timeline` from the promote call on, and the source's
+//! predict answers (below); the promote call answers with it.
+//!
+//! Cancelling while no traffic has moved ends the promotion CANCELED at
+//! once; after traffic moved it is RAMPING_DOWN for `ramp_down_seconds`
+//! (percent falling to 0), then CANCELED. A force cancel is CANCELED at
+//! once. Either way the environment keeps (or gets back) the deployment it
+//! served before.
+//!
+//! An environment's inference URL (`/production/…`, `/environments/{env}/…`
+//! or the regional host `model-{id}-{env}`) is served by the candidate
+//! deployment once a promotion in progress has moved at least half the
+//! traffic, by the current deployment otherwise: deterministic, so a test
+//! knows which one answered.
+//!
+//! # Predict answers per deployment
+//!
+//! `predict.by_deployment` is a list of rules; the first that matches the
+//! deployment that serves a request decides its answer (models and chains
+//! alike; `by_model`, `response` and `chain_response` apply otherwise):
+//!
+//! ```yaml
+//! predict:
+//!   by_deployment:
+//!     - created: 1          # the n-th deployment created by a create mutation (0-based; models count like
+//!                           # `deployments.sequence`, chain deployments count on their own)
+//!       name: v2            # the deployment's (or chain deployment's) name
+//!       model: my-model     # model or chain name
+//!       via: environment    # any (default) | environment (production, environments/{env}, regional) | deployment (deployment/{id}, development)
+//!       status: 500         # HTTP status; 200 by default
+//!       response: {error: "scripted failure"}   # body; {"error": …} for a failure status, the usual answer for 2xx
+//! ```
+//!
+//! Every given selector must match; a deployment a promotion created
+//! matches as its source does. `via: environment` with a failure status
+//! makes a deployment pass its own smoke test and fail only behind the
+//! environment.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -71,6 +126,7 @@ pub struct Scenario {
     pub deployments: Timelines,
     pub chainlets: ChainletTimelines,
     pub promotions: Promotions,
+    pub promote: PromoteSpec,
     pub omit_promotion_fields: bool,
     pub deactivation_seconds: f64,
     pub wake_seconds: f64,
@@ -107,6 +163,7 @@ impl Default for Scenario {
             deployments: Timelines::default(),
             chainlets: ChainletTimelines::default(),
             promotions: Promotions::default(),
+            promote: PromoteSpec::default(),
             omit_promotion_fields: false,
             deactivation_seconds: 2.0,
             wake_seconds: 0.0,
@@ -179,6 +236,7 @@ impl Scenario {
         let timelines = std::iter::once(&self.deployments.default)
             .chain(&self.deployments.sequence)
             .chain(self.deployments.by_model.values())
+            .chain(std::iter::once(&self.promote.new_deployment_timeline))
             .chain(std::iter::once(&self.chainlets.default))
             .chain(self.chainlets.by_name.values());
         for t in timelines {
@@ -189,6 +247,18 @@ impl Scenario {
             anyhow::ensure!(
                 t.windows(2).all(|w| w[0].0 <= w[1].0),
                 "timeline steps must be in time order, got {t:?}"
+            );
+        }
+        anyhow::ensure!(
+            self.promote.ramp_down_seconds.is_finite() && self.promote.ramp_down_seconds >= 0.0,
+            "promote.ramp_down_seconds must be 0 or more, got {}",
+            self.promote.ramp_down_seconds
+        );
+        for rule in &self.predict.by_deployment {
+            anyhow::ensure!(
+                (100..=599).contains(&rule.status),
+                "predict.by_deployment status must be an HTTP status (100..=599), got {}",
+                rule.status
             );
         }
         Ok(())
@@ -333,6 +403,53 @@ impl Promotions {
     }
 }
 
+/// How promotions started through the promote endpoint behave.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PromoteSpec {
+    pub default: Option<PromotionScript>,
+    pub sequence: Vec<PromotionScript>,
+    pub by_model: BTreeMap<String, PromotionScript>,
+    /// Environments where re-deploy on promotion is on.
+    pub redeploy_on_promotion: Vec<String>,
+    /// Environments whose instance type differs from every deployment's.
+    pub instance_type_differs: Vec<String>,
+    /// Public statuses of a deployment a promotion creates, from the
+    /// promote call on.
+    pub new_deployment_timeline: Timeline,
+    pub ramp_down_seconds: f64,
+}
+
+impl Default for PromoteSpec {
+    fn default() -> Self {
+        Self {
+            default: None,
+            sequence: Vec::new(),
+            by_model: BTreeMap::new(),
+            redeploy_on_promotion: Vec::new(),
+            instance_type_differs: Vec::new(),
+            new_deployment_timeline: vec![
+                (0.0, "DEPLOYING".into()),
+                (5.0, "LOADING_MODEL".into()),
+                (10.0, "ACTIVE".into()),
+            ],
+            ramp_down_seconds: 5.0,
+        }
+    }
+}
+
+impl PromoteSpec {
+    /// The script of the `index`-th promote call, for a model or chain
+    /// named `name`; `None` follows the promoted deployment's readiness.
+    pub fn pick(&self, name: &str, index: usize) -> Option<PromotionScript> {
+        self.by_model
+            .get(name)
+            .or_else(|| self.sequence.get(index))
+            .or(self.default.as_ref())
+            .cloned()
+    }
+}
+
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PromotionScript {
@@ -379,7 +496,68 @@ pub struct PredictSpec {
     pub by_model: BTreeMap<String, Value>,
     /// Body of every chain `run_remote`; `null` echoes.
     pub chain_response: Option<Value>,
+    /// Answers by the deployment that serves the request; first match wins.
+    pub by_deployment: Vec<DeploymentPredict>,
     pub stream: StreamSpec,
+}
+
+/// Through which kind of URL a request reached a deployment.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    #[default]
+    Any,
+    /// `/production/…`, `/environments/{env}/…`, or the regional host.
+    Environment,
+    /// `/deployment/{id}/…` or `/development/…`.
+    Deployment,
+}
+
+/// One per-deployment predict rule; every selector given must match.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeploymentPredict {
+    /// The n-th deployment created by a create mutation (0-based).
+    #[serde(default)]
+    pub created: Option<usize>,
+    /// The deployment's (or chain deployment's) name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Model or chain name.
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub via: Via,
+    #[serde(default = "ok_status")]
+    pub status: u16,
+    #[serde(default)]
+    pub response: Option<Value>,
+}
+
+fn ok_status() -> u16 {
+    200
+}
+
+/// What a served deployment is, for matching [`DeploymentPredict`] rules.
+#[derive(Clone, Copy, Debug)]
+pub struct Served<'a> {
+    pub created: Option<usize>,
+    pub name: Option<&'a str>,
+    pub model: &'a str,
+    pub via_environment: bool,
+}
+
+impl DeploymentPredict {
+    pub fn matches(&self, d: &Served<'_>) -> bool {
+        let via = match self.via {
+            Via::Any => true,
+            Via::Environment => d.via_environment,
+            Via::Deployment => !d.via_environment,
+        };
+        via && self.created.is_none_or(|n| d.created == Some(n))
+            && self.name.as_deref().is_none_or(|n| d.name == Some(n))
+            && self.model.as_deref().is_none_or(|m| m == d.model)
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -538,6 +716,40 @@ mod tests {
         assert_eq!(t.pick("special", 0)[0].1, "FAILED");
         assert_eq!(t.pick("other", 0)[0].1, "BUILDING");
         assert_eq!(t.pick("other", 1)[0].1, "ACTIVE");
+    }
+
+    #[test]
+    fn promote_and_per_deployment_predict_keys() {
+        let s = Scenario::from_yaml(
+            "promote: {redeploy_on_promotion: [production], ramp_down_seconds: 0}\n\
+             predict: {by_deployment: [{created: 1, via: environment, status: 500}]}",
+        )
+        .unwrap();
+        assert_eq!(s.promote.redeploy_on_promotion, ["production"]);
+        assert_eq!(
+            s.promote.new_deployment_timeline.last().unwrap().1,
+            "ACTIVE"
+        );
+        let rule = &s.predict.by_deployment[0];
+        let served = |created, via_environment| Served {
+            created,
+            name: Some("v2"),
+            model: "m",
+            via_environment,
+        };
+        assert!(rule.matches(&served(Some(1), true)));
+        assert!(!rule.matches(&served(Some(1), false)));
+        assert!(!rule.matches(&served(Some(0), true)));
+        assert!(!rule.matches(&served(None, true)));
+        for bad in [
+            "promote: {ramp_down_seconds: -1}",
+            "promote: {new_deployment_timeline: []}",
+            "promote: {redeploy: [production]}",
+            "predict: {by_deployment: [{status: 42}]}",
+            "predict: {by_deployment: [{via: sideways}]}",
+        ] {
+            assert!(Scenario::from_yaml(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -18,6 +18,8 @@ use crate::status;
 
 pub const PRODUCTION: &str = "production";
 
+mod promote;
+
 /// A platform error as GraphQL reports it (`extensions.code`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ApiErr {
@@ -88,6 +90,42 @@ pub struct Promotion {
     /// `None`: RELEASING until the target is ready, then SUCCEEDED (FAILED
     /// when it fails first).
     pub script: Option<PromotionScript>,
+    /// Set by a cancel or force cancel; wins over the script from then on.
+    pub cancel: Option<Cancel>,
+}
+
+/// A cancel of a promotion in flight: traffic falls from `from_percent`
+/// at `at` to 0 at `until` (RAMPING_DOWN), then the promotion is CANCELED.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cancel {
+    pub at: f64,
+    pub from_percent: u32,
+    pub until: f64,
+}
+
+/// Whose environments: a model's or a chain's (by id).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Owner {
+    Model(String),
+    Chain(String),
+}
+
+/// What the promote endpoints ask for, after body checking.
+#[derive(Clone, Debug)]
+pub struct PromoteRequest {
+    pub deployment_id: String,
+    /// Recorded but not modelled: the fake never scales the previous
+    /// deployment down, so a rollback can promote it again at once.
+    pub scale_down_previous_deployment: bool,
+    pub preserve_env_instance_type: bool,
+}
+
+/// The answer to a (non-forced) cancel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CancelOutcome {
+    /// `CANCELED` or `RAMPING_DOWN`.
+    pub status: &'static str,
+    pub message: String,
 }
 
 #[derive(Clone, Debug)]
@@ -109,6 +147,11 @@ pub struct Deployment {
     pub deploy_timeout_minutes: Option<i64>,
     pub chain_deployment_id: Option<String>,
     pub deactivated_at: Option<f64>,
+    /// The n-th deployment a create mutation made (`deployments.sequence`
+    /// index); a promotion's copy keeps its source's.
+    pub created_index: Option<usize>,
+    /// The deployment a promotion copied this one from.
+    pub copied_from: Option<String>,
 }
 
 impl Deployment {
@@ -195,6 +238,10 @@ pub struct ChainDeployment {
     pub is_draft: bool,
     pub chainlets: Vec<Chainlet>,
     pub original_source_artifact_s3_key: Option<String>,
+    /// The n-th chain deployment `deploy_chain_atomic` made; a promotion's
+    /// copy keeps its source's.
+    pub created_index: Option<usize>,
+    pub copied_from: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -229,9 +276,42 @@ pub struct EnvView {
     pub promotion: Option<PromotionState>,
 }
 
+impl EnvView {
+    /// The deployment the environment's inference URL reaches: the
+    /// candidate once a promotion in flight moved at least half the
+    /// traffic, the current one otherwise. A fixed threshold rather than a
+    /// random split keeps tests deterministic.
+    pub fn serving(&self) -> Option<String> {
+        match (&self.candidate, &self.promotion) {
+            (Some(c), Some(p)) if p.percent_traffic_to_new_version >= 50 => Some(c.clone()),
+            _ => self.current.clone(),
+        }
+    }
+}
+
 /// The promotion's state at `now` from its script or, without one, from
 /// the target's readiness.
 pub fn promotion_state(p: &Promotion, readiness: &Readiness, now: f64) -> PromotionState {
+    if let Some(c) = &p.cancel
+        && now >= c.at
+    {
+        let rolling_deploy = p.script.as_ref().map_or(Some(false), |s| s.rolling_deploy);
+        let (status, percent) = if now >= c.until {
+            ("CANCELED", 0)
+        } else {
+            let left = (c.until - now) / (c.until - c.at);
+            (
+                "RAMPING_DOWN",
+                (f64::from(c.from_percent) * left).round() as u32,
+            )
+        };
+        return PromotionState {
+            status: status.into(),
+            percent_traffic_to_new_version: percent,
+            error_message: None,
+            rolling_deploy,
+        };
+    }
     if let Some(script) = &p.script {
         let rel = now - p.started_at;
         let step = script
@@ -440,6 +520,8 @@ pub struct Platform {
     pub chain_deployments: Vec<ChainDeployment>,
     pub issued_keys: BTreeSet<String>,
     created_model_deployments: usize,
+    created_chain_deployments: usize,
+    promote_calls: usize,
     /// `{prefix}` and `{id}` placeholders, e.g. `http://127.0.0.1:PORT/{prefix}-{id}`.
     pub hostname_template: String,
     pub clock: Arc<Clock>,
@@ -458,6 +540,8 @@ impl Platform {
             chain_deployments: Vec::new(),
             issued_keys: BTreeSet::new(),
             created_model_deployments: 0,
+            created_chain_deployments: 0,
+            promote_calls: 0,
             hostname_template,
         };
         p.load_scenario();
@@ -537,6 +621,8 @@ impl Platform {
                     deploy_timeout_minutes: None,
                     chain_deployment_id: None,
                     deactivated_at: None,
+                    created_index: None,
+                    copied_from: None,
                 });
             }
             self.models.push(model);
@@ -681,6 +767,20 @@ impl Platform {
         let c = self.chain(chain_id)?;
         let e = c.environments.iter().find(|e| e.name == env)?;
         self.view(e, now).current
+    }
+
+    /// The deployment `env` of `model_id` routes inference to at `now`
+    /// (see [`EnvView::serving`]).
+    pub fn env_serving(&self, model_id: &str, env: &str, now: f64) -> Option<String> {
+        let m = self.model(model_id)?;
+        let e = m.environments.iter().find(|e| e.name == env)?;
+        self.view(e, now).serving()
+    }
+
+    pub fn chain_env_serving(&self, chain_id: &str, env: &str, now: f64) -> Option<String> {
+        let c = self.chain(chain_id)?;
+        let e = c.environments.iter().find(|e| e.name == env)?;
+        self.view(e, now).serving()
     }
 
     fn object_ok(
@@ -867,6 +967,8 @@ impl Platform {
             deploy_timeout_minutes: req.deploy_timeout_minutes,
             chain_deployment_id: None,
             deactivated_at: None,
+            created_index: Some(index),
+            copied_from: None,
         });
         if kind == CreateKind::Draft {
             self.models[model_idx].development = Some(dep_id.clone());
@@ -879,6 +981,7 @@ impl Platform {
                     target_id: dep_id.clone(),
                     started_at: now,
                     script,
+                    cancel: None,
                 });
             }
         }
@@ -1062,6 +1165,8 @@ impl Platform {
                 deploy_timeout_minutes: None,
                 chain_deployment_id: Some(cd_id.clone()),
                 deactivated_at: None,
+                created_index: None,
+                copied_from: None,
             });
             chainlets.push(Chainlet {
                 id: self.ids.next(7),
@@ -1079,7 +1184,10 @@ impl Platform {
             is_draft: req.is_draft,
             chainlets,
             original_source_artifact_s3_key: req.original_source_artifact_s3_key.clone(),
+            created_index: Some(self.created_chain_deployments),
+            copied_from: None,
         });
+        self.created_chain_deployments += 1;
         let promote_to = if req.is_draft {
             None
         } else if is_new {
@@ -1115,6 +1223,7 @@ impl Platform {
                 target_id: cd_id.clone(),
                 started_at: now,
                 script,
+                cancel: None,
             });
         }
         Ok(cd_id)
@@ -1202,6 +1311,7 @@ impl Platform {
                     chain_deployment_id: d.chain_deployment_id.clone(),
                     created_at_secs: d.created_at,
                     deactivated: d.deactivated_at.is_some(),
+                    copied_from: d.copied_from.clone(),
                 }
             })
             .collect()
@@ -1226,6 +1336,8 @@ pub struct DeploymentSnapshot {
     pub chain_deployment_id: Option<String>,
     pub created_at_secs: f64,
     pub deactivated: bool,
+    /// The deployment a promotion made this one from.
+    pub copied_from: Option<String>,
 }
 
 #[cfg(test)]
@@ -1282,6 +1394,7 @@ mod tests {
             target_id: "d".into(),
             started_at: 0.0,
             script: None,
+            cancel: None,
         };
         let ready = Readiness {
             ready_at: Some(12.9),
@@ -1328,6 +1441,7 @@ mod tests {
                 target_id: "new".into(),
                 started_at: 100.0,
                 script: Some(script),
+                cancel: None,
             }],
         };
         let r = |_: &str| Readiness::default();
@@ -1341,6 +1455,53 @@ mod tests {
         let after = env_view(&env, 131.0, r);
         assert_eq!(after.current.as_deref(), Some("new"));
         assert_eq!((after.candidate, after.promotion), (None, None));
+    }
+
+    #[test]
+    fn a_cancel_ramps_traffic_down_then_cancels() {
+        let p = Promotion {
+            target_id: "new".into(),
+            started_at: 0.0,
+            script: None,
+            cancel: Some(Cancel {
+                at: 10.0,
+                from_percent: 80,
+                until: 20.0,
+            }),
+        };
+        let ready = Readiness {
+            ready_at: Some(0.0),
+            failed_at: None,
+        };
+        let at = |now| {
+            let s = promotion_state(&p, &ready, now);
+            (s.status, s.percent_traffic_to_new_version)
+        };
+        assert_eq!(at(5.0), ("SUCCEEDED".into(), 100), "before the cancel");
+        assert_eq!(at(10.0), ("RAMPING_DOWN".into(), 80));
+        assert_eq!(at(15.0), ("RAMPING_DOWN".into(), 40));
+        assert_eq!(at(20.0), ("CANCELED".into(), 0));
+    }
+
+    #[test]
+    fn the_candidate_serves_from_half_the_traffic() {
+        let view = |percent| EnvView {
+            current: Some("old".into()),
+            candidate: Some("new".into()),
+            promotion: Some(PromotionState {
+                status: "RAMPING_UP".into(),
+                percent_traffic_to_new_version: percent,
+                error_message: None,
+                rolling_deploy: None,
+            }),
+        };
+        assert_eq!(view(49).serving().as_deref(), Some("old"));
+        assert_eq!(view(50).serving().as_deref(), Some("new"));
+        let settled = EnvView {
+            current: Some("old".into()),
+            ..EnvView::default()
+        };
+        assert_eq!(settled.serving().as_deref(), Some("old"));
     }
 
     #[test]

@@ -9,5 +9,6 @@ mod faults;
 mod flow;
 mod graphql;
 mod inference;
+mod promotion;
 mod request_log;
 mod timeline;
