@@ -765,8 +765,7 @@ mod against_fake {
     }
 
     fn stored(fake: &FakeBaseten, key: &str) -> Vec<u8> {
-        let path = fake.s3().object_path(key).expect("the object is stored");
-        std::fs::read(path).unwrap()
+        fake.s3().object_bytes(key).expect("the object is stored")
     }
 
     fn events_of<'a>(events: &'a [S3Event], operation: &str) -> Vec<&'a S3Event> {
@@ -947,7 +946,7 @@ mod against_fake {
                 !shown.contains(&wrong) && !shown.contains(&token),
                 "{shown}"
             );
-            assert!(fake.s3().object_path(&target.key).is_none());
+            assert!(fake.s3().object_files(&target.key).is_none());
         }
         // Not retried: a 403 will not change. Nothing was left open either.
         let events = fake.s3().events();
