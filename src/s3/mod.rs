@@ -12,6 +12,9 @@
 //! parts, `request` sends one call (signing, retries), `payload` builds each
 //! attempt's body, `region` finds the bucket's region, `url` addresses S3,
 //! `error` and `xml` read S3's answers, `sigv4` signs.
+//!
+//! Archive bytes go out in one pass, as boto3 sends them: unsigned
+//! aws-chunked bodies with a CRC32 trailer that S3 verifies (see `payload`).
 
 mod error;
 mod multipart;
@@ -73,8 +76,8 @@ pub(crate) struct Options {
     /// `None`: AWS, virtual-hosted `https://{bucket}.s3[.{region}].amazonaws.com/{key}`.
     /// `Some(url)`: path-style `{url}/{bucket}/{key}` (tests, S3-compatible stores).
     pub(crate) endpoint: Option<Url>,
-    /// Files of at most this many bytes are sent in one PUT (and buffered
-    /// whole); S3 caps single PUTs at 5 GiB.
+    /// Files of at most this many bytes are sent in one PUT; S3 caps single
+    /// PUTs at 5 GiB.
     pub(crate) multipart_threshold: u64,
     /// Bytes per part, raised to S3's 5 MiB minimum and, for huge files, to
     /// what keeps the count within 10 000 parts.

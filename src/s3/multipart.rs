@@ -6,8 +6,9 @@ use std::sync::Arc;
 use anyhow::{Context as _, anyhow};
 use tokio::task::JoinSet;
 
+use super::payload::checksum_text;
 use super::request::Call;
-use super::xml::xml_text;
+use super::xml::{StoredPart, xml_text};
 use super::{Job, Progress, Uploader};
 
 impl Uploader {
@@ -27,9 +28,9 @@ impl Uploader {
             .upload_parts(job, &upload_id, size, part_size, parts, progress)
             .await
         {
-            Ok(etags) => self
+            Ok(stored) => self
                 .inner
-                .call(job, &Call::complete_multipart(&upload_id, &etags))
+                .call(job, &Call::complete_multipart(&upload_id, &stored))
                 .await
                 .map(|_| ()),
             Err(error) => Err(error),
@@ -51,8 +52,8 @@ impl Uploader {
         }
     }
 
-    /// Sends every part with at most `concurrency` in flight; returns
-    /// `(part number, ETag)` in ascending part order.
+    /// Sends every part with at most `concurrency` in flight; returns what
+    /// S3 stored of each, in ascending part order.
     async fn upload_parts(
         &self,
         job: &Arc<Job>,
@@ -61,11 +62,11 @@ impl Uploader {
         part_size: u64,
         parts: u64,
         progress: &Progress<'_>,
-    ) -> anyhow::Result<Vec<(u32, String)>> {
+    ) -> anyhow::Result<Vec<StoredPart>> {
         let concurrency = self.inner.options.concurrency.max(1);
         let mut in_flight = JoinSet::new();
         let mut next: u64 = 1;
-        let mut etags = Vec::new();
+        let mut stored = Vec::new();
         let mut sent: u64 = 0;
         loop {
             while in_flight.len() < concurrency && next <= parts {
@@ -85,7 +86,15 @@ impl Uploader {
                         .filter(|v| !v.is_empty())
                         .ok_or_else(|| anyhow!("S3 stored part {number} but sent no ETag"))?
                         .to_owned();
-                    anyhow::Ok((number, etag, len))
+                    let crc32 = reply.checksum.ok_or_else(|| {
+                        anyhow!("S3 stored part {number} before its body was read to the end")
+                    })?;
+                    let part = StoredPart {
+                        number,
+                        etag,
+                        checksum_crc32: checksum_text(crc32),
+                    };
+                    anyhow::Ok((part, len))
                 });
                 next += 1;
             }
@@ -93,8 +102,8 @@ impl Uploader {
                 break;
             };
             let failure = match joined {
-                Ok(Ok((number, etag, len))) => {
-                    etags.push((number, etag));
+                Ok(Ok((part, len))) => {
+                    stored.push(part);
                     sent += len;
                     progress(sent, size);
                     continue;
@@ -107,7 +116,7 @@ impl Uploader {
             in_flight.shutdown().await;
             return Err(failure);
         }
-        etags.sort_by_key(|(number, _)| *number);
-        Ok(etags)
+        stored.sort_by_key(|part| part.number);
+        Ok(stored)
     }
 }

@@ -11,10 +11,10 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Method, Url};
 
 use super::error::Failure;
-use super::payload::Payload;
+use super::payload::{CHECKSUM_ALGORITHM, Payload};
 use super::region::region_to_follow;
 use super::url::{bucket_url, object_url, set_query};
-use super::xml::{complete_xml, s3_error};
+use super::xml::{StoredPart, complete_xml, s3_error};
 use super::{Credentials, Inner, Job, sigv4};
 use crate::retry;
 
@@ -48,6 +48,8 @@ pub(super) struct Call {
     method: Method,
     /// Decoded; encoded identically for the wire and for signing.
     query: Vec<(String, String)>,
+    /// Sent and signed besides the authentication and framing headers.
+    pub(super) headers: Vec<(&'static str, String)>,
     payload: Payload,
 }
 
@@ -57,6 +59,7 @@ impl Call {
             operation: Operation::PutObject,
             method: Method::PUT,
             query: Vec::new(),
+            headers: Vec::new(),
             payload: Payload::File {
                 offset: 0,
                 len: size,
@@ -69,6 +72,9 @@ impl Call {
             operation: Operation::CreateMultipartUpload,
             method: Method::POST,
             query: vec![("uploads".to_owned(), String::new())],
+            // As boto3 does: S3 then keeps each part's CRC32 and checks the
+            // list in CompleteMultipartUpload against them.
+            headers: vec![("x-amz-checksum-algorithm", CHECKSUM_ALGORITHM.to_owned())],
             payload: Payload::Empty,
         }
     }
@@ -81,16 +87,18 @@ impl Call {
                 ("partNumber".to_owned(), number.to_string()),
                 ("uploadId".to_owned(), upload_id.to_owned()),
             ],
+            headers: Vec::new(),
             payload: Payload::File { offset, len },
         }
     }
 
-    pub(super) fn complete_multipart(upload_id: &str, etags: &[(u32, String)]) -> Self {
+    pub(super) fn complete_multipart(upload_id: &str, parts: &[StoredPart]) -> Self {
         Self {
             operation: Operation::CompleteMultipartUpload,
             method: Method::POST,
             query: vec![("uploadId".to_owned(), upload_id.to_owned())],
-            payload: Payload::Xml(complete_xml(etags)),
+            headers: Vec::new(),
+            payload: Payload::Xml(complete_xml(parts)),
         }
     }
 
@@ -99,6 +107,7 @@ impl Call {
             operation: Operation::HeadBucket,
             method: Method::HEAD,
             query: Vec::new(),
+            headers: Vec::new(),
             payload: Payload::Empty,
         }
     }
@@ -108,6 +117,7 @@ impl Call {
             operation: Operation::AbortMultipartUpload,
             method: Method::DELETE,
             query: vec![("uploadId".to_owned(), upload_id.to_owned())],
+            headers: Vec::new(),
             payload: Payload::Empty,
         }
     }
@@ -117,6 +127,8 @@ impl Call {
 pub(super) struct Reply {
     pub(super) headers: HeaderMap,
     pub(super) body: String,
+    /// The CRC32 of the archive bytes the request carried (S3 verified it).
+    pub(super) checksum: Option<u32>,
 }
 
 impl Inner {
@@ -205,11 +217,9 @@ impl Inner {
         };
         let mut url = url.map_err(Failure::Local)?;
         set_query(&mut url, &call.query);
-        let payload = call
-            .payload
-            .prepare(&job.file)
-            .await
-            .map_err(Failure::Local)?;
+        let payload = call.payload.prepare(&job.file);
+        let mut extra = call.headers.clone();
+        extra.extend(payload.headers.iter().cloned());
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -218,6 +228,7 @@ impl Inner {
             &url,
             &call.query,
             &payload.content_sha256,
+            &extra,
             &job.credentials,
             region,
             &sigv4::amz_date(now),
@@ -256,7 +267,11 @@ impl Inner {
         let headers = response.headers().clone();
         let body = response.text().await.map_err(Failure::Transport)?;
         match s3_error(status.as_u16(), &body) {
-            None => Ok(Reply { headers, body }),
+            None => Ok(Reply {
+                headers,
+                body,
+                checksum: payload.checksum.and_then(|c| c.get().copied()),
+            }),
             Some(error) => Err(Failure::S3 {
                 status,
                 error,
@@ -276,14 +291,21 @@ pub(super) fn header_str(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(|v| v.trim().to_owned())
 }
 
-/// The headers that authenticate one request: `x-amz-content-sha256`,
-/// `x-amz-date`, `x-amz-security-token` (when there is a token) and
-/// `authorization`. `host` is signed as the HTTP client will send it.
+/// The headers to send for one request: `extra` (framing and options,
+/// names in lower case), then `x-amz-content-sha256`, `x-amz-date`,
+/// `x-amz-security-token` (when there is a token) and `authorization`, whose
+/// signature covers them all. `host` is signed as the HTTP client will send
+/// it. S3 refuses `x-amz-*` headers that are sent but not signed.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one plain value per part of the signed request"
+)]
 pub(super) fn signed_headers(
     method: &str,
     url: &Url,
     query: &[(String, String)],
     payload_sha256: &str,
+    extra: &[(&'static str, String)],
     credentials: &Credentials,
     region: &str,
     amz_date: &str,
@@ -302,6 +324,7 @@ pub(super) fn signed_headers(
     if !token.is_empty() {
         to_sign.push(("x-amz-security-token", token));
     }
+    to_sign.extend(extra.iter().map(|(name, value)| (*name, value.as_str())));
     let authorization = sigv4::Signer {
         access_key_id: &credentials.access_key_id,
         secret_access_key: credentials.secret_access_key.expose(),
@@ -316,10 +339,11 @@ pub(super) fn signed_headers(
         headers: &to_sign,
         payload_sha256,
     });
-    let mut headers = vec![
+    let mut headers = extra.to_vec();
+    headers.extend([
         ("x-amz-content-sha256", payload_sha256.to_owned()),
         ("x-amz-date", amz_date.to_owned()),
-    ];
+    ]);
     if !token.is_empty() {
         headers.push(("x-amz-security-token", token.to_owned()));
     }

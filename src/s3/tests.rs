@@ -9,9 +9,9 @@ use reqwest::StatusCode;
 use super::error::{Failure, answer_kind, rejection_message};
 use super::plan::{MAX_OBJECT_BYTES, MAX_PARTS, Plan, plan};
 use super::region::redirect_region;
-use super::request::{Operation, signed_headers};
+use super::request::{Call, Operation, signed_headers};
 use super::url::{bucket_url, object_url, set_query, virtual_host_ok};
-use super::xml::{S3Error, complete_xml, root_element, s3_error};
+use super::xml::{S3Error, StoredPart, complete_xml, root_element, s3_error};
 use super::*;
 use crate::retry::{Classify as _, Kind, Policy};
 
@@ -465,11 +465,22 @@ fn rejection_messages_show_code_and_message_only() {
     );
 }
 
+fn stored_part(number: u32, etag: &str, crc32: &str) -> StoredPart {
+    StoredPart {
+        number,
+        etag: etag.to_owned(),
+        checksum_crc32: crc32.to_owned(),
+    }
+}
+
 #[test]
-fn complete_xml_lists_parts_in_order() {
-    let xml = complete_xml(&[(1, "\"aa\"".to_owned()), (2, "\"b&b\"".to_owned())]);
+fn complete_xml_lists_parts_in_order_with_their_checksums() {
+    let xml = complete_xml(&[
+        stored_part(1, "\"aa\"", "AAAAAA=="),
+        stored_part(2, "\"b&b\"", "DUoRhQ=="),
+    ]);
     assert!(xml.contains(
-        "<Part><PartNumber>1</PartNumber><ETag>\"aa\"</ETag></Part><Part><PartNumber>2</PartNumber><ETag>\"b&amp;b\"</ETag></Part></CompleteMultipartUpload>"
+        "<Part><PartNumber>1</PartNumber><ETag>\"aa\"</ETag><ChecksumCRC32>AAAAAA==</ChecksumCRC32></Part><Part><PartNumber>2</PartNumber><ETag>\"b&amp;b\"</ETag><ChecksumCRC32>DUoRhQ==</ChecksumCRC32></Part></CompleteMultipartUpload>"
     ), "{xml}");
     assert_eq!(root_element(&xml), Some("CompleteMultipartUpload"));
 }
@@ -479,9 +490,31 @@ struct BotocoreCase {
     method: &'static str,
     url: Url,
     query: Vec<(String, String)>,
+    /// `None`: an ordinary request, its body signed by its SHA-256.
+    /// `Some(range)`: that many bytes of an archive, sent as the uploader
+    /// sends them (aws-chunked, unsigned, CRC32 trailer).
+    streamed: Option<u64>,
     body: Vec<u8>,
+    extra: Vec<(&'static str, String)>,
     credentials: Credentials,
     region: &'static str,
+}
+
+impl BotocoreCase {
+    /// The payload hash and framing headers the uploader sends.
+    fn wire(&self) -> (String, Vec<(&'static str, String)>) {
+        let mut extra = self.extra.clone();
+        let Some(len) = self.streamed else {
+            return (sigv4::sha256_hex(&self.body), extra);
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("archive");
+        std::fs::write(&path, vec![7u8; len as usize]).unwrap();
+        let file = Arc::new(File::open(&path).unwrap());
+        let prepared = super::payload::Payload::File { offset: 0, len }.prepare(&file);
+        extra.extend(prepared.headers);
+        (prepared.content_sha256, extra)
+    }
 }
 
 const BOTOCORE_SIGNER: &str = r#"
@@ -497,7 +530,10 @@ stamp = sys.argv[1]
 botocore.auth.get_current_datetime = lambda: datetime.datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.timezone.utc)
 out = []
 for case in json.load(sys.stdin):
-    request = AWSRequest(method=case["method"], url=case["url"], data=bytes.fromhex(case["body"]))
+    request = AWSRequest(method=case["method"], url=case["url"], data=bytes.fromhex(case["body"]), headers=case["headers"])
+    if case["trailer"]:
+        # What botocore's httpchecksum module sets for an upload with a trailing checksum.
+        request.context["checksum"] = {"request_algorithm": {"algorithm": "crc32", "in": "trailer", "name": "x-amz-checksum-crc32"}}
     creds = Credentials(case["key_id"], case["secret"], case["token"] or None)
     S3SigV4Auth(creds, "s3", case["region"]).add_auth(request)
     out.append({"authorization": request.headers["Authorization"], "sha256": request.headers["X-Amz-Content-SHA256"]})
@@ -528,7 +564,9 @@ fn signatures_match_botocore() {
         method: "PUT",
         url: u,
         query: q,
-        body: b"tar bytes".to_vec(),
+        streamed: Some(9),
+        body: Vec::new(),
+        extra: Vec::new(),
         credentials: credentials(
             "ASIAEXAMPLE",
             "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
@@ -544,7 +582,9 @@ fn signatures_match_botocore() {
         method: "POST",
         url: u,
         query: q,
+        streamed: None,
         body: Vec::new(),
+        extra: Call::create_multipart().headers,
         credentials: credentials("ASIAEXAMPLE", "secret+/=", token),
         region: "us-west-2",
     });
@@ -556,7 +596,9 @@ fn signatures_match_botocore() {
         method: "PUT",
         url: u,
         query: q,
-        body: (0..=255u8).cycle().take(70_000).collect(),
+        streamed: Some(70_000),
+        body: Vec::new(),
+        extra: Vec::new(),
         credentials: credentials("AKIDNOTOKEN", "s", ""),
         region: "us-west-2",
     });
@@ -568,7 +610,13 @@ fn signatures_match_botocore() {
         method: "POST",
         url: u,
         query: q,
-        body: complete_xml(&[(1, "\"e1\"".to_owned()), (2, "\"e2\"".to_owned())]).into_bytes(),
+        streamed: None,
+        body: complete_xml(&[
+            stored_part(1, "\"e1\"", "AAAAAA=="),
+            stored_part(2, "\"e2\"", "DUoRhQ=="),
+        ])
+        .into_bytes(),
+        extra: Vec::new(),
         credentials: credentials("ASIAEXAMPLE", "k", token),
         region: "eu-west-1",
     });
@@ -580,18 +628,28 @@ fn signatures_match_botocore() {
         method: "DELETE",
         url: u,
         query: q,
+        streamed: None,
         body: Vec::new(),
+        extra: Vec::new(),
         credentials: credentials("ASIAEXAMPLE", "k", token),
         region: "us-east-1",
     });
 
+    let wires: Vec<_> = cases.iter().map(BotocoreCase::wire).collect();
     let input: Vec<serde_json::Value> = cases
         .iter()
-        .map(|c| {
+        .zip(&wires)
+        .map(|(c, (_, extra))| {
+            let headers: serde_json::Map<String, serde_json::Value> = extra
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), v.clone().into()))
+                .collect();
             serde_json::json!({
                 "method": c.method,
                 "url": c.url.as_str(),
                 "body": hex::encode(&c.body),
+                "headers": headers,
+                "trailer": c.streamed.is_some(),
                 "key_id": c.credentials.access_key_id,
                 "secret": c.credentials.secret_access_key.expose(),
                 "token": c.credentials.session_token.expose(),
@@ -601,13 +659,13 @@ fn signatures_match_botocore() {
         .collect();
     let expected = run_botocore(amz_date, &serde_json::Value::Array(input));
     assert_eq!(expected.len(), cases.len());
-    for (case, theirs) in cases.iter().zip(expected) {
-        let sha = sigv4::sha256_hex(&case.body);
+    for ((case, (sha, extra)), theirs) in cases.iter().zip(&wires).zip(expected) {
         let ours = signed_headers(
             case.method,
             &case.url,
             &case.query,
-            &sha,
+            sha,
+            extra,
             &case.credentials,
             case.region,
             amz_date,
@@ -707,8 +765,7 @@ mod against_fake {
     }
 
     fn stored(fake: &FakeBaseten, key: &str) -> Vec<u8> {
-        let path = fake.s3().object_path(key).expect("the object is stored");
-        std::fs::read(path).unwrap()
+        fake.s3().object_bytes(key).expect("the object is stored")
     }
 
     fn events_of<'a>(events: &'a [S3Event], operation: &str) -> Vec<&'a S3Event> {
@@ -762,7 +819,7 @@ mod against_fake {
         assert_eq!(put.status, 200);
         assert!(put.signature_verified);
         assert_eq!(put.signed_region.as_deref(), Some("us-west-2"));
-        assert_eq!(put.payload_mode, "sha256");
+        assert_eq!(put.payload_mode, "STREAMING-UNSIGNED-PAYLOAD-TRAILER");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -787,7 +844,7 @@ mod against_fake {
         for part in &parts {
             assert_eq!(part.status, 200, "{part:?}");
             assert!(part.signature_verified, "{part:?}");
-            assert_eq!(part.payload_mode, "sha256");
+            assert_eq!(part.payload_mode, "STREAMING-UNSIGNED-PAYLOAD-TRAILER");
         }
         let completes = events_of(&events, "s3.complete_multipart_upload");
         assert_eq!(completes.len(), 1);
@@ -889,7 +946,7 @@ mod against_fake {
                 !shown.contains(&wrong) && !shown.contains(&token),
                 "{shown}"
             );
-            assert!(fake.s3().object_path(&target.key).is_none());
+            assert!(fake.s3().object_files(&target.key).is_none());
         }
         // Not retried: a 403 will not change. Nothing was left open either.
         let events = fake.s3().events();

@@ -57,15 +57,27 @@ fn xml_escape(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// What CompleteMultipartUpload names of one stored part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct StoredPart {
+    pub(super) number: u32,
+    pub(super) etag: String,
+    /// The part's CRC32 as S3 writes it; S3 refuses the list without it
+    /// when the upload was created with a checksum algorithm.
+    pub(super) checksum_crc32: String,
+}
+
 /// The CompleteMultipartUpload body; parts must already be in ascending order.
-pub(super) fn complete_xml(etags: &[(u32, String)]) -> String {
+pub(super) fn complete_xml(parts: &[StoredPart]) -> String {
     let mut xml = String::from(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">",
     );
-    for (number, etag) in etags {
+    for part in parts {
         xml.push_str(&format!(
-            "<Part><PartNumber>{number}</PartNumber><ETag>{}</ETag></Part>",
-            xml_escape(etag)
+            "<Part><PartNumber>{}</PartNumber><ETag>{}</ETag><ChecksumCRC32>{}</ChecksumCRC32></Part>",
+            part.number,
+            xml_escape(&part.etag),
+            xml_escape(&part.checksum_crc32),
         ));
     }
     xml.push_str("</CompleteMultipartUpload>");

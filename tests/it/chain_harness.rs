@@ -122,11 +122,11 @@ fn real_truss(fake: &FakeBaseten, args: &[&str], target: &Path) -> Output {
 
 /// Member paths of the tar the fake stored under `key`.
 pub fn tar_members(fake: &FakeBaseten, key: &str) -> std::collections::BTreeSet<String> {
-    let path = fake
+    let object = fake
         .s3()
-        .object_path(key)
+        .object_reader(key)
         .unwrap_or_else(|| panic!("the fake stored no object {key}"));
-    let mut archive = tar::Archive::new(std::fs::File::open(path).unwrap());
+    let mut archive = tar::Archive::new(object);
     archive
         .entries()
         .unwrap()

@@ -39,7 +39,7 @@
 //! - Create mutations (`create_model_from_truss`,
 //!   `create_model_version_from_truss`, `deploy_draft_truss`,
 //!   `deploy_chain_atomic`) need an `s3_key` the fake issued **and** an
-//!   object stored there (checked through [`s3::FakeS3::object_path`];
+//!   object stored there (checked through [`s3::FakeS3::object_exists`];
 //!   `require_upload: false` in a scenario skips the second half), a
 //!   base64 JSON `config`, `deploy_timeout_minutes` within 10..=1440, and a
 //!   deployment name (`version_name` in G6, `name` in G7) that fully matches

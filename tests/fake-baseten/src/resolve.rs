@@ -72,7 +72,7 @@ fn resolve_root(exec: &mut Exec<'_>, kind: OpKind, call: &RootCall) -> Result<No
     let p = &mut *exec.platform;
     let now = exec.now;
     let s3 = exec.s3;
-    let exists = |key: &str| s3.object_path(key).is_some_and(|path| path.exists());
+    let exists = |key: &str| s3.object_exists(key);
     Ok(match (kind, call.name.as_str()) {
         (OpKind::Query, "teams") => {
             Node::List(p.teams.iter().map(|t| Node::Team(t.id.clone())).collect())

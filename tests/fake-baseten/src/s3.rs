@@ -7,7 +7,10 @@
 //! open them.
 //!
 //! Bodies are streamed to files while being hashed, never held whole in
-//! memory: multi-GiB uploads must keep the fake's footprint flat.
+//! memory: multi-GiB uploads must keep the fake's footprint flat. Like S3,
+//! completing a multipart upload copies nothing: the object is its parts,
+//! read back one after the other, so the answer comes at once whatever the
+//! size and a benchmark measures the client rather than the fake's disk.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -114,12 +117,19 @@ struct Upload {
     key: String,
     dir: PathBuf,
     content_type: String,
+    /// `x-amz-checksum-algorithm` of CreateMultipartUpload: every part must
+    /// then carry that checksum, and the completion list must repeat it.
+    checksum_algorithm: Option<String>,
     parts: BTreeMap<u32, PartRecord>,
 }
 
 #[derive(Clone, Debug)]
 struct StoredObject {
-    path: PathBuf,
+    /// The object's bytes in order: one file for a single PUT, the listed
+    /// parts, where UploadPart wrote them, for a multipart upload.
+    segments: Vec<PathBuf>,
+    /// A multipart object's upload directory, removed with the object.
+    dir: Option<PathBuf>,
     size: u64,
     etag: String,
     content_type: String,
@@ -230,9 +240,40 @@ impl FakeS3 {
         response
     }
 
-    /// Path of a stored object's bytes.
-    pub fn object_path(&self, key: &str) -> Option<PathBuf> {
-        self.lock().objects.get(key).map(|o| o.path.clone())
+    /// The files holding a stored object's bytes, in order: one for a
+    /// single PUT, one per listed part for a multipart upload.
+    pub fn object_files(&self, key: &str) -> Option<Vec<PathBuf>> {
+        self.lock().objects.get(key).map(|o| o.segments.clone())
+    }
+
+    /// Whether an object is stored under `key` and all its files are there.
+    pub fn object_exists(&self, key: &str) -> bool {
+        self.object_files(key)
+            .is_some_and(|files| files.iter().all(|f| f.exists()))
+    }
+
+    /// A stored object's bytes, read whole (for tests of small objects).
+    pub fn object_bytes(&self, key: &str) -> Option<Vec<u8>> {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut self.object_reader(key)?, &mut bytes).ok()?;
+        Some(bytes)
+    }
+
+    /// Reads a stored object from the start, file after file.
+    pub fn object_reader(&self, key: &str) -> Option<ObjectReader> {
+        Some(ObjectReader {
+            files: self.object_files(key)?.into(),
+            current: None,
+        })
+    }
+
+    /// A stored object's size and a body streaming its bytes.
+    pub fn object_body(&self, key: &str) -> Option<(u64, Body)> {
+        let object = self.lock().objects.get(key).cloned()?;
+        Some((
+            object.size,
+            Body::from_stream(segments_stream(object.segments)),
+        ))
     }
 
     /// Every stored object: key and size in bytes.
@@ -494,19 +535,22 @@ impl FakeS3 {
         let etag = format!("\"{}\"", hex::encode(digest.md5));
         let path = self.object_file(ctx.key);
         {
-            let mut state = self.lock();
+            // Under the lock, so a concurrent PUT of the same key cannot
+            // interleave its rename and its record with ours.
+            let _state = self.lock();
             temp.persist(&path)?;
-            state.objects.insert(
-                ctx.key.to_owned(),
-                StoredObject {
-                    path,
-                    size: digest.len,
-                    etag: etag.clone(),
-                    content_type: content_type(&ctx.parts.headers),
-                    last_modified_secs: now_secs(),
-                },
-            );
         }
+        self.store_object(
+            ctx.key,
+            StoredObject {
+                segments: vec![path],
+                dir: None,
+                size: digest.len,
+                etag: etag.clone(),
+                content_type: content_type(&ctx.parts.headers),
+                last_modified_secs: now_secs(),
+            },
+        );
         Ok(with_headers(
             StatusCode::OK,
             &stored_headers(&etag, &digest),
@@ -519,6 +563,20 @@ impl FakeS3 {
         ctx: &OpContext<'_>,
         body: &mut Option<Body>,
     ) -> Result<Response, S3Error> {
+        let checksum_algorithm = ctx
+            .parts
+            .headers
+            .get("x-amz-checksum-algorithm")
+            .map(|v| v.to_str().unwrap_or_default().trim().to_ascii_uppercase());
+        if let Some(algorithm) = checksum_algorithm.as_deref().filter(|a| *a != "CRC32") {
+            return Err(S3Error::new(
+                StatusCode::NOT_IMPLEMENTED,
+                "NotImplemented",
+                &format!(
+                    "x-amz-checksum-algorithm {algorithm} is not implemented by this fake; it checks CRC32"
+                ),
+            ));
+        }
         receive_small(ctx, body).await?;
         let upload_id = random_string(ALNUM, 64);
         let dir = self.cfg.store_dir.join("uploads").join(&upload_id);
@@ -531,6 +589,7 @@ impl FakeS3 {
                 key: ctx.key.to_owned(),
                 dir,
                 content_type: content_type(&ctx.parts.headers),
+                checksum_algorithm,
                 parts: BTreeMap::new(),
             },
         );
@@ -570,6 +629,18 @@ impl FakeS3 {
                 .get_mut(&upload_id)
                 .filter(|u| u.key == ctx.key)
                 .ok_or_else(|| no_such_upload(&upload_id))?;
+            if let Some(algorithm) = &upload.checksum_algorithm
+                && digest.crc32_echo.is_none()
+            {
+                return Err(S3Error::new(
+                    StatusCode::BAD_REQUEST,
+                    "InvalidRequest",
+                    &format!(
+                        "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: null",
+                        algorithm.to_ascii_lowercase()
+                    ),
+                ));
+            }
             let path = upload.dir.join(format!("part-{number:05}"));
             temp.persist(&path)?;
             upload.parts.insert(
@@ -608,7 +679,12 @@ impl FakeS3 {
                 .get(&upload_id)
                 .filter(|u| u.key == ctx.key)
                 .ok_or_else(|| no_such_upload(&upload_id))?;
-            validate_completion(&requested, &upload.parts).map_err(completion_error)?;
+            validate_completion(
+                &requested,
+                &upload.parts,
+                upload.checksum_algorithm.as_deref(),
+            )
+            .map_err(completion_error)?;
             let parts: Vec<PartRecord> = requested
                 .iter()
                 .filter_map(|r| upload.parts.get(&r.number).cloned())
@@ -621,29 +697,23 @@ impl FakeS3 {
         };
         let etag = multipart_etag(&parts);
         let size: u64 = parts.iter().map(|p| p.size).sum();
-        let temp = self.temp_file().await?;
-        let temp_path = temp.path.clone();
-        let part_paths: Vec<PathBuf> = parts.iter().map(|p| p.path.clone()).collect();
-        tokio::task::spawn_blocking(move || concat_files(&part_paths, &temp_path))
-            .await
-            .map_err(|e| internal(&format!("joining parts: {e}")))?
-            .map_err(|e| internal(&format!("joining parts: {e}")))?;
-        let path = self.object_file(ctx.key);
-        {
-            let mut state = self.lock();
-            temp.persist(&path)?;
-            state.objects.insert(
-                ctx.key.to_owned(),
-                StoredObject {
-                    path,
-                    size,
-                    etag: etag.clone(),
-                    content_type: upload.content_type.clone(),
-                    last_modified_secs: now_secs(),
-                },
-            );
+        // S3 keeps only the listed parts.
+        for (number, part) in &upload.parts {
+            if !requested.iter().any(|r| r.number == *number) {
+                let _ = tokio::fs::remove_file(&part.path).await;
+            }
         }
-        let _ = tokio::fs::remove_dir_all(&upload.dir).await;
+        self.store_object(
+            ctx.key,
+            StoredObject {
+                segments: parts.iter().map(|p| p.path.clone()).collect(),
+                dir: Some(upload.dir.clone()),
+                size,
+                etag: etag.clone(),
+                content_type: upload.content_type.clone(),
+                last_modified_secs: now_secs(),
+            },
+        );
         let location = format!(
             "http://{}.s3.{}.amazonaws.com/{}",
             self.cfg.bucket,
@@ -704,12 +774,24 @@ impl FakeS3 {
         let body = if ctx.parts.method == Method::HEAD {
             Body::empty()
         } else {
-            let file = tokio::fs::File::open(&object.path)
-                .await
-                .map_err(|e| internal(&format!("opening {}: {e}", object.path.display())))?;
-            Body::from_stream(file_stream(file))
+            Body::from_stream(segments_stream(object.segments))
         };
         Ok(with_headers(StatusCode::OK, &headers, body))
+    }
+
+    /// Records `object` under `key` and deletes the files of the object it
+    /// replaces (except those it reuses: a single PUT renames over its own
+    /// path).
+    fn store_object(&self, key: &str, object: StoredObject) {
+        let new_files = object.segments.clone();
+        let old = self.lock().objects.insert(key.to_owned(), object);
+        let Some(old) = old else { return };
+        for file in old.segments.iter().filter(|f| !new_files.contains(f)) {
+            let _ = std::fs::remove_file(file);
+        }
+        if let Some(dir) = old.dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 
     /// NoSuchUpload unless `upload_id` is open for `key`.
@@ -1145,7 +1227,16 @@ fn check_checksums(
         .find(|(n, _)| n == "x-amz-checksum-crc32")
         .map(|(_, v)| v.clone());
     let mut echo = None;
-    for theirs in [header_crc, trailer_crc].into_iter().flatten() {
+    let sent = [(header_crc, "header"), (trailer_crc, "trailing header")];
+    for (theirs, place) in sent.iter().filter_map(|(v, p)| Some((v.clone()?, *p))) {
+        let well_formed = BASE64.decode(&theirs).is_ok_and(|d| d.len() == 4);
+        if !well_formed {
+            return Err(S3Error::new(
+                StatusCode::BAD_REQUEST,
+                "InvalidRequest",
+                &format!("Value for x-amz-checksum-crc32 {place} is invalid."),
+            ));
+        }
         if theirs != ours {
             return Err(S3Error::new(
                 StatusCode::BAD_REQUEST,
@@ -1219,7 +1310,16 @@ enum CompletionError {
     NoParts,
     InvalidPartOrder,
     InvalidPart(u32),
-    EntityTooSmall { number: u32, size: u64 },
+    EntityTooSmall {
+        number: u32,
+        size: u64,
+    },
+    /// The upload was created with this checksum algorithm and the list
+    /// leaves out this part's checksum.
+    MissingChecksum {
+        algorithm: String,
+        number: u32,
+    },
 }
 
 /// S3's checks on a part list, in S3's order: ascending numbers, each part
@@ -1228,6 +1328,7 @@ enum CompletionError {
 fn validate_completion(
     requested: &[RequestedPart],
     uploaded: &BTreeMap<u32, PartRecord>,
+    checksum_algorithm: Option<&str>,
 ) -> Result<(), CompletionError> {
     if requested.is_empty() {
         return Err(CompletionError::NoParts);
@@ -1236,6 +1337,14 @@ fn validate_completion(
         return Err(CompletionError::InvalidPartOrder);
     }
     for part in requested {
+        if let Some(algorithm) = checksum_algorithm
+            && part.crc32.is_none()
+        {
+            return Err(CompletionError::MissingChecksum {
+                algorithm: algorithm.to_ascii_lowercase(),
+                number: part.number,
+            });
+        }
         let Some(record) = uploaded.get(&part.number) else {
             return Err(CompletionError::InvalidPart(part.number));
         };
@@ -1270,16 +1379,41 @@ fn multipart_etag(parts: &[PartRecord]) -> String {
     format!("\"{}-{}\"", hex::encode(md5.finalize()), parts.len())
 }
 
-/// Joins the parts into the object's file. No fsync: a test double needs no
-/// durability, and flushing gigabytes to disk would make Complete take
-/// seconds where S3 answers at once (it does not copy parts at all).
-fn concat_files(parts: &[PathBuf], dest: &Path) -> std::io::Result<()> {
-    let mut out = std::fs::File::create(dest)?;
-    for part in parts {
-        // std::io::copy uses copy_file_range on Linux: no bytes in our memory.
-        std::io::copy(&mut std::fs::File::open(part)?, &mut out)?;
+/// The bytes of `files`, one after the other, read a chunk at a time.
+fn segments_stream(
+    files: Vec<PathBuf>,
+) -> impl futures_util::Stream<Item = std::io::Result<Bytes>> + Send {
+    futures_util::stream::iter(files)
+        .then(tokio::fs::File::open)
+        .map(|opened| match opened {
+            Ok(file) => file_stream(file).left_stream(),
+            Err(e) => futures_util::stream::once(async move { Err(e) }).right_stream(),
+        })
+        .flatten()
+}
+
+/// A stored object read from the start: its files one after the other.
+pub struct ObjectReader {
+    files: std::collections::VecDeque<PathBuf>,
+    current: Option<std::fs::File>,
+}
+
+impl std::io::Read for ObjectReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if let Some(file) = &mut self.current {
+                let n = file.read(buf)?;
+                if n > 0 || buf.is_empty() {
+                    return Ok(n);
+                }
+                self.current = None;
+            }
+            let Some(next) = self.files.pop_front() else {
+                return Ok(0);
+            };
+            self.current = Some(std::fs::File::open(next)?);
+        }
     }
-    Ok(())
 }
 
 fn file_stream(
@@ -1576,6 +1710,13 @@ fn completion_error(err: CompletionError) -> S3Error {
         .with("ProposedSize", size.to_string())
         .with("MinSizeAllowed", MIN_PART_BYTES.to_string())
         .with("PartNumber", number.to_string()),
+        CompletionError::MissingChecksum { algorithm, number } => S3Error::new(
+            StatusCode::BAD_REQUEST,
+            "InvalidRequest",
+            &format!(
+                "The upload was created using a {algorithm} checksum. The complete request must include the checksum for each part. It was missing for part {number} in the request."
+            ),
+        ),
     }
 }
 
@@ -1912,8 +2053,33 @@ mod tests {
             ),
         ];
         for (parts, want) in cases {
-            assert_eq!(validate_completion(&parts, &uploaded), want, "{parts:?}");
+            assert_eq!(
+                validate_completion(&parts, &uploaded, None),
+                want,
+                "{parts:?}"
+            );
         }
+        // An upload created with a checksum algorithm needs every part's.
+        let crc_of_one = BASE64.encode(crc32fast::hash(b"one").to_be_bytes());
+        let with_crc = RequestedPart {
+            crc32: Some(crc_of_one),
+            ..requested(1, b"one")
+        };
+        assert_eq!(
+            validate_completion(std::slice::from_ref(&with_crc), &uploaded, Some("CRC32")),
+            Ok(())
+        );
+        assert_eq!(
+            validate_completion(
+                &[with_crc, requested(3, b"three")],
+                &uploaded,
+                Some("CRC32")
+            ),
+            Err(E::MissingChecksum {
+                algorithm: "crc32".into(),
+                number: 3
+            })
+        );
     }
 
     #[test]

@@ -436,20 +436,18 @@ async fn admin(shared: &Shared, method: &Method, path: &str, query: Option<&str>
         }
         (Method::GET, p) if p.starts_with("objects/") => {
             let key = &p["objects/".len()..];
-            let Some(file) = shared.s3.object_path(key) else {
-                return json_response(
-                    StatusCode::NOT_FOUND,
-                    json!({"message": format!("No object {key}")}),
-                );
-            };
-            match tokio::fs::read(&file).await {
-                Ok(bytes) => (
+            // Streamed: a multi-GiB object must not be read into memory.
+            match shared.s3.object_body(key) {
+                Some((size, body)) if shared.s3.object_exists(key) => (
                     StatusCode::OK,
-                    [(header::CONTENT_TYPE, "application/octet-stream")],
-                    bytes,
+                    [
+                        (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
+                        (header::CONTENT_LENGTH, size.to_string()),
+                    ],
+                    body,
                 )
                     .into_response(),
-                Err(_) => json_response(
+                _ => json_response(
                     StatusCode::NOT_FOUND,
                     json!({"message": format!("No object {key}")}),
                 ),

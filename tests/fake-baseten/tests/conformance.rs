@@ -673,15 +673,13 @@ fn only_team_id(fake: &FakeBaseten) -> String {
 }
 
 fn assert_tar_members(fake: &FakeBaseten, key: &str, expected: &[&str]) {
-    let path = fake.s3().object_path(key).unwrap_or_else(|| {
+    let object = fake.s3().object_reader(key).unwrap_or_else(|| {
         panic!(
             "the fake stored no object {key}; it has {:?}",
             fake.s3().objects()
         )
     });
-    let file =
-        std::fs::File::open(&path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
-    let mut archive = tar::Archive::new(file);
+    let mut archive = tar::Archive::new(object);
     let mut members = BTreeSet::new();
     for entry in archive.entries().expect("a tar archive") {
         let entry = entry.expect("a tar entry");

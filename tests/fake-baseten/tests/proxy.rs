@@ -202,10 +202,7 @@ async fn forwarding_keeps_routing_auth_and_sigv4() {
     let put = signed_put(&proxy.s3_endpoint(), &fake, &creds, b"tar bytes".to_vec()).await;
     assert_eq!(put.status(), StatusCode::OK);
     let key = creds["s3_key"].as_str().unwrap();
-    assert_eq!(
-        std::fs::read(fake.s3().object_path(key).unwrap()).unwrap(),
-        b"tar bytes"
-    );
+    assert_eq!(fake.s3().object_bytes(key).unwrap(), b"tar bytes");
 
     let created: Value = gql(&proxy.graphql_base(), &fake, &create_doc("routed", key))
         .await

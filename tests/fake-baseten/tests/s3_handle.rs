@@ -229,8 +229,8 @@ async fn put_object_stores_the_bytes_with_an_md5_etag() {
     );
     assert!(reply.header("x-amz-request-id").is_some());
 
-    let path = h.fake.object_path(&h.creds.s3_key).expect("object stored");
-    assert_eq!(std::fs::read(path).unwrap(), body);
+    let stored = h.fake.object_bytes(&h.creds.s3_key).expect("object stored");
+    assert_eq!(stored, body);
     assert_eq!(
         h.fake.objects(),
         [(h.creds.s3_key.clone(), body.len() as u64)]
@@ -562,8 +562,10 @@ async fn presigned_urls_are_verified_and_expire() {
     let event = h.fake.events().pop().unwrap();
     assert!(event.signature_verified);
     assert_eq!(event.payload_mode, "UNSIGNED-PAYLOAD");
-    let path = h.fake.object_path(&h.creds.s3_key).unwrap();
-    assert_eq!(std::fs::read(path).unwrap(), b"presigned body");
+    assert_eq!(
+        h.fake.object_bytes(&h.creds.s3_key).unwrap(),
+        b"presigned body"
+    );
 
     let two_hours_ago = sigv4::format_amz_date(now_secs() - 7200);
     let reply = h
@@ -676,10 +678,20 @@ async fn multipart_upload_joins_parts_with_a_multipart_etag() {
         etag.replace("&quot;", "\"")
     );
 
-    let stored = std::fs::read(h.fake.object_path(&h.creds.s3_key).unwrap()).unwrap();
+    let stored = h.fake.object_bytes(&h.creds.s3_key).unwrap();
     assert_eq!(stored, chunks.concat());
     assert_eq!(h.fake.open_uploads(), 0);
-    assert!(!h.dir.0.join("store/uploads").join(&upload_id).exists());
+    // Like S3, completing copies nothing: the object is its parts, in order.
+    let files = h.fake.object_files(&h.creds.s3_key).unwrap();
+    let upload_dir = h.dir.0.join("store/uploads").join(&upload_id);
+    assert_eq!(files.len(), 3);
+    assert!(
+        files.iter().all(|f| f.starts_with(&upload_dir)),
+        "{files:?}"
+    );
+    let mut sorted = files.clone();
+    sorted.sort();
+    assert_eq!(files, sorted, "segments are read in part order");
     let ops: Vec<String> = h.fake.events().into_iter().map(|e| e.operation).collect();
     assert_eq!(
         ops,
@@ -842,7 +854,7 @@ async fn aws_chunked_body_with_crc32_trailer_is_decoded_and_checked() {
         reply.header("etag"),
         Some(format!("\"{}\"", md5_hex(&data)))
     );
-    let stored = std::fs::read(h.fake.object_path(&h.creds.s3_key).unwrap()).unwrap();
+    let stored = h.fake.object_bytes(&h.creds.s3_key).unwrap();
     assert!(stored == data, "the stored object is the decoded payload");
     assert_eq!(
         h.fake.events().pop().unwrap().payload_mode,
@@ -924,14 +936,16 @@ async fn signed_chunks_are_verified_one_by_one() {
     );
     let reply = h.send(good).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
-    let stored = std::fs::read(h.fake.object_path(&h.creds.s3_key).unwrap()).unwrap();
+    let stored = h.fake.object_bytes(&h.creds.s3_key).unwrap();
     assert!(stored == data);
     assert_eq!(
         h.fake.events().pop().unwrap().payload_mode,
         "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
     );
 
-    std::fs::remove_file(h.fake.object_path(&h.creds.s3_key).unwrap()).unwrap();
+    for file in h.fake.object_files(&h.creds.s3_key).unwrap() {
+        std::fs::remove_file(file).unwrap();
+    }
     let bad = build(
         Method::PUT,
         &h.key_path(),
@@ -945,7 +959,7 @@ async fn signed_chunks_are_verified_one_by_one() {
         (StatusCode::FORBIDDEN, Some("SignatureDoesNotMatch"))
     );
     assert!(
-        !h.fake.object_path(&h.creds.s3_key).unwrap().exists(),
+        !h.fake.object_exists(&h.creds.s3_key),
         "a tampered body is not stored"
     );
 }
@@ -990,4 +1004,172 @@ fn issued_credentials_are_fresh_and_shaped_like_sts() {
     assert_ne!(a.aws_access_key_id, b.aws_access_key_id);
     assert_ne!(a.aws_secret_access_key, b.aws_secret_access_key);
     assert_ne!(a.aws_session_token, b.aws_session_token);
+}
+
+/// The CRC32 of `data` as S3 writes it.
+fn crc32_text(data: &[u8]) -> String {
+    BASE64.encode(crc32fast::hash(data).to_be_bytes())
+}
+
+/// `spec` sent with `data` aws-chunked and the given CRC32 trailer value.
+async fn send_chunked(h: &Harness, spec: &Spec<'_>, data: &[u8], crc: &str) -> Reply {
+    let body = aws_chunked(data, 65_536, &[("x-amz-checksum-crc32", crc.to_owned())]);
+    h.send(spec.request(framed(body, 4096))).await
+}
+
+#[tokio::test]
+async fn one_corrupted_byte_in_the_body_or_the_trailer_is_refused_with_bad_digest() {
+    let h = Harness::new();
+    let data = pattern(300_000, 9);
+    let crc = crc32_text(&data);
+    let spec = boto3_style_put(&h, &data);
+    let reply = send_chunked(&h, &spec, &data, &crc).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+
+    // One byte changed on the way, the trailer still the sender's.
+    let mut corrupted = pattern(300_000, 9);
+    corrupted[123_456] ^= 0x01;
+    let reply = send_chunked(&h, &spec, &corrupted, &crc).await;
+    assert_eq!(
+        (reply.status, reply.code().as_deref()),
+        (StatusCode::BAD_REQUEST, Some("BadDigest")),
+        "{}",
+        reply.text()
+    );
+    assert!(
+        reply
+            .text()
+            .contains("The CRC32 you specified did not match the calculated checksum."),
+        "{}",
+        reply.text()
+    );
+
+    // One byte of the trailer changed: still a well-formed CRC32, the wrong one.
+    let mut raw = crc32fast::hash(&data).to_be_bytes();
+    raw[3] ^= 0x80;
+    let reply = send_chunked(&h, &spec, &data, &BASE64.encode(raw)).await;
+    assert_eq!(
+        (reply.status, reply.code().as_deref()),
+        (StatusCode::BAD_REQUEST, Some("BadDigest"))
+    );
+
+    // A trailer that is not a CRC32 at all is a malformed request instead.
+    let reply = send_chunked(&h, &spec, &data, "not a crc").await;
+    assert_eq!(
+        (reply.status, reply.code().as_deref()),
+        (StatusCode::BAD_REQUEST, Some("InvalidRequest"))
+    );
+    assert!(
+        reply.text().contains("trailing header is invalid"),
+        "{}",
+        reply.text()
+    );
+
+    assert_eq!(
+        h.fake.object_bytes(&h.creds.s3_key).unwrap(),
+        data,
+        "refused bodies leave the stored object alone"
+    );
+    assert_eq!(h.tmp_files(), 0);
+}
+
+fn boto3_style_part<'a>(h: &'a Harness, query: &'a str, data: &[u8]) -> Spec<'a> {
+    let mut spec = boto3_style_put(h, data);
+    spec.query = query;
+    spec
+}
+
+async fn complete_with_checksums(
+    h: &Harness,
+    upload_id: &str,
+    parts: &[(u32, String, Option<String>)],
+) -> Reply {
+    let mut xml = String::from(
+        r#"<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">"#,
+    );
+    for (number, etag, crc) in parts {
+        let crc = crc
+            .as_ref()
+            .map(|c| format!("<ChecksumCRC32>{c}</ChecksumCRC32>"))
+            .unwrap_or_default();
+        xml.push_str(&format!(
+            "<Part><ETag>{etag}</ETag>{crc}<PartNumber>{number}</PartNumber></Part>"
+        ));
+    }
+    xml.push_str("</CompleteMultipartUpload>");
+    let query = format!("uploadId={upload_id}");
+    let spec = Spec::new(h, Method::POST, &query, xml.as_bytes());
+    h.send(spec.request(Body::from(xml))).await
+}
+
+#[tokio::test]
+async fn an_upload_created_with_crc32_needs_each_part_checksum_as_s3_does() {
+    let h = Harness::new();
+    let mut create = Spec::new(&h, Method::POST, "uploads", b"");
+    create.headers = vec![("x-amz-checksum-algorithm", "CRC32".into())];
+    let reply = h.send(create.request(Body::empty())).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let upload_id = element(&reply.text(), "UploadId").unwrap();
+
+    let reply = upload_part(&h, &upload_id, 1, b"no checksum").await;
+    assert_eq!(
+        (reply.status, reply.code().as_deref()),
+        (StatusCode::BAD_REQUEST, Some("InvalidRequest"))
+    );
+    assert!(
+        reply.text().contains("Checksum Type mismatch"),
+        "{}",
+        reply.text()
+    );
+
+    let chunks = [pattern(MIN_PART_BYTES as usize, 1), pattern(999, 2)];
+    let mut listed = Vec::new();
+    for (i, data) in chunks.iter().enumerate() {
+        let number = i as u32 + 1;
+        let query = format!("partNumber={number}&uploadId={upload_id}");
+        let spec = boto3_style_part(&h, &query, data);
+        let reply = send_chunked(&h, &spec, data, &crc32_text(data)).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+        assert_eq!(reply.header("x-amz-checksum-crc32"), Some(crc32_text(data)));
+        listed.push((
+            number,
+            reply.header("etag").unwrap(),
+            Some(crc32_text(data)),
+        ));
+    }
+
+    let without: Vec<_> = listed
+        .iter()
+        .map(|(n, e, _)| (*n, e.clone(), None))
+        .collect();
+    let reply = complete_with_checksums(&h, &upload_id, &without).await;
+    assert_eq!(
+        (reply.status, reply.code().as_deref()),
+        (StatusCode::BAD_REQUEST, Some("InvalidRequest"))
+    );
+    assert!(
+        reply
+            .text()
+            .contains("It was missing for part 1 in the request."),
+        "{}",
+        reply.text()
+    );
+
+    let reply = complete_with_checksums(&h, &upload_id, &listed).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    assert_eq!(
+        h.fake.object_bytes(&h.creds.s3_key).unwrap(),
+        chunks.concat()
+    );
+
+    // Replacing the object removes the parts it was made of.
+    let parts = h.fake.object_files(&h.creds.s3_key).unwrap();
+    let reply = put(&h, b"replacement").await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert!(parts.iter().all(|p| !p.exists()), "{parts:?}");
+    assert!(!h.dir.0.join("store/uploads").join(&upload_id).exists());
+    assert_eq!(
+        h.fake.object_bytes(&h.creds.s3_key).unwrap(),
+        b"replacement"
+    );
 }

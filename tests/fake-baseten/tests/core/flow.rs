@@ -84,7 +84,7 @@ async fn model_flow_push_wait_predict_deactivate() {
     assert_eq!(mv["instance_type"]["name"], "1x2");
 
     // The stored object is the uploaded tar, also over the admin route.
-    let stored = std::fs::read(fake.s3().object_path(key).unwrap()).unwrap();
+    let stored = fake.s3().object_bytes(key).unwrap();
     assert_eq!(stored, tar);
     let via_admin = reqwest::get(format!("{}/__fake/objects/{key}", fake.url()))
         .await
