@@ -384,12 +384,8 @@ async fn serving_environment(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id:
 
 /// Cleanup of the chain deployment, by the rules models follow.
 pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
-    let (chain_id, deployment_id) = {
-        let st = ctx.state.lock().unwrap();
-        match (&st.chain_id, &st.deployment_id) {
-            (Some(c), Some(d)) => (c.clone(), d.clone()),
-            _ => return Ok(()),
-        }
+    let Some((chain_id, deployment_id)) = ctx.created(|st| &st.chain_id) else {
+        return Ok(());
     };
     flow::cleanup_deployment(
         ctx,

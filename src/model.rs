@@ -321,12 +321,8 @@ fn spawn_log_stream(
 
 /// Cleanup of the model deployment, once one was created.
 pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
-    let (model_id, deployment_id) = {
-        let st = ctx.state.lock().unwrap();
-        match (&st.model_id, &st.deployment_id) {
-            (Some(m), Some(d)) => (m.clone(), d.clone()),
-            _ => return Ok(()),
-        }
+    let Some((model_id, deployment_id)) = ctx.created(|st| &st.model_id) else {
+        return Ok(());
     };
     flow::cleanup_deployment(
         ctx,

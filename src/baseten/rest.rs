@@ -97,8 +97,10 @@ impl Api {
             Wrapped { secrets: Vec<Named> },
             Bare(Vec<Named>),
         }
+        // One try: the check only informs, and a long retry would delay
+        // the deploy it is meant to speed up.
         let url = self.endpoints.rest(&["secrets"]);
-        let answer: Answer = self.rest_read("listing secrets", url).await?;
+        let answer: Answer = self.rest_get("listing secrets", url).await?;
         let list = match answer {
             Answer::Wrapped { secrets } | Answer::Bare(secrets) => secrets,
         };

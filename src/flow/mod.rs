@@ -70,6 +70,13 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The ids of what this run created — the owner (the model or chain id
+    /// `owner` picks from the state) and the deployment — once it exists.
+    pub(crate) fn created(&self, owner: fn(&State) -> &Option<String>) -> Option<(String, String)> {
+        let st = self.state.lock().unwrap();
+        Some((owner(&st).clone()?, st.deployment_id.clone()?))
+    }
+
     pub(crate) fn say(&self, msg: &str) {
         self.rep.lock().unwrap().line(msg);
     }
