@@ -193,20 +193,12 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
     flow::package_and_upload(ctx, &manifest.chain_root, &creds, "the chain source").await?;
     drop(gen_dir);
 
-    let existing = ctx
+    let chains = ctx
         .api
         .chains(team.as_ref().map(|t| t.id.as_str()))
         .await
-        .map_err(deploy_error)?
-        .into_iter()
-        .find(|c| c.name == name);
-    match &existing {
-        Some(c) => ctx.say(&format!(
-            "Chain {name:?} exists ({}): creating a new deployment",
-            c.id
-        )),
-        None => ctx.say(&format!("Chain {name:?} is new: creating it")),
-    }
+        .map_err(deploy_error)?;
+    let existing = flow::existing(ctx, "Chain", &name, chains);
     let (entrypoint, dependencies) = pushed
         .split_first()
         .expect("the manifest has an entrypoint");

@@ -50,20 +50,12 @@ pub(crate) async fn deploy(
             .collect())
     })
     .await?;
-    let existing = ctx
+    let models = ctx
         .api
         .models(team.as_ref().map(|t| t.id.as_str()))
         .await
-        .map_err(deploy_error)?
-        .into_iter()
-        .find(|m| m.name == name);
-    match &existing {
-        Some(m) => ctx.say(&format!(
-            "Model {name:?} exists ({}): creating a new deployment",
-            m.id
-        )),
-        None => ctx.say(&format!("Model {name:?} is new: creating it")),
-    }
+        .map_err(deploy_error)?;
+    let existing = flow::existing(ctx, "Model", name, models);
 
     let config_b64 = encode_config(config);
     flow::validate_config(ctx, &config_b64, &truss_user_env(None), "config.yaml").await?;

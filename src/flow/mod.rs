@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use base64::Engine;
 use serde_json::Value;
 
-use crate::baseten::{Api, ApiError, Team, python_json};
+use crate::baseten::{Api, ApiError, Named, Team, python_json};
 pub(crate) use crate::ci::human;
 use crate::ci::{PredictStats, Reporter, StatusEvent};
 use crate::config::Config;
@@ -190,6 +190,20 @@ pub(crate) async fn pick_team(
         ctx.say(&format!("Team: {}", t.name));
     }
     Ok(team)
+}
+
+/// The model or chain named `name` among `listed`, if it exists, said
+/// either way (`kind` is "Model" or "Chain").
+pub(crate) fn existing(ctx: &Ctx<'_>, kind: &str, name: &str, listed: Vec<Named>) -> Option<Named> {
+    let found = listed.into_iter().find(|m| m.name == name);
+    match &found {
+        Some(m) => ctx.say(&format!(
+            "{kind} {name:?} exists ({}): creating a new deployment",
+            m.id
+        )),
+        None => ctx.say(&format!("{kind} {name:?} is new: creating it")),
+    }
+    found
 }
 
 /// A platform error that ends the deploy; one cut short by the run's
