@@ -248,6 +248,15 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         st.chain_id = Some(chain_id.clone());
         st.deployment_id = Some(chain_deployment_id.clone());
         st.model_id = None;
+        st.environment_url = cfg.environment.as_deref().map(|env| {
+            cfg.endpoints.environment_invoke(
+                "chain",
+                chain_id,
+                env,
+                "run_remote",
+                cfg.regional_environment,
+            )
+        });
     }
     ctx.event("", "chain deployment created");
     ctx.say(&format!(

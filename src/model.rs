@@ -129,6 +129,15 @@ pub(crate) async fn deploy(
         let mut st = ctx.state.lock().unwrap();
         st.model_id = Some(created.model_id.clone());
         st.deployment_id = Some(created.deployment_id.clone());
+        st.environment_url = cfg.environment.as_deref().map(|env| {
+            cfg.endpoints.environment_invoke(
+                "model",
+                &created.model_id,
+                env,
+                "predict",
+                cfg.regional_environment,
+            )
+        });
     }
     ctx.event("", "deployment created");
     #[cfg(debug_assertions)]

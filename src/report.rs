@@ -21,6 +21,11 @@ fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Outputs {
     outputs.deploy_time_seconds = st.deploy_time.map(|d| d.as_secs_f64());
     outputs.predict_response = st.predict_response.clone().unwrap_or_default();
     outputs.last_status = st.last_status.clone().unwrap_or_default();
+    outputs.predict_url = st.predict_url.clone().unwrap_or_default();
+    outputs.environment_url = st.environment_url.clone().unwrap_or_default();
+    outputs.previous_deployment_id = st.previous_deployment_id.clone().unwrap_or_default();
+    outputs.tested_deployment_id = st.tested_deployment_id.clone().unwrap_or_default();
+    outputs.rolled_back = st.rolled_back;
     if let Some(cfg) = cfg {
         outputs.logs_url = match (&st.model_id, &st.chain_id, &st.deployment_id) {
             (Some(m), _, Some(d)) => cfg.endpoints.logs_page(m, d),

@@ -128,6 +128,31 @@ impl Endpoints {
         }
     }
 
+    /// The URL that serves environment `env` of a model (`prefix` "model",
+    /// `endpoint` "predict") or chain ("chain", "run_remote"): the regional
+    /// host when asked, else the path form on the shared host.
+    pub(crate) fn environment_invoke(
+        &self,
+        prefix: &str,
+        id: &str,
+        env: &str,
+        endpoint: &str,
+        regional: bool,
+    ) -> String {
+        if regional {
+            return format!(
+                "{}/{endpoint}",
+                self.inference_base(prefix, &format!("{id}-{env}"))
+            );
+        }
+        let base = self.inference_base(prefix, id);
+        if env == "production" {
+            format!("{base}/production/{endpoint}")
+        } else {
+            format!("{base}/environments/{}/{endpoint}", seg(env))
+        }
+    }
+
     fn app_page(&self, segments: &[&str]) -> String {
         let path: Vec<String> = segments.iter().map(|s| seg(s)).collect();
         join(&self.app, &path.join("/")).to_string()

@@ -55,6 +55,18 @@ pub(crate) struct Outputs {
     /// Last platform status observed while waiting.
     pub(crate) last_status: String,
     pub(crate) logs_url: String,
+    /// The URL the smoke test used (the last one, when there were two).
+    pub(crate) predict_url: String,
+    /// The URL that serves the environment, when the deploy has one.
+    pub(crate) environment_url: String,
+    /// The deployment that served the environment before this run.
+    pub(crate) previous_deployment_id: String,
+    /// The deployment the first smoke test ran on, when a promotion
+    /// created another one that serves now.
+    pub(crate) tested_deployment_id: String,
+    /// `true` when this run moved the environment back to the previous
+    /// deployment; empty when no promotion was gated.
+    pub(crate) rolled_back: Option<bool>,
 }
 
 impl Outputs {
@@ -71,6 +83,11 @@ impl Outputs {
             error_message: String::new(),
             last_status: String::new(),
             logs_url: String::new(),
+            predict_url: String::new(),
+            environment_url: String::new(),
+            previous_deployment_id: String::new(),
+            tested_deployment_id: String::new(),
+            rolled_back: None,
         }
     }
 
@@ -89,6 +106,10 @@ impl Outputs {
             &mut self.error_message,
             &mut self.last_status,
             &mut self.logs_url,
+            &mut self.predict_url,
+            &mut self.environment_url,
+            &mut self.previous_deployment_id,
+            &mut self.tested_deployment_id,
         ] {
             if let Cow::Owned(clean) = redact(field, secret) {
                 *field = clean;
@@ -97,7 +118,7 @@ impl Outputs {
     }
 
     /// `(name, value)` in writing order: the Python action's seven outputs
-    /// first, in the order it writes them, then the three this project adds.
+    /// first, in the order it writes them, then the ones this project adds.
     pub(crate) fn entries(&self) -> Vec<(&'static str, String)> {
         vec![
             ("deployment-id", self.deployment_id.clone()),
@@ -119,6 +140,17 @@ impl Outputs {
             ),
             ("last-status", self.last_status.clone()),
             ("logs-url", self.logs_url.clone()),
+            ("predict-url", self.predict_url.clone()),
+            ("environment-url", self.environment_url.clone()),
+            (
+                "previous-deployment-id",
+                self.previous_deployment_id.clone(),
+            ),
+            ("tested-deployment-id", self.tested_deployment_id.clone()),
+            (
+                "rolled-back",
+                self.rolled_back.map(|b| b.to_string()).unwrap_or_default(),
+            ),
         ]
     }
 }
@@ -607,7 +639,16 @@ pub(super) mod tests {
         "status",
     ];
     /// Outputs this project adds after the anchor's seven.
-    const EXTRA_OUTPUT_NAMES: [&str; 3] = ["error-message", "last-status", "logs-url"];
+    const EXTRA_OUTPUT_NAMES: [&str; 8] = [
+        "error-message",
+        "last-status",
+        "logs-url",
+        "predict-url",
+        "environment-url",
+        "previous-deployment-id",
+        "tested-deployment-id",
+        "rolled-back",
+    ];
 
     fn seeded() -> impl FnMut() -> String {
         let mut rng = fastrand::Rng::with_seed(7);
@@ -628,6 +669,8 @@ pub(super) mod tests {
             error_message: String::new(),
             last_status: "ACTIVE".into(),
             logs_url: "https://app.baseten.co/models/abc123/logs/dep456".into(),
+            predict_url: "https://model-abc123.api.baseten.co/deployment/dep456/predict".into(),
+            ..Outputs::new(Status::Success)
         }
     }
 
@@ -823,7 +866,7 @@ pub(super) mod tests {
 
         let text = render_dotenv(&outputs);
         let vars = assert_gitlab_accepts(&text);
-        assert_eq!(vars.len(), 11);
+        assert_eq!(vars.len(), 16);
         assert_eq!(var(&vars, "TRUSS_PUSH_PREDICT_RESPONSE_TRUNCATED"), "true");
         let kept = unescape_dotenv_value(var(&vars, "TRUSS_PUSH_PREDICT_RESPONSE"));
         assert!(kept.len() > 3000, "uses the budget: {}", kept.len());
@@ -865,7 +908,7 @@ pub(super) mod tests {
         outputs.predict_response = "p".repeat(9000);
         outputs.error_message = "e".repeat(9000);
         let vars = assert_gitlab_accepts(&render_dotenv(&outputs));
-        assert_eq!(vars.len(), 11);
+        assert_eq!(vars.len(), 16);
         for name in [
             "TRUSS_PUSH_MODEL_NAME",
             "TRUSS_PUSH_LAST_STATUS",
@@ -939,7 +982,7 @@ pub(super) mod tests {
             "{text}"
         );
         assert!(text.contains("TRUSS_PUSH_STATUS='success'\n"), "{text}");
-        assert_eq!(text.lines().count(), 10);
+        assert_eq!(text.lines().count(), 15);
     }
 
     #[test]
@@ -1041,6 +1084,11 @@ pub(super) mod tests {
                 "TRUSS_PUSH_ERROR_MESSAGE",
                 "TRUSS_PUSH_LAST_STATUS",
                 "TRUSS_PUSH_LOGS_URL",
+                "TRUSS_PUSH_PREDICT_URL",
+                "TRUSS_PUSH_ENVIRONMENT_URL",
+                "TRUSS_PUSH_PREVIOUS_DEPLOYMENT_ID",
+                "TRUSS_PUSH_TESTED_DEPLOYMENT_ID",
+                "TRUSS_PUSH_ROLLED_BACK",
             ]
         );
     }
@@ -1076,7 +1124,7 @@ pub(super) mod tests {
         for (name, want) in outputs.entries() {
             assert_eq!(object[name], serde_json::Value::String(want), "{name}");
         }
-        assert_eq!(object.len(), 10);
+        assert_eq!(object.len(), 15);
         let positions: Vec<usize> = outputs
             .entries()
             .iter()

@@ -51,6 +51,13 @@ pub(crate) struct State {
     pub(crate) last_status: Option<String>,
     pub(crate) predict_response: Option<String>,
     pub(crate) predict: Option<PredictStats>,
+    /// The URL the smoke test used last.
+    pub(crate) predict_url: Option<String>,
+    /// The URL that serves the environment, when there is one.
+    pub(crate) environment_url: Option<String>,
+    pub(crate) previous_deployment_id: Option<String>,
+    pub(crate) tested_deployment_id: Option<String>,
+    pub(crate) rolled_back: Option<bool>,
     pub(crate) history: Vec<StatusEvent>,
     pub(crate) notes: Vec<String>,
 }

@@ -28,6 +28,7 @@ pub(crate) async fn smoke_test(
         "POST {url}{}",
         if streaming { " (streaming)" } else { "" }
     ));
+    ctx.state.lock().unwrap().predict_url = Some(url.to_string());
     let started = Instant::now();
     // The predict's own deadline (below) bounds it and names it in the
     // message; the deploy budget no longer applies.

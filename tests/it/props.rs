@@ -88,6 +88,11 @@ const OUTPUT_NAMES: &[&str] = &[
     "error-message",
     "last-status",
     "logs-url",
+    "predict-url",
+    "environment-url",
+    "previous-deployment-id",
+    "tested-deployment-id",
+    "rolled-back",
 ];
 
 /// What one run left behind.

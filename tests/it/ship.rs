@@ -51,6 +51,11 @@ const OUTPUTS: &[&str] = &[
     "error-message",
     "last-status",
     "logs-url",
+    "predict-url",
+    "environment-url",
+    "previous-deployment-id",
+    "tested-deployment-id",
+    "rolled-back",
 ];
 
 #[test]
