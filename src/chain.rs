@@ -11,7 +11,9 @@ use std::path::Path;
 use anyhow::{Context, anyhow};
 use serde_json::Value;
 
-use crate::baseten::{ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest, Team};
+use crate::baseten::{
+    ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest, Owner, Team,
+};
 use crate::flow::{
     self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
 };
@@ -209,7 +211,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
     let request = DeployChainRequest {
         existing_chain_id: existing.as_ref().map(|c| c.id.as_str()),
         chain_name: &name,
-        environment: cfg.environment.as_deref(),
+        environment: cfg.create_environment(),
         source_s3_key: Some(&creds.s3_key),
         team_id: team.as_ref().map(|t| t.id.as_str()),
         deployment_name: Some(&cfg.deployment_name),
@@ -283,16 +285,28 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         return Ok(());
     };
     ctx.group("Predict (run_remote)");
+    // A gated promotion tests the deployment itself first.
     let regional = cfg
-        .environment
-        .as_deref()
+        .create_environment()
         .filter(|_| cfg.regional_environment);
     let url = cfg
         .endpoints
         .chain_run_remote(chain_id, chain_deployment_id, regional);
     let r = flow::smoke_test(ctx, "run_remote", &url, payload, false).await;
     ctx.end_group();
-    r
+    r?;
+    if cfg.gated_environment().is_some() {
+        let candidate = flow::Candidate {
+            owner: Owner::Chain,
+            owner_id: chain_id,
+            tested: chain_deployment_id,
+            endpoint: "run_remote",
+            payload,
+            streaming: false,
+        };
+        flow::promote_after_predict(ctx, &candidate).await?;
+    }
+    Ok(())
 }
 
 /// Polls the chain deployment until every chainlet is ready, one failed,
@@ -343,7 +357,7 @@ async fn wait(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id: &str) -> Resul
         }
         ctx.state.lock().unwrap().last_status = representative_status(&chainlets);
         match chain_verdict(&chainlets) {
-            ChainVerdict::Ready => match &cfg.environment {
+            ChainVerdict::Ready => match cfg.create_environment() {
                 None => Ok(Poll::Ready),
                 // Ready chainlets do not mean the environment serves this
                 // chain deployment yet: wait for the promotion.
@@ -383,19 +397,25 @@ async fn serving_environment(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id:
     }
 }
 
-/// Cleanup of the chain deployment, by the rules models follow.
+/// Cleanup of the chain deployment (with a gated promotion: of each one
+/// this run created), by the rules models follow.
 pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
-    let Some((chain_id, deployment_id)) = ctx.created(|st| &st.chain_id) else {
+    let Some((chain_id, ids)) = ctx.created_all(|st| &st.chain_id) else {
         return Ok(());
     };
-    flow::cleanup_deployment(
-        ctx,
-        cancelled,
-        &format!("chain deployment {deployment_id}"),
-        serving_environment(ctx, &chain_id, &deployment_id),
-        ctx.api.deactivate_chain(&chain_id, &deployment_id),
-    )
-    .await
+    let mut result = Ok(());
+    for deployment_id in ids {
+        let r = flow::cleanup_deployment(
+            ctx,
+            cancelled,
+            &format!("chain deployment {deployment_id}"),
+            serving_environment(ctx, &chain_id, &deployment_id),
+            ctx.api.deactivate_chain(&chain_id, &deployment_id),
+        )
+        .await;
+        result = result.and(r);
+    }
+    result
 }
 
 #[cfg(test)]

@@ -112,6 +112,7 @@ pub struct InputSpec {
 const HOSTS: Option<&str> = Some("Hosts");
 const BEHAVIOUR: Option<&str> = Some("Behaviour");
 const OUTPUTS: Option<&str> = Some("Outputs");
+const PROMOTION: Option<&str> = Some("Promotion");
 
 const fn seconds(min: f64, max: f64, whole: bool) -> Kind {
     Kind::Number(Range {
@@ -156,6 +157,54 @@ pub const INPUTS: &[InputSpec] = &[
         default: None,
         help: "Deploy into this environment, e.g. production (letters, digits, '_', '-')",
         heading: None,
+    },
+    InputSpec {
+        name: "promote",
+        plain_env: "TRUSS_PUSH_PROMOTE",
+        kind: Kind::Bool,
+        default: Some("false"),
+        help: "Shorthand for environment production (as truss push --promote); not with environment",
+        heading: PROMOTION,
+    },
+    InputSpec {
+        name: "promotion",
+        plain_env: "TRUSS_PUSH_PROMOTION",
+        kind: Kind::Name,
+        default: Some("at-create"),
+        help: "at-create: the platform promotes when ready; after-predict: promote only after the deployment passed its smoke test, roll back if the environment's fails",
+        heading: PROMOTION,
+    },
+    InputSpec {
+        name: "preserve-previous-production-deployment",
+        plain_env: "TRUSS_PUSH_PRESERVE_PREVIOUS_PRODUCTION_DEPLOYMENT",
+        kind: Kind::Bool,
+        default: Some("false"),
+        help: "Keep the previous deployment of the environment scaled up after the promotion",
+        heading: PROMOTION,
+    },
+    InputSpec {
+        name: "preserve-env-instance-type",
+        plain_env: "TRUSS_PUSH_PRESERVE_ENV_INSTANCE_TYPE",
+        kind: Kind::Bool,
+        default: Some("true"),
+        help: "Keep the environment's instance type (false: take the config's resources)",
+        heading: PROMOTION,
+    },
+    InputSpec {
+        name: "publish",
+        plain_env: "TRUSS_PUSH_PUBLISH",
+        kind: Kind::Bool,
+        default: None,
+        help: "Accepted for truss push compatibility; deployments are always published",
+        heading: PROMOTION,
+    },
+    InputSpec {
+        name: "trusted",
+        plain_env: "TRUSS_PUSH_TRUSTED",
+        kind: Kind::Bool,
+        default: None,
+        help: "Accepted for truss push compatibility (deprecated there); no effect",
+        heading: PROMOTION,
     },
     InputSpec {
         name: "include-git-info",

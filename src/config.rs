@@ -47,6 +47,18 @@ pub(crate) struct Cleanup {
     pub explicit: bool,
 }
 
+/// When traffic moves to the new deployment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Promotion {
+    /// The platform promotes it into the environment as soon as it is ready
+    /// (the create request names the environment).
+    AtCreate,
+    /// Created outside any environment, smoke-tested on its own URL, then
+    /// promoted by this run, tested again behind the environment, and
+    /// rolled back when either the promotion or that test fails.
+    AfterPredict,
+}
+
 /// Everything the run needs, validated.
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
@@ -54,6 +66,13 @@ pub(crate) struct Config {
     pub api_key: Secret,
     pub model_name: String,
     pub environment: Option<String>,
+    pub promotion: Promotion,
+    /// Keep the environment's previous deployment scaled up.
+    pub preserve_previous_deployment: bool,
+    pub preserve_env_instance_type: bool,
+    /// Things the user should know about their inputs (deprecated inputs
+    /// accepted as no-ops, an input with no effect here), said at the start.
+    pub notices: Vec<String>,
     pub include_git_info: bool,
     pub labels: Option<OrderedObject>,
     pub deployment_name: String,
@@ -277,6 +296,23 @@ pub(crate) fn best_effort_model_name(inputs: &Inputs) -> String {
 }
 
 impl Config {
+    /// The environment the create request names: none when this run
+    /// promotes the deployment itself after its smoke test.
+    pub(crate) fn create_environment(&self) -> Option<&str> {
+        match self.promotion {
+            Promotion::AtCreate => self.environment.as_deref(),
+            Promotion::AfterPredict => None,
+        }
+    }
+
+    /// The environment a promotion gated by this run goes into.
+    pub(crate) fn gated_environment(&self) -> Option<&str> {
+        match self.promotion {
+            Promotion::AtCreate => None,
+            Promotion::AfterPredict => self.environment.as_deref(),
+        }
+    }
+
     /// Validates every input. `env` reads CI variables for the default
     /// deployment name; `git` is consulted only when no CI variable names
     /// the commit.
@@ -310,9 +346,17 @@ impl Config {
         let bool_input = |name: &str| -> Result<bool, String> {
             parse_bool(name, inputs.or_default(name).unwrap_or("false"))
         };
-        let environment = inputs.trimmed("environment").map(str::to_string);
+        let mut environment = inputs.trimmed("environment").map(str::to_string);
         if let Some(e) = &environment {
             check_environment(e)?;
+        }
+        if bool_input("promote")? {
+            if let Some(e) = &environment {
+                return Err(format!(
+                    "promote and environment were both given (environment {e:?}): promote is shorthand for environment production; keep one of them"
+                ));
+            }
+            environment = Some("production".into());
         }
         let team = inputs.trimmed("team").map(str::to_string);
         if let Some(t) = &team {
@@ -323,13 +367,65 @@ impl Config {
         let stream_logs = bool_input("stream-logs")?;
         let dry_run = bool_input("dry-run")?;
         let print_config = bool_input("print-config")?;
+        let promotion = match inputs.or_default("promotion").unwrap_or("at-create") {
+            v if v.eq_ignore_ascii_case("at-create") => Promotion::AtCreate,
+            v if v.eq_ignore_ascii_case("after-predict") => Promotion::AfterPredict,
+            v => {
+                return Err(format!(
+                    "promotion must be at-create or after-predict, got {v:?}"
+                ));
+            }
+        };
+        let preserve_previous_deployment = bool_input("preserve-previous-production-deployment")?;
+        let preserve_env_instance_type = parse_bool(
+            "preserve-env-instance-type",
+            inputs
+                .or_default("preserve-env-instance-type")
+                .unwrap_or("true"),
+        )?;
+        let mut notices = Vec::new();
+        for name in ["publish", "trusted"] {
+            if let Some(v) = inputs.trimmed(name) {
+                parse_bool(name, v)?;
+                notices.push(format!(
+                    "{name} is accepted for truss push compatibility and has no effect: truss-push always creates a published deployment"
+                ));
+            }
+        }
+        if environment.is_none() {
+            if promotion == Promotion::AfterPredict {
+                return Err(
+                    "promotion is after-predict but no environment was given: the gate promotes into an environment; set environment (or promote: true for production)".into(),
+                );
+            }
+            if preserve_previous_deployment {
+                return Err(
+                    "preserve-previous-production-deployment needs an environment to promote into: set environment (or promote: true), or drop it".into(),
+                );
+            }
+            if inputs.trimmed("preserve-env-instance-type").is_some() {
+                notices
+                    .push("preserve-env-instance-type has no effect without an environment".into());
+            }
+        }
+        if preserve_previous_deployment
+            && promotion == Promotion::AtCreate
+            && matches!(target, Target::Chain { .. })
+        {
+            return Err(
+                "preserve-previous-production-deployment is not part of a chain's create request: use it with promotion: after-predict, where the promote request carries it".into(),
+            );
+        }
         let cleanup = match inputs.trimmed("cleanup") {
             Some(v) => Cleanup {
                 enabled: parse_bool("cleanup", v)?,
                 explicit: true,
             },
+            // A gated promotion creates its deployment outside the
+            // environment: what ends up serving is never deactivated (the
+            // gate checks), so by default only what failed is.
             None => Cleanup {
-                enabled: environment.is_none(),
+                enabled: environment.is_none() || promotion == Promotion::AfterPredict,
                 explicit: false,
             },
         };
@@ -405,6 +501,11 @@ impl Config {
         }
         // An empty payload means "no predict", as in the anchor action.
         .filter(|v| !is_falsy(v));
+        if promotion == Promotion::AfterPredict && predict_payload.is_none() {
+            return Err(
+                "promotion is after-predict but there is no predict payload to gate on: set predict-payload (or model_metadata.example_model_input in config.yaml)".into(),
+            );
+        }
 
         // Each number is within its declared range, so these conversions
         // cannot overflow.
@@ -485,6 +586,10 @@ impl Config {
             api_key: Secret::new(api_key),
             model_name,
             environment,
+            promotion,
+            preserve_previous_deployment,
+            preserve_env_instance_type,
+            notices,
             include_git_info,
             labels,
             deployment_name,

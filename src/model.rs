@@ -11,7 +11,9 @@ use anyhow::anyhow;
 use base64::Engine;
 use serde_json::Value;
 
-use crate::baseten::{Api, CreateRequest, Created, LogLine, OrderedObject, now_epoch_millis};
+use crate::baseten::{
+    Api, CreateRequest, Created, LogLine, OrderedObject, Owner, now_epoch_millis,
+};
 use crate::config::RAW_CONFIG_MAX_BYTES;
 use crate::flow::{
     self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
@@ -91,7 +93,9 @@ pub(crate) async fn deploy(
         s3_key: &creds.s3_key,
         config_b64: &config_b64,
         deployment_name: &cfg.deployment_name,
-        environment: cfg.environment.as_deref(),
+        environment: cfg.create_environment(),
+        scale_down_old_production: !cfg.preserve_previous_deployment,
+        preserve_env_instance_type: cfg.preserve_env_instance_type,
         deploy_timeout_minutes: cfg.deploy_timeout_minutes,
         team_id: team.as_ref().map(|t| t.id.as_str()),
         truss_user_env: &truss_user_env(git_info.as_ref()),
@@ -169,9 +173,9 @@ pub(crate) async fn deploy(
         return Ok(());
     };
     ctx.group("Predict");
+    // A gated promotion tests the deployment itself first.
     let regional = cfg
-        .environment
-        .as_deref()
+        .create_environment()
         .filter(|_| cfg.regional_environment);
     let url = cfg
         .endpoints
@@ -182,7 +186,19 @@ pub(crate) async fn deploy(
         .unwrap_or(false);
     let r = flow::smoke_test(ctx, "predict", &url, payload, streaming).await;
     ctx.end_group();
-    r
+    r?;
+    if cfg.gated_environment().is_some() {
+        let candidate = flow::Candidate {
+            owner: Owner::Model,
+            owner_id: &created.model_id,
+            tested: &created.deployment_id,
+            endpoint: "predict",
+            payload,
+            streaming,
+        };
+        flow::promote_after_predict(ctx, &candidate).await?;
+    }
+    Ok(())
 }
 
 /// Polls the model deployment's status until it is ready (and, with an
@@ -225,7 +241,7 @@ async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), 
             last = Some(st.clone());
         }
         match class {
-            Readiness::Ready => match &cfg.environment {
+            Readiness::Ready => match cfg.create_environment() {
                 None => Ok(Poll::Ready),
                 Some(env) => {
                     let environment = ctx.api.environment_json(model_id, env).await;
@@ -320,19 +336,25 @@ fn spawn_log_stream(
     })
 }
 
-/// Cleanup of the model deployment, once one was created.
+/// Cleanup of the model deployment (with a gated promotion: of each one
+/// this run created), once one was created.
 pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
-    let Some((model_id, deployment_id)) = ctx.created(|st| &st.model_id) else {
+    let Some((model_id, ids)) = ctx.created_all(|st| &st.model_id) else {
         return Ok(());
     };
-    flow::cleanup_deployment(
-        ctx,
-        cancelled,
-        &format!("deployment {deployment_id}"),
-        serving_environment(ctx, &model_id, &deployment_id),
-        ctx.api.deactivate(&model_id, &deployment_id),
-    )
-    .await
+    let mut result = Ok(());
+    for deployment_id in ids {
+        let r = flow::cleanup_deployment(
+            ctx,
+            cancelled,
+            &format!("deployment {deployment_id}"),
+            serving_environment(ctx, &model_id, &deployment_id),
+            ctx.api.deactivate(&model_id, &deployment_id),
+        )
+        .await;
+        result = result.and(r);
+    }
+    result
 }
 
 /// The environment that serves this model deployment, if any.

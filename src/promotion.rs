@@ -84,6 +84,38 @@ pub(crate) fn read(env: &Value, deployment_id: &str) -> View {
     }
 }
 
+/// Whether `deployment_id` serves the environment with no promotion left
+/// moving traffic: the end of a rollback. A cancelled promotion keeps the
+/// previous deployment current while traffic ramps back, so the current
+/// deployment alone does not say it.
+pub(crate) fn settled_on(env: &Value, deployment_id: &str) -> bool {
+    let current = env.get("current_deployment").and_then(id_of);
+    let moving = env
+        .get("in_progress_promotion")
+        .filter(|p| p.is_object())
+        .and_then(|p| p.get("status"))
+        .and_then(Value::as_str)
+        .is_some_and(|s| {
+            !s.eq_ignore_ascii_case(PROMOTION_SUCCEEDED)
+                && !PROMOTION_FAILED.iter().any(|f| f.eq_ignore_ascii_case(s))
+        });
+    current == Some(deployment_id) && !moving
+}
+
+/// The environment's current deployment, if any.
+pub(crate) fn current(env: &Value) -> Option<String> {
+    env.get("current_deployment")
+        .and_then(id_of)
+        .map(str::to_string)
+}
+
+/// The deployment being promoted into the environment, if any.
+pub(crate) fn candidate(env: &Value) -> Option<String> {
+    env.get("candidate_deployment")
+        .and_then(id_of)
+        .map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +178,33 @@ mod tests {
         ];
         for (env, want) in cases {
             assert_eq!(read(&env, "d1"), want, "{env}");
+        }
+    }
+
+    #[test]
+    fn a_rollback_settles_only_when_traffic_stopped_moving() {
+        let cases = [
+            (
+                json!({"current_deployment": {"id": "old"}, "in_progress_promotion": null}),
+                true,
+            ),
+            (
+                json!({"current_deployment": {"id": "old"}, "candidate_deployment": {"id": "d1"},
+                       "in_progress_promotion": {"status": "RAMPING_DOWN", "percent_traffic_to_new_version": 40}}),
+                false,
+            ),
+            (
+                json!({"current_deployment": {"id": "old"}, "in_progress_promotion": {"status": "CANCELED"}}),
+                true,
+            ),
+            (
+                json!({"current_deployment": {"id": "d1"}, "in_progress_promotion": null}),
+                false,
+            ),
+            (json!({"current_deployment": null}), false),
+        ];
+        for (env, want) in cases {
+            assert_eq!(settled_on(&env, "old"), want, "{env}");
         }
     }
 }

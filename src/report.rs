@@ -140,6 +140,7 @@ pub(crate) fn report(
             .map(|n| ci::redact(n, key).into_owned())
             .collect();
         let history: Vec<_> = st.history.iter().map(|e| e.redacted(key)).collect();
+        let promotion: Vec<_> = st.promotion.iter().map(|e| e.redacted(key)).collect();
         let input = SummaryInput {
             kind,
             outputs: &outputs,
@@ -147,6 +148,7 @@ pub(crate) fn report(
             page_url: &page,
             notes: &notes,
             history: &history,
+            promotion: &promotion,
         };
         if let Err(e) = ci::append_step_summary(path, &input) {
             r.warning(&format!(

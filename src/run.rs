@@ -119,6 +119,9 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
                 Target::Chain { .. } => DeployKind::Chain,
             };
             state.lock().unwrap().model_name = cfg.model_name.clone();
+            for n in &cfg.notices {
+                rep.lock().unwrap().notice(n);
+            }
             let r = execute(&cfg, &rep, &state, started, &|k| env(k).ok(), &mut signals).await;
             (r, kind, Some(cfg))
         }
@@ -221,6 +224,7 @@ async fn deploy(ctx: &Ctx<'_>) -> Result<(), Failure> {
 
 /// Cleanup for the target: model deployment or chain deployment.
 async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
+    flow::cleanup_gated(ctx, cancelled).await;
     match ctx.cfg.target {
         Target::Model { .. } => model::cleanup(ctx, cancelled).await,
         Target::Chain { .. } => chain::cleanup(ctx, cancelled).await,

@@ -9,6 +9,7 @@ mod chains;
 mod error;
 mod inference;
 mod models;
+mod promote;
 mod rest;
 mod sse;
 mod urls;
@@ -27,6 +28,7 @@ use crate::secret::Secret;
 pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest};
 pub(crate) use error::ApiError;
 pub(crate) use models::{CreateRequest, Created};
+pub(crate) use promote::{Owner, PromoteFlags};
 pub(crate) use rest::LogLine;
 use urls::is_safe_id;
 pub(crate) use urls::{Endpoints, is_loopback};
@@ -286,6 +288,18 @@ impl Api {
         url: reqwest::Url,
         body: Option<Value>,
     ) -> Result<(), ApiError> {
+        self.rest_post_json(policy, what, url, body).await.map(drop)
+    }
+
+    /// A REST POST under `policy`; the answer's JSON, or null when the
+    /// answer has no JSON body.
+    async fn rest_post_json(
+        &self,
+        policy: Policy,
+        what: &str,
+        url: reqwest::Url,
+        body: Option<Value>,
+    ) -> Result<Value, ApiError> {
         retry::run(&self.policy(policy), self.deadline(), |_| {
             let mut req = self
                 .http
@@ -299,7 +313,11 @@ impl Api {
                     .header(reqwest::header::CONTENT_LENGTH, 0)
                     .body(Vec::new()),
             };
-            async move { self.send(what, req).await.map(drop) }
+            async move {
+                let resp = self.send(what, req).await?;
+                let bytes = resp.bytes().await.unwrap_or_default();
+                Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+            }
         })
         .await
     }
@@ -380,6 +398,8 @@ mod tests {
                 config_b64: "e30=",
                 deployment_name: "d",
                 environment: None,
+                scale_down_old_production: true,
+                preserve_env_instance_type: true,
                 deploy_timeout_minutes: 45,
                 team_id: None,
                 truss_user_env: "{}",

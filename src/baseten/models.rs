@@ -30,6 +30,10 @@ pub(crate) struct CreateRequest<'a> {
     pub(crate) config_b64: &'a str,
     pub(crate) deployment_name: &'a str,
     pub(crate) environment: Option<&'a str>,
+    /// Scale the environment's previous deployment down once this one
+    /// serves (truss's default; false keeps it up).
+    pub(crate) scale_down_old_production: bool,
+    pub(crate) preserve_env_instance_type: bool,
     pub(crate) deploy_timeout_minutes: u32,
     pub(crate) team_id: Option<&'a str>,
     pub(crate) truss_user_env: &'a str,
@@ -190,8 +194,14 @@ fn create_document(r: &CreateRequest<'_>) -> (&'static str, String) {
         args.push("allow_truss_download: true".into());
         args.push(format!("version_name: {}", gql_str(r.deployment_name)));
     } else {
-        args.push("scale_down_old_production: true".into());
-        args.push("preserve_env_instance_type: true".into());
+        args.push(format!(
+            "scale_down_old_production: {}",
+            r.scale_down_old_production
+        ));
+        args.push(format!(
+            "preserve_env_instance_type: {}",
+            r.preserve_env_instance_type
+        ));
         args.push(format!("name: {}", gql_str(r.deployment_name)));
     }
     if let Some(env) = r.environment {

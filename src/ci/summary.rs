@@ -73,6 +73,8 @@ pub(crate) struct SummaryInput<'a> {
     /// Free-form notes, e.g. `cleanup skipped: environment deployments are kept`.
     pub(crate) notes: &'a [String],
     pub(crate) history: &'a [StatusEvent],
+    /// A gated promotion's steps: traffic over time and the rollback.
+    pub(crate) promotion: &'a [StatusEvent],
 }
 
 /// Longest error message or note kept in the summary, so the table and
@@ -152,6 +154,24 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
             ));
         }
     }
+    for (label, value) in [
+        ("Tested Deployment", &out.tested_deployment_id),
+        ("Previous Deployment", &out.previous_deployment_id),
+    ] {
+        if !value.is_empty() && *value != out.deployment_id {
+            lines.push(metric_row(label, &code_cell(value)));
+        }
+    }
+    if let Some(back) = out.rolled_back {
+        lines.push(metric_row(
+            "Rolled Back",
+            if back {
+                "yes: the previous deployment serves"
+            } else {
+                "no"
+            },
+        ));
+    }
     if !out.last_status.is_empty() {
         lines.push(metric_row(
             "Last Platform Status",
@@ -167,6 +187,12 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
         links.push(format!(
             "[{kind_word} page]({})",
             link_target(input.page_url)
+        ));
+    }
+    if !out.environment_url.is_empty() {
+        links.push(format!(
+            "[Environment URL]({})",
+            link_target(&out.environment_url)
         ));
     }
     if !links.is_empty() {
@@ -194,6 +220,17 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
                 "- {}",
                 escape_inline(truncate_chars(note, SUMMARY_TEXT_MAX_CHARS))
             ));
+        }
+    }
+
+    if !input.promotion.is_empty() {
+        lines.push(String::new());
+        lines.push("### Promotion".into());
+        lines.push(String::new());
+        lines.push("| Time (UTC) | Elapsed | Status | Event |".into());
+        lines.push("|------------|---------|--------|-------|".into());
+        for event in input.promotion {
+            lines.push(history_row(event));
         }
     }
 
@@ -366,6 +403,7 @@ mod tests {
             page_url: "https://app.baseten.co/models/abc123/overview",
             notes: &notes,
             history: &history,
+            promotion: &[],
         };
         let want = "\
 ## ✅ Truss Deploy (Model): my-model
@@ -416,6 +454,7 @@ mod tests {
             page_url: "",
             notes: &notes,
             history: &history,
+            promotion: &[],
         };
         let want = "\
 ## ❌ Truss Deploy (Chain): my\\|chain
@@ -464,6 +503,7 @@ last poll: HTTP 503 ```busy```
             page_url: "",
             notes: &[],
             history: &[],
+            promotion: &[],
         };
         let text = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
         assert!(text.contains(
@@ -491,6 +531,7 @@ last poll: HTTP 503 ```busy```
             page_url: "",
             notes: &[],
             history: &history,
+            promotion: &[],
         };
         let full = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
         assert!(full.contains("poll 2500"), "everything fits under 1 MiB");
@@ -514,6 +555,7 @@ last poll: HTTP 503 ```busy```
             page_url: "",
             notes: &[],
             history: &[],
+            promotion: &[],
         };
         let capped = render_summary(&input, 4096);
         assert!(capped.len() <= 4096);
@@ -534,6 +576,7 @@ last poll: HTTP 503 ```busy```
             page_url: "",
             notes: &[],
             history: &[],
+            promotion: &[],
         };
         append_step_summary(&path, &input).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();

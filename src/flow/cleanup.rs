@@ -35,8 +35,9 @@ pub(crate) async fn cleanup_deployment(
     deactivate: impl Future<Output = Result<(), ApiError>>,
 ) -> Result<(), Failure> {
     let cfg = ctx.cfg;
+    let gated = cfg.gated_environment().is_some();
     if !cfg.cleanup.enabled {
-        if cfg.environment.is_some() && !cfg.cleanup.explicit {
+        if cfg.environment.is_some() && !cfg.cleanup.explicit && !gated {
             let msg = "cleanup off: deployments into an environment are kept by default";
             ctx.say(msg);
             ctx.note(msg.into());
@@ -53,7 +54,9 @@ pub(crate) async fn cleanup_deployment(
     ctx.api
         .set_deadline(Some(Instant::now() + Duration::from_secs(allowance)));
     ctx.group("Cleanup");
-    let serving = if cfg.cleanup.explicit {
+    // `cleanup: true` deactivates even a serving deployment, except behind
+    // a gated promotion: there, what serves is what passed.
+    let serving = if cfg.cleanup.explicit && !gated {
         Serving::No
     } else {
         serving.await
@@ -66,6 +69,11 @@ pub(crate) async fn cleanup_deployment(
         )),
     };
     let result = match why {
+        Some(why) if gated && matches!(serving, Serving::Environment(_)) => {
+            ctx.say(&format!("keeping {label}: {why}"));
+            ctx.event("", "kept: serving");
+            Ok(())
+        }
         Some(why) => {
             let msg = format!(
                 "not deactivating {label}: {why}; set cleanup: true to deactivate it anyway"

@@ -6,6 +6,7 @@
 
 mod cleanup;
 mod create;
+mod gate;
 mod smoke;
 mod upload;
 mod wait;
@@ -25,6 +26,7 @@ use crate::outcome::Failure;
 
 pub(crate) use cleanup::{Serving, cleanup_deployment};
 pub(crate) use create::{Trace, create_once};
+pub(crate) use gate::{Candidate, cleanup_gated, promote_after_predict};
 pub(crate) use smoke::smoke_test;
 pub(crate) use upload::{
     package_and_upload, preflight_secrets, scratch_dir, secret_names, validate_config,
@@ -59,6 +61,11 @@ pub(crate) struct State {
     pub(crate) tested_deployment_id: Option<String>,
     pub(crate) rolled_back: Option<bool>,
     pub(crate) history: Vec<StatusEvent>,
+    /// A gated promotion's traffic over time and its rollback, for the
+    /// summary.
+    pub(crate) promotion: Vec<StatusEvent>,
+    /// Where a gated promotion stands (`promotion: after-predict`).
+    pub(crate) gate: Option<gate::Gate>,
     pub(crate) notes: Vec<String>,
 }
 
@@ -77,11 +84,22 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// The ids of what this run created — the owner (the model or chain id
-    /// `owner` picks from the state) and the deployment — once it exists.
-    pub(crate) fn created(&self, owner: fn(&State) -> &Option<String>) -> Option<(String, String)> {
+    /// The owner's id and every deployment this run created, the tested
+    /// one first when a gated promotion made the platform create another.
+    pub(crate) fn created_all(
+        &self,
+        owner: fn(&State) -> &Option<String>,
+    ) -> Option<(String, Vec<String>)> {
         let st = self.state.lock().unwrap();
-        Some((owner(&st).clone()?, st.deployment_id.clone()?))
+        let last = st.deployment_id.clone()?;
+        let mut ids: Vec<String> = st
+            .tested_deployment_id
+            .iter()
+            .filter(|t| **t != last)
+            .cloned()
+            .collect();
+        ids.push(last);
+        Some((owner(&st).clone()?, ids))
     }
 
     pub(crate) fn say(&self, msg: &str) {
@@ -112,6 +130,15 @@ impl Ctx<'_> {
             status: status.to_string(),
             event: event.to_string(),
         });
+    }
+
+    /// Records a step of a gated promotion: in the status history and in
+    /// the promotion's own timeline.
+    pub(crate) fn promotion_event(&self, status: &str, event: &str) {
+        self.event(status, event);
+        let mut st = self.state.lock().unwrap();
+        let e = st.history.last().cloned();
+        st.promotion.extend(e);
     }
 
     pub(crate) fn note(&self, note: String) {

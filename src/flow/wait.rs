@@ -104,6 +104,18 @@ pub(crate) async fn poll_until(
 pub(crate) struct PromotionTrack {
     last: Option<String>,
     fallback_noted: bool,
+    /// Record each step in the promotion's timeline too (a gated promotion).
+    timeline: bool,
+}
+
+impl PromotionTrack {
+    /// A track whose steps also go to the promotion's timeline.
+    pub(crate) fn timeline() -> Self {
+        Self {
+            timeline: true,
+            ..Self::default()
+        }
+    }
 }
 
 /// Our deployment (a model deployment or a chain deployment) is ready; is
@@ -137,7 +149,17 @@ pub(crate) fn check_promotion(
     };
     if !line.is_empty() && track.last.as_deref() != Some(line.as_str()) {
         ctx.say(&line);
-        ctx.event("", &line);
+        if track.timeline {
+            let status = match &view {
+                promotion::View::InFlight { status, .. }
+                | promotion::View::Failed { status, .. } => status.as_str(),
+                promotion::View::Serving => promotion::PROMOTION_SUCCEEDED,
+                _ => "",
+            };
+            ctx.promotion_event(status, &line);
+        } else {
+            ctx.event("", &line);
+        }
         track.last = Some(line);
     }
     Ok(match view {
