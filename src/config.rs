@@ -656,6 +656,76 @@ mod tests {
     }
 
     #[test]
+    fn promotion_inputs_are_checked_before_anything_runs() {
+        let with_payload =
+            model_dir("model_name: hello\nmodel_metadata:\n  example_model_input: {\"x\": 1}\n");
+        let without = model_dir("model_name: hello\n");
+        let run = |d: &tempfile::TempDir, extra: &[(&'static str, &str)]| {
+            let dir = d.path().to_str().unwrap().to_string();
+            let mut pairs: Vec<(&'static str, &str)> =
+                vec![("baseten-api-key", "k"), ("deployment-name", "v1")];
+            pairs.extend_from_slice(extra);
+            pairs.push(("truss-directory", &dir));
+            build(&pairs)
+        };
+        let refused = [
+            (
+                &with_payload,
+                vec![("promotion", "after-predict")],
+                "no environment",
+            ),
+            (
+                &with_payload,
+                vec![("promotion", "later")],
+                "at-create or after-predict",
+            ),
+            (
+                &without,
+                vec![
+                    ("promotion", "after-predict"),
+                    ("environment", "production"),
+                ],
+                "no predict payload",
+            ),
+            (
+                &with_payload,
+                vec![("preserve-previous-production-deployment", "true")],
+                "needs an environment",
+            ),
+            (
+                &with_payload,
+                vec![("promote", "true"), ("environment", "staging")],
+                "both given",
+            ),
+            (
+                &with_payload,
+                vec![("publish", "maybe")],
+                "publish must be true or false",
+            ),
+        ];
+        for (d, extra, want) in refused {
+            let e = run(d, &extra).unwrap_err();
+            assert!(e.contains(want), "{extra:?}: {e}");
+        }
+        let c = run(
+            &with_payload,
+            &[
+                ("promote", "true"),
+                ("promotion", "After-Predict"),
+                ("trusted", "true"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.environment.as_deref(), Some("production"));
+        assert_eq!(c.promotion, Promotion::AfterPredict);
+        assert_eq!(c.create_environment(), None);
+        assert_eq!(c.gated_environment(), Some("production"));
+        // Gated: cleanup on by default (what serves is never deactivated).
+        assert!(c.cleanup.enabled && !c.cleanup.explicit);
+        assert_eq!(c.notices.len(), 1, "{:?}", c.notices);
+    }
+
+    #[test]
     fn a_good_config_with_defaults() {
         let d =
             model_dir("model_name: hello\nmodel_metadata:\n  example_model_input: {\"x\": 1}\n");

@@ -183,6 +183,25 @@ impl<'a> Invocation<'a> {
         running.finish()
     }
 
+    /// Runs, and sends `signal` (e.g. `INT`) once the fake has answered
+    /// `endpoint`.
+    pub fn run_signalled_at(self, endpoint: &str, signal: &str) -> Outcome {
+        let fake = self.fake.expect("signalling at an endpoint needs a fake");
+        let mut running = self.start();
+        while !fake.requests().iter().any(|e| e.endpoint == endpoint) {
+            if running.exited() {
+                return running.finish();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let sent = Command::new("kill")
+            .args([format!("-{signal}"), running.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+        running.finish()
+    }
+
     fn start(self) -> Running {
         let dir = tempfile::tempdir().unwrap();
         let gh_out = dir.path().join("github_output");

@@ -357,7 +357,13 @@ pub(super) fn plausible(input: &str, model: &Path, fake_url: &str) -> BoxedStrat
         | "regional-environment"
         | "stream-logs"
         | "dry-run"
-        | "print-config" => texts(BOOLS),
+        | "print-config"
+        | "promote"
+        | "preserve-previous-production-deployment"
+        | "preserve-env-instance-type"
+        | "publish"
+        | "trusted" => texts(BOOLS),
+        "promotion" => texts(&["at-create", "after-predict", "AFTER-PREDICT"]),
         "labels" => texts(&["{}", "{\"team\":\"ml\"}", "{\"a\":{\"b\":[1,null]}}"]),
         "predict-payload" => texts(&["{}", "{\"prompt\":\"x\"}", "{\"a\":1e308}"]),
         "deployment-name" => texts(&["v1.2.3", "ci_test-2", "PR-7_abc1234"]),

@@ -1,0 +1,413 @@
+//! `promotion: after-predict`: traffic moves to a new deployment only after
+//! it passed its own smoke test, and moves back when the promotion or the
+//! environment's smoke test fails. Asserted on the order of the requests
+//! the fake answered and on what the run reported.
+
+use fake_baseten::FakeBaseten;
+use fake_baseten::reqlog::LogEntry;
+
+use crate::harness::*;
+
+/// The example model exists; `v1dep001` serves production (and `staging`
+/// exists, empty). Promotions ramp over 4 scenario seconds.
+fn gated(extra: &str) -> FakeBaseten {
+    fake(&format!(
+        "time_scale: 20
+models:
+  - id: gatedmdl
+    name: hello-truss-push
+    environments: [staging]
+    deployments: [{{id: v1dep001, name: v1, environment: production}}]
+deployments:
+  default: [[0, BUILDING], [1, DEPLOYING], [2, ACTIVE]]
+{extra}"
+    ))
+}
+
+const RAMP: &str = "promote:
+  default:
+    steps:
+      - [0, {status: RELEASING}]
+      - [1, {status: RAMPING_UP, percent: 25}]
+      - [2, {status: RAMPING_UP, percent: 75}]
+      - [4, {status: SUCCEEDED, percent: 100}]
+  ramp_down_seconds: 2
+";
+
+fn run_gated(fake: &FakeBaseten) -> Invocation<'_> {
+    Invocation::new(fake)
+        .model(example_model())
+        .arg("promotion", "after-predict")
+        .arg("environment", "production")
+        .arg("predict-timeout", "2")
+}
+
+/// The position of the first request to `endpoint` (panics when absent).
+fn first(log: &[LogEntry], endpoint: &str) -> usize {
+    log.iter()
+        .position(|e| e.endpoint == endpoint)
+        .unwrap_or_else(|| panic!("no {endpoint} in {:?}", names(log)))
+}
+
+fn names(log: &[LogEntry]) -> Vec<&str> {
+    log.iter().map(|e| e.endpoint.as_str()).collect()
+}
+
+/// What serves `env` now, by the fake's own state.
+fn serving(fake: &FakeBaseten, env: &str) -> String {
+    fake.deployments()
+        .into_iter()
+        .filter(|d| d.environment.as_deref() == Some(env))
+        .map(|d| d.id)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Whether the fake deactivated deployment `id`.
+fn deactivated(fake: &FakeBaseten, id: &str) -> bool {
+    fake.deployments()
+        .into_iter()
+        .any(|d| d.id == id && d.deactivated)
+}
+
+#[test]
+fn a_clean_gated_promotion_promotes_only_after_the_deployment_passed() {
+    let fake = gated(RAMP);
+    let run = run_gated(&fake).run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let log = fake.requests();
+    // Created outside any environment.
+    let create = log
+        .iter()
+        .find(|e| e.endpoint == "graphql.create_model_version_from_truss")
+        .expect("a create");
+    let args = &create.graphql.as_ref().unwrap().arguments;
+    assert!(
+        args.values().all(|a| a.get("environment_name").is_none()),
+        "{args:?}"
+    );
+    // Own smoke test, then the promotion, then the environment's test.
+    let own_predict = first(&log, "inference.predict");
+    let promote = first(&log, "rest.promote");
+    assert!(own_predict < promote, "{:?}", names(&log));
+    assert_eq!(log[own_predict].status, Some(200));
+    let after: Vec<&LogEntry> = log[promote..]
+        .iter()
+        .filter(|e| e.endpoint.starts_with("inference."))
+        .collect();
+    assert!(
+        after.iter().any(|e| e.path.contains("/production/predict")),
+        "{after:?}"
+    );
+    let dep = run.out("deployment-id");
+    assert!(!dep.is_empty());
+    assert_eq!(serving(&fake, "production"), dep);
+    assert_eq!(run.out("tested-deployment-id"), dep);
+    assert_eq!(run.out("previous-deployment-id"), "v1dep001");
+    assert_eq!(run.out("rolled-back"), "false");
+    assert!(
+        run.out("environment-url").ends_with("/production/predict"),
+        "{}",
+        run.out("environment-url")
+    );
+    assert_eq!(run.out("predict-url"), run.out("environment-url"));
+    assert_in_order(
+        &run.stdout,
+        &[
+            "Predict OK",
+            "production serves deployment v1dep001 now: the rollback target",
+            "Promoting deployment",
+            "promotion into production: RAMPING_UP, 25% of traffic",
+            "environment production now serves deployment",
+            "Smoke test through production",
+            "Predict OK",
+            "Final status: success",
+        ],
+    );
+    // Never deactivated: it serves production.
+    assert!(!names(&log).contains(&"rest.deactivate_deployment"));
+    assert!(run.summary.contains("### Promotion"), "{}", run.summary);
+    assert!(run.summary.contains("25% of traffic"), "{}", run.summary);
+}
+
+#[test]
+fn a_deployment_that_fails_its_own_smoke_test_is_never_promoted() {
+    let fake = gated(&format!(
+        "{RAMP}predict:\n  by_deployment:\n    - {{created: 0, via: deployment, status: 500, response: {{error: broken}}}}\n"
+    ));
+    let run = run_gated(&fake).run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    let log = fake.requests();
+    assert!(
+        !names(&log).iter().any(|e| e.contains("promot")),
+        "{:?}",
+        names(&log)
+    );
+    assert_eq!(serving(&fake, "production"), "v1dep001");
+    let dep = run.out("deployment-id");
+    assert!(
+        deactivated(&fake, dep),
+        "the failed deployment is cleaned up"
+    );
+    assert!(!deactivated(&fake, "v1dep001"));
+    assert_eq!(run.out("rolled-back"), "");
+}
+
+#[test]
+fn a_failed_promotion_leaves_the_environment_on_the_previous_deployment() {
+    let fake = gated(
+        "promote:
+  default:
+    error_message: not enough GPUs in us-east
+    steps:
+      - [0, {status: RELEASING}]
+      - [1, {status: RAMPING_UP, percent: 20}]
+      - [2, {status: FAILED, percent: 0}]
+",
+    );
+    let run = run_gated(&fake).run();
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    let msg = run.out("error-message");
+    assert!(msg.contains("not enough GPUs in us-east"), "{msg}");
+    assert!(
+        msg.contains("traffic stays on the previous deployment v1dep001"),
+        "{msg}"
+    );
+    assert_eq!(serving(&fake, "production"), "v1dep001");
+    let dep = run.out("deployment-id");
+    assert!(deactivated(&fake, dep), "the new deployment is cleaned up");
+    assert_eq!(run.out("previous-deployment-id"), "v1dep001");
+    assert_eq!(run.out("rolled-back"), "false");
+    assert_in_order(
+        &run.stdout,
+        &[
+            "promotion into production: FAILED",
+            "Rolling production back to deployment v1dep001",
+            "Deactivating deployment",
+        ],
+    );
+}
+
+#[test]
+fn a_failing_environment_smoke_test_rolls_back_to_the_previous_deployment() {
+    let fake = gated(&format!(
+        "{RAMP}predict:\n  by_deployment:\n    - {{created: 0, via: environment, status: 500, response: {{error: wrong answer behind production}}}}\n"
+    ));
+    let run = run_gated(&fake).run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    let msg = run.out("error-message");
+    assert!(
+        msg.contains("rolled back: traffic is back on the previous deployment v1dep001"),
+        "{msg}"
+    );
+    assert_eq!(run.out("rolled-back"), "true");
+    assert_eq!(serving(&fake, "production"), "v1dep001");
+    let dep = run.out("deployment-id");
+    assert!(
+        deactivated(&fake, dep),
+        "the rolled-back deployment is cleaned up"
+    );
+    let log = fake.requests();
+    let promotes: Vec<usize> = log
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.endpoint == "rest.promote")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(promotes.len(), 2, "{:?}", names(&log));
+    // The environment's failed test came between the two promotions.
+    let env_test = log
+        .iter()
+        .position(|e| e.endpoint.starts_with("inference.") && e.path.contains("/production/"))
+        .unwrap();
+    assert!(promotes[0] < env_test && env_test < promotes[1]);
+    assert!(run.summary.contains("rolled back"), "{}", run.summary);
+}
+
+#[test]
+fn a_promotion_that_creates_a_new_deployment_is_followed_and_proven() {
+    let fake = gated(&format!("{RAMP}  redeploy_on_promotion: [production]\n"));
+    let run = run_gated(&fake).run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let tested = run.out("tested-deployment-id");
+    let serving_now = run.out("deployment-id");
+    assert_ne!(tested, serving_now, "{run:?}");
+    assert_eq!(serving(&fake, "production"), serving_now);
+    assert!(deactivated(&fake, tested), "the tested copy serves nothing");
+    assert!(!deactivated(&fake, serving_now));
+    assert!(
+        run.stdout
+            .contains("the platform promotes a new deployment")
+    );
+}
+
+#[test]
+fn a_signal_mid_promotion_cancels_it_and_puts_traffic_back() {
+    // A slow ramp: the signal arrives while traffic is split.
+    let fake = gated(
+        "promote:
+  default:
+    steps:
+      - [0, {status: RELEASING}]
+      - [1, {status: RAMPING_UP, percent: 50}]
+      - [10000, {status: SUCCEEDED, percent: 100}]
+  ramp_down_seconds: 10000
+",
+    );
+    let run = run_gated(&fake).run_signalled_at("rest.promote", "INT");
+    assert_eq!(run.code, 130, "{run:?}");
+    assert_eq!(run.status(), "deploy_failed");
+    assert!(run.out("error-message").contains("SIGINT"));
+    assert_eq!(run.out("rolled-back"), "true", "{run:?}");
+    assert!(
+        endpoints(&fake)
+            .iter()
+            .any(|e| e == "rest.force_cancel_promotion")
+    );
+    assert_eq!(serving(&fake, "production"), "v1dep001");
+    let dep = run.out("deployment-id");
+    assert!(deactivated(&fake, dep), "{run:?}");
+}
+
+#[test]
+fn a_first_deployment_has_nothing_to_roll_back_to_and_is_left_as_it_is() {
+    // A new model: the platform makes its first deployment production's.
+    let fake = fake(&format!(
+        "time_scale: 20\ndeployments:\n  default: [[0, BUILDING], [1, ACTIVE]]\n{RAMP}predict:\n  by_deployment:\n    - {{created: 0, via: environment, status: 500, response: {{error: broken}}}}\n"
+    ));
+    let run = run_gated(&fake).run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    let dep = run.out("deployment-id");
+    assert!(
+        run.out("error-message").contains("nothing to roll back to"),
+        "{run:?}"
+    );
+    assert_eq!(run.out("rolled-back"), "false");
+    assert_eq!(run.out("previous-deployment-id"), "");
+    assert!(
+        !endpoints(&fake).iter().any(|e| e.contains("promot")),
+        "the platform promoted it; nothing else to do"
+    );
+    assert!(!deactivated(&fake, dep), "left as it is");
+}
+
+#[test]
+fn promote_and_environment_together_are_refused_before_any_request() {
+    let fake = gated(RAMP);
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("promote", "true")
+        .arg("environment", "staging")
+        .run();
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.out("error-message")
+            .contains("promote and environment were both given"),
+        "{run:?}"
+    );
+    assert!(fake.requests().is_empty(), "{:?}", endpoints(&fake));
+}
+
+#[test]
+fn promote_means_production_and_its_truss_flags_reach_the_create() {
+    let fake = gated(RAMP);
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("promote", "true")
+        .arg("preserve-previous-production-deployment", "true")
+        .arg("preserve-env-instance-type", "false")
+        .arg("publish", "true")
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(
+        run.stdout
+            .contains("publish is accepted for truss push compatibility")
+    );
+    let create = mutations(&fake)
+        .into_iter()
+        .find(|e| e.endpoint == "graphql.create_model_version_from_truss")
+        .unwrap();
+    let args = &create.graphql.unwrap().arguments;
+    let args = args.values().next().unwrap();
+    assert_eq!(args["environment_name"], "production", "{args}");
+    assert_eq!(args["scale_down_old_production"], false, "{args}");
+    assert_eq!(args["preserve_env_instance_type"], false, "{args}");
+}
+
+/// A chain that already serves production (a first, ordinary run), then a
+/// gated run named `gated`.
+fn chain_twice(extra: &str) -> (FakeBaseten, Outcome, Outcome) {
+    use crate::chain_harness::{chain_run, fixture};
+    let fake = fake(&format!(
+        "time_scale: 20\nchainlets:\n  default: [[0, BUILDING_MODEL], [1, MODEL_READY]]\n{RAMP}{extra}"
+    ));
+    let chain = fixture("chains/two/two_chain.py");
+    let first = chain_run(&fake, &chain)
+        .arg("predict-payload", r#"{"x": 21}"#)
+        .run();
+    assert_eq!(first.status(), "success", "{first:?}");
+    let gated = chain_run(&fake, &chain)
+        .arg("deployment-name", "gated")
+        .arg("predict-payload", r#"{"x": 21}"#)
+        .arg("promotion", "after-predict")
+        .arg("promote", "true")
+        .arg("predict-timeout", "2")
+        .run();
+    (fake, first, gated)
+}
+
+#[test]
+fn a_chain_is_promoted_after_its_run_remote_passed() {
+    let (fake, first, run) = chain_twice("");
+    assert_eq!(run.status(), "success", "{run:?}");
+    let previous = first.out("deployment-id");
+    assert_eq!(run.out("previous-deployment-id"), previous);
+    assert_eq!(run.out("rolled-back"), "false");
+    let log = fake.requests();
+    let gated_start = log
+        .iter()
+        .rposition(|e| e.endpoint == "graphql.deploy_chain_atomic")
+        .unwrap();
+    let own = log[gated_start..]
+        .iter()
+        .position(|e| e.endpoint.starts_with("inference.") && e.path.contains("/deployment/"))
+        .expect("run_remote on the chain deployment");
+    let promote = log[gated_start..]
+        .iter()
+        .position(|e| e.endpoint == "rest.promote_chain")
+        .expect("a chain promotion");
+    assert!(own < promote);
+    assert!(
+        run.out("environment-url")
+            .ends_with("/production/run_remote")
+    );
+    assert_eq!(run.out("predict-url"), run.out("environment-url"));
+}
+
+#[test]
+fn a_chain_failing_behind_the_environment_is_rolled_back() {
+    let (fake, first, run) = chain_twice(
+        "predict:\n  by_deployment:\n    - {name: gated, via: environment, status: 500, response: {error: broken}}\n",
+    );
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    assert_eq!(run.out("rolled-back"), "true", "{run:?}");
+    let previous = first.out("deployment-id");
+    assert!(
+        run.out("error-message")
+            .contains(&format!("back on the previous deployment {previous}")),
+        "{run:?}"
+    );
+    let promotes = endpoints(&fake)
+        .iter()
+        .filter(|e| *e == "rest.promote_chain")
+        .count();
+    assert_eq!(promotes, 2);
+    // The chain's gated deployment is deactivated after the rollback.
+    assert!(
+        endpoints(&fake)
+            .iter()
+            .any(|e| e == "rest.deactivate_chain_deployment"),
+        "{:?}",
+        endpoints(&fake)
+    );
+}
