@@ -411,3 +411,70 @@ fn a_chain_failing_behind_the_environment_is_rolled_back() {
         endpoints(&fake)
     );
 }
+
+#[test]
+fn a_promote_whose_answer_is_lost_is_looked_up_not_sent_again() {
+    use fake_baseten::proxy::{Fault, FaultProxy, Rule, When};
+    for (fault, promotes_applied) in [
+        // Applied, answer lost: adopted from the environment.
+        (Fault::DropAfterForward, 1),
+        // Never reached the platform: the environment shows nothing, so
+        // it is sent again, once.
+        (Fault::ResetBeforeForward, 1),
+    ] {
+        let fake = gated(RAMP);
+        let proxy = FaultProxy::builder(fake.addr())
+            .rule(
+                Rule::new("lost", fault.clone())
+                    .path("/v1/models/gatedmdl/environments/production/promote")
+                    .when(When::Nth(1)),
+            )
+            .start_in_background()
+            .expect("proxy starts");
+        let run = run_gated(&fake)
+            .arg("app-url", proxy.graphql_base())
+            .arg("api-url", proxy.rest_base())
+            .arg("inference-url", proxy.inference_template())
+            .arg("s3-endpoint", proxy.s3_endpoint())
+            .run();
+        assert_eq!(run.status(), "success", "{fault:?}: {run:?}");
+        let promotes = endpoints(&fake)
+            .iter()
+            .filter(|e| *e == "rest.promote")
+            .count();
+        assert_eq!(promotes, promotes_applied, "{fault:?}");
+        assert_eq!(serving(&fake, "production"), run.out("deployment-id"));
+        assert!(
+            run.stdout
+                .contains("the promote request got no usable answer"),
+            "{run:?}"
+        );
+    }
+}
+
+#[test]
+fn a_promote_that_never_gets_through_fails_with_production_untouched() {
+    use fake_baseten::proxy::{Fault, FaultProxy, Rule};
+    let fake = gated(RAMP);
+    let proxy = FaultProxy::builder(fake.addr())
+        .rule(
+            Rule::new("cut", Fault::ResetBeforeForward)
+                .path("/v1/models/gatedmdl/environments/production/promote"),
+        )
+        .start_in_background()
+        .expect("proxy starts");
+    let run = run_gated(&fake)
+        .arg("app-url", proxy.graphql_base())
+        .arg("api-url", proxy.rest_base())
+        .arg("inference-url", proxy.inference_template())
+        .arg("s3-endpoint", proxy.s3_endpoint())
+        .run();
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    assert!(
+        run.out("error-message")
+            .contains("nothing was promoted; production still serves v1dep001"),
+        "{run:?}"
+    );
+    assert_eq!(serving(&fake, "production"), "v1dep001");
+    assert!(deactivated(&fake, run.out("deployment-id")));
+}
