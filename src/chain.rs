@@ -201,6 +201,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         .await
         .map_err(deploy_error)?;
     let existing = flow::existing(ctx, "Chain", &name, chains);
+    flow::check_gate_target(ctx, Owner::Chain, existing.as_ref().map(|c| c.id.as_str())).await?;
     let (entrypoint, dependencies) = pushed
         .split_first()
         .expect("the manifest has an entrypoint");

@@ -58,6 +58,7 @@ pub(crate) async fn deploy(
         .await
         .map_err(deploy_error)?;
     let existing = flow::existing(ctx, "Model", name, models);
+    flow::check_gate_target(ctx, Owner::Model, existing.as_ref().map(|m| m.id.as_str())).await?;
 
     let config_b64 = encode_config(config);
     flow::validate_config(ctx, &config_b64, &truss_user_env(None), "config.yaml").await?;

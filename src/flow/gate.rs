@@ -72,6 +72,28 @@ pub(crate) async fn promote_after_predict(ctx: &Ctx<'_>, c: &Candidate<'_>) -> R
     r
 }
 
+/// Before anything is created: the environment a gated promotion goes
+/// into must exist (for an existing model or chain; a new one has only
+/// production until the platform makes it). A missing one would otherwise
+/// be found only after a deployment was built for nothing.
+pub(crate) async fn check_gate_target(
+    ctx: &Ctx<'_>,
+    owner: Owner,
+    existing: Option<&str>,
+) -> Result<(), Failure> {
+    let (Some(env), Some(id)) = (ctx.cfg.gated_environment(), existing) else {
+        return Ok(());
+    };
+    match ctx.api.read_environment(owner, id, env).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.permanent_status() == Some(404) => Err(Failure::Deploy(anyhow!(
+            "the {} has no environment {env:?} to promote into ({e}): create it in the Baseten UI or fix environment; nothing was created",
+            owner.word()
+        ))),
+        Err(e) => Err(deploy_error(e)),
+    }
+}
+
 fn set_phase(ctx: &Ctx<'_>, phase: Phase) {
     if let Some(g) = ctx.state.lock().unwrap().gate.as_mut() {
         g.phase = phase;

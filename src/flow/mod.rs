@@ -26,7 +26,7 @@ use crate::outcome::Failure;
 
 pub(crate) use cleanup::{Serving, cleanup_deployment};
 pub(crate) use create::{Trace, create_once};
-pub(crate) use gate::{Candidate, cleanup_gated, promote_after_predict};
+pub(crate) use gate::{Candidate, check_gate_target, cleanup_gated, promote_after_predict};
 pub(crate) use smoke::smoke_test;
 pub(crate) use upload::{
     package_and_upload, preflight_secrets, scratch_dir, secret_names, validate_config,

@@ -478,3 +478,49 @@ fn a_promote_that_never_gets_through_fails_with_production_untouched() {
     assert_eq!(serving(&fake, "production"), "v1dep001");
     assert!(deactivated(&fake, run.out("deployment-id")));
 }
+
+#[test]
+fn the_environment_test_uses_the_regional_host_when_asked() {
+    let fake = gated(RAMP);
+    let run = run_gated(&fake).arg("regional-environment", "true").run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let log = fake.requests();
+    let predicts: Vec<&str> = log
+        .iter()
+        .filter(|e| e.endpoint.starts_with("inference."))
+        .map(|e| e.path.as_str())
+        .collect();
+    // First the deployment itself (never the regional host: it serves the
+    // environment, which the deployment does not yet), then the regional one.
+    assert!(predicts[0].contains("/deployment/"), "{predicts:?}");
+    assert!(
+        predicts
+            .last()
+            .unwrap()
+            .starts_with("/model-gatedmdl-production/"),
+        "{predicts:?}"
+    );
+    assert!(
+        run.out("environment-url")
+            .contains("model-gatedmdl-production"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn a_missing_environment_is_found_before_anything_is_created() {
+    let fake = gated(RAMP);
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("promotion", "after-predict")
+        .arg("environment", "canary")
+        .run();
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    assert!(
+        run.out("error-message")
+            .contains("no environment \"canary\""),
+        "{run:?}"
+    );
+    assert!(mutations(&fake).is_empty(), "{:?}", endpoints(&fake));
+    assert_eq!(run.out("deployment-id"), "");
+}
