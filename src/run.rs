@@ -10,7 +10,7 @@ use crate::config::{self, Config, Target};
 use crate::flow::{self, Ctx, State};
 use crate::outcome::Failure;
 use crate::report::{install_panic_hook, report};
-use crate::{archive, baseten, chain, model, net};
+use crate::{archive, baseten, chain, github, model, net};
 
 /// Reads one environment variable as `std::env::var` does, so a value that
 /// is not UTF-8 is told apart from an unset one.
@@ -87,11 +87,18 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     let ci_env = CiEnv::from_lookup(|k| env(k).ok());
     let rep = Arc::new(Mutex::new(io.reporter));
     let inputs = cli.gather(&*env);
-    if let Some(k) = inputs.trimmed("baseten-api-key") {
-        rep.lock().unwrap().mask(k);
-        crate::secret::register(k);
+    for secret in ["baseten-api-key", "github-token"] {
+        if let Some(k) = inputs.trimmed(secret) {
+            rep.lock().unwrap().mask(k);
+            crate::secret::register(k);
+        }
     }
     let (out_settings, out_err) = config::output_settings(&inputs);
+    if out_settings.json {
+        // Nothing but the JSON result goes to stdout from here on: an empty
+        // piece of data turns every log line to stderr.
+        rep.lock().unwrap().data("");
+    }
     let started = Instant::now();
     let state = Arc::new(Mutex::new(State {
         model_name: config::best_effort_model_name(&inputs),
@@ -119,7 +126,20 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
                 Target::Chain { .. } => DeployKind::Chain,
             };
             state.lock().unwrap().model_name = cfg.model_name.clone();
-            let r = execute(&cfg, &rep, &state, started, &|k| env(k).ok(), &mut signals).await;
+            let gh = github::Session::open(&cfg, &|k| env(k).ok(), &rep);
+            let r = execute(
+                &cfg,
+                &rep,
+                &state,
+                started,
+                &|k| env(k).ok(),
+                &mut signals,
+                gh.as_ref(),
+            )
+            .await;
+            if let Some(gh) = &gh {
+                github_finish(gh, &r, &cfg, &inputs, &state, &mut signals).await;
+            }
             (r, kind, Some(cfg))
         }
     };
@@ -135,6 +155,48 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     )
 }
 
+/// How long the run's end waits for GitHub; after a cancel, less, because
+/// the runner kills the job a few seconds after its signal.
+const GITHUB_FINISH_SECS: u64 = 30;
+const GITHUB_FINISH_CANCELLED_SECS: u64 = 3;
+
+/// Tells GitHub how the run ended, within a bound and until a signal: the
+/// outputs are written after it, whatever GitHub does.
+async fn github_finish(
+    gh: &github::Session,
+    result: &Result<(), Failure>,
+    cfg: &Config,
+    inputs: &crate::cli::Inputs,
+    state: &Mutex<State>,
+    signals: &mut Signals,
+) {
+    let (outputs, predict, page) = {
+        let st = state.lock().unwrap();
+        let page = match (&st.model_id, &st.chain_id) {
+            (Some(m), _) => cfg.endpoints.model_page(m),
+            (None, Some(c)) => cfg.endpoints.chain_page(c),
+            _ => String::new(),
+        };
+        let outputs = crate::report::final_outputs(&st, result, Some(cfg), inputs);
+        (outputs, st.predict, page)
+    };
+    let secs = match result {
+        Err(Failure::Cancelled(_)) => GITHUB_FINISH_CANCELLED_SECS,
+        _ => GITHUB_FINISH_SECS,
+    };
+    tokio::select! {
+        () = gh.finish(result, &outputs, predict, &page) => {}
+        _ = tokio::time::sleep(std::time::Duration::from_secs(secs)) => {
+            gh.gave_up(secs);
+        }
+        _ = signals.next() => {}
+    }
+}
+
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the run's handles, passed as they are; a struct would only rename them"
+)]
 async fn execute(
     cfg: &Config,
     rep: &Arc<Mutex<Reporter>>,
@@ -142,6 +204,7 @@ async fn execute(
     started: Instant,
     env: &dyn Fn(&str) -> Option<String>,
     signals: &mut Signals,
+    gh: Option<&github::Session>,
 ) -> Result<(), Failure> {
     // What the truss holds is the user's input too: a FIFO, a broken link
     // or a name that is not UTF-8 is refused before any request.
@@ -171,8 +234,14 @@ async fn execute(
         started,
         deploy_until,
     };
+    let deploying = async {
+        if let Some(gh) = gh {
+            gh.begin().await;
+        }
+        deploy(&ctx).await
+    };
     let (flow, cancelled) = tokio::select! {
-        r = deploy(&ctx) => (r, false),
+        r = deploying => (r, false),
         sig = signals.next() => {
             rep.lock().unwrap().finish();
             (Err(Failure::Cancelled(sig)), true)

@@ -357,7 +357,12 @@ pub(super) fn plausible(input: &str, model: &Path, fake_url: &str) -> BoxedStrat
         | "regional-environment"
         | "stream-logs"
         | "dry-run"
-        | "print-config" => texts(BOOLS),
+        | "print-config"
+        | "json"
+        | "github-deployment"
+        | "pr-comment"
+        | "commit-status" => texts(BOOLS),
+        "github-token" => texts(&["ghs_canary0123456789", " ghs_x\n"]),
         "labels" => texts(&["{}", "{\"team\":\"ml\"}", "{\"a\":{\"b\":[1,null]}}"]),
         "predict-payload" => texts(&["{}", "{\"prompt\":\"x\"}", "{\"a\":1e308}"]),
         "deployment-name" => texts(&["v1.2.3", "ci_test-2", "PR-7_abc1234"]),
