@@ -10,6 +10,7 @@ mod chain_harness;
 mod config_parity;
 mod environment;
 mod faults;
+mod github;
 mod model_deploy;
 mod network;
 mod outputs;
