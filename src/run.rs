@@ -234,11 +234,14 @@ async fn execute(
         started,
         deploy_until,
     };
+    // GitHub hears of the start alongside the deploy, never ahead of it.
     let deploying = async {
-        if let Some(gh) = gh {
-            gh.begin().await;
-        }
-        deploy(&ctx).await
+        let begin = async {
+            if let Some(gh) = gh {
+                gh.begin().await;
+            }
+        };
+        tokio::join!(begin, deploy(&ctx)).1
     };
     let (flow, cancelled) = tokio::select! {
         r = deploying => (r, false),

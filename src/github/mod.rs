@@ -12,8 +12,10 @@
 mod client;
 mod comment;
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use reqwest::{Method, Url};
 use serde_json::{Value, json};
@@ -33,6 +35,9 @@ pub(crate) const DEFAULT_API_URL: &str = "https://api.github.com";
 /// more has bigger problems than a second comment.
 const COMMENT_PAGES_MAX: u32 = 10;
 const COMMENTS_PER_PAGE: usize = 100;
+/// Telling GitHub that the deploy started may take this long; past it the
+/// start is left untold (the end is still reported).
+const BEGIN_MAX_SECS: u64 = 20;
 
 /// The GitHub features asked for, and what the CI environment says about
 /// where they go. Built with the other inputs, before any request.
@@ -129,7 +134,7 @@ pub(crate) fn settings(
 }
 
 /// The three features, each with the workflow permission it needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Feature {
     Deployment,
     Comment,
@@ -213,6 +218,9 @@ pub(crate) struct Session {
     deployment_id: Mutex<Option<u64>>,
     /// Whether `begin` ran: a run refused before it reports nothing.
     begun: Mutex<bool>,
+    /// Features GitHub refused (401, 403, 404): asking again would only
+    /// repeat the warning.
+    refused: Mutex<BTreeSet<Feature>>,
 }
 
 impl Session {
@@ -317,12 +325,21 @@ impl Session {
             early_name,
             deployment_id: Mutex::new(None),
             begun: Mutex::new(false),
+            refused: Mutex::new(BTreeSet::new()),
         })
     }
 
     fn warn(&self, feature: Feature, what: &str, e: &GhError) {
+        if matches!(e.status(), Some(401 | 403 | 404)) {
+            self.refused.lock().unwrap().insert(feature);
+        }
         let msg = failure_warning(feature, what, e);
         self.rep.lock().unwrap().warning(&msg);
+    }
+
+    /// Whether `feature` is still worth a request.
+    fn open_for(&self, feature: Feature) -> bool {
+        !self.refused.lock().unwrap().contains(&feature)
     }
 
     fn context(&self, name: &str) -> String {
@@ -337,6 +354,18 @@ impl Session {
     /// commit status.
     pub(crate) async fn begin(&self) {
         *self.begun.lock().unwrap() = true;
+        let secs = BEGIN_MAX_SECS;
+        if tokio::time::timeout(Duration::from_secs(secs), self.begin_unbounded())
+            .await
+            .is_err()
+        {
+            self.rep.lock().unwrap().warning(&format!(
+                "GitHub: no answer within {secs}s while recording the start, so it is left unrecorded. The deploy itself is not affected."
+            ));
+        }
+    }
+
+    async fn begin_unbounded(&self) {
         let Some(sha) = self.sha.as_deref() else {
             return;
         };
@@ -391,7 +420,7 @@ impl Session {
                 Err(e) => self.warn(Feature::Deployment, "create a deployment", &e),
             }
         }
-        if self.commit_status {
+        if self.commit_status && self.open_for(Feature::CommitStatus) {
             let mut body = json!({
                 "state": "pending",
                 "context": self.context(name),
@@ -452,7 +481,9 @@ impl Session {
             .cloned()
             .or_else(|| self.run_url.clone());
         let deployment_id = *self.deployment_id.lock().unwrap();
-        if let Some(id) = deployment_id {
+        if let Some(id) = deployment_id
+            && self.open_for(Feature::Deployment)
+        {
             let served = [&outputs.environment_url, &outputs.predict_url]
                 .into_iter()
                 .find(|u| !u.is_empty());
@@ -479,7 +510,9 @@ impl Session {
                 Err(e) => self.warn(Feature::Deployment, "set the deployment's status", &e),
             }
         }
-        if let Some(pr) = self.pr_comment {
+        if let Some(pr) = self.pr_comment
+            && self.open_for(Feature::Comment)
+        {
             let at = crate::ci::format_utc(std::time::SystemTime::now());
             let body = comment::render(&comment::View {
                 kind: self.kind,
@@ -493,6 +526,7 @@ impl Session {
             self.upsert_comment(pr, &marker, &body).await;
         }
         if self.commit_status
+            && self.open_for(Feature::CommitStatus)
             && let Some(sha) = self.sha.as_deref()
         {
             let mut body = json!({

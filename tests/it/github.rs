@@ -352,13 +352,17 @@ fn a_403_on_every_call_is_a_warning_naming_the_permission() {
         run.stderr
             .contains("HTTP 403: Resource not accessible by integration")
     );
-    // A refused create is not retried.
+    // A refused request is not retried, and a refused feature is not
+    // asked again at the end of the run (one warning each).
     let calls = gh.endpoints();
-    assert_eq!(
-        calls.iter().filter(|e| *e == "create_deployment").count(),
-        1,
-        "{calls:?}"
-    );
+    for endpoint in ["create_deployment", "create_commit_status", "list_comments"] {
+        assert_eq!(
+            calls.iter().filter(|e| *e == endpoint).count(),
+            1,
+            "{endpoint}: {calls:?}"
+        );
+    }
+    assert_eq!(run.stderr.matches("warning: GitHub:").count(), 3, "{run:?}");
     assert!(gh.deployments().is_empty() && gh.comments().is_empty());
 }
 
@@ -476,4 +480,40 @@ fn the_baseten_key_never_reaches_github_and_the_token_never_reaches_baseten() {
     let shown = run.everything();
     assert!(!shown.contains(GH_TOKEN), "{run:?}");
     assert!(!shown.contains(API_KEY));
+}
+
+#[test]
+fn a_wrong_token_or_no_github_at_all_is_a_warning() {
+    let fake = fake(ACTIVE);
+    let gh = github();
+    let run = on_github(&fake, &gh)
+        .arg("github-token", "ghs_not_the_right_one")
+        .arg("commit-status", "true")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr.contains("HTTP 401: Bad credentials")
+            && run.stderr.contains("check github-token"),
+        "{run:?}"
+    );
+    assert!(gh.commit_statuses().is_empty());
+
+    // Nothing listens on the API's port.
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let run = on_github(&fake, &gh)
+        .env("GITHUB_API_URL", &down)
+        .arg("github-deployment", "true")
+        .arg("commit-status", "true")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.status(), "success");
+    assert!(
+        run.stderr.contains("could not create a deployment")
+            && run.stderr.contains("deployments: write"),
+        "{run:?}"
+    );
+    assert!(run.elapsed < Duration::from_secs(30), "{:?}", run.elapsed);
 }
