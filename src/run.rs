@@ -9,7 +9,7 @@ use crate::cli::Cli;
 use crate::config::{self, Config, Target};
 use crate::flow::{self, Ctx, State};
 use crate::outcome::Failure;
-use crate::report::{install_panic_hook, report};
+use crate::report::{self, install_panic_hook, report};
 use crate::{archive, baseten, chain, github, model, net};
 
 /// Reads one environment variable as `std::env::var` does, so a value that
@@ -138,7 +138,10 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
             )
             .await;
             if let Some(gh) = &gh {
-                github_finish(gh, &r, &cfg, &inputs, &state, &mut signals).await;
+                let outputs =
+                    report::final_outputs(&state.lock().unwrap(), &r, Some(&cfg), &inputs);
+                gh.finish_within(&r, &outputs, &state, &cfg, signals.next())
+                    .await;
             }
             (r, kind, Some(cfg))
         }
@@ -153,44 +156,6 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
         &inputs,
         &result,
     )
-}
-
-/// How long the run's end waits for GitHub; after a cancel, less, because
-/// the runner kills the job a few seconds after its signal.
-const GITHUB_FINISH_SECS: u64 = 30;
-const GITHUB_FINISH_CANCELLED_SECS: u64 = 3;
-
-/// Tells GitHub how the run ended, within a bound and until a signal: the
-/// outputs are written after it, whatever GitHub does.
-async fn github_finish(
-    gh: &github::Session,
-    result: &Result<(), Failure>,
-    cfg: &Config,
-    inputs: &crate::cli::Inputs,
-    state: &Mutex<State>,
-    signals: &mut Signals,
-) {
-    let (outputs, predict, page) = {
-        let st = state.lock().unwrap();
-        let page = match (&st.model_id, &st.chain_id) {
-            (Some(m), _) => cfg.endpoints.model_page(m),
-            (None, Some(c)) => cfg.endpoints.chain_page(c),
-            _ => String::new(),
-        };
-        let outputs = crate::report::final_outputs(&st, result, Some(cfg), inputs);
-        (outputs, st.predict, page)
-    };
-    let secs = match result {
-        Err(Failure::Cancelled(_)) => GITHUB_FINISH_CANCELLED_SECS,
-        _ => GITHUB_FINISH_SECS,
-    };
-    tokio::select! {
-        () = gh.finish(result, &outputs, predict, &page) => {}
-        _ = tokio::time::sleep(std::time::Duration::from_secs(secs)) => {
-            gh.gave_up(secs);
-        }
-        _ = signals.next() => {}
-    }
 }
 
 #[allow(

@@ -24,6 +24,7 @@ use crate::ci::{DeployKind, Outputs, PredictStats, Reporter};
 use crate::cli::Inputs;
 use crate::config::{Config, Target, parse_bool};
 use crate::env_vars as ev;
+use crate::flow::State;
 use crate::outcome::Failure;
 use crate::secret::Secret;
 use client::{CREATE, Client, GhError, REPEATABLE};
@@ -38,6 +39,11 @@ const COMMENTS_PER_PAGE: usize = 100;
 /// Telling GitHub that the deploy started may take this long; past it the
 /// start is left untold (the end is still reported).
 const BEGIN_MAX_SECS: u64 = 20;
+/// How long the run's end waits for GitHub.
+const FINISH_MAX_SECS: u64 = 30;
+/// The same after a cancel: the runner kills the job a few seconds after
+/// its signal, and the outputs come after GitHub.
+const FINISH_CANCELLED_MAX_SECS: u64 = 3;
 
 /// The GitHub features asked for, and what the CI environment says about
 /// where they go. Built with the other inputs, before any request.
@@ -445,11 +451,39 @@ impl Session {
         }
     }
 
-    /// The run's end stopped waiting for GitHub after `secs` seconds.
-    pub(crate) fn gave_up(&self, secs: u64) {
-        self.rep.lock().unwrap().warning(&format!(
-            "GitHub: still busy after {secs}s at the end of the run, so its statuses or comment may be out of date. The deploy itself is not affected."
-        ));
+    /// [`Session::finish`] within a bound, and only until `stop` (the next
+    /// signal) arrives: the outputs are written after it, whatever GitHub
+    /// does, and after a cancel the runner kills the job seconds later.
+    pub(crate) async fn finish_within(
+        &self,
+        result: &Result<(), Failure>,
+        outputs: &Outputs,
+        state: &Mutex<State>,
+        cfg: &Config,
+        stop: impl Future,
+    ) {
+        let (predict, page) = {
+            let st = state.lock().unwrap();
+            let page = match (&st.model_id, &st.chain_id) {
+                (Some(m), _) => cfg.endpoints.model_page(m),
+                (None, Some(c)) => cfg.endpoints.chain_page(c),
+                _ => String::new(),
+            };
+            (st.predict, page)
+        };
+        let secs = match result {
+            Err(Failure::Cancelled(_)) => FINISH_CANCELLED_MAX_SECS,
+            _ => FINISH_MAX_SECS,
+        };
+        tokio::select! {
+            () = self.finish(result, outputs, predict, &page) => {}
+            _ = tokio::time::sleep(Duration::from_secs(secs)) => {
+                self.rep.lock().unwrap().warning(&format!(
+                    "GitHub: still busy after {secs}s at the end of the run, so its statuses or comment may be out of date. The deploy itself is not affected."
+                ));
+            }
+            _ = stop => {}
+        }
     }
 
     fn say(&self, msg: &str) {
@@ -458,7 +492,7 @@ impl Session {
 
     /// The run ended: the deployment's final status, the pull-request
     /// comment and the commit status. `outputs` are the run's, redacted.
-    pub(crate) async fn finish(
+    async fn finish(
         &self,
         result: &Result<(), Failure>,
         outputs: &Outputs,
