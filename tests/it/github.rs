@@ -583,3 +583,40 @@ fn a_cancelled_deploy_is_an_error_on_github_and_still_writes_its_outputs() {
         d.statuses[1]
     );
 }
+
+#[test]
+fn a_403_on_any_one_call_is_one_warning_naming_its_permission() {
+    let fake = fake(ACTIVE);
+    for (endpoint, perm) in [
+        ("create_deployment", "deployments: write"),
+        ("create_deployment_status", "deployments: write"),
+        ("list_comments", "pull-requests: write"),
+        ("create_comment", "pull-requests: write"),
+        ("update_comment", "pull-requests: write"),
+        ("create_commit_status", "statuses: write"),
+    ] {
+        let gh = github();
+        if endpoint == "update_comment" {
+            gh.add_comment(5, &format!("<!-- truss-push: model {MODEL} -->\nearlier"));
+        }
+        gh.fail(endpoint, 403);
+        let run = on_pull_request(&fake, &gh, 5)
+            .arg("github-deployment", "true")
+            .arg("pr-comment", "true")
+            .arg("commit-status", "true")
+            .run();
+        assert_eq!(
+            (run.code, run.status()),
+            (0, "success"),
+            "{endpoint}: {run:?}"
+        );
+        let warnings: Vec<&str> = run
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("warning: GitHub:"))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{endpoint}: {warnings:?}");
+        assert!(warnings[0].contains(perm), "{endpoint}: {warnings:?}");
+        assert!(gh.endpoints().iter().any(|e| e == endpoint), "{endpoint}");
+    }
+}
