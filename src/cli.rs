@@ -113,6 +113,7 @@ const HOSTS: Option<&str> = Some("Hosts");
 const BEHAVIOUR: Option<&str> = Some("Behaviour");
 const OUTPUTS: Option<&str> = Some("Outputs");
 const PROMOTION: Option<&str> = Some("Promotion");
+const GITHUB: Option<&str> = Some("GitHub");
 
 const fn seconds(min: f64, max: f64, whole: bool) -> Kind {
     Kind::Number(Range {
@@ -375,6 +376,46 @@ pub const INPUTS: &[InputSpec] = &[
         default: None,
         help: "Format of --output-file: dotenv or json (default: json for *.json, else dotenv)",
         heading: OUTPUTS,
+    },
+    InputSpec {
+        name: "json",
+        plain_env: "TRUSS_PUSH_JSON",
+        kind: Kind::Switch,
+        default: Some("false"),
+        help: "Print the result as one JSON object on stdout (every output and the status history); logs go to stderr",
+        heading: OUTPUTS,
+    },
+    InputSpec {
+        name: "github-token",
+        plain_env: "GITHUB_TOKEN",
+        kind: Kind::Secret,
+        default: None,
+        help: "Token for the GitHub API (deployments, PR comment, commit status); sent only to GITHUB_API_URL",
+        heading: GITHUB,
+    },
+    InputSpec {
+        name: "github-deployment",
+        plain_env: "TRUSS_PUSH_GITHUB_DEPLOYMENT",
+        kind: Kind::Bool,
+        default: Some("false"),
+        help: "Record a GitHub deployment with its statuses and environment URL (needs deployments: write)",
+        heading: GITHUB,
+    },
+    InputSpec {
+        name: "pr-comment",
+        plain_env: "TRUSS_PUSH_PR_COMMENT",
+        kind: Kind::Bool,
+        default: Some("false"),
+        help: "Keep one pull-request comment per model up to date (needs pull-requests: write)",
+        heading: GITHUB,
+    },
+    InputSpec {
+        name: "commit-status",
+        plain_env: "TRUSS_PUSH_COMMIT_STATUS",
+        kind: Kind::Bool,
+        default: Some("false"),
+        help: "Set a commit status per model with the verdict and a link (needs statuses: write)",
+        heading: GITHUB,
     },
 ];
 

@@ -91,17 +91,31 @@ pub(crate) struct Config {
     /// Print the config payload and stop before any request.
     pub print_config: bool,
     pub ci_revision: Option<git::Revision>,
+    /// Deployments, the pull-request comment and the commit status.
+    pub github: crate::github::Settings,
 }
 
 /// Where outputs go; resolved first so that even a bad input gets them.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct OutputSettings {
     pub file: Option<(PathBuf, OutputFormat)>,
+    /// The result as one JSON object on stdout; logs on stderr.
+    pub json: bool,
 }
 
 /// Resolves the outputs file. A bad format is reported after outputs are
 /// written (in the default format), so the user still gets them.
 pub(crate) fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
+    let (json, json_err) = match parse_bool("json", inputs.or_default("json").unwrap_or("false")) {
+        Ok(b) => (b, None),
+        Err(e) => (false, Some(e)),
+    };
+    let (mut settings, err) = output_file_settings(inputs);
+    settings.json = json;
+    (settings, err.or(json_err))
+}
+
+fn output_file_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
     let Some(path) = inputs.trimmed("output-file") else {
         return (OutputSettings::default(), None);
     };
@@ -129,6 +143,7 @@ pub(crate) fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String
     (
         OutputSettings {
             file: Some((path, format)),
+            json: false,
         },
         err,
     )
@@ -559,6 +574,8 @@ impl Config {
             }
         };
 
+        let github = crate::github::settings(inputs, &|k| env(k).ok())?;
+
         let app = key_url("app-url", inputs.or_default("app-url").unwrap_or_default())?;
         let api = key_url("api-url", inputs.or_default("api-url").unwrap_or_default())?;
         let inference = inputs
@@ -611,6 +628,7 @@ impl Config {
             dry_run,
             print_config,
             ci_revision,
+            github,
         })
     }
 }

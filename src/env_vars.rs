@@ -25,6 +25,10 @@ pub const GITHUB_SERVER_URL: &str = "GITHUB_SERVER_URL";
 pub const GITHUB_REPOSITORY: &str = "GITHUB_REPOSITORY";
 /// The workflow run id.
 pub const GITHUB_RUN_ID: &str = "GITHUB_RUN_ID";
+/// The REST API base: `https://api.github.com`, or
+/// `https://HOST/api/v3` on GitHub Enterprise Server. The GitHub token is
+/// sent nowhere else.
+pub const GITHUB_API_URL: &str = "GITHUB_API_URL";
 
 /// `true` inside GitLab CI.
 pub const GITLAB_CI: &str = "GITLAB_CI";

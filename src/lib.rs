@@ -15,6 +15,7 @@ pub mod env_vars;
 mod files;
 mod flow;
 mod git;
+mod github;
 mod model;
 mod net;
 mod outcome;

@@ -38,6 +38,30 @@ fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Outputs {
     outputs
 }
 
+/// The outputs of a finished run as every writer (and GitHub) receives
+/// them: the status and error from `result`, and neither the API key nor
+/// the GitHub token in any of them, whatever a message, a status or a note
+/// happened to quote.
+pub(crate) fn final_outputs(
+    st: &State,
+    result: &Result<(), Failure>,
+    cfg: Option<&Config>,
+    inputs: &Inputs,
+) -> Outputs {
+    let status = match result {
+        Ok(()) => Status::Success,
+        Err(f) => f.status(),
+    };
+    let mut outputs = outputs_of(st, status, cfg);
+    if let Err(f) = result {
+        outputs.error_message = f.to_string();
+    }
+    for secret in ["baseten-api-key", "github-token"] {
+        outputs.redact(inputs.trimmed(secret).unwrap_or_default());
+    }
+    outputs
+}
+
 /// Defence in depth: should anything panic, the outputs are still written
 /// (status `deploy_failed`, the deployment if one was created, "internal
 /// error: …" with the key redacted) and the process exits 1 instead of
@@ -69,6 +93,12 @@ pub(crate) fn install_panic_hook(
         if let Some((path, format)) = &out.file {
             let _ = ci::write_outputs_file(path, *format, &outputs);
         }
+        if out.json {
+            print!(
+                "{}",
+                ci::render_result(&outputs, EXIT_DEPLOY_FAILED, &[], &[])
+            );
+        }
         std::process::exit(i32::from(EXIT_DEPLOY_FAILED));
     }));
 }
@@ -97,14 +127,8 @@ pub(crate) fn report(
         Ok(()) => Status::Success,
         Err(f) => f.status(),
     };
-    let mut outputs = outputs_of(&st, status, cfg);
-    if let Err(f) = result {
-        outputs.error_message = f.to_string();
-    }
-    // The key never reaches an output, a summary or a file, whatever a
-    // message, a status or a note happened to quote.
+    let outputs = final_outputs(&st, result, cfg, inputs);
     let key = inputs.trimmed("baseten-api-key").unwrap_or_default();
-    outputs.redact(key);
     let mut r = rep.lock().unwrap();
     r.finish();
     if let Err(f) = result {
@@ -162,9 +186,20 @@ pub(crate) fn report(
         outputs_lost(&mut r, "output-file", e);
     }
     r.finish();
-    match result {
+    let code = match result {
         Ok(()) if lost => EXIT_OUTPUTS_NOT_WRITTEN,
         Ok(()) => EXIT_SUCCESS,
         Err(f) => f.exit_code(),
+    };
+    // print-config already put its own document on stdout.
+    if out.json && !cfg.is_some_and(|c| c.print_config) {
+        let notes: Vec<String> = st
+            .notes
+            .iter()
+            .map(|n| secret::redact_registered(n))
+            .collect();
+        let history: Vec<_> = st.history.iter().map(|e| e.redacted(key)).collect();
+        r.data(&ci::render_result(&outputs, code, &history, &notes));
     }
+    code
 }

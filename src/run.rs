@@ -9,8 +9,8 @@ use crate::cli::Cli;
 use crate::config::{self, Config, Target};
 use crate::flow::{self, Ctx, State};
 use crate::outcome::Failure;
-use crate::report::{install_panic_hook, report};
-use crate::{archive, baseten, chain, model, net};
+use crate::report::{self, install_panic_hook, report};
+use crate::{archive, baseten, chain, github, model, net};
 
 /// Reads one environment variable as `std::env::var` does, so a value that
 /// is not UTF-8 is told apart from an unset one.
@@ -87,11 +87,18 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     let ci_env = CiEnv::from_lookup(|k| env(k).ok());
     let rep = Arc::new(Mutex::new(io.reporter));
     let inputs = cli.gather(&*env);
-    if let Some(k) = inputs.trimmed("baseten-api-key") {
-        rep.lock().unwrap().mask(k);
-        crate::secret::register(k);
+    for secret in ["baseten-api-key", "github-token"] {
+        if let Some(k) = inputs.trimmed(secret) {
+            rep.lock().unwrap().mask(k);
+            crate::secret::register(k);
+        }
     }
     let (out_settings, out_err) = config::output_settings(&inputs);
+    if out_settings.json {
+        // Nothing but the JSON result goes to stdout from here on: an empty
+        // piece of data turns every log line to stderr.
+        rep.lock().unwrap().data("");
+    }
     let started = Instant::now();
     let state = Arc::new(Mutex::new(State {
         model_name: config::best_effort_model_name(&inputs),
@@ -122,7 +129,23 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
             for n in &cfg.notices {
                 rep.lock().unwrap().notice(n);
             }
-            let r = execute(&cfg, &rep, &state, started, &|k| env(k).ok(), &mut signals).await;
+            let gh = github::Session::open(&cfg, &|k| env(k).ok(), &rep);
+            let r = execute(
+                &cfg,
+                &rep,
+                &state,
+                started,
+                &|k| env(k).ok(),
+                &mut signals,
+                gh.as_ref(),
+            )
+            .await;
+            if let Some(gh) = &gh {
+                let outputs =
+                    report::final_outputs(&state.lock().unwrap(), &r, Some(&cfg), &inputs);
+                gh.finish_within(&r, &outputs, &state, &cfg, signals.next())
+                    .await;
+            }
             (r, kind, Some(cfg))
         }
     };
@@ -138,6 +161,10 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     )
 }
 
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the run's handles, passed as they are; a struct would only rename them"
+)]
 async fn execute(
     cfg: &Config,
     rep: &Arc<Mutex<Reporter>>,
@@ -145,6 +172,7 @@ async fn execute(
     started: Instant,
     env: &dyn Fn(&str) -> Option<String>,
     signals: &mut Signals,
+    gh: Option<&github::Session>,
 ) -> Result<(), Failure> {
     // What the truss holds is the user's input too: a FIFO, a broken link
     // or a name that is not UTF-8 is refused before any request.
@@ -174,8 +202,17 @@ async fn execute(
         started,
         deploy_until,
     };
+    // GitHub hears of the start alongside the deploy, never ahead of it.
+    let deploying = async {
+        let begin = async {
+            if let Some(gh) = gh {
+                gh.begin().await;
+            }
+        };
+        tokio::join!(begin, deploy(&ctx)).1
+    };
     let (flow, cancelled) = tokio::select! {
-        r = deploy(&ctx) => (r, false),
+        r = deploying => (r, false),
         sig = signals.next() => {
             rep.lock().unwrap().finish();
             (Err(Failure::Cancelled(sig)), true)

@@ -15,6 +15,7 @@
 //! - `summary`: the Markdown step summary, capped at GitHub's 1 MiB.
 //! - `reporter`: the `Reporter` that owns stdout and stderr — groups,
 //!   annotations, masking and upload progress in the CI system's own form.
+//! - `json`: the `--json` result, one object on stdout.
 //! - `format`: durations, byte sizes and UTC times as people read them.
 //!
 //! Rendering is done by pure functions over plain values; the few functions
@@ -22,12 +23,14 @@
 
 mod detect;
 mod format;
+mod json;
 mod outputs;
 mod reporter;
 mod summary;
 
 pub(crate) use detect::CiEnv;
-pub(crate) use format::{format_bytes, human_duration as human};
+pub(crate) use format::{format_bytes, format_utc, human_duration as human};
+pub(crate) use json::render_result;
 pub(crate) use outputs::OutputsFormat;
 pub(crate) use outputs::{Outputs, append_github_output, redact, write_outputs_file};
 pub(crate) use reporter::{Level, Reporter};

@@ -11,6 +11,7 @@ mod config_parity;
 mod environment;
 mod faults;
 mod gated;
+mod github;
 mod model_deploy;
 mod network;
 mod outputs;

@@ -220,12 +220,15 @@ fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
 }
 
 /// Whether the arguments may hold a help or version request of their own:
-/// `--dry-run` takes an optional value, so `--dry-run --help` is `--help`.
+/// `--dry-run` (like every switch) takes an optional value, so
+/// `--dry-run --help` is `--help`.
 /// Such a run prints the help and exits 0 without running anything, so
 /// there are no outputs to check.
 fn asked_for_help(givens: &[Given]) -> bool {
     givens.iter().any(|g| {
-        g.input == "dry-run" && g.spelling == Spelling::FlagSeparate && g.value.0.starts_with(b"-")
+        matches!(g.input, "dry-run" | "print-config" | "json")
+            && g.spelling == Spelling::FlagSeparate
+            && g.value.0.starts_with(b"-")
     })
 }
 

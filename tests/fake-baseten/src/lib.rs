@@ -75,6 +75,7 @@
 
 pub mod clock;
 pub mod faults;
+pub mod github;
 pub mod graphql;
 pub mod inference;
 pub mod proxy;

@@ -362,8 +362,13 @@ pub(super) fn plausible(input: &str, model: &Path, fake_url: &str) -> BoxedStrat
         | "preserve-previous-production-deployment"
         | "preserve-env-instance-type"
         | "publish"
-        | "trusted" => texts(BOOLS),
+        | "trusted"
+        | "json"
+        | "github-deployment"
+        | "pr-comment"
+        | "commit-status" => texts(BOOLS),
         "promotion" => texts(&["at-create", "after-predict", "AFTER-PREDICT"]),
+        "github-token" => texts(&["ghs_canary0123456789", " ghs_x\n"]),
         "labels" => texts(&["{}", "{\"team\":\"ml\"}", "{\"a\":{\"b\":[1,null]}}"]),
         "predict-payload" => texts(&["{}", "{\"prompt\":\"x\"}", "{\"a\":1e308}"]),
         "deployment-name" => texts(&["v1.2.3", "ci_test-2", "PR-7_abc1234"]),

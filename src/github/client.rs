@@ -1,0 +1,316 @@
+//! The few GitHub REST calls truss-push makes, with the token attached only
+//! to the configured API base over HTTPS (plain HTTP to loopback only), and
+//! failures typed so the retry loop and the warnings can tell them apart.
+
+use std::time::Duration;
+
+use reqwest::{Method, Url};
+use serde_json::Value;
+
+use crate::retry::{self, Classify, Kind, Policy};
+use crate::secret::Secret;
+
+/// One GitHub request may take this long; a slow GitHub must not hold the
+/// deploy (or the end of the run) for long.
+const REQUEST_TIMEOUT_SECS: u64 = 10;
+/// The REST API version the requests are written against.
+const API_VERSION: &str = "2022-11-28";
+
+/// A create that would show twice if applied twice (a deployment, a
+/// comment): sent again only when it surely never arrived.
+pub(super) const CREATE: Policy = Policy {
+    attempts: 3,
+    max_delay: Duration::from_secs(2),
+    retry_after_cap: Duration::from_secs(5),
+    ..Policy::MUTATION
+};
+
+/// A request whose repetition changes nothing visible (reads, an edit, a
+/// status whose latest value wins): every transient failure is tried again,
+/// a few times, quickly.
+pub(super) const REPEATABLE: Policy = Policy {
+    attempts: 3,
+    max_delay: Duration::from_secs(2),
+    retry_after_cap: Duration::from_secs(5),
+    ..Policy::READ
+};
+
+/// Why a GitHub request failed.
+#[derive(Debug)]
+pub(super) enum GhError {
+    /// It never left: connection refused, DNS, TLS.
+    NotSent(String),
+    /// It may have arrived: the connection broke or timed out after sending.
+    Ambiguous(String),
+    /// GitHub answered with an error status.
+    Status {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    /// Not sent on purpose, or the answer made no sense.
+    Refused(String),
+}
+
+impl std::fmt::Display for GhError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GhError::NotSent(m) | GhError::Ambiguous(m) | GhError::Refused(m) => f.write_str(m),
+            GhError::Status {
+                status, message, ..
+            } if message.is_empty() => write!(f, "HTTP {status}"),
+            GhError::Status {
+                status, message, ..
+            } => write!(f, "HTTP {status}: {message}"),
+        }
+    }
+}
+
+impl Classify for GhError {
+    fn kind(&self) -> Kind {
+        match self {
+            GhError::NotSent(_) => Kind::NotSent,
+            GhError::Ambiguous(_) => Kind::Ambiguous,
+            GhError::Status { status, .. } => Kind::Transient { status: *status },
+            GhError::Refused(_) => Kind::Permanent,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            GhError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+impl GhError {
+    /// The HTTP status GitHub answered, if it answered.
+    pub(super) fn status(&self) -> Option<u16> {
+        match self {
+            GhError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a request to `url` may carry the token: HTTPS, or plain HTTP to
+/// this machine (tests), the same rule as the Baseten key's.
+pub(crate) fn may_carry_token(url: &Url) -> bool {
+    url.scheme() == "https" || (url.scheme() == "http" && crate::baseten::is_loopback(url))
+}
+
+/// `owner/name` with only the characters GitHub allows in either part, so
+/// the repository can be placed in a URL path as it is.
+pub(crate) fn is_valid_repository(repo: &str) -> bool {
+    let ok = |part: &str| {
+        !part.is_empty()
+            && part != "."
+            && part != ".."
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    };
+    matches!(repo.split_once('/'), Some((owner, name)) if ok(owner) && ok(name))
+}
+
+/// The REST client for one repository.
+pub(super) struct Client {
+    http: reqwest::Client,
+    base: Url,
+    token: Secret,
+    repo: String,
+}
+
+impl Client {
+    /// `base` must already satisfy [`may_carry_token`]; `repo` must be
+    /// [`is_valid_repository`].
+    pub(super) fn new(http: reqwest::Client, base: Url, token: Secret, repo: String) -> Self {
+        Self {
+            http,
+            base,
+            token,
+            repo,
+        }
+    }
+
+    /// `{base}/repos/{owner}/{name}/{rest…}`, each piece one path segment.
+    fn url(&self, rest: &[&str]) -> Url {
+        let mut url = self.base.clone();
+        if let Ok(mut segs) = url.path_segments_mut() {
+            segs.pop_if_empty();
+            segs.push("repos");
+            segs.extend(self.repo.split('/'));
+            segs.extend(rest);
+        }
+        url
+    }
+
+    /// Sends one request under `policy` and returns the answer's JSON
+    /// (`null` for an empty body).
+    pub(super) async fn send(
+        &self,
+        policy: &Policy,
+        method: Method,
+        path: &[&str],
+        query: &[(&str, String)],
+        body: Option<&Value>,
+    ) -> Result<Value, GhError> {
+        let mut url = self.url(path);
+        if !query.is_empty() {
+            url.query_pairs_mut()
+                .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
+        }
+        if !may_carry_token(&url) {
+            return Err(GhError::Refused(format!(
+                "refusing to send the GitHub token to {} over plain HTTP",
+                url.origin().ascii_serialization()
+            )));
+        }
+        retry::run(policy, None, |_| {
+            self.once(method.clone(), url.clone(), body)
+        })
+        .await
+    }
+
+    async fn once(&self, method: Method, url: Url, body: Option<&Value>) -> Result<Value, GhError> {
+        let mut auth =
+            reqwest::header::HeaderValue::from_str(&format!("Bearer {}", self.token.expose()))
+                .map_err(|_| {
+                    GhError::Refused("the GitHub token is not a valid header value".into())
+                })?;
+        auth.set_sensitive(true);
+        let mut req = self
+            .http
+            .request(method, url)
+            .timeout(Duration::from_secs(REQUEST_TIMEOUT_SECS))
+            .header(reqwest::header::AUTHORIZATION, auth)
+            .header(reqwest::header::ACCEPT, "application/vnd.github+json")
+            .header("X-GitHub-Api-Version", API_VERSION);
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req.send().await.map_err(|e| {
+            let text = crate::secret::redact_registered(&describe(&e));
+            if e.is_connect() {
+                GhError::NotSent(text)
+            } else {
+                GhError::Ambiguous(text)
+            }
+        })?;
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(retry::parse_retry_after);
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| GhError::Ambiguous(describe(&e)))?;
+        if !(200..300).contains(&status) {
+            let message = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))
+                .unwrap_or_default();
+            let message = crate::secret::redact_registered(&message);
+            return Err(GhError::Status {
+                status,
+                message: message.chars().take(300).collect(),
+                retry_after,
+            });
+        }
+        if text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&text).map_err(|e| {
+            GhError::Refused(format!("GitHub answered something that is not JSON: {e}"))
+        })
+    }
+}
+
+/// A reqwest error in a few words, without its URL (which holds nothing
+/// secret, but is noise in a warning).
+fn describe(e: &reqwest::Error) -> String {
+    let what = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else if e.is_body() || e.is_decode() {
+        "the answer could not be read"
+    } else {
+        "the request failed"
+    };
+    let mut source = std::error::Error::source(e);
+    let mut detail = String::new();
+    while let Some(s) = source {
+        detail = s.to_string();
+        source = s.source();
+    }
+    if detail.is_empty() {
+        what.to_string()
+    } else {
+        format!("{what}: {detail}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_goes_to_https_or_loopback_only() {
+        for ok in [
+            "https://api.github.com",
+            "https://ghe.example.com/api/v3",
+            "http://127.0.0.1:8080",
+            "http://localhost:1/api/v3",
+            "http://[::1]:9",
+        ] {
+            assert!(may_carry_token(&Url::parse(ok).unwrap()), "{ok}");
+        }
+        for bad in [
+            "http://api.github.com",
+            "http://10.0.0.1",
+            "ftp://127.0.0.1",
+        ] {
+            assert!(!may_carry_token(&Url::parse(bad).unwrap()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn repositories_are_owner_slash_name() {
+        for ok in ["octo/repo", "my-org/my.repo_2"] {
+            assert!(is_valid_repository(ok), "{ok}");
+        }
+        for bad in [
+            "", "octo", "octo/", "/repo", "a/b/c", "a/..", "a b/c", "a/%2e",
+        ] {
+            assert!(!is_valid_repository(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn urls_keep_the_enterprise_path_prefix() {
+        let c = Client::new(
+            reqwest::Client::new(),
+            Url::parse("https://ghe.example.com/api/v3/").unwrap(),
+            Secret::new("t"),
+            "octo/repo".into(),
+        );
+        assert_eq!(
+            c.url(&["deployments", "7", "statuses"]).as_str(),
+            "https://ghe.example.com/api/v3/repos/octo/repo/deployments/7/statuses"
+        );
+        let c = Client::new(
+            reqwest::Client::new(),
+            Url::parse("https://api.github.com").unwrap(),
+            Secret::new("t"),
+            "octo/repo".into(),
+        );
+        assert_eq!(
+            c.url(&["statuses", "abc"]).as_str(),
+            "https://api.github.com/repos/octo/repo/statuses/abc"
+        );
+    }
+}

@@ -1,0 +1,788 @@
+//! GitHub, where reviewers look: a deployment with its statuses (the URL
+//! that serves predictions, the logs), one pull-request comment per model
+//! or chain kept up to date, and a commit status.
+//!
+//! Everything here is best effort. A missing token, a missing permission
+//! or a GitHub outage is a warning that names the permission to add; it
+//! never fails the deploy and never holds it for long. The token goes only
+//! to `GITHUB_API_URL` (GitHub Enterprise Server included), over HTTPS or
+//! to loopback; the Baseten key never goes there, because nothing here
+//! holds it.
+
+mod client;
+mod comment;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use reqwest::{Method, Url};
+use serde_json::{Value, json};
+
+use crate::ci::{DeployKind, Outputs, PredictStats, Reporter};
+use crate::cli::Inputs;
+use crate::config::{Config, Target, parse_bool};
+use crate::env_vars as ev;
+use crate::flow::State;
+use crate::outcome::Failure;
+use crate::secret::Secret;
+use client::{CREATE, Client, GhError, REPEATABLE};
+pub(crate) use client::{is_valid_repository, may_carry_token};
+
+/// The public GitHub API, when `GITHUB_API_URL` is not set.
+pub(crate) const DEFAULT_API_URL: &str = "https://api.github.com";
+/// Comments read while looking for ours, 100 a page: a pull request with
+/// more has bigger problems than a second comment.
+const COMMENT_PAGES_MAX: u32 = 10;
+const COMMENTS_PER_PAGE: usize = 100;
+/// Telling GitHub that the deploy started may take this long; past it the
+/// start is left untold (the end is still reported).
+const BEGIN_MAX_SECS: u64 = 20;
+/// How long the run's end waits for GitHub.
+const FINISH_MAX_SECS: u64 = 30;
+/// The same after a cancel: the runner kills the job a few seconds after
+/// its signal, and the outputs come after GitHub.
+const FINISH_CANCELLED_MAX_SECS: u64 = 3;
+
+/// The GitHub features asked for, and what the CI environment says about
+/// where they go. Built with the other inputs, before any request.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Settings {
+    pub(crate) deployment: bool,
+    pub(crate) pr_comment: bool,
+    pub(crate) commit_status: bool,
+    pub(crate) token: Option<Secret>,
+    /// `GITHUB_API_URL` as given, or the public API.
+    pub(crate) api: String,
+    /// `owner/name`.
+    pub(crate) repository: Option<String>,
+    /// The commit deployed: the pull request's head, else `GITHUB_SHA`.
+    pub(crate) sha: Option<String>,
+    pub(crate) pull_request: Option<u64>,
+    /// The workflow run's page, for statuses while the deploy runs.
+    pub(crate) run_url: Option<String>,
+}
+
+impl Settings {
+    pub(crate) fn any(&self) -> bool {
+        self.deployment || self.pr_comment || self.commit_status
+    }
+}
+
+/// Reads the GitHub inputs and environment. A malformed switch or token is
+/// a bad input; everything else that stands in the way is found when the
+/// session opens, and only warned about.
+pub(crate) fn settings(
+    inputs: &Inputs,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settings, String> {
+    let flag = |name: &str| parse_bool(name, inputs.or_default(name).unwrap_or("false"));
+    let mut s = Settings {
+        deployment: flag("github-deployment")?,
+        pr_comment: flag("pr-comment")?,
+        commit_status: flag("commit-status")?,
+        ..Settings::default()
+    };
+    if !s.any() {
+        return Ok(s);
+    }
+    if let Some(t) = inputs.trimmed("github-token") {
+        if t.chars().any(char::is_whitespace) {
+            return Err(
+                "github-token contains whitespace inside it: check the token's value (github-token: ${{ github.token }})".into(),
+            );
+        }
+        s.token = Some(Secret::new(t));
+    }
+    let get = |k: &str| {
+        env(k)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    s.api = get(ev::GITHUB_API_URL).unwrap_or_else(|| DEFAULT_API_URL.to_string());
+    s.repository = get(ev::GITHUB_REPOSITORY);
+    let event = get(ev::GITHUB_EVENT_PATH)
+        .and_then(|p| {
+            crate::files::read_regular_file(Path::new(&p), crate::git::EVENT_FILE_MAX_MIB).ok()
+        })
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    let from_ref = get(ev::GITHUB_REF).and_then(|r| {
+        r.strip_prefix("refs/pull/")?
+            .split('/')
+            .next()?
+            .parse::<u64>()
+            .ok()
+    });
+    let from_event = event
+        .as_ref()
+        .and_then(|e| e.pointer("/pull_request/number"))
+        .and_then(Value::as_u64);
+    s.pull_request = from_ref.or(from_event);
+    s.sha = event
+        .as_ref()
+        .and_then(|e| e.pointer("/pull_request/head/sha"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .filter(|v| !v.is_empty())
+        .or_else(|| get(ev::GITHUB_SHA));
+    if let (Some(server), Some(repo), Some(run)) = (
+        get(ev::GITHUB_SERVER_URL),
+        s.repository.clone(),
+        get(ev::GITHUB_RUN_ID),
+    ) {
+        s.run_url = Some(format!(
+            "{}/{repo}/actions/runs/{run}",
+            server.trim_end_matches('/')
+        ));
+    }
+    Ok(s)
+}
+
+/// The three features, each with the workflow permission it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Feature {
+    Deployment,
+    Comment,
+    CommitStatus,
+}
+
+impl Feature {
+    fn permission(self) -> &'static str {
+        match self {
+            Feature::Deployment => "deployments: write",
+            Feature::Comment => "pull-requests: write",
+            Feature::CommitStatus => "statuses: write",
+        }
+    }
+
+    fn input(self) -> &'static str {
+        match self {
+            Feature::Deployment => "github-deployment",
+            Feature::Comment => "pr-comment",
+            Feature::CommitStatus => "commit-status",
+        }
+    }
+}
+
+/// The warning for a GitHub call that failed: what was tried, what GitHub
+/// said, and the permission to add. The deploy goes on either way.
+fn failure_warning(feature: Feature, what: &str, e: &GhError) -> String {
+    let perm = feature.permission();
+    let why = match e.status() {
+        Some(401) => "the token was not accepted; check github-token".to_string(),
+        Some(403 | 404) => {
+            format!("the token may not do this; add `{perm}` to the job's `permissions:`")
+        }
+        Some(s) if s >= 500 => {
+            format!("GitHub is having trouble; nothing to change here (the job needs `{perm}`)")
+        }
+        _ => format!("the job needs `{perm}` in its `permissions:`"),
+    };
+    format!("GitHub: could not {what} ({e}): {why}. The deploy itself is not affected.")
+}
+
+/// The GitHub deployment state a finished run reports: `success`, a
+/// `failure` of the deploy or its smoke test, or an `error` that stopped
+/// the run (the deadline, a signal, cleanup).
+pub(crate) fn final_state(result: &Result<(), Failure>) -> &'static str {
+    match result {
+        Ok(()) => "success",
+        Err(Failure::Deploy(_) | Failure::Predict(_)) => "failure",
+        Err(
+            Failure::Timeout(_)
+            | Failure::Cleanup(_)
+            | Failure::Cancelled(_)
+            | Failure::InvalidInput(_),
+        ) => "error",
+    }
+}
+
+/// The GitHub environment a deploy is recorded in: the Baseten environment,
+/// or `baseten-<name>` (transient) for a deployment outside any.
+fn environment_for(environment: Option<&str>, name: &str) -> (String, bool) {
+    match environment {
+        Some(e) => (e.to_string(), false),
+        None => (format!("baseten-{name}"), true),
+    }
+}
+
+/// One run's GitHub reporting.
+pub(crate) struct Session {
+    client: Client,
+    rep: Arc<Mutex<Reporter>>,
+    deployment: bool,
+    pr_comment: Option<u64>,
+    commit_status: bool,
+    sha: Option<String>,
+    run_url: Option<String>,
+    kind: DeployKind,
+    environment: Option<String>,
+    /// The name known when the run starts (a chain's may come later).
+    early_name: String,
+    /// The GitHub deployment, once created.
+    deployment_id: Mutex<Option<u64>>,
+    /// Whether `begin` ran: a run refused before it reports nothing.
+    begun: Mutex<bool>,
+    /// Features GitHub refused (401, 403, 404): asking again would only
+    /// repeat the warning.
+    refused: Mutex<BTreeSet<Feature>>,
+}
+
+impl Session {
+    /// The session for this run, or `None` when no GitHub feature is on,
+    /// nothing will be deployed (dry run, print-config), or something the
+    /// features need is missing — which is said once, as a warning.
+    pub(crate) fn open(
+        cfg: &Config,
+        env: &dyn Fn(&str) -> Option<String>,
+        rep: &Arc<Mutex<Reporter>>,
+    ) -> Option<Session> {
+        let s = &cfg.github;
+        if !s.any() || cfg.dry_run || cfg.print_config {
+            return None;
+        }
+        let warn = |msg: String| {
+            rep.lock().unwrap().warning(&msg);
+            None
+        };
+        let asked: Vec<&str> = [
+            (s.deployment, Feature::Deployment),
+            (s.pr_comment, Feature::Comment),
+            (s.commit_status, Feature::CommitStatus),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, f)| f.input())
+        .collect();
+        let asked = asked.join(", ");
+        let Some(token) = s.token.clone() else {
+            return warn(format!(
+                "GitHub: {asked} is on but no github-token was given, so GitHub is skipped: pass github-token: ${{{{ github.token }}}} and grant the job the permissions it needs (deployments: write, pull-requests: write, statuses: write). The deploy itself is not affected."
+            ));
+        };
+        let Some(repo) = s.repository.clone().filter(|r| is_valid_repository(r)) else {
+            return warn(format!(
+                "GitHub: {asked} is on but {} is {:?}, not owner/name, so GitHub is skipped: it is set by GitHub Actions; elsewhere set it by hand.",
+                ev::GITHUB_REPOSITORY,
+                s.repository.clone().unwrap_or_default()
+            ));
+        };
+        let base = match Url::parse(&s.api) {
+            Ok(u) if may_carry_token(&u) => u,
+            Ok(_) => {
+                return warn(format!(
+                    "GitHub: {} is {}: the token is only sent over HTTPS (plain http to loopback only), so GitHub is skipped.",
+                    ev::GITHUB_API_URL,
+                    s.api
+                ));
+            }
+            Err(e) => {
+                return warn(format!(
+                    "GitHub: {} is not a URL ({e}): {:?}, so GitHub is skipped.",
+                    ev::GITHUB_API_URL,
+                    s.api
+                ));
+            }
+        };
+        let http = match crate::net::client(env) {
+            Ok(h) => h,
+            Err(e) => return warn(format!("GitHub: {e:#}, so GitHub is skipped.")),
+        };
+        let (kind, early_name) = match &cfg.target {
+            Target::Model { .. } => (DeployKind::Model, cfg.model_name.clone()),
+            Target::Chain { file } => (
+                DeployKind::Chain,
+                if cfg.model_name.is_empty() {
+                    file.file_stem()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                } else {
+                    cfg.model_name.clone()
+                },
+            ),
+        };
+        let mut deployment = s.deployment;
+        let mut commit_status = s.commit_status;
+        if s.sha.is_none() && (deployment || commit_status) {
+            rep.lock().unwrap().warning(&format!(
+                "GitHub: no commit is known ({} is not set), so the GitHub deployment and the commit status are skipped.",
+                ev::GITHUB_SHA
+            ));
+            deployment = false;
+            commit_status = false;
+        }
+        let pr_comment = if s.pr_comment { s.pull_request } else { None };
+        if s.pr_comment && pr_comment.is_none() {
+            rep.lock()
+                .unwrap()
+                .line("GitHub: not a pull request, so no pull-request comment.");
+        }
+        Some(Session {
+            client: Client::new(http, base, token, repo),
+            rep: Arc::clone(rep),
+            deployment,
+            pr_comment,
+            commit_status,
+            sha: s.sha.clone(),
+            run_url: s.run_url.clone(),
+            kind,
+            environment: cfg.environment.clone(),
+            early_name,
+            deployment_id: Mutex::new(None),
+            begun: Mutex::new(false),
+            refused: Mutex::new(BTreeSet::new()),
+        })
+    }
+
+    fn warn(&self, feature: Feature, what: &str, e: &GhError) {
+        if matches!(e.status(), Some(401 | 403 | 404)) {
+            self.refused.lock().unwrap().insert(feature);
+        }
+        let msg = failure_warning(feature, what, e);
+        self.rep.lock().unwrap().warning(&msg);
+    }
+
+    /// Whether `feature` is still worth a request.
+    fn open_for(&self, feature: Feature) -> bool {
+        !self.refused.lock().unwrap().contains(&feature)
+    }
+
+    fn context(&self, name: &str) -> String {
+        let kind = match self.kind {
+            DeployKind::Model => "model",
+            DeployKind::Chain => "chain",
+        };
+        format!("truss-push / {kind} {name}")
+    }
+
+    /// The deploy starts: a GitHub deployment in progress and a pending
+    /// commit status.
+    pub(crate) async fn begin(&self) {
+        *self.begun.lock().unwrap() = true;
+        let secs = BEGIN_MAX_SECS;
+        if tokio::time::timeout(Duration::from_secs(secs), self.begin_unbounded())
+            .await
+            .is_err()
+        {
+            self.rep.lock().unwrap().warning(&format!(
+                "GitHub: no answer within {secs}s while recording the start, so it is left unrecorded. The deploy itself is not affected."
+            ));
+        }
+    }
+
+    async fn begin_unbounded(&self) {
+        let Some(sha) = self.sha.as_deref() else {
+            return;
+        };
+        let name = &self.early_name;
+        if self.deployment {
+            let (environment, transient) = environment_for(self.environment.as_deref(), name);
+            let body = json!({
+                "ref": sha,
+                "task": "deploy",
+                "environment": environment,
+                "transient_environment": transient,
+                // The commit is deployed as it is: no merge of the default
+                // branch, and no wait on other checks.
+                "auto_merge": false,
+                "required_contexts": [],
+                "description": comment::cut(&format!("Baseten: {name}"), comment::DESCRIPTION_MAX_CHARS),
+                "payload": {"truss_push": {"name": name}},
+            });
+            match self
+                .client
+                .send(&CREATE, Method::POST, &["deployments"], &[], Some(&body))
+                .await
+            {
+                Ok(v) => match v.get("id").and_then(Value::as_u64) {
+                    Some(id) => {
+                        *self.deployment_id.lock().unwrap() = Some(id);
+                        self.say(&format!(
+                            "GitHub: deployment {id} in environment {environment}"
+                        ));
+                        let mut status = json!({
+                            "state": "in_progress",
+                            "description": "Deploying to Baseten",
+                        });
+                        if let Some(u) = &self.run_url {
+                            status["log_url"] = json!(u);
+                        }
+                        let path = ["deployments", &id.to_string(), "statuses"];
+                        if let Err(e) = self
+                            .client
+                            .send(&REPEATABLE, Method::POST, &path, &[], Some(&status))
+                            .await
+                        {
+                            self.warn(Feature::Deployment, "mark the deployment in progress", &e);
+                        }
+                    }
+                    None => self.warn(
+                        Feature::Deployment,
+                        "create a deployment",
+                        &GhError::Refused("the answer has no deployment id".into()),
+                    ),
+                },
+                Err(e) => self.warn(Feature::Deployment, "create a deployment", &e),
+            }
+        }
+        if self.commit_status && self.open_for(Feature::CommitStatus) {
+            let mut body = json!({
+                "state": "pending",
+                "context": self.context(name),
+                "description": "Deploying to Baseten",
+            });
+            if let Some(u) = &self.run_url {
+                body["target_url"] = json!(u);
+            }
+            if let Err(e) = self
+                .client
+                .send(
+                    &REPEATABLE,
+                    Method::POST,
+                    &["statuses", sha],
+                    &[],
+                    Some(&body),
+                )
+                .await
+            {
+                self.warn(Feature::CommitStatus, "set the commit status", &e);
+            }
+        }
+    }
+
+    /// [`Session::finish`] within a bound, and only until `stop` (the next
+    /// signal) arrives: the outputs are written after it, whatever GitHub
+    /// does, and after a cancel the runner kills the job seconds later.
+    pub(crate) async fn finish_within(
+        &self,
+        result: &Result<(), Failure>,
+        outputs: &Outputs,
+        state: &Mutex<State>,
+        cfg: &Config,
+        stop: impl Future,
+    ) {
+        let (predict, page) = {
+            let st = state.lock().unwrap();
+            let page = match (&st.model_id, &st.chain_id) {
+                (Some(m), _) => cfg.endpoints.model_page(m),
+                (None, Some(c)) => cfg.endpoints.chain_page(c),
+                _ => String::new(),
+            };
+            (st.predict, page)
+        };
+        let secs = match result {
+            Err(Failure::Cancelled(_)) => FINISH_CANCELLED_MAX_SECS,
+            _ => FINISH_MAX_SECS,
+        };
+        tokio::select! {
+            () = self.finish(result, outputs, predict, &page) => {}
+            _ = tokio::time::sleep(Duration::from_secs(secs)) => {
+                self.rep.lock().unwrap().warning(&format!(
+                    "GitHub: still busy after {secs}s at the end of the run, so its statuses or comment may be out of date. The deploy itself is not affected."
+                ));
+            }
+            _ = stop => {}
+        }
+    }
+
+    fn say(&self, msg: &str) {
+        self.rep.lock().unwrap().line(msg);
+    }
+
+    /// The run ended: the deployment's final status, the pull-request
+    /// comment and the commit status. `outputs` are the run's, redacted.
+    async fn finish(
+        &self,
+        result: &Result<(), Failure>,
+        outputs: &Outputs,
+        predict: Option<PredictStats>,
+        page_url: &str,
+    ) {
+        if !*self.begun.lock().unwrap() {
+            return;
+        }
+        let state = final_state(result);
+        let description = comment::description(outputs);
+        let name = if outputs.model_name.is_empty() {
+            self.early_name.clone()
+        } else {
+            outputs.model_name.clone()
+        };
+        let link = [&outputs.logs_url, &page_url.to_string()]
+            .into_iter()
+            .find(|u| !u.is_empty())
+            .cloned()
+            .or_else(|| self.run_url.clone());
+        let deployment_id = *self.deployment_id.lock().unwrap();
+        if let Some(id) = deployment_id
+            && self.open_for(Feature::Deployment)
+        {
+            let served = [&outputs.environment_url, &outputs.predict_url]
+                .into_iter()
+                .find(|u| !u.is_empty());
+            let mut body = json!({
+                "state": state,
+                "description": description,
+                // Earlier deployments of the same environment stop showing
+                // as active once this one serves it.
+                "auto_inactive": state == "success" && self.environment.is_some(),
+            });
+            if let Some(u) = served {
+                body["environment_url"] = json!(u);
+            }
+            if let Some(u) = &link {
+                body["log_url"] = json!(u);
+            }
+            let path = ["deployments", &id.to_string(), "statuses"];
+            match self
+                .client
+                .send(&REPEATABLE, Method::POST, &path, &[], Some(&body))
+                .await
+            {
+                Ok(_) => self.say(&format!("GitHub: deployment {id} is {state}")),
+                Err(e) => self.warn(Feature::Deployment, "set the deployment's status", &e),
+            }
+        }
+        if let Some(pr) = self.pr_comment
+            && self.open_for(Feature::Comment)
+        {
+            let at = crate::ci::format_utc(std::time::SystemTime::now());
+            let body = comment::render(&comment::View {
+                kind: self.kind,
+                outputs,
+                predict,
+                page_url,
+                sha: self.sha.as_deref(),
+                at: &at,
+            });
+            let marker = comment::marker(self.kind, &outputs.model_name);
+            self.upsert_comment(pr, &marker, &body).await;
+        }
+        if self.commit_status
+            && self.open_for(Feature::CommitStatus)
+            && let Some(sha) = self.sha.as_deref()
+        {
+            let mut body = json!({
+                "state": state,
+                "context": self.context(&name),
+                "description": description,
+            });
+            if let Some(u) = &link {
+                body["target_url"] = json!(u);
+            }
+            if let Err(e) = self
+                .client
+                .send(
+                    &REPEATABLE,
+                    Method::POST,
+                    &["statuses", sha],
+                    &[],
+                    Some(&body),
+                )
+                .await
+            {
+                self.warn(Feature::CommitStatus, "set the commit status", &e);
+            }
+        }
+    }
+
+    /// Edits the comment that carries `marker`, or creates it when there
+    /// is none.
+    async fn upsert_comment(&self, pr: u64, marker: &str, body: &str) {
+        // Whatever the outputs held, neither secret reaches a comment.
+        let body = crate::secret::redact_registered(body);
+        let pr_s = pr.to_string();
+        let mut found = None;
+        'pages: for page in 1..=COMMENT_PAGES_MAX {
+            let query = [
+                ("per_page", COMMENTS_PER_PAGE.to_string()),
+                ("page", page.to_string()),
+            ];
+            let listed = match self
+                .client
+                .send(
+                    &REPEATABLE,
+                    Method::GET,
+                    &["issues", &pr_s, "comments"],
+                    &query,
+                    None,
+                )
+                .await
+            {
+                Ok(v) => v,
+                Err(e) => {
+                    // Creating one blind could duplicate it: skip instead.
+                    self.warn(Feature::Comment, "read the pull request's comments", &e);
+                    return;
+                }
+            };
+            let items = listed.as_array().cloned().unwrap_or_default();
+            for c in &items {
+                let body = c.get("body").and_then(Value::as_str).unwrap_or_default();
+                if comment::is_ours(body, marker)
+                    && let Some(id) = c.get("id").and_then(Value::as_u64)
+                {
+                    found = Some(id);
+                    break 'pages;
+                }
+            }
+            if items.len() < COMMENTS_PER_PAGE {
+                break;
+            }
+        }
+        let payload = json!({ "body": body });
+        let (what, sent) = match found {
+            Some(id) => (
+                "update the pull-request comment",
+                self.client
+                    .send(
+                        &REPEATABLE,
+                        Method::PATCH,
+                        &["issues", "comments", &id.to_string()],
+                        &[],
+                        Some(&payload),
+                    )
+                    .await,
+            ),
+            None => (
+                "comment on the pull request",
+                self.client
+                    .send(
+                        &CREATE,
+                        Method::POST,
+                        &["issues", &pr_s, "comments"],
+                        &[],
+                        Some(&payload),
+                    )
+                    .await,
+            ),
+        };
+        match sent {
+            Ok(_) => self.say(&format!(
+                "GitHub: pull request #{pr} comment {}",
+                if found.is_some() { "updated" } else { "added" }
+            )),
+            Err(e) => self.warn(Feature::Comment, what, &e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs(pairs: &[(&'static str, &str)]) -> Inputs {
+        Inputs::from_pairs(pairs)
+    }
+
+    #[test]
+    fn nothing_is_read_when_no_feature_is_on() {
+        let s = settings(&inputs(&[("github-token", "t")]), &|_| {
+            panic!("no environment read")
+        })
+        .unwrap();
+        assert!(!s.any());
+        assert!(s.token.is_none());
+    }
+
+    #[test]
+    fn bad_switches_and_tokens_are_bad_inputs() {
+        let env = |_: &str| None;
+        let err = settings(&inputs(&[("pr-comment", "sure")]), &env).unwrap_err();
+        assert!(err.contains("pr-comment must be true or false"), "{err}");
+        let err = settings(
+            &inputs(&[("commit-status", "true"), ("github-token", "a b")]),
+            &env,
+        )
+        .unwrap_err();
+        assert!(err.contains("github-token contains whitespace"), "{err}");
+    }
+
+    #[test]
+    fn the_pull_request_and_commit_come_from_the_ref_or_the_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let event = dir.path().join("event.json");
+        std::fs::write(
+            &event,
+            r#"{"pull_request": {"number": 42, "head": {"sha": "headsha"}}}"#,
+        )
+        .unwrap();
+        let event = event.to_str().unwrap().to_string();
+        let env = move |k: &str| match k {
+            "GITHUB_EVENT_PATH" => Some(event.clone()),
+            "GITHUB_SHA" => Some("mergesha".into()),
+            "GITHUB_REF" => Some("refs/heads/main".into()),
+            "GITHUB_REPOSITORY" => Some("octo/repo".into()),
+            "GITHUB_SERVER_URL" => Some("https://github.com/".into()),
+            "GITHUB_RUN_ID" => Some("9".into()),
+            _ => None,
+        };
+        let s = settings(&inputs(&[("pr-comment", "true")]), &env).unwrap();
+        assert_eq!(s.pull_request, Some(42));
+        assert_eq!(s.sha.as_deref(), Some("headsha"));
+        assert_eq!(s.api, DEFAULT_API_URL);
+        assert_eq!(
+            s.run_url.as_deref(),
+            Some("https://github.com/octo/repo/actions/runs/9")
+        );
+        let env = |k: &str| match k {
+            "GITHUB_REF" => Some("refs/pull/7/merge".into()),
+            "GITHUB_SHA" => Some("mergesha".into()),
+            "GITHUB_API_URL" => Some("https://ghe.example/api/v3".into()),
+            _ => None,
+        };
+        let s = settings(&inputs(&[("github-deployment", "yes")]), &env).unwrap();
+        assert_eq!(s.pull_request, Some(7));
+        assert_eq!(s.sha.as_deref(), Some("mergesha"));
+        assert_eq!(s.api, "https://ghe.example/api/v3");
+    }
+
+    #[test]
+    fn states_and_environments() {
+        assert_eq!(final_state(&Ok(())), "success");
+        assert_eq!(
+            final_state(&Err(Failure::Deploy(anyhow::anyhow!("x")))),
+            "failure"
+        );
+        assert_eq!(
+            final_state(&Err(Failure::Predict(anyhow::anyhow!("x")))),
+            "failure"
+        );
+        assert_eq!(final_state(&Err(Failure::Timeout("x".into()))), "error");
+        assert_eq!(final_state(&Err(Failure::Cancelled("SIGINT"))), "error");
+        assert_eq!(
+            environment_for(Some("production"), "m"),
+            ("production".into(), false)
+        );
+        assert_eq!(environment_for(None, "m"), ("baseten-m".into(), true));
+    }
+
+    #[test]
+    fn warnings_name_the_permission() {
+        let e = GhError::Status {
+            status: 403,
+            message: "Resource not accessible by integration".into(),
+            retry_after: None,
+        };
+        let w = failure_warning(Feature::Comment, "comment on the pull request", &e);
+        assert!(w.contains("`pull-requests: write`"), "{w}");
+        assert!(w.contains("HTTP 403: Resource not accessible"), "{w}");
+        let e = GhError::Status {
+            status: 503,
+            message: String::new(),
+            retry_after: None,
+        };
+        let w = failure_warning(Feature::Deployment, "create a deployment", &e);
+        assert!(
+            w.contains("`deployments: write`") && w.contains("HTTP 503"),
+            "{w}"
+        );
+        let w = failure_warning(
+            Feature::CommitStatus,
+            "set the commit status",
+            &GhError::NotSent("could not connect".into()),
+        );
+        assert!(w.contains("`statuses: write`"), "{w}");
+    }
+}
