@@ -194,7 +194,7 @@ fn key_url(name: &str, value: &str) -> Result<Url, String> {
 /// Reads a numeric input (or its default) and checks it against the range
 /// declared for it, so no later conversion to a `Duration` or an `Instant`
 /// can overflow.
-fn number(inputs: &Inputs, name: &str) -> Result<f64, String> {
+pub(crate) fn number(inputs: &Inputs, name: &str) -> Result<f64, String> {
     let Kind::Number(r) = cli::spec(name).kind else {
         unreachable!("{name} is declared as a number");
     };
@@ -222,7 +222,7 @@ fn number(inputs: &Inputs, name: &str) -> Result<f64, String> {
 }
 
 /// Loads and checks the model directory.
-fn load_model(dir: &Path) -> Result<Target, String> {
+pub(crate) fn load_model(dir: &Path) -> Result<Target, String> {
     if !dir.is_dir() {
         return Err(format!(
             "truss-directory {} does not exist or is not a directory: point it at the folder holding config.yaml (or at a chain's .py file)",
