@@ -119,9 +119,6 @@ fn prepare(
     env: EnvLookup<'_>,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Prepared, String> {
-    if let Some(problem) = inputs.problems().first() {
-        return Err(problem.clone());
-    }
     let max_parallel = config::number(inputs, "max-parallel")? as usize;
     let fail_fast = config::parse_bool(
         "fail-fast",

@@ -32,6 +32,9 @@ pub(crate) fn select(
     inputs: &Inputs,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Selection, String> {
+    if let Some(problem) = inputs.problems().first() {
+        return Err(problem.clone());
+    }
     let raw = inputs.get("truss-directory").unwrap_or_default();
     let found = targets::resolve(raw, inputs.trimmed("model-name"))?;
     let Some(since) = inputs.trimmed("changed-since") else {
