@@ -323,6 +323,10 @@ impl Config {
         let stream_logs = bool_input("stream-logs")?;
         let dry_run = bool_input("dry-run")?;
         let print_config = bool_input("print-config")?;
+        // The several-target inputs are checked for one target too, so a
+        // typo in them is never silently ignored.
+        bool_input("fail-fast")?;
+        number(inputs, "max-parallel")?;
         let cleanup = match inputs.trimmed("cleanup") {
             Some(v) => Cleanup {
                 enabled: parse_bool("cleanup", v)?,

@@ -711,3 +711,29 @@ fn a_signal_stops_and_cleans_up_three_targets_in_flight() {
         );
     }
 }
+
+#[test]
+fn the_several_target_inputs_are_checked_with_one_target_too() {
+    for (flag, want) in [
+        (
+            "--max-parallel=0",
+            "max-parallel must be between 1 and 16 targets",
+        ),
+        ("--fail-fast=maybe", "fail-fast must be true or false"),
+        ("--plan=perhaps", "plan must be true or false"),
+    ] {
+        let ran = run_in(
+            &example_model(),
+            None,
+            &[
+                "--truss-directory=.",
+                "--baseten-api-key=k",
+                "--deployment-name=v1",
+                flag,
+            ],
+            &[],
+        );
+        assert_eq!(ran.code, 2, "{flag}: {ran:?}");
+        assert!(ran.out("error-message").contains(want), "{flag}: {ran:?}");
+    }
+}
