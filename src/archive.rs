@@ -300,7 +300,7 @@ fn pattern_lines(text: &str) -> impl Iterator<Item = &str> {
         .filter(|line| !line.is_empty() && !line.starts_with('#'))
 }
 
-fn load_matcher(root: &Path) -> anyhow::Result<Gitignore> {
+pub(crate) fn load_matcher(root: &Path) -> anyhow::Result<Gitignore> {
     let ignore_file = root.join(TRUSS_IGNORE_FILE);
     let bytes = match files::read_regular_file(&ignore_file, TRUSS_IGNORE_MAX_MIB) {
         Ok(bytes) => bytes,

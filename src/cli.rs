@@ -24,6 +24,8 @@ pub(crate) type EnvLookup<'a> = &'a dyn Fn(&str) -> Result<String, VarError>;
 pub(crate) enum Unit {
     Seconds,
     Minutes,
+    /// A count of deploys running at once.
+    Targets,
 }
 
 impl Unit {
@@ -32,6 +34,7 @@ impl Unit {
         match self {
             Unit::Seconds => "seconds",
             Unit::Minutes => "minutes",
+            Unit::Targets => "targets",
         }
     }
 }
@@ -86,6 +89,7 @@ impl Kind {
             Kind::Number(r) => match r.unit {
                 Unit::Seconds => "SECONDS",
                 Unit::Minutes => "MINUTES",
+                Unit::Targets => "N",
             },
         }
     }
@@ -114,6 +118,7 @@ const BEHAVIOUR: Option<&str> = Some("Behaviour");
 const OUTPUTS: Option<&str> = Some("Outputs");
 const PROMOTION: Option<&str> = Some("Promotion");
 const GITHUB: Option<&str> = Some("GitHub");
+const TARGETS: Option<&str> = Some("Several targets");
 
 const fn seconds(min: f64, max: f64, whole: bool) -> Kind {
     Kind::Number(Range {
@@ -132,7 +137,7 @@ pub const INPUTS: &[InputSpec] = &[
         plain_env: "TRUSS_DIRECTORY",
         kind: Kind::Path,
         default: None,
-        help: "Model directory (with config.yaml) or chain .py file",
+        help: "Model directory (with config.yaml) or chain .py file; several paths or globs, one per line or comma separated",
         heading: None,
     },
     InputSpec {
@@ -417,6 +422,45 @@ pub const INPUTS: &[InputSpec] = &[
         help: "Set a commit status per model with the verdict and a link (needs statuses: write)",
         heading: GITHUB,
     },
+    InputSpec {
+        name: "plan",
+        plain_env: "TRUSS_PUSH_PLAN",
+        kind: Kind::Switch,
+        default: Some("false"),
+        help: "Print the targets as a CI matrix (outputs matrix, targets-count) and exit; nothing is sent",
+        heading: TARGETS,
+    },
+    InputSpec {
+        name: "changed-since",
+        plain_env: "TRUSS_PUSH_CHANGED_SINCE",
+        kind: Kind::Name,
+        default: None,
+        help: "Only targets changed since this git ref (e.g. origin/main, HEAD~1; auto: the pull request's base)",
+        heading: TARGETS,
+    },
+    InputSpec {
+        name: "max-parallel",
+        plain_env: "TRUSS_PUSH_MAX_PARALLEL",
+        kind: Kind::Number(Range {
+            unit: Unit::Targets,
+            min: 1.0,
+            // Each deploy holds an upload and a poll loop; past this the
+            // platform's rate limits, not the runner, set the pace.
+            max: 16.0,
+            whole: true,
+        }),
+        default: Some("2"),
+        help: "With several targets: how many deploy at once",
+        heading: TARGETS,
+    },
+    InputSpec {
+        name: "fail-fast",
+        plain_env: "TRUSS_PUSH_FAIL_FAST",
+        kind: Kind::Bool,
+        default: Some("false"),
+        help: "With several targets: the first failure cancels (and cleans up) the others",
+        heading: TARGETS,
+    },
 ];
 
 /// The spec of the input called `name`.
@@ -594,6 +638,14 @@ impl Inputs {
     /// Inputs that could not be read at all (not UTF-8), one message each.
     pub(crate) fn problems(&self) -> &[String] {
         &self.problems
+    }
+
+    /// These inputs with `name` set to `value`: one target's inputs when a
+    /// run deploys several.
+    pub(crate) fn with(&self, name: &'static str, value: &str) -> Inputs {
+        let mut inputs = self.clone();
+        inputs.values.insert(spec(name).name, value.to_string());
+        inputs
     }
 
     #[cfg(test)]

@@ -228,7 +228,7 @@ fn key_url(name: &str, value: &str) -> Result<Url, String> {
 /// Reads a numeric input (or its default) and checks it against the range
 /// declared for it, so no later conversion to a `Duration` or an `Instant`
 /// can overflow.
-fn number(inputs: &Inputs, name: &str) -> Result<f64, String> {
+pub(crate) fn number(inputs: &Inputs, name: &str) -> Result<f64, String> {
     let Kind::Number(r) = cli::spec(name).kind else {
         unreachable!("{name} is declared as a number");
     };
@@ -256,7 +256,7 @@ fn number(inputs: &Inputs, name: &str) -> Result<f64, String> {
 }
 
 /// Loads and checks the model directory.
-fn load_model(dir: &Path) -> Result<Target, String> {
+pub(crate) fn load_model(dir: &Path) -> Result<Target, String> {
     if !dir.is_dir() {
         return Err(format!(
             "truss-directory {} does not exist or is not a directory: point it at the folder holding config.yaml (or at a chain's .py file)",
@@ -431,6 +431,10 @@ impl Config {
                 "preserve-previous-production-deployment is not part of a chain's create request: use it with promotion: after-predict, where the promote request carries it".into(),
             );
         }
+        // The several-target inputs are checked for one target too, so a
+        // typo in them is never silently ignored.
+        bool_input("fail-fast")?;
+        number(inputs, "max-parallel")?;
         let cleanup = match inputs.trimmed("cleanup") {
             Some(v) => Cleanup {
                 enabled: parse_bool("cleanup", v)?,

@@ -40,6 +40,12 @@ pub const CI_COMMIT_TAG: &str = "CI_COMMIT_TAG";
 pub const CI_MERGE_REQUEST_IID: &str = "CI_MERGE_REQUEST_IID";
 /// The MR head commit in merged-results pipelines (empty otherwise).
 pub const CI_MERGE_REQUEST_SOURCE_BRANCH_SHA: &str = "CI_MERGE_REQUEST_SOURCE_BRANCH_SHA";
+/// The merge request's diff base (MR pipelines only): what
+/// `changed-since: auto` compares with.
+pub const CI_MERGE_REQUEST_DIFF_BASE_SHA: &str = "CI_MERGE_REQUEST_DIFF_BASE_SHA";
+/// The branch tip before a push (zeros for a new branch): what
+/// `changed-since: auto` compares with outside merge requests.
+pub const CI_COMMIT_BEFORE_SHA: &str = "CI_COMMIT_BEFORE_SHA";
 
 /// `true` inside Buildkite.
 pub const BUILDKITE: &str = "BUILDKITE";

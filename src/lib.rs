@@ -8,6 +8,7 @@
 mod archive;
 mod baseten;
 mod chain;
+mod changes;
 mod ci;
 pub mod cli;
 mod config;
@@ -17,8 +18,10 @@ mod flow;
 mod git;
 mod github;
 mod model;
+mod multi;
 mod net;
 mod outcome;
+mod plan;
 mod promotion;
 mod report;
 mod retry;
@@ -26,6 +29,7 @@ mod run;
 mod s3;
 mod secret;
 mod status;
+mod targets;
 pub mod truss_config;
 
 pub use run::{Io, run};

@@ -4,15 +4,30 @@
 
 use std::sync::{Arc, Mutex, TryLockError};
 
-use crate::ci::{self, CiEnv, DeployKind, Level, Outputs, Reporter, SummaryInput};
+use crate::ci::{
+    self, Cell, CiEnv, DeployKind, Level, Outputs, Reporter, SummaryInput, TableSummary,
+};
 use crate::cli::Inputs;
 use crate::config::{Config, OutputSettings};
 use crate::flow::State;
 use crate::outcome::{EXIT_DEPLOY_FAILED, EXIT_OUTPUTS_NOT_WRITTEN, EXIT_SUCCESS, Failure, Status};
 use crate::secret;
 
+/// What a plan or a several-target run adds to its report: the outputs
+/// only these modes write, and a summary that is one table.
+#[derive(Debug, Default)]
+pub(crate) struct Fanout {
+    pub(crate) matrix: Option<String>,
+    pub(crate) targets_count: Option<usize>,
+    pub(crate) results: Option<String>,
+    pub(crate) heading: String,
+    pub(crate) columns: &'static [&'static str],
+    pub(crate) rows: Vec<Vec<Cell>>,
+    pub(crate) details: Vec<String>,
+}
+
 /// The outputs of a run that ended with `status`, from its state.
-fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Outputs {
+pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Outputs {
     let mut outputs = Outputs::new(status);
     outputs.deployment_id = st.deployment_id.clone().unwrap_or_default();
     outputs.model_id = st.model_id.clone().unwrap_or_default();
@@ -58,6 +73,24 @@ pub(crate) fn final_outputs(
     }
     for secret in ["baseten-api-key", "github-token"] {
         outputs.redact(inputs.trimmed(secret).unwrap_or_default());
+    }
+    outputs
+}
+
+/// One target's outputs in a several-target run, every registered secret
+/// redacted.
+pub(crate) fn target_outputs(st: &State, result: &Result<(), Failure>, cfg: &Config) -> Outputs {
+    let status = match result {
+        Ok(()) => Status::Success,
+        Err(f) => f.status(),
+    };
+    let mut outputs = outputs_of(st, status, Some(cfg));
+    if let Err(f) = result {
+        outputs.error_message = f.to_string();
+    }
+    outputs.redact(cfg.api_key.expose());
+    if let Some(t) = &cfg.github.token {
+        outputs.redact(t.expose());
     }
     outputs
 }
@@ -122,12 +155,42 @@ pub(crate) fn report(
     inputs: &Inputs,
     result: &Result<(), Failure>,
 ) -> u8 {
+    report_with(rep, ci_env, out, state, kind, cfg, inputs, result, None)
+}
+
+/// [`report`], with what a plan or a several-target run adds: its outputs,
+/// and its table in place of the one-deploy summary.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the report needs every piece of the run; a struct would only rename them"
+)]
+pub(crate) fn report_with(
+    rep: &Arc<Mutex<Reporter>>,
+    ci_env: &CiEnv,
+    out: &OutputSettings,
+    state: &Mutex<State>,
+    kind: DeployKind,
+    cfg: Option<&Config>,
+    inputs: &Inputs,
+    result: &Result<(), Failure>,
+    fanout: Option<&Fanout>,
+) -> u8 {
     let st = state.lock().unwrap();
     let status = match result {
         Ok(()) => Status::Success,
         Err(f) => f.status(),
     };
-    let outputs = final_outputs(&st, result, cfg, inputs);
+    let mut outputs = final_outputs(&st, result, cfg, inputs);
+    if let Some(f) = fanout {
+        outputs.matrix = f.matrix.clone();
+        outputs.targets_count = f.targets_count;
+        outputs.results = f.results.clone();
+        // The secrets never reach an output, whatever a target's message
+        // happened to quote.
+        for secret in ["baseten-api-key", "github-token"] {
+            outputs.redact(inputs.trimmed(secret).unwrap_or_default());
+        }
+    }
     let key = inputs.trimmed("baseten-api-key").unwrap_or_default();
     let mut r = rep.lock().unwrap();
     r.finish();
@@ -151,7 +214,38 @@ pub(crate) fn report(
     {
         outputs_lost(&mut r, "GITHUB_OUTPUT", e);
     }
-    if let Some(path) = &ci_env.github_step_summary {
+    if let (Some(path), Some(f)) = (&ci_env.github_step_summary, fanout) {
+        let clean = |t: &str| ci::redact(t, key).into_owned();
+        let rows: Vec<Vec<Cell>> = f
+            .rows
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .map(|c| match c {
+                        Cell::Text(t) => Cell::Text(clean(t)),
+                        Cell::Code(t) => Cell::Code(clean(t)),
+                        Cell::Link { label, url } => Cell::Link {
+                            label: clean(label),
+                            url: clean(url),
+                        },
+                    })
+                    .collect()
+            })
+            .collect();
+        let details: Vec<String> = f.details.iter().map(|d| clean(d)).collect();
+        let table = TableSummary {
+            heading: &clean(&f.heading),
+            ok: status == crate::outcome::Status::Success,
+            columns: f.columns,
+            rows: &rows,
+            details: &details,
+        };
+        if let Err(e) = ci::append_table_summary(path, &table) {
+            r.warning(&format!(
+                "could not write the step summary (GITHUB_STEP_SUMMARY): {e:#}"
+            ));
+        }
+    } else if let Some(path) = &ci_env.github_step_summary {
         let page = match (cfg, &st.model_id, &st.chain_id) {
             (Some(cfg), Some(m), _) => cfg.endpoints.model_page(m),
             (Some(cfg), None, Some(c)) => cfg.endpoints.chain_page(c),

@@ -9,7 +9,7 @@ use crate::cli::Cli;
 use crate::config::{self, Config, Target};
 use crate::flow::{self, Ctx, State};
 use crate::outcome::Failure;
-use crate::report::{self, install_panic_hook, report};
+use crate::report::{self, install_panic_hook, report, report_with};
 use crate::{archive, baseten, chain, github, model, net};
 
 /// Reads one environment variable as `std::env::var` does, so a value that
@@ -43,7 +43,7 @@ impl Io {
 /// (GitHub 7.5 s later, `docker stop`, Kubernetes) and SIGHUP (a closed
 /// terminal or a CI agent's session ending). Installed when the run starts,
 /// so no phase runs without them.
-struct Signals {
+pub(crate) struct Signals {
     int: Option<tokio::signal::unix::Signal>,
     term: Option<tokio::signal::unix::Signal>,
     hup: Option<tokio::signal::unix::Signal>,
@@ -61,7 +61,7 @@ impl Signals {
 
     /// Waits for the next signal and names it. A signal whose handler could
     /// not be installed keeps its default action (the process ends).
-    async fn next(&mut self) -> &'static str {
+    pub(crate) async fn next(&mut self) -> &'static str {
         async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
             match s {
                 Some(s) => {
@@ -74,6 +74,64 @@ impl Signals {
             _ = recv(&mut self.int) => "SIGINT",
             _ = recv(&mut self.term) => "SIGTERM",
             _ = recv(&mut self.hup) => "SIGHUP",
+        }
+    }
+}
+
+/// Why the targets of a several-target run should stop: the signals the
+/// process received, and whether `fail-fast` called the others off.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Halt {
+    pub(crate) signals: u32,
+    pub(crate) last_signal: &'static str,
+    pub(crate) fail_fast: bool,
+}
+
+/// What stops one deploy: the process's own signals (one target), or the
+/// [`Halt`] every target of a several-target run watches.
+pub(crate) enum Stop<'a> {
+    Process(&'a mut Signals),
+    Shared {
+        halt: tokio::sync::watch::Receiver<Halt>,
+        /// Signals already acted on.
+        seen: u32,
+    },
+}
+
+impl Stop<'_> {
+    /// Waits until the deploy must stop, and says why.
+    async fn flow(&mut self) -> &'static str {
+        match self {
+            Stop::Process(s) => s.next().await,
+            Stop::Shared { halt, seen } => {
+                let h = match halt.wait_for(|h| h.signals > 0 || h.fail_fast).await {
+                    Ok(h) => *h,
+                    Err(_) => return std::future::pending().await,
+                };
+                *seen = h.signals;
+                if h.signals > 0 {
+                    h.last_signal
+                } else {
+                    "fail-fast (another target failed)"
+                }
+            }
+        }
+    }
+
+    /// Waits for a signal not yet acted on: during cleanup only a signal
+    /// (a second one, after a cancel) stops it, never fail-fast.
+    pub(crate) async fn cleanup(&mut self) -> &'static str {
+        match self {
+            Stop::Process(s) => s.next().await,
+            Stop::Shared { halt, seen } => {
+                let before = *seen;
+                let h = match halt.wait_for(|h| h.signals > before).await {
+                    Ok(h) => *h,
+                    Err(_) => return std::future::pending().await,
+                };
+                *seen = h.signals;
+                h.last_signal
+            }
         }
     }
 }
@@ -114,9 +172,43 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
         );
     }
 
-    let validated = match (parse_error, out_err) {
-        (Some(e), _) | (None, Some(e)) => Err(e),
-        (None, None) => Config::from_inputs(&inputs, &*env),
+    let early = match (parse_error, out_err) {
+        (Some(e), _) | (None, Some(e)) => Some(e),
+        (None, None) => None,
+    };
+    // Several targets, a plan or change detection take their own road; one
+    // target named plainly takes today's, unchanged.
+    if early.is_none() {
+        let lookup = |k: &str| env(k).ok();
+        let plan = inputs
+            .trimmed("plan")
+            .map(|v| config::parse_bool("plan", v))
+            .transpose();
+        let fan = match plan {
+            Err(e) => Some((Err(Failure::InvalidInput(e)), None)),
+            Ok(Some(true)) => Some(crate::plan::run(&inputs, &lookup, &rep)),
+            Ok(_) if crate::multi::wanted(&inputs) => {
+                Some(crate::multi::run(&inputs, &*env, &rep, &state, &mut signals).await)
+            }
+            Ok(_) => None,
+        };
+        if let Some((result, fanout)) = fan {
+            return report_with(
+                &rep,
+                &ci_env,
+                &out_settings,
+                &state,
+                DeployKind::Model,
+                None,
+                &inputs,
+                &result,
+                fanout.as_ref(),
+            );
+        }
+    }
+    let validated = match early {
+        Some(e) => Err(e),
+        None => Config::from_inputs(&inputs, &*env),
     };
     let (result, kind, cfg) = match validated {
         Err(e) => (Err(Failure::InvalidInput(e)), DeployKind::Model, None),
@@ -136,7 +228,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
                 &state,
                 started,
                 &|k| env(k).ok(),
-                &mut signals,
+                &mut Stop::Process(&mut signals),
                 gh.as_ref(),
             )
             .await;
@@ -161,17 +253,19 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     )
 }
 
+/// One target's whole deploy: checks, the flow raced against `stop` (and
+/// GitHub told of the start alongside), and its cleanup.
 #[allow(
     clippy::too_many_arguments,
     reason = "the run's handles, passed as they are; a struct would only rename them"
 )]
-async fn execute(
+pub(crate) async fn execute(
     cfg: &Config,
     rep: &Arc<Mutex<Reporter>>,
     state: &Mutex<State>,
     started: Instant,
     env: &dyn Fn(&str) -> Option<String>,
-    signals: &mut Signals,
+    stop: &mut Stop<'_>,
     gh: Option<&github::Session>,
 ) -> Result<(), Failure> {
     // What the truss holds is the user's input too: a FIFO, a broken link
@@ -213,7 +307,7 @@ async fn execute(
     };
     let (flow, cancelled) = tokio::select! {
         r = deploying => (r, false),
-        sig = signals.next() => {
+        sig = stop.flow() => {
             rep.lock().unwrap().finish();
             (Err(Failure::Cancelled(sig)), true)
         }
@@ -223,7 +317,7 @@ async fn execute(
     // outputs are still written.
     let cleaned = tokio::select! {
         r = cleanup(&ctx, cancelled) => r,
-        sig = signals.next() => {
+        sig = stop.cleanup() => {
             rep.lock().unwrap().finish();
             if cancelled {
                 ctx.note(format!("cleanup abandoned: {sig} arrived during it"));

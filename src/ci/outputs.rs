@@ -67,6 +67,14 @@ pub(crate) struct Outputs {
     /// `true` when this run moved the environment back to the previous
     /// deployment; empty when no promotion was gated.
     pub(crate) rolled_back: Option<bool>,
+    /// Plan mode: the targets as a CI matrix (`{"include": [...]}`).
+    /// Written only when set, like the next two, so a single-target run's
+    /// outputs stay exactly as they were.
+    pub(crate) matrix: Option<String>,
+    /// Plan mode and several targets: how many targets were planned or run.
+    pub(crate) targets_count: Option<usize>,
+    /// Several targets: a JSON array with every target's outputs.
+    pub(crate) results: Option<String>,
 }
 
 impl Outputs {
@@ -88,6 +96,9 @@ impl Outputs {
             previous_deployment_id: String::new(),
             tested_deployment_id: String::new(),
             rolled_back: None,
+            matrix: None,
+            targets_count: None,
+            results: None,
         }
     }
 
@@ -115,12 +126,17 @@ impl Outputs {
                 *field = clean;
             }
         }
+        for field in [&mut self.matrix, &mut self.results].into_iter().flatten() {
+            if let Cow::Owned(clean) = redact(field, secret) {
+                *field = clean;
+            }
+        }
     }
 
     /// `(name, value)` in writing order: the Python action's seven outputs
     /// first, in the order it writes them, then the ones this project adds.
     pub(crate) fn entries(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut entries = vec![
             ("deployment-id", self.deployment_id.clone()),
             ("model-id", self.model_id.clone()),
             ("chain-id", self.chain_id.clone()),
@@ -151,7 +167,17 @@ impl Outputs {
                 "rolled-back",
                 self.rolled_back.map(|b| b.to_string()).unwrap_or_default(),
             ),
-        ]
+        ];
+        if let Some(m) = &self.matrix {
+            entries.push(("matrix", m.clone()));
+        }
+        if let Some(n) = self.targets_count {
+            entries.push(("targets-count", n.to_string()));
+        }
+        if let Some(r) = &self.results {
+            entries.push(("results", r.clone()));
+        }
+        entries
     }
 }
 

@@ -138,6 +138,24 @@ impl Reporter {
         }
     }
 
+    /// A reporter for one of several targets deploying at once: plain lines
+    /// (headings for groups, `warning: …` for annotations) into `sink`,
+    /// hiding the secrets this one hides. Its text is shown later, inside
+    /// the target's own group, since groups cannot interleave.
+    pub(crate) fn buffered(&self, sink: Sink) -> Self {
+        let mut r = Self::new(CiKind::Local, false, Box::new(std::io::sink()), sink);
+        r.secrets = self.secrets.clone();
+        r.lines_to_stderr = true;
+        r
+    }
+
+    /// Shows a buffered target's `text` inside one group titled `title`.
+    pub(crate) fn replay(&mut self, title: &str, text: &str) {
+        self.group(title);
+        self.line(text);
+        self.end_group();
+    }
+
     /// A reporter on the process's stdout and stderr.
     pub(crate) fn stdio(kind: CiKind) -> Self {
         let terminal = std::io::stdout().is_terminal();

@@ -346,6 +346,110 @@ fn code_fence(text: &str) -> String {
     "`".repeat(longest.max(2) + 1)
 }
 
+/// A cell of a [`TableSummary`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Cell {
+    Text(String),
+    /// An id or a status word, shown as code.
+    Code(String),
+    /// A link; empty URL shows the label alone.
+    Link {
+        label: String,
+        url: String,
+    },
+}
+
+/// A summary that is one table (a row per target) plus a list of details:
+/// several targets in one step, or a plan.
+#[derive(Debug, Clone)]
+pub(crate) struct TableSummary<'a> {
+    pub(crate) heading: &'a str,
+    pub(crate) ok: bool,
+    pub(crate) columns: &'a [&'a str],
+    pub(crate) rows: &'a [Vec<Cell>],
+    /// Shown under the table as a list, e.g. each failed target's error.
+    pub(crate) details: &'a [String],
+}
+
+fn render_cell(cell: &Cell) -> String {
+    match cell {
+        Cell::Text(t) if t.is_empty() => "N/A".into(),
+        Cell::Text(t) => escape_cell(truncate_chars(t, SUMMARY_TEXT_MAX_CHARS)),
+        Cell::Code(c) => code_or_na(c),
+        Cell::Link { label, url } if url.is_empty() => escape_cell(label),
+        Cell::Link { label, url } => format!("[{}]({})", escape_cell(label), link_target(url)),
+    }
+}
+
+fn render_table_summary(input: &TableSummary<'_>, max_bytes: usize) -> String {
+    let mut lines = vec![
+        format!(
+            "## {} {}",
+            if input.ok { "✅" } else { "❌" },
+            escape_inline(input.heading)
+        ),
+        String::new(),
+        format!("| {} |", input.columns.join(" | ")),
+        format!(
+            "|{}|",
+            input
+                .columns
+                .iter()
+                .map(|c| "-".repeat(c.len() + 2))
+                .collect::<Vec<_>>()
+                .join("|")
+        ),
+    ];
+    for row in input.rows {
+        let cells: Vec<String> = row.iter().map(render_cell).collect();
+        lines.push(format!("| {} |", cells.join(" | ")));
+    }
+    if !input.details.is_empty() {
+        lines.push(String::new());
+        for d in input.details {
+            lines.push(format!(
+                "- {}",
+                escape_inline(truncate_chars(d, SUMMARY_TEXT_MAX_CHARS))
+            ));
+        }
+    }
+    let mut text = lines.join("\n");
+    text.push('\n');
+    if text.len() > max_bytes {
+        let mut cut = truncate_bytes(
+            &text,
+            max_bytes.saturating_sub(SUMMARY_TRUNCATED_MARKER.len()),
+        )
+        .to_owned();
+        if cut.len() + SUMMARY_TRUNCATED_MARKER.len() <= max_bytes {
+            cut.push_str(SUMMARY_TRUNCATED_MARKER);
+        }
+        text = cut;
+    }
+    text
+}
+
+/// Appends a [`TableSummary`] to the `$GITHUB_STEP_SUMMARY` file, within
+/// GitHub's 1 MiB like [`append_step_summary`].
+pub(crate) fn append_table_summary(path: &Path, input: &TableSummary<'_>) -> anyhow::Result<()> {
+    let budget = summary_budget(path);
+    if budget == 0 {
+        return Ok(());
+    }
+    let text = render_table_summary(input, budget);
+    append_file(path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// What is left of GitHub's 1 MiB in the summary file at `path`.
+fn summary_budget(path: &Path) -> usize {
+    let existing = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let existing = usize::try_from(existing).unwrap_or(usize::MAX);
+    let separator_len = usize::from(lacks_final_newline(path));
+    STEP_SUMMARY_MAX_BYTES
+        .saturating_sub(existing)
+        .saturating_sub(separator_len)
+}
+
 /// Appends the summary to the `$GITHUB_STEP_SUMMARY` file at `path`, keeping
 /// the whole file within GitHub's 1 MiB (content already there counts).
 pub(crate) fn append_step_summary(path: &Path, input: &SummaryInput<'_>) -> anyhow::Result<()> {

@@ -1,0 +1,466 @@
+//! Several targets in one step: every target validated before any request,
+//! then at most `max-parallel` deploying at once, each with its own budget,
+//! wait, smoke test and cleanup (`run::execute`) and its own log, shown as
+//! one group when it ends (CI groups cannot interleave). A signal stops and
+//! cleans up every target in flight and starts no other; `fail-fast` does
+//! the same when one fails. The step's `status` is the worst of the
+//! targets' in this order, worst first: `deploy_failed`, `deploy_timeout`,
+//! `predict_failed`, `cleanup_failed`, `success`.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures_util::StreamExt;
+
+use crate::ci::{Cell, Level, Reporter};
+use crate::cli::{EnvLookup, Inputs};
+use crate::config::{self, Config, Target};
+use crate::flow::State;
+use crate::outcome::{Failure, Status};
+use crate::plan::{self, Selection};
+use crate::report::{self, Fanout, outputs_of};
+use crate::run::{self, Halt, Signals, Stop};
+use crate::targets::{self, Found};
+use crate::{archive, ci, github};
+
+/// Whether the inputs ask for the several-target road: more than one
+/// target (a list, a glob, a folder of models) or change detection.
+pub(crate) fn wanted(inputs: &Inputs) -> bool {
+    inputs.trimmed("changed-since").is_some()
+        || inputs
+            .get("truss-directory")
+            .is_some_and(targets::is_several)
+}
+
+/// A target ready to deploy.
+struct Planned {
+    index: usize,
+    found: Found,
+    cfg: Config,
+}
+
+/// A target's end.
+struct Done {
+    index: usize,
+    /// False when it never started (a signal or fail-fast came first).
+    ran: bool,
+    state: State,
+    result: Result<(), Failure>,
+}
+
+/// Status words from worst to best.
+const STATUS_ORDER: [Status; 5] = [
+    Status::DeployFailed,
+    Status::DeployTimeout,
+    Status::PredictFailed,
+    Status::CleanupFailed,
+    Status::Success,
+];
+
+fn rank(s: Status) -> usize {
+    STATUS_ORDER.iter().position(|x| *x == s).unwrap_or(0)
+}
+
+fn status_of(r: &Result<(), Failure>) -> Status {
+    match r {
+        Ok(()) => Status::Success,
+        Err(f) => f.status(),
+    }
+}
+
+/// Validates every target and runs them; returns the step's result and
+/// what it adds to the report. `state` receives what the outputs show
+/// outside `results`: the one target's when there is one.
+pub(crate) async fn run(
+    inputs: &Inputs,
+    env: EnvLookup<'_>,
+    rep: &Arc<Mutex<Reporter>>,
+    state: &Mutex<State>,
+    signals: &mut Signals,
+) -> (Result<(), Failure>, Option<Fanout>) {
+    let lookup = |k: &str| env(k).ok();
+    state.lock().unwrap().model_name = String::new();
+    let (sel, planned, max_parallel, fail_fast) = match prepare(inputs, env, &lookup) {
+        Ok(p) => p,
+        Err(e) => return (Err(Failure::InvalidInput(e)), None),
+    };
+    plan::say_selection(&sel, rep);
+    if planned.is_empty() {
+        let since = sel.since.as_ref().map_or(String::new(), |(s, _)| s.clone());
+        rep.lock().unwrap().line(&format!(
+            "No target changed since {since}: nothing to deploy"
+        ));
+        let fanout = Fanout {
+            targets_count: Some(0),
+            results: Some("[]".into()),
+            heading: format!("Truss Deploy: no target changed since {since}"),
+            columns: COLUMNS,
+            details: unchanged_details(&sel),
+            ..Fanout::default()
+        };
+        return (Ok(()), Some(fanout));
+    }
+    let mut done = deploy_all(&planned, rep, &lookup, signals, max_parallel, fail_fast).await;
+    done.sort_by_key(|d| d.index);
+    let halt_signal = done.iter().find_map(|d| match &d.result {
+        Err(Failure::Cancelled(s)) if !s.starts_with("fail-fast") => Some(*s),
+        _ => None,
+    });
+    finish(inputs, &sel, &planned, done, state, halt_signal)
+}
+
+type Prepared = (Selection, Vec<Planned>, usize, bool);
+
+/// Every input check, before any request: the targets, each target's own
+/// config, its files, and the several-target inputs.
+fn prepare(
+    inputs: &Inputs,
+    env: EnvLookup<'_>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Prepared, String> {
+    let max_parallel = config::number(inputs, "max-parallel")? as usize;
+    let fail_fast = config::parse_bool(
+        "fail-fast",
+        inputs.or_default("fail-fast").unwrap_or("false"),
+    )?;
+    if config::parse_bool(
+        "print-config",
+        inputs.or_default("print-config").unwrap_or("false"),
+    )? {
+        return Err("print-config shows one model's config: give truss-directory one model and no changed-since".into());
+    }
+    let sel = plan::select(inputs, lookup)?;
+    let mut planned = Vec::with_capacity(sel.chosen.len());
+    for (index, (found, _)) in sel.chosen.iter().enumerate() {
+        let path = found.path.to_string_lossy();
+        let cfg = Config::from_inputs(&inputs.with("truss-directory", &path), env)
+            .map_err(|e| format!("{path}: {e}"))?;
+        if let Target::Model { dir, .. } = &cfg.target {
+            archive::plan(dir).map_err(|e| format!("{path}: {e:#}"))?;
+        }
+        planned.push(Planned {
+            index,
+            found: found.clone(),
+            cfg,
+        });
+    }
+    Ok((sel, planned, max_parallel, fail_fast))
+}
+
+/// Runs the targets, `max_parallel` at a time, until all have ended.
+async fn deploy_all(
+    planned: &[Planned],
+    rep: &Arc<Mutex<Reporter>>,
+    env: &dyn Fn(&str) -> Option<String>,
+    signals: &mut Signals,
+    max_parallel: usize,
+    fail_fast: bool,
+) -> Vec<Done> {
+    let (tx, rx) = tokio::sync::watch::channel(Halt::default());
+    let mut running = futures_util::stream::iter(planned)
+        .map(|p| deploy_one(p, rep, env, rx.clone()))
+        .buffer_unordered(max_parallel);
+    let mut done = Vec::with_capacity(planned.len());
+    loop {
+        tokio::select! {
+            next = running.next() => match next {
+                Some(d) => {
+                    if fail_fast && d.ran && d.result.is_err() && !tx.borrow().fail_fast {
+                        rep.lock().unwrap().line(
+                            "fail-fast: a target failed; stopping the others (each cleans up) and starting no more",
+                        );
+                        tx.send_modify(|h| h.fail_fast = true);
+                    }
+                    done.push(d);
+                }
+                None => break,
+            },
+            sig = signals.next() => {
+                rep.lock().unwrap().line(&format!(
+                    "{sig}: stopping every target in flight (each cleans up) and starting no more"
+                ));
+                tx.send_modify(|h| {
+                    h.signals += 1;
+                    h.last_signal = sig;
+                });
+            }
+        }
+    }
+    done
+}
+
+/// One target, start to end, its log kept apart and shown as one group
+/// when it ends.
+async fn deploy_one(
+    p: &Planned,
+    rep: &Arc<Mutex<Reporter>>,
+    env: &dyn Fn(&str) -> Option<String>,
+    halt: tokio::sync::watch::Receiver<Halt>,
+) -> Done {
+    let label = format!("{} {}", p.found.kind.as_str(), p.found.path.display());
+    let h = *halt.borrow();
+    if h.signals > 0 || h.fail_fast {
+        let why = if h.signals > 0 {
+            h.last_signal
+        } else {
+            "fail-fast (another target failed)"
+        };
+        return Done {
+            index: p.index,
+            ran: false,
+            state: State {
+                model_name: p.found.name.clone(),
+                ..State::default()
+            },
+            result: Err(Failure::Cancelled(why)),
+        };
+    }
+    rep.lock()
+        .unwrap()
+        .line(&format!("▶ {label}: deploying {:?}", p.found.name));
+    // The log waits in an unnamed temporary file, not in memory: streamed
+    // deployment logs of several targets can be long.
+    let mut file = tempfile::tempfile().ok();
+    let sink: ci::Sink = match file.as_ref().and_then(|f| f.try_clone().ok()) {
+        Some(f) => Box::new(f),
+        None => Box::new(std::io::sink()),
+    };
+    let own = Arc::new(Mutex::new(rep.lock().unwrap().buffered(sink)));
+    let state = Mutex::new(State {
+        model_name: p.cfg.model_name.clone(),
+        ..State::default()
+    });
+    let started = Instant::now();
+    let mut stop = Stop::Shared { halt, seen: 0 };
+    for n in &p.cfg.notices {
+        own.lock().unwrap().notice(n);
+    }
+    // Each target is its own GitHub deployment, comment and status.
+    let gh = github::Session::open(&p.cfg, env, &own);
+    let result = run::execute(&p.cfg, &own, &state, started, env, &mut stop, gh.as_ref()).await;
+    if let Some(gh) = &gh {
+        let outputs = report::target_outputs(&state.lock().unwrap(), &result, &p.cfg);
+        gh.finish_within(&result, &outputs, &state, &p.cfg, stop.cleanup())
+            .await;
+    }
+    let status = status_of(&result);
+    {
+        let mut o = own.lock().unwrap();
+        if let Err(f) = &result {
+            o.annotate(Level::Error, Some(status.as_str()), &f.to_string());
+        }
+        o.line(&format!("Final status: {status}"));
+        o.finish();
+    }
+    let mut log = String::new();
+    if let Some(f) = file.as_mut() {
+        let _ = f.seek(SeekFrom::Start(0));
+        let _ = f.read_to_string(&mut log);
+    }
+    let mut r = rep.lock().unwrap();
+    r.replay(
+        &format!(
+            "{label} ({:?}): {status} after {}",
+            state.lock().unwrap().model_name,
+            ci::human(started.elapsed())
+        ),
+        &log,
+    );
+    if let Err(f) = &result {
+        r.annotate(
+            Level::Error,
+            Some(&format!("{label}: {status}")),
+            &f.to_string(),
+        );
+    }
+    drop(r);
+    Done {
+        index: p.index,
+        ran: true,
+        state: state.into_inner().unwrap(),
+        result,
+    }
+}
+
+const COLUMNS: &[&str] = &[
+    "Target",
+    "Kind",
+    "Name",
+    "Status",
+    "Deployment ID",
+    "Deploy Time",
+    "Logs",
+];
+
+fn unchanged_details(sel: &Selection) -> Vec<String> {
+    let since = sel.since.as_ref().map_or("", |(s, _)| s.as_str());
+    sel.unchanged
+        .iter()
+        .map(|f| format!("{}: unchanged since {since}, skipped", f.path.display()))
+        .collect()
+}
+
+/// The step's result, its outputs and its summary from every target's end.
+fn finish(
+    inputs: &Inputs,
+    sel: &Selection,
+    planned: &[Planned],
+    done: Vec<Done>,
+    state: &Mutex<State>,
+    halt_signal: Option<&'static str>,
+) -> (Result<(), Failure>, Option<Fanout>) {
+    let key = inputs.trimmed("baseten-api-key").unwrap_or_default();
+    let mut results = Vec::with_capacity(done.len());
+    let mut rows = Vec::with_capacity(done.len());
+    let mut details = Vec::new();
+    for (d, p) in done.iter().zip(planned) {
+        let status = status_of(&d.result);
+        let mut out = outputs_of(&d.state, status, Some(&p.cfg));
+        if let Err(f) = &d.result {
+            out.error_message = if d.ran {
+                f.to_string()
+            } else {
+                format!("not started: {f}")
+            };
+            details.push(format!("{}: {}", p.found.path.display(), out.error_message));
+        }
+        for n in &d.state.notes {
+            details.push(format!("{}: {n}", p.found.path.display()));
+        }
+        out.redact(key);
+        let mut fields = vec![
+            ("target", p.found.path.to_string_lossy().into_owned()),
+            ("kind", p.found.kind.as_str().to_string()),
+        ];
+        fields.extend(out.entries());
+        let object: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| format!("{}:{}", json_str(k), json_str(v)))
+            .collect();
+        results.push(format!("{{{}}}", object.join(",")));
+        let time = match ci::format_deploy_time(out.deploy_time_seconds) {
+            t if t.is_empty() => String::new(),
+            t => format!("{t}s"),
+        };
+        rows.push(vec![
+            Cell::Code(p.found.path.display().to_string()),
+            Cell::Text(p.found.kind.as_str().into()),
+            Cell::Text(out.model_name.clone()),
+            Cell::Code(status.as_str().into()),
+            Cell::Code(out.deployment_id.clone()),
+            Cell::Text(time),
+            Cell::Link {
+                label: if out.logs_url.is_empty() {
+                    String::new()
+                } else {
+                    "logs".into()
+                },
+                url: out.logs_url.clone(),
+            },
+        ]);
+    }
+    details.extend(unchanged_details(sel));
+
+    let failed: Vec<(usize, &Done)> = done
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.result.is_err())
+        .collect();
+    let n = done.len();
+    let result = if let Some(sig) = halt_signal {
+        Err(Failure::Cancelled(sig))
+    } else {
+        // The worst status; among equals, a target that ran and failed on
+        // its own before one that was called off.
+        let worst = failed.iter().min_by_key(|(_, d)| {
+            (
+                rank(status_of(&d.result)),
+                matches!(d.result, Err(Failure::Cancelled(_))),
+            )
+        });
+        match worst {
+            None => Ok(()),
+            Some((_, w)) => {
+                let list: Vec<String> = failed
+                    .iter()
+                    .map(|(i, d)| {
+                        format!(
+                            "{} ({})",
+                            planned[*i].found.path.display(),
+                            status_of(&d.result)
+                        )
+                    })
+                    .collect();
+                let msg = format!(
+                    "{} of {n} targets did not succeed: {}",
+                    failed.len(),
+                    list.join(", ")
+                );
+                Err(same_kind(w.result.as_ref().unwrap_err(), msg))
+            }
+        }
+    };
+    let ok = n - failed.len();
+    let heading = format!(
+        "Truss Deploy: {n} target{} ({ok} succeeded{})",
+        if n == 1 { "" } else { "s" },
+        if failed.is_empty() {
+            String::new()
+        } else {
+            format!(", {} did not", failed.len())
+        }
+    );
+    // With one target, the step's own outputs are that target's.
+    let mut done = done;
+    if let [only] = done.as_mut_slice() {
+        *state.lock().unwrap() = std::mem::take(&mut only.state);
+    }
+    let fanout = Fanout {
+        targets_count: Some(n),
+        results: Some(format!("[{}]", results.join(","))),
+        heading,
+        columns: COLUMNS,
+        rows,
+        details,
+        ..Fanout::default()
+    };
+    (result, Some(fanout))
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+/// A failure like `f` (same status word and exit code) saying `msg`.
+fn same_kind(f: &Failure, msg: String) -> Failure {
+    match f {
+        Failure::InvalidInput(_) => Failure::InvalidInput(msg),
+        Failure::Deploy(_) => Failure::Deploy(anyhow::anyhow!(msg)),
+        Failure::Timeout(_) => Failure::Timeout(msg),
+        Failure::Predict(_) => Failure::Predict(anyhow::anyhow!(msg)),
+        Failure::Cleanup(_) => Failure::Cleanup(anyhow::anyhow!(msg)),
+        Failure::Cancelled(_) => Failure::Deploy(anyhow::anyhow!(msg)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_order_of_statuses_is_worst_first() {
+        let words: Vec<&str> = STATUS_ORDER.iter().map(|s| s.as_str()).collect();
+        assert_eq!(
+            words,
+            [
+                "deploy_failed",
+                "deploy_timeout",
+                "predict_failed",
+                "cleanup_failed",
+                "success"
+            ]
+        );
+        assert!(rank(Status::DeployFailed) < rank(Status::CleanupFailed));
+    }
+}

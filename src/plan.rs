@@ -1,0 +1,182 @@
+//! Plan mode and target selection: which targets a run deploys (every one
+//! `truss-directory` names, or those `changed-since` touched), and `--plan`,
+//! which prints them as a CI matrix and stops without any network call.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+
+use crate::changes;
+use crate::ci::{Cell, Reporter};
+use crate::cli::Inputs;
+use crate::outcome::Failure;
+use crate::report::Fanout;
+use crate::targets::{self, Found};
+
+/// The targets a run deploys, and why.
+#[derive(Debug)]
+pub(crate) struct Selection {
+    /// The targets to deploy, each with the changed path that selected it
+    /// (`None` without `changed-since`).
+    pub(crate) chosen: Vec<(Found, Option<String>)>,
+    /// Targets `changed-since` left out.
+    pub(crate) unchanged: Vec<Found>,
+    /// `changed-since` as given and the merge base it compared with.
+    pub(crate) since: Option<(String, String)>,
+}
+
+/// Resolves `truss-directory` and applies `changed-since`; every problem is
+/// an input error.
+pub(crate) fn select(
+    inputs: &Inputs,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Selection, String> {
+    if let Some(problem) = inputs.problems().first() {
+        return Err(problem.clone());
+    }
+    let raw = inputs.get("truss-directory").unwrap_or_default();
+    let found = targets::resolve(raw, inputs.trimmed("model-name"))?;
+    let Some(since) = inputs.trimmed("changed-since") else {
+        return Ok(Selection {
+            chosen: found.into_iter().map(|f| (f, None)).collect(),
+            unchanged: Vec::new(),
+            since: None,
+        });
+    };
+    let reference = changes::since_ref(since, env)?;
+    let first = &found[0].path;
+    let dir = match first.is_dir() {
+        true => first.clone(),
+        false => first.parent().map(Path::to_path_buf).unwrap_or_default(),
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".").to_path_buf()
+    } else {
+        dir
+    };
+    let changes = changes::changed(&dir, &reference)?;
+    let (mut chosen, mut unchanged) = (Vec::new(), Vec::new());
+    for f in found {
+        match changes::touched(&f, &changes)? {
+            Some(p) => {
+                let shown = p
+                    .strip_prefix(std::env::current_dir().unwrap_or_default())
+                    .unwrap_or(&p)
+                    .display()
+                    .to_string();
+                chosen.push((f, Some(shown)));
+            }
+            None => unchanged.push(f),
+        }
+    }
+    Ok(Selection {
+        chosen,
+        unchanged,
+        since: Some((reference, changes.base)),
+    })
+}
+
+/// Logs what was selected and why.
+pub(crate) fn say_selection(sel: &Selection, rep: &Arc<Mutex<Reporter>>) {
+    let mut r = rep.lock().unwrap();
+    if let Some((since, base)) = &sel.since {
+        let short: String = base.chars().take(12).collect();
+        r.line(&format!(
+            "Changed since {since} (merge base {short}): {} of {} targets",
+            sel.chosen.len(),
+            sel.chosen.len() + sel.unchanged.len()
+        ));
+    }
+    for (f, why) in &sel.chosen {
+        let why = why
+            .as_ref()
+            .map(|p| format!(" — changed: {p}"))
+            .unwrap_or_default();
+        r.line(&format!(
+            "  {} {} ({:?}){why}",
+            f.kind.as_str(),
+            f.path.display(),
+            f.name
+        ));
+    }
+    for f in &sel.unchanged {
+        r.line(&format!(
+            "  unchanged, skipped: {} {} ({:?})",
+            f.kind.as_str(),
+            f.path.display(),
+            f.name
+        ));
+    }
+}
+
+/// The `matrix` output: `{"include": [{"target", "kind", "name"}, …]}`,
+/// on one line.
+pub(crate) fn matrix(chosen: &[(Found, Option<String>)]) -> String {
+    let include: Vec<_> = chosen
+        .iter()
+        .map(|(f, _)| {
+            json!({
+                "target": f.path.to_string_lossy(),
+                "kind": f.kind.as_str(),
+                "name": f.name,
+            })
+        })
+        .collect();
+    json!({ "include": include }).to_string()
+}
+
+/// Plan mode: select, print the matrix on stdout (log lines go to stderr
+/// from then on), and fill the plan's outputs and summary. No request is
+/// made and no key is needed.
+pub(crate) fn run(
+    inputs: &Inputs,
+    env: &dyn Fn(&str) -> Option<String>,
+    rep: &Arc<Mutex<Reporter>>,
+) -> (Result<(), Failure>, Option<Fanout>) {
+    let sel = match select(inputs, env) {
+        Ok(s) => s,
+        Err(e) => return (Err(Failure::InvalidInput(e)), None),
+    };
+    let matrix = matrix(&sel.chosen);
+    rep.lock().unwrap().data(&format!("{matrix}\n"));
+    say_selection(&sel, rep);
+    let n = sel.chosen.len();
+    rep.lock().unwrap().line(&format!(
+        "Plan: {n} target{} to deploy; nothing was sent",
+        if n == 1 { "" } else { "s" }
+    ));
+    let mut rows: Vec<Vec<Cell>> = sel
+        .chosen
+        .iter()
+        .map(|(f, why)| {
+            vec![
+                Cell::Code(f.path.display().to_string()),
+                Cell::Text(f.kind.as_str().into()),
+                Cell::Text(f.name.clone()),
+                Cell::Text(why.clone().unwrap_or_else(|| "named".into())),
+            ]
+        })
+        .collect();
+    rows.extend(sel.unchanged.iter().map(|f| {
+        vec![
+            Cell::Code(f.path.display().to_string()),
+            Cell::Text(f.kind.as_str().into()),
+            Cell::Text(f.name.clone()),
+            Cell::Text("unchanged: skipped".into()),
+        ]
+    }));
+    let heading = match &sel.since {
+        Some((since, _)) => format!("Truss Plan: {n} target(s) changed since {since}"),
+        None => format!("Truss Plan: {n} target(s)"),
+    };
+    let fanout = Fanout {
+        matrix: Some(matrix),
+        targets_count: Some(n),
+        heading,
+        columns: &["Target", "Kind", "Name", "Selected because"],
+        rows,
+        ..Fanout::default()
+    };
+    (Ok(()), Some(fanout))
+}
