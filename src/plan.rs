@@ -127,19 +127,23 @@ pub(crate) fn matrix(chosen: &[(Found, Option<String>)]) -> String {
 }
 
 /// Plan mode: select, print the matrix on stdout (log lines go to stderr
-/// from then on), and fill the plan's outputs and summary. No request is
-/// made and no key is needed.
+/// from then on; with `json` the result object carries it instead, so
+/// stdout stays one document), and fill the plan's outputs and summary. No
+/// request is made and no key is needed.
 pub(crate) fn run(
     inputs: &Inputs,
     env: &dyn Fn(&str) -> Option<String>,
     rep: &Arc<Mutex<Reporter>>,
+    json: bool,
 ) -> (Result<(), Failure>, Option<Fanout>) {
     let sel = match select(inputs, env) {
         Ok(s) => s,
         Err(e) => return (Err(Failure::InvalidInput(e)), None),
     };
     let matrix = matrix(&sel.chosen);
-    rep.lock().unwrap().data(&format!("{matrix}\n"));
+    if !json {
+        rep.lock().unwrap().data(&format!("{matrix}\n"));
+    }
     say_selection(&sel, rep);
     let n = sel.chosen.len();
     rep.lock().unwrap().line(&format!(

@@ -186,7 +186,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
             .transpose();
         let fan = match plan {
             Err(e) => Some((Err(Failure::InvalidInput(e)), None)),
-            Ok(Some(true)) => Some(crate::plan::run(&inputs, &lookup, &rep)),
+            Ok(Some(true)) => Some(crate::plan::run(&inputs, &lookup, &rep, out_settings.json)),
             Ok(_) if crate::multi::wanted(&inputs) => {
                 Some(crate::multi::run(&inputs, &*env, &rep, &state, &mut signals).await)
             }

@@ -230,6 +230,17 @@ fn plan_prints_the_matrix_github_reads_and_counts_the_targets() {
 }
 
 #[test]
+fn a_plan_with_json_keeps_stdout_one_json_document() {
+    let repo = Repo::new();
+    let ran = plan(&repo, ALL, &["--json"]);
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&ran.stdout).expect("stdout is one JSON object");
+    assert_eq!(doc["matrix"].as_str(), Some(ran.out("matrix")));
+    assert_eq!(doc["targets-count"], "3");
+}
+
+#[test]
 fn plan_sends_nothing_even_with_a_key_and_hosts() {
     let repo = Repo::new();
     let fake = fake("");
