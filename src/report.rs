@@ -63,6 +63,22 @@ pub(crate) fn final_outputs(
     cfg: Option<&Config>,
     inputs: &Inputs,
 ) -> Outputs {
+    let secrets = ["baseten-api-key", "github-token"].map(|n| inputs.trimmed(n));
+    outputs_redacted(st, result, cfg, &secrets)
+}
+
+/// One target's outputs in a several-target run, its own secrets redacted.
+pub(crate) fn target_outputs(st: &State, result: &Result<(), Failure>, cfg: &Config) -> Outputs {
+    let token = cfg.github.token.as_ref().map(|t| t.expose());
+    outputs_redacted(st, result, Some(cfg), &[Some(cfg.api_key.expose()), token])
+}
+
+fn outputs_redacted(
+    st: &State,
+    result: &Result<(), Failure>,
+    cfg: Option<&Config>,
+    secrets: &[Option<&str>],
+) -> Outputs {
     let status = match result {
         Ok(()) => Status::Success,
         Err(f) => f.status(),
@@ -71,26 +87,8 @@ pub(crate) fn final_outputs(
     if let Err(f) = result {
         outputs.error_message = f.to_string();
     }
-    for secret in ["baseten-api-key", "github-token"] {
-        outputs.redact(inputs.trimmed(secret).unwrap_or_default());
-    }
-    outputs
-}
-
-/// One target's outputs in a several-target run, every registered secret
-/// redacted.
-pub(crate) fn target_outputs(st: &State, result: &Result<(), Failure>, cfg: &Config) -> Outputs {
-    let status = match result {
-        Ok(()) => Status::Success,
-        Err(f) => f.status(),
-    };
-    let mut outputs = outputs_of(st, status, Some(cfg));
-    if let Err(f) = result {
-        outputs.error_message = f.to_string();
-    }
-    outputs.redact(cfg.api_key.expose());
-    if let Some(t) = &cfg.github.token {
-        outputs.redact(t.expose());
+    for secret in secrets.iter().flatten() {
+        outputs.redact(secret);
     }
     outputs
 }

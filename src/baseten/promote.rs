@@ -47,9 +47,7 @@ impl Api {
         owner_id: &str,
         env: &str,
     ) -> Result<Value, ApiError> {
-        let url = self
-            .endpoints
-            .rest(&[owner.collection(), owner_id, "environments", env]);
+        let url = self.environment_url(owner, owner_id, env, None);
         self.rest_get("reading the environment", url).await
     }
 
@@ -60,10 +58,21 @@ impl Api {
         owner_id: &str,
         env: &str,
     ) -> Result<Value, ApiError> {
-        let url = self
-            .endpoints
-            .rest(&[owner.collection(), owner_id, "environments", env]);
+        let url = self.environment_url(owner, owner_id, env, None);
         self.rest_read("reading the environment", url).await
+    }
+
+    /// `…/{models|chains}/{id}/environments/{env}[/{action}]`.
+    fn environment_url(
+        &self,
+        owner: Owner,
+        owner_id: &str,
+        env: &str,
+        action: Option<&str>,
+    ) -> reqwest::Url {
+        let mut segments = vec![owner.collection(), owner_id, "environments", env];
+        segments.extend(action);
+        self.endpoints.rest(&segments)
     }
 
     /// Starts promoting `deployment_id` into `env`; answers the id of the
@@ -121,9 +130,7 @@ impl Api {
         } else {
             "cancel_promotion"
         };
-        let url = self
-            .endpoints
-            .rest(&[owner.collection(), owner_id, "environments", env, action]);
+        let url = self.environment_url(owner, owner_id, env, Some(action));
         self.rest_post_json(Policy::IDEMPOTENT, "cancelling the promotion", url, None)
             .await
     }

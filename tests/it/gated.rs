@@ -42,6 +42,22 @@ fn run_gated(fake: &FakeBaseten) -> Invocation<'_> {
         .arg("predict-timeout", "2")
 }
 
+/// A gated run whose every request goes through a fault proxy with `rule`.
+fn through_proxy(fake: &FakeBaseten, rule: fake_baseten::proxy::Rule) -> Outcome {
+    let proxy = fake_baseten::proxy::FaultProxy::builder(fake.addr())
+        .rule(rule)
+        .start_in_background()
+        .expect("proxy starts");
+    run_gated(fake)
+        .arg("app-url", proxy.graphql_base())
+        .arg("api-url", proxy.rest_base())
+        .arg("inference-url", proxy.inference_template())
+        .arg("s3-endpoint", proxy.s3_endpoint())
+        .run()
+}
+
+const PROMOTE_PATH: &str = "/v1/models/gatedmdl/environments/production/promote";
+
 /// The position of the first request to `endpoint` (panics when absent).
 fn first(log: &[LogEntry], endpoint: &str) -> usize {
     log.iter()
@@ -414,7 +430,7 @@ fn a_chain_failing_behind_the_environment_is_rolled_back() {
 
 #[test]
 fn a_promote_whose_answer_is_lost_is_looked_up_not_sent_again() {
-    use fake_baseten::proxy::{Fault, FaultProxy, Rule, When};
+    use fake_baseten::proxy::{Fault, Rule, When};
     for (fault, promotes_applied) in [
         // Applied, answer lost: adopted from the environment.
         (Fault::DropAfterForward, 1),
@@ -423,20 +439,10 @@ fn a_promote_whose_answer_is_lost_is_looked_up_not_sent_again() {
         (Fault::ResetBeforeForward, 1),
     ] {
         let fake = gated(RAMP);
-        let proxy = FaultProxy::builder(fake.addr())
-            .rule(
-                Rule::new("lost", fault.clone())
-                    .path("/v1/models/gatedmdl/environments/production/promote")
-                    .when(When::Nth(1)),
-            )
-            .start_in_background()
-            .expect("proxy starts");
-        let run = run_gated(&fake)
-            .arg("app-url", proxy.graphql_base())
-            .arg("api-url", proxy.rest_base())
-            .arg("inference-url", proxy.inference_template())
-            .arg("s3-endpoint", proxy.s3_endpoint())
-            .run();
+        let rule = Rule::new("lost", fault.clone())
+            .path(PROMOTE_PATH)
+            .when(When::Nth(1));
+        let run = through_proxy(&fake, rule);
         assert_eq!(run.status(), "success", "{fault:?}: {run:?}");
         let promotes = endpoints(&fake)
             .iter()
@@ -454,21 +460,12 @@ fn a_promote_whose_answer_is_lost_is_looked_up_not_sent_again() {
 
 #[test]
 fn a_promote_that_never_gets_through_fails_with_production_untouched() {
-    use fake_baseten::proxy::{Fault, FaultProxy, Rule};
+    use fake_baseten::proxy::{Fault, Rule};
     let fake = gated(RAMP);
-    let proxy = FaultProxy::builder(fake.addr())
-        .rule(
-            Rule::new("cut", Fault::ResetBeforeForward)
-                .path("/v1/models/gatedmdl/environments/production/promote"),
-        )
-        .start_in_background()
-        .expect("proxy starts");
-    let run = run_gated(&fake)
-        .arg("app-url", proxy.graphql_base())
-        .arg("api-url", proxy.rest_base())
-        .arg("inference-url", proxy.inference_template())
-        .arg("s3-endpoint", proxy.s3_endpoint())
-        .run();
+    let run = through_proxy(
+        &fake,
+        Rule::new("cut", Fault::ResetBeforeForward).path(PROMOTE_PATH),
+    );
     assert_eq!(run.status(), "deploy_failed", "{run:?}");
     assert!(
         run.out("error-message")
