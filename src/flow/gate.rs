@@ -30,6 +30,8 @@ pub(crate) enum Phase {
     Promoting,
     /// The promoted deployment serves; the environment's test runs.
     Serving,
+    /// Traffic is being moved back to the previous deployment.
+    RollingBack,
     /// Passed, or put back (or the rollback failed and said so).
     Settled,
 }
@@ -293,8 +295,8 @@ async fn roll_back(
     promoted: &str,
     previous: Option<&str>,
 ) -> String {
-    set_phase(ctx, Phase::Settled);
     let Some(prev) = previous else {
+        set_phase(ctx, Phase::Settled);
         ctx.state.lock().unwrap().rolled_back = Some(false);
         let msg = format!(
             "nothing to roll back to: {promoted} is the first deployment of {env} and is left as it is"
@@ -305,7 +307,10 @@ async fn roll_back(
     ctx.api
         .set_deadline(Some(Instant::now() + ctx.cfg.wait_timeout));
     ctx.say(&format!("Rolling {env} back to deployment {prev}"));
-    match put_back(ctx, c, env, promoted, prev).await {
+    set_phase(ctx, Phase::RollingBack);
+    let back = put_back(ctx, c, env, promoted, prev).await;
+    set_phase(ctx, Phase::Settled);
+    match back {
         Ok(Back::Already) => {
             ctx.state.lock().unwrap().rolled_back = Some(false);
             ctx.promotion_event("", &format!("{env} kept serving {prev}"));
@@ -446,6 +451,17 @@ pub(crate) async fn cleanup_gated(ctx: &Ctx<'_>, cancelled: bool) {
     let gate = ctx.state.lock().unwrap().gate.clone();
     let Some(g) = gate else { return };
     if !cancelled || g.phase == Phase::Settled {
+        return;
+    }
+    if g.phase == Phase::RollingBack {
+        ctx.state.lock().unwrap().rolled_back = Some(false);
+        let prev = g.previous.as_deref().unwrap_or("the previous deployment");
+        let msg = format!(
+            "cancelled while {} was being rolled back to {prev}: the platform may still finish it; check the environment in the Baseten UI",
+            g.env
+        );
+        ctx.warn(&msg);
+        ctx.note(msg);
         return;
     }
     let Some(prev) = g.previous.clone() else {

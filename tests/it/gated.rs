@@ -521,3 +521,30 @@ fn a_missing_environment_is_found_before_anything_is_created() {
     assert!(mutations(&fake).is_empty(), "{:?}", endpoints(&fake));
     assert_eq!(run.out("deployment-id"), "");
 }
+
+#[test]
+fn a_signal_during_the_rollback_says_it_may_still_finish() {
+    // The environment test fails; the rollback's promotion ramps slowly and
+    // the signal comes while it moves traffic back.
+    let fake = gated(
+        "promote:
+  sequence:
+    - steps: [[0, {status: RELEASING}], [1, {status: SUCCEEDED, percent: 100}]]
+    - steps: [[0, {status: RELEASING}], [1, {status: RAMPING_UP, percent: 10}], [10000, {status: SUCCEEDED, percent: 100}]]
+predict:
+  by_deployment:
+    - {created: 0, via: environment, status: 500, response: {error: broken}}
+",
+    );
+    let run = run_gated(&fake).run_signalled_after("rest.promote", 2, "TERM");
+    assert_eq!(run.code, 130, "{run:?}");
+    assert_eq!(run.out("rolled-back"), "false", "{run:?}");
+    assert!(
+        run.summary.contains("the platform may still finish it"),
+        "{}",
+        run.summary
+    );
+    // What serves is never deactivated: the new deployment still does.
+    assert!(!deactivated(&fake, run.out("deployment-id")), "{run:?}");
+    assert!(!deactivated(&fake, "v1dep001"));
+}

@@ -186,9 +186,21 @@ impl<'a> Invocation<'a> {
     /// Runs, and sends `signal` (e.g. `INT`) once the fake has answered
     /// `endpoint`.
     pub fn run_signalled_at(self, endpoint: &str, signal: &str) -> Outcome {
+        self.run_signalled_after(endpoint, 1, signal)
+    }
+
+    /// Runs, and sends `signal` once the fake has answered `endpoint`
+    /// `times` times.
+    pub fn run_signalled_after(self, endpoint: &str, times: usize, signal: &str) -> Outcome {
         let fake = self.fake.expect("signalling at an endpoint needs a fake");
         let mut running = self.start();
-        while !fake.requests().iter().any(|e| e.endpoint == endpoint) {
+        let seen = || {
+            fake.requests()
+                .iter()
+                .filter(|e| e.endpoint == endpoint)
+                .count()
+        };
+        while seen() < times {
             if running.exited() {
                 return running.finish();
             }
