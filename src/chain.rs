@@ -401,22 +401,15 @@ async fn serving_environment(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id:
 /// Cleanup of the chain deployment (with a gated promotion: of each one
 /// this run created), by the rules models follow.
 pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
-    let Some((chain_id, ids)) = ctx.created_all(|st| &st.chain_id) else {
-        return Ok(());
-    };
-    let mut result = Ok(());
-    for deployment_id in ids {
-        let r = flow::cleanup_deployment(
-            ctx,
-            cancelled,
-            &format!("chain deployment {deployment_id}"),
-            serving_environment(ctx, &chain_id, &deployment_id),
-            ctx.api.deactivate_chain(&chain_id, &deployment_id),
-        )
-        .await;
-        result = result.and(r);
-    }
-    result
+    flow::cleanup_created(
+        ctx,
+        cancelled,
+        |st| &st.chain_id,
+        "chain deployment",
+        async |owner, id| serving_environment(ctx, owner, id).await,
+        async |owner, id| ctx.api.deactivate_chain(owner, id).await,
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -340,22 +340,15 @@ fn spawn_log_stream(
 /// Cleanup of the model deployment (with a gated promotion: of each one
 /// this run created), once one was created.
 pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
-    let Some((model_id, ids)) = ctx.created_all(|st| &st.model_id) else {
-        return Ok(());
-    };
-    let mut result = Ok(());
-    for deployment_id in ids {
-        let r = flow::cleanup_deployment(
-            ctx,
-            cancelled,
-            &format!("deployment {deployment_id}"),
-            serving_environment(ctx, &model_id, &deployment_id),
-            ctx.api.deactivate(&model_id, &deployment_id),
-        )
-        .await;
-        result = result.and(r);
-    }
-    result
+    flow::cleanup_created(
+        ctx,
+        cancelled,
+        |st| &st.model_id,
+        "deployment",
+        async |owner, id| serving_environment(ctx, owner, id).await,
+        async |owner, id| ctx.api.deactivate(owner, id).await,
+    )
+    .await
 }
 
 /// The environment that serves this model deployment, if any.

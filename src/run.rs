@@ -284,7 +284,7 @@ pub(crate) async fn execute(
     let api = baseten::Api::new(http, cfg.endpoints.clone(), cfg.api_key.clone());
     // The run's budget: setup, upload, create and the wait share the wait
     // budget from the start; the smoke test and cleanup get their own
-    // (flow::smoke_test, flow::cleanup_deployment).
+    // (flow::smoke_test, flow::cleanup_created).
     let deploy_until = started + cfg.wait_timeout;
     api.set_deadline(Some(deploy_until));
     let ctx = Ctx {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 
-use super::Ctx;
+use super::{Ctx, State};
 use crate::baseten::ApiError;
 use crate::outcome::Failure;
 
@@ -27,7 +27,7 @@ pub(crate) enum Serving {
 
 /// Decides and performs cleanup. `serving` checks whether the deployment
 /// serves an environment; `deactivate` deactivates it.
-pub(crate) async fn cleanup_deployment(
+async fn cleanup_deployment(
     ctx: &Ctx<'_>,
     cancelled: bool,
     label: &str,
@@ -96,5 +96,36 @@ pub(crate) async fn cleanup_deployment(
         }
     };
     ctx.end_group();
+    result
+}
+
+/// Cleanup of every deployment this run created (with a gated promotion,
+/// the tested one and the one the platform promoted), once one was: each
+/// decided by [`cleanup_deployment`]. `owner` picks the model or chain id
+/// from the state; `kind` names the deployments in messages; `serving` and
+/// `deactivate` take the owner id and a deployment id.
+pub(crate) async fn cleanup_created(
+    ctx: &Ctx<'_>,
+    cancelled: bool,
+    owner: fn(&State) -> &Option<String>,
+    kind: &str,
+    serving: impl AsyncFn(&str, &str) -> Serving,
+    deactivate: impl AsyncFn(&str, &str) -> Result<(), ApiError>,
+) -> Result<(), Failure> {
+    let Some((owner_id, ids)) = ctx.created_all(owner) else {
+        return Ok(());
+    };
+    let mut result = Ok(());
+    for id in ids {
+        let r = cleanup_deployment(
+            ctx,
+            cancelled,
+            &format!("{kind} {id}"),
+            serving(&owner_id, &id),
+            deactivate(&owner_id, &id),
+        )
+        .await;
+        result = result.and(r);
+    }
     result
 }

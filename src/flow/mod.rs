@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::git;
 use crate::outcome::Failure;
 
-pub(crate) use cleanup::{Serving, cleanup_deployment};
+pub(crate) use cleanup::{Serving, cleanup_created};
 pub(crate) use create::{Trace, create_once};
 pub(crate) use gate::{Candidate, check_gate_target, cleanup_gated, promote_after_predict};
 pub(crate) use smoke::smoke_test;
