@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fake_baseten::FakeBaseten;
 use fake_baseten::runner::parse_github_output;
@@ -630,31 +630,8 @@ fn a_signal_stops_and_cleans_up_three_targets_in_flight() {
     yaml.push_str("deployments:\n  default: [[0, BUILDING]]\n");
     let fake = fake(&yaml);
     let (_root, dirs) = models(&["one", "two", "three"]);
-    let out_dir = tempfile::tempdir().unwrap();
-    let gh_out = out_dir.path().join("out");
-    std::fs::write(&gh_out, "").unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_truss-push"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("GITHUB_OUTPUT", &gh_out)
-        .args([
-            format!("--truss-directory={}", list(&dirs)),
-            format!("--baseten-api-key={API_KEY}"),
-            format!("--app-url={}", fake.graphql_base()),
-            format!("--api-url={}", fake.rest_base()),
-            format!("--inference-url={}", fake.inference_template()),
-            format!("--s3-endpoint={}", fake.s3_endpoint()),
-            "--deployment-name=cancel-me".into(),
-            "--poll-interval-seconds=0.1".into(),
-            "--max-parallel=3".into(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     // All three are waiting on a deployment they created.
-    let started = Instant::now();
-    let polled = |fake: &FakeBaseten| {
+    let polled = || {
         let mut paths: Vec<String> = fake
             .requests()
             .into_iter()
@@ -663,34 +640,18 @@ fn a_signal_stops_and_cleans_up_three_targets_in_flight() {
             .collect();
         paths.sort();
         paths.dedup();
-        paths.len()
+        paths.len() >= 3
     };
-    while polled(&fake) < 3 {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "never reached the wait"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let sent = Instant::now();
-    let ok = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    let out = child.wait_with_output().unwrap();
-    let took = sent.elapsed();
+    let run = Invocation::new(&fake)
+        .arg("truss-directory", list(&dirs))
+        .arg("deployment-name", "cancel-me")
+        .arg("poll-interval-seconds", "0.1")
+        .arg("max-parallel", "3")
+        .run_signalled_when(polled, "INT");
+    let took = run.after_signal.expect("signalled");
     assert!(took < Duration::from_secs(5), "stopped in {took:?}");
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let outputs: BTreeMap<_, _> = parse_github_output(&std::fs::read_to_string(&gh_out).unwrap())
-        .unwrap()
-        .into_iter()
-        .collect();
+    assert_eq!(run.code, 130, "{}", run.stdout);
+    let outputs = &run.outputs;
     assert_eq!(outputs["status"], "deploy_failed");
     assert!(outputs["error-message"].contains("SIGINT"), "{outputs:?}");
     let results: Vec<Value> = serde_json::from_str(&outputs["results"]).unwrap();

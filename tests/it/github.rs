@@ -520,61 +520,24 @@ fn a_wrong_token_or_no_github_at_all_is_a_warning() {
 
 #[test]
 fn a_cancelled_deploy_is_an_error_on_github_and_still_writes_its_outputs() {
-    use std::process::{Command, Stdio};
-    use std::time::Instant;
     let fake = fake("deployments:\n  default: [[0, BUILDING]]\n");
     let gh = github();
-    let dir = tempfile::tempdir().unwrap();
-    let out_file = dir.path().join("out");
-    std::fs::write(&out_file, "").unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_truss-push"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("GITHUB_OUTPUT", &out_file)
-        .env("GITHUB_API_URL", gh.api_url())
-        .env("GITHUB_REPOSITORY", gh.repository())
-        .env("GITHUB_SHA", SHA)
-        .env("GITHUB_TOKEN", GH_TOKEN)
-        .args([
-            format!("--truss-directory={}", example_model().display()),
-            format!("--baseten-api-key={API_KEY}"),
-            format!("--app-url={}", fake.graphql_base()),
-            format!("--api-url={}", fake.rest_base()),
-            format!("--inference-url={}", fake.inference_template()),
-            format!("--s3-endpoint={}", fake.s3_endpoint()),
-            "--deployment-name=cancel-me".into(),
-            "--poll-interval-seconds=0.1".into(),
-            "--github-deployment=true".into(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while !(endpoints(&fake).iter().any(|e| e == "rest.get_deployment")
-        && gh
-            .deployments()
-            .first()
-            .is_some_and(|d| !d.statuses.is_empty()))
-    {
-        assert!(started.elapsed() < Duration::from_secs(20), "never waited");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let sent = Instant::now();
-    let killed = Command::new("kill")
-        .args(["-INT".to_string(), child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        sent.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        sent.elapsed()
-    );
-    assert_eq!(out.status.code(), Some(130));
-    let written = std::fs::read_to_string(&out_file).unwrap();
-    assert!(written.contains("deploy_failed"), "{written}");
+    let waiting = || {
+        endpoints(&fake).iter().any(|e| e == "rest.get_deployment")
+            && gh
+                .deployments()
+                .first()
+                .is_some_and(|d| !d.statuses.is_empty())
+    };
+    let run = on_github(&fake, &gh)
+        .arg("deployment-name", "cancel-me")
+        .arg("poll-interval-seconds", "0.1")
+        .arg("github-deployment", "true")
+        .run_signalled_when(waiting, "INT");
+    let took = run.after_signal.expect("signalled");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(run.code, 130);
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
     let d = &gh.deployments()[0];
     assert_eq!(d.states(), ["in_progress", "error"]);
     assert!(

@@ -56,6 +56,8 @@ pub struct Outcome {
     pub summary: String,
     pub outputs_file: Option<String>,
     pub elapsed: Duration,
+    /// From the signal a test sent to the exit, when it sent one.
+    pub after_signal: Option<Duration>,
 }
 
 impl Outcome {
@@ -193,16 +195,27 @@ impl<'a> Invocation<'a> {
     /// `times` times.
     pub fn run_signalled_after(self, endpoint: &str, times: usize, signal: &str) -> Outcome {
         let fake = self.fake.expect("signalling at an endpoint needs a fake");
-        let mut running = self.start();
         let seen = || {
             fake.requests()
                 .iter()
                 .filter(|e| e.endpoint == endpoint)
                 .count()
+                >= times
         };
-        while seen() < times {
+        self.run_signalled_when(seen, signal)
+    }
+
+    /// Runs, and sends `signal` once `ready` holds (checked every few
+    /// milliseconds; a run that exits first is returned as it is).
+    pub fn run_signalled_when(self, ready: impl Fn() -> bool, signal: &str) -> Outcome {
+        let mut running = self.start();
+        while !ready() {
             if running.exited() {
                 return running.finish();
+            }
+            if running.started.elapsed() > READY_LIMIT {
+                let _ = running.child.kill();
+                panic!("the run never reached the moment to signal it");
             }
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -211,6 +224,7 @@ impl<'a> Invocation<'a> {
             .status()
             .expect("kill runs");
         assert!(sent.success());
+        running.signalled = Some(Instant::now());
         running.finish()
     }
 
@@ -259,6 +273,7 @@ impl<'a> Invocation<'a> {
             stdout,
             stderr,
             started,
+            signalled: None,
         }
     }
 }
@@ -267,6 +282,8 @@ impl<'a> Invocation<'a> {
 /// turns a binary that never exits into a failing test instead of a stuck
 /// test run.
 const RUN_LIMIT: Duration = Duration::from_secs(600);
+/// How long a run may take to reach the moment a test signals it.
+const READY_LIMIT: Duration = Duration::from_secs(60);
 
 /// A started run of the binary.
 struct Running {
@@ -281,6 +298,8 @@ struct Running {
     stdout: JoinHandle<String>,
     stderr: JoinHandle<String>,
     started: Instant,
+    /// When a test signalled the run.
+    signalled: Option<Instant>,
 }
 
 impl Running {
@@ -321,6 +340,7 @@ impl Running {
                 .as_ref()
                 .and_then(|p| std::fs::read_to_string(p).ok()),
             elapsed,
+            after_signal: self.signalled.map(|t| t.elapsed()),
         }
     }
 }
