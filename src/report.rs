@@ -138,31 +138,13 @@ pub(crate) fn install_panic_hook(
 /// code: the run's own, or `EXIT_OUTPUTS_NOT_WRITTEN` when a successful
 /// run's outputs could not be delivered to `GITHUB_OUTPUT` or the outputs
 /// file (later steps would read nothing). The step summary is a convenience:
-/// losing it is only a warning.
+/// losing it is only a warning. `fanout` is what a plan or a several-target run adds: its outputs, and
+/// its table in place of the one-deploy summary.
 #[allow(
     clippy::too_many_arguments,
     reason = "the report needs every piece of the run; a struct would only rename them"
 )]
 pub(crate) fn report(
-    rep: &Arc<Mutex<Reporter>>,
-    ci_env: &CiEnv,
-    out: &OutputSettings,
-    state: &Mutex<State>,
-    kind: DeployKind,
-    cfg: Option<&Config>,
-    inputs: &Inputs,
-    result: &Result<(), Failure>,
-) -> u8 {
-    report_with(rep, ci_env, out, state, kind, cfg, inputs, result, None)
-}
-
-/// [`report`], with what a plan or a several-target run adds: its outputs,
-/// and its table in place of the one-deploy summary.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the report needs every piece of the run; a struct would only rename them"
-)]
-pub(crate) fn report_with(
     rep: &Arc<Mutex<Reporter>>,
     ci_env: &CiEnv,
     out: &OutputSettings,

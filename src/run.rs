@@ -9,7 +9,7 @@ use crate::cli::Cli;
 use crate::config::{self, Config, Target};
 use crate::flow::{self, Ctx, State};
 use crate::outcome::Failure;
-use crate::report::{self, install_panic_hook, report, report_with};
+use crate::report::{self, install_panic_hook, report};
 use crate::{archive, baseten, chain, github, model, net};
 
 /// Reads one environment variable as `std::env::var` does, so a value that
@@ -193,7 +193,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
             Ok(_) => None,
         };
         if let Some((result, fanout)) = fan {
-            return report_with(
+            return report(
                 &rep,
                 &ci_env,
                 &out_settings,
@@ -250,6 +250,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
         cfg.as_ref(),
         &inputs,
         &result,
+        None,
     )
 }
 

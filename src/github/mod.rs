@@ -427,27 +427,9 @@ impl Session {
             }
         }
         if self.commit_status && self.open_for(Feature::CommitStatus) {
-            let mut body = json!({
-                "state": "pending",
-                "context": self.context(name),
-                "description": "Deploying to Baseten",
-            });
-            if let Some(u) = &self.run_url {
-                body["target_url"] = json!(u);
-            }
-            if let Err(e) = self
-                .client
-                .send(
-                    &REPEATABLE,
-                    Method::POST,
-                    &["statuses", sha],
-                    &[],
-                    Some(&body),
-                )
-                .await
-            {
-                self.warn(Feature::CommitStatus, "set the commit status", &e);
-            }
+            let link = self.run_url.clone();
+            self.commit_status(sha, "pending", name, "Deploying to Baseten", link)
+                .await;
         }
     }
 
@@ -563,27 +545,41 @@ impl Session {
             && self.open_for(Feature::CommitStatus)
             && let Some(sha) = self.sha.as_deref()
         {
-            let mut body = json!({
-                "state": state,
-                "context": self.context(&name),
-                "description": description,
-            });
-            if let Some(u) = &link {
-                body["target_url"] = json!(u);
-            }
-            if let Err(e) = self
-                .client
-                .send(
-                    &REPEATABLE,
-                    Method::POST,
-                    &["statuses", sha],
-                    &[],
-                    Some(&body),
-                )
-                .await
-            {
-                self.warn(Feature::CommitStatus, "set the commit status", &e);
-            }
+            self.commit_status(sha, state, &name, &description, link.clone())
+                .await;
+        }
+    }
+
+    /// Sets the commit status of `sha` for the model or chain `name`,
+    /// linking `link`; a refusal is a warning.
+    async fn commit_status(
+        &self,
+        sha: &str,
+        state: &str,
+        name: &str,
+        description: &str,
+        link: Option<String>,
+    ) {
+        let mut body = json!({
+            "state": state,
+            "context": self.context(name),
+            "description": description,
+        });
+        if let Some(u) = link {
+            body["target_url"] = json!(u);
+        }
+        if let Err(e) = self
+            .client
+            .send(
+                &REPEATABLE,
+                Method::POST,
+                &["statuses", sha],
+                &[],
+                Some(&body),
+            )
+            .await
+        {
+            self.warn(Feature::CommitStatus, "set the commit status", &e);
         }
     }
 
