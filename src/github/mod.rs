@@ -545,7 +545,7 @@ impl Session {
             && self.open_for(Feature::CommitStatus)
             && let Some(sha) = self.sha.as_deref()
         {
-            self.commit_status(sha, state, &name, &description, link.clone())
+            self.commit_status(sha, state, &name, &description, link)
                 .await;
         }
     }
