@@ -32,7 +32,7 @@ const PROMOTE_ROUNDS: u32 = 3;
 const CANCELLED_ROLLBACK_SECS: u64 = 3;
 /// A rollback started when the run's budget is (nearly) spent still gets
 /// this long, taken from the cleanup's minute.
-const ROLLBACK_FLOOR_SECS: u64 = 15;
+const ROLLBACK_FLOOR_SECS: u64 = 10;
 /// Each kind of rollback request is sent at most this often.
 const ROLLBACK_SENDS_MAX: u32 = 3;
 
