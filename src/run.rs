@@ -318,6 +318,7 @@ pub(crate) async fn execute(
         r = deploying => (r, false),
         sig = stop.flow() => {
             rep.lock().unwrap().finish();
+            state.lock().unwrap().cancelled_at = Some(Instant::now());
             (Err(Failure::Cancelled(sig)), true)
         }
     };
