@@ -115,6 +115,17 @@ pub(crate) fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String
     (settings, err.or(json_err))
 }
 
+/// Whether stdout carries a document (`print-config`, `plan`) rather than
+/// the log: then every log line, `::add-mask::` included, goes to stderr.
+/// A value that is not a boolean is refused later; here it counts as off.
+pub(crate) fn stdout_is_data(inputs: &Inputs) -> bool {
+    ["print-config", "plan"].iter().any(|name| {
+        inputs
+            .trimmed(name)
+            .is_some_and(|v| parse_bool(name, v) == Ok(true))
+    })
+}
+
 fn output_file_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
     let Some(path) = inputs.trimmed("output-file") else {
         return (OutputSettings::default(), None);

@@ -1,0 +1,169 @@
+//! What the CI reads is exactly what the run meant: stdout stays one JSON
+//! document on GitHub when it carries one, and no text the run echoes (a
+//! deployment's log, a streamed token, a directory name, an error) can
+//! become a workflow command, read the way the runner reads the log.
+
+use fake_baseten::FakeBaseten;
+use fake_baseten::scenario::{LogLineSpec, Scenario};
+use fake_baseten::workflow_log::workflow_commands;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use serde_json::Value;
+
+use crate::harness::*;
+
+const GH_TOKEN: &str = "ghs_canary_20a_1f2e3d4c5b6a";
+const ACTIVE: &str = "deployments:\n  default: [[0, ACTIVE]]\n";
+
+#[test]
+fn json_print_config_and_plan_on_github_keep_stdout_one_document() {
+    let fake = fake(ACTIVE);
+    let on_github = || {
+        Invocation::new(&fake)
+            .model(example_model())
+            .env("GITHUB_ACTIONS", "true")
+            .arg("github-token", GH_TOKEN)
+    };
+    let runs = [
+        ("json", on_github().arg("json", "true")),
+        ("print-config", on_github().arg("print-config", "true")),
+        ("plan", on_github().arg("plan", "true")),
+    ];
+    for (mode, inv) in runs {
+        let run = inv.run();
+        assert_eq!(run.code, 0, "{mode}: {run:?}");
+        serde_json::from_str::<Value>(&run.stdout)
+            .unwrap_or_else(|e| panic!("{mode}: stdout is not one JSON document ({e}): {run:?}"));
+        // The masks still reach the runner, which reads stderr too.
+        for secret in [API_KEY, GH_TOKEN] {
+            assert!(
+                run.stderr.contains(&format!("::add-mask::{secret}\n")),
+                "{mode}: {run:?}"
+            );
+        }
+        assert!(!run.stdout.contains("::"), "{mode}: {run:?}");
+    }
+}
+
+/// Hostile text: fragments that end a line for the runner or a viewer, or
+/// forge a command (each forged one is recognisable: a `forged` name, an
+/// `add-mask` of something that is not a secret, a `stop-commands` token
+/// that is not ours, a `FORGED` property), mixed with any character.
+fn hostile() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        Just("\r".to_string()),
+        Just("\n".to_string()),
+        Just("\r\n".to_string()),
+        Just("\u{2028}".to_string()),
+        Just("\u{2029}".to_string()),
+        Just("\u{85}".to_string()),
+        Just("%0D".to_string()),
+        Just("%0A".to_string()),
+        Just("::".to_string()),
+        Just("::forged-cmd::x".to_string()),
+        Just("::add-mask::FORGED".to_string()),
+        Just("::error title=FORGED::x".to_string()),
+        Just("::stop-commands::abc".to_string()),
+        Just("##[forged-legacy]x".to_string()),
+        Just(" \t".to_string()),
+        any::<char>().prop_map(String::from),
+    ];
+    proptest::collection::vec(piece, 1..16).prop_map(|v| v.concat())
+}
+
+/// Why `log` would make the runner do something the run did not mean.
+fn forged(log: &str) -> Option<String> {
+    for c in workflow_commands(log) {
+        let ours_fence = |t: &str| t.len() == 32 && t.chars().all(|c| c.is_ascii_hexdigit());
+        let bad = c.name.starts_with("forged")
+            || c.properties.contains("FORGED")
+            || (c.name == "add-mask" && c.data != API_KEY)
+            || (c.name == "stop-commands" && !ours_fence(&c.data));
+        if bad {
+            return Some(format!("{c:?}"));
+        }
+    }
+    None
+}
+
+/// A directory name from hostile text: no `/` or NUL, at most 200 bytes.
+fn dir_name(text: &str) -> String {
+    let mut name = String::new();
+    for c in text
+        .chars()
+        .map(|c| if c == '/' || c == '\0' { '_' } else { c })
+    {
+        if name.len() + c.len_utf8() > 200 {
+            break;
+        }
+        name.push(c);
+    }
+    match name.as_str() {
+        "" | "." | ".." => format!("m{name}"),
+        _ => name,
+    }
+}
+
+fn hostile_fake(text: &str) -> FakeBaseten {
+    let mut s = Scenario::from_yaml(
+        "manual_clock: true\ndeployments:\n  default: [[0, BUILDING], [1, ACTIVE]]\n",
+    )
+    .expect("scenario parses")
+    .with_api_key(API_KEY);
+    s.logs.push(LogLineSpec {
+        at: 0.0,
+        message: text.to_string(),
+        replica: None,
+        level: None,
+        model: None,
+    });
+    s.predict.stream.token = text.to_string();
+    s.predict.stream.tokens = 2;
+    FakeBaseten::start_in_background(s).expect("fake starts")
+}
+
+#[test]
+fn hostile_text_in_logs_tokens_and_paths_never_becomes_a_workflow_command() {
+    let mut runner = TestRunner::new(Config {
+        cases: 12,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&(hostile(), any::<bool>()), |(text, json)| {
+        let scripted = hostile_fake(&text);
+        // The text in a deployment's log and in streamed tokens.
+        let echoed = Invocation::new(&scripted)
+            .model(example_model())
+            .env("GITHUB_ACTIONS", "true")
+            .arg("predict-payload", r#"{"stream": true}"#)
+            .arg("json", json.to_string())
+            .run_stepping_clock(&[("rest.get_logs", 1.0)]);
+        prop_assert_eq!(echoed.code, 0, "{:?}", echoed);
+        // The text in a directory's name (wrapped: a path is trimmed).
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join(format!("m{}m", dir_name(&text)));
+        std::fs::create_dir_all(dir.join("model")).unwrap();
+        for f in ["config.yaml", "model/model.py"] {
+            std::fs::copy(example_model().join(f), dir.join(f)).unwrap();
+        }
+        let plain = fake(ACTIVE);
+        let named = Invocation::new(&plain)
+            .model(&dir)
+            .env("GITHUB_ACTIONS", "true")
+            .arg("json", json.to_string())
+            .run();
+        for (what, run) in [("log and tokens", &echoed), ("directory", &named)] {
+            for (stream, log) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+                if let Some(c) = forged(log) {
+                    return Err(TestCaseError::fail(format!(
+                        "{what}: {stream} makes the runner execute {c}: {run:?}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
