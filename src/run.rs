@@ -180,14 +180,13 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     // Several targets, a plan or change detection take their own road; one
     // target named plainly takes today's, unchanged.
     if early.is_none() {
-        let lookup = |k: &str| env(k).ok();
         let plan = inputs
             .trimmed("plan")
             .map(|v| config::parse_bool("plan", v))
             .transpose();
         let fan = match plan {
             Err(e) => Some((Err(Failure::InvalidInput(e)), None)),
-            Ok(Some(true)) => Some(crate::plan::run(&inputs, &lookup, &rep, out_settings.json)),
+            Ok(Some(true)) => Some(crate::plan::run(&inputs, &*env, &rep, out_settings.json)),
             Ok(_) if crate::multi::wanted(&inputs) => {
                 Some(crate::multi::run(&inputs, &*env, &rep, &state, &mut signals).await)
             }

@@ -167,3 +167,111 @@ fn hostile_text_in_logs_tokens_and_paths_never_becomes_a_workflow_command() {
         panic!("{e}");
     }
 }
+
+#[test]
+fn a_command_line_parse_error_still_writes_the_json_and_the_outputs_file() {
+    let mut inv = Invocation::bare()
+        .model(example_model())
+        .arg("json", "true")
+        .outputs_file("outputs.json");
+    inv.args.push("--no-such-flag".into());
+    let run = inv.run();
+    assert_eq!(run.code, 2, "{run:?}");
+    let v: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("stdout is one JSON document ({e}): {run:?}"));
+    assert_eq!(v["exit-code"], 2);
+    assert_eq!(v["status"], "deploy_failed");
+    assert!(
+        v["error-message"]
+            .as_str()
+            .unwrap()
+            .contains("--no-such-flag"),
+        "{v}"
+    );
+    let file: Value = serde_json::from_str(run.outputs_file.as_deref().expect("outputs file"))
+        .expect("the outputs file is JSON");
+    assert_eq!(file["status"], "deploy_failed");
+    assert_eq!(run.out("status"), "deploy_failed");
+}
+
+#[test]
+fn a_plan_refuses_every_input_a_deploy_refuses() {
+    let fake = fake(ACTIVE);
+    for (name, value, said) in [
+        ("max-parallel", "0", "max-parallel"),
+        ("fail-fast", "maybe", "fail-fast must be true or false"),
+        ("labels", "[1]", "labels must be a JSON object"),
+        ("predict-timeout", "0", "predict-timeout"),
+    ] {
+        let run = Invocation::bare()
+            .model(example_model())
+            .arg("plan", "true")
+            .arg(name, value)
+            .run();
+        assert_eq!(run.code, 2, "{name}={value}: {run:?}");
+        assert!(run.out("error-message").contains(said), "{run:?}");
+        assert_eq!(run.stdout, "", "no matrix for a refused plan: {run:?}");
+        assert!(!run.outputs.contains_key("matrix"), "{run:?}");
+    }
+    // The same plan with valid inputs, and no key: a matrix.
+    let run = Invocation::bare()
+        .model(example_model())
+        .arg("plan", "true")
+        .arg("max-parallel", "3")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.out("targets-count"), "1");
+    assert!(fake.requests().is_empty());
+}
+
+fn models(n: usize) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    for i in 0..n {
+        let d = root.path().join(format!("m{i:03}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("config.yaml"), format!("model_name: m{i:03}\n")).unwrap();
+    }
+    root
+}
+
+#[test]
+fn a_plan_over_256_targets_warns_about_githubs_matrix_limit() {
+    for (n, warned) in [(256, false), (257, true)] {
+        let root = models(n);
+        let run = Invocation::bare()
+            .arg("truss-directory", root.path().to_str().unwrap())
+            .arg("plan", "true")
+            .env("GITHUB_ACTIONS", "true")
+            .run();
+        assert_eq!(run.code, 0, "{n}: {run:?}");
+        assert_eq!(run.out("targets-count"), n.to_string());
+        let matrix: Value = serde_json::from_str(&run.stdout).expect("stdout is the matrix");
+        assert_eq!(matrix["include"].as_array().unwrap().len(), n);
+        let warning = format!(
+            "::warning::the plan has {n} targets, but a GitHub Actions matrix runs at most 256 jobs"
+        );
+        assert_eq!(run.stderr.contains(&warning), warned, "{n}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn a_model_name_with_a_bidi_override_is_refused_before_any_request() {
+    let fake = fake(ACTIVE);
+    for name in [
+        "model\u{202e}lmth.exe",
+        "a\u{2066}b\u{2069}",
+        "zero\u{200b}width",
+    ] {
+        let run = Invocation::new(&fake)
+            .model(example_model())
+            .arg("model-name", name)
+            .run();
+        assert_eq!(run.code, 2, "{name:?}: {run:?}");
+        assert!(
+            run.out("error-message")
+                .contains("model-name contains an invisible formatting character"),
+            "{run:?}"
+        );
+    }
+    assert!(fake.requests().is_empty(), "{:?}", fake.requests());
+}
