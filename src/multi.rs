@@ -329,7 +329,9 @@ fn finish(
         for n in &d.state.notes {
             details.push(format!("{}: {n}", p.found.path.display()));
         }
+        // Both secrets, whatever a target's message quoted.
         out.redact(key);
+        out.redact(inputs.trimmed("github-token").unwrap_or_default());
         let mut fields = vec![
             ("target", p.found.path.to_string_lossy().into_owned()),
             ("kind", p.found.kind.as_str().to_string()),

@@ -33,7 +33,7 @@ pub(crate) use format::format_deploy_time;
 pub(crate) use format::{format_bytes, format_utc, human_duration as human};
 pub(crate) use json::render_result;
 pub(crate) use outputs::OutputsFormat;
-pub(crate) use outputs::{Outputs, append_github_output, redact, write_outputs_file};
+pub(crate) use outputs::{Outputs, append_github_output, write_outputs_file};
 pub(crate) use reporter::{Level, Reporter, Sink};
 pub(crate) use summary::{Cell, TableSummary, append_table_summary};
 pub(crate) use summary::{DeployKind, StreamStats, SummaryInput, append_step_summary};

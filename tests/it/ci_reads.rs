@@ -275,3 +275,38 @@ fn a_model_name_with_a_bidi_override_is_refused_before_any_request() {
     }
     assert!(fake.requests().is_empty(), "{:?}", fake.requests());
 }
+
+#[test]
+fn several_targets_keep_the_github_token_out_of_the_summary_and_results() {
+    let fake = fake(
+        "deployments:\n  default: [[0, ACTIVE]]\n  by_model: {bad: [[0, BUILDING], [0.1, BUILD_FAILED]]}\n",
+    );
+    // Both targets' paths, so every row and the failed one's error quote it.
+    let root = tempfile::tempdir().unwrap();
+    for name in ["good", "bad"] {
+        let d = root.path().join(format!("{name}-{GH_TOKEN}"));
+        std::fs::create_dir_all(d.join("model")).unwrap();
+        std::fs::write(d.join("config.yaml"), format!("model_name: {name}\n")).unwrap();
+        std::fs::copy(
+            example_model().join("model/model.py"),
+            d.join("model/model.py"),
+        )
+        .unwrap();
+    }
+    let run = Invocation::new(&fake)
+        .arg("truss-directory", root.path().to_str().unwrap())
+        .arg("github-token", GH_TOKEN)
+        .arg("json", "true")
+        .env("GITHUB_ACTIONS", "true")
+        .outputs_file("outputs.json")
+        .run();
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.out("targets-count"), "2", "{run:?}");
+    assert!(run.summary.contains("bad-***"), "{}", run.summary);
+    assert!(run.summary.contains("BUILD_FAILED"), "{}", run.summary);
+    assert!(run.out("results").contains("bad-***"), "{run:?}");
+    // Only the mask itself names it.
+    let mask = format!("::add-mask::{GH_TOKEN}\n");
+    let seen = run.everything().replacen(&mask, "", 1);
+    assert!(!seen.contains(GH_TOKEN), "{seen}");
+}
