@@ -310,3 +310,53 @@ fn several_targets_keep_the_github_token_out_of_the_summary_and_results() {
     let seen = run.everything().replacen(&mask, "", 1);
     assert!(!seen.contains(GH_TOKEN), "{seen}");
 }
+
+#[test]
+fn a_pull_request_target_run_names_the_deployment_after_the_pr_head() {
+    use fake_baseten::github::FakeGitHub;
+    const BASE: &str = "ba5eba5eba5eba5eba5eba5eba5eba5eba5eba5e";
+    const HEAD: &str = "4ead4ead4ead4ead4ead4ead4ead4ead4ead4ead";
+    let fake = fake(ACTIVE);
+    let gh = FakeGitHub::builder(GH_TOKEN)
+        .start_in_background()
+        .expect("the fake GitHub starts");
+    let events = tempfile::tempdir().unwrap();
+    let event = events.path().join("event.json");
+    std::fs::write(
+        &event,
+        serde_json::json!({
+            "action": "synchronize",
+            "number": 42,
+            "pull_request": {"number": 42, "head": {"sha": HEAD}, "base": {"sha": BASE}},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let mut inv = Invocation::new(&fake).model(example_model());
+    inv.args.retain(|a| !a.starts_with("--deployment-name"));
+    // pull_request_target: the ref and GITHUB_SHA are the base branch's.
+    let run = inv
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_EVENT_NAME", "pull_request_target")
+        .env("GITHUB_EVENT_PATH", event.to_str().unwrap())
+        .env("GITHUB_REF", "refs/heads/main")
+        .env("GITHUB_SHA", BASE)
+        .env("GITHUB_API_URL", gh.api_url())
+        .env("GITHUB_REPOSITORY", gh.repository())
+        .arg("github-token", GH_TOKEN)
+        .arg("pr-comment", "true")
+        .arg("commit-status", "true")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    let created = mutations(&fake);
+    let sent = serde_json::to_string(&created[0].graphql.as_ref().unwrap().arguments).unwrap();
+    assert!(sent.contains("\"PR-42_4ead4ea\""), "{sent}");
+    let comments = gh.comments();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert_eq!(comments[0].issue, 42);
+    let statuses = gh.commit_statuses();
+    assert!(
+        !statuses.is_empty() && statuses.iter().all(|s| s.sha == HEAD),
+        "{statuses:?}"
+    );
+}
