@@ -291,12 +291,17 @@ impl Session {
         };
         let (kind, early_name) = match &cfg.target {
             Target::Model { .. } => (DeployKind::Model, cfg.model_name.clone()),
+            // A chain's name is the one in its code, read as the plan reads
+            // it (codegen confirms it later): every `chain.py` gets its own
+            // environment and commit-status context from the start.
             Target::Chain { file } => (
                 DeployKind::Chain,
                 if cfg.model_name.is_empty() {
-                    file.file_stem()
-                        .map(|s| s.to_string_lossy().into_owned())
-                        .unwrap_or_default()
+                    crate::targets::chain_name(file).unwrap_or_else(|_| {
+                        file.file_stem()
+                            .map(|s| s.to_string_lossy().into_owned())
+                            .unwrap_or_default()
+                    })
                 } else {
                     cfg.model_name.clone()
                 },
@@ -545,8 +550,18 @@ impl Session {
             && self.open_for(Feature::CommitStatus)
             && let Some(sha) = self.sha.as_deref()
         {
-            self.commit_status(sha, state, &name, &description, link)
+            self.commit_status(sha, state, &name, &description, link.clone())
                 .await;
+            // The name codegen found differs from the one the code reads
+            // as: the pending status opened under the early name ends too.
+            if name != self.early_name {
+                let moved = comment::cut(
+                    &format!("{description} (see {})", self.context(&name)),
+                    comment::DESCRIPTION_MAX_CHARS,
+                );
+                self.commit_status(sha, state, &self.early_name, &moved, link)
+                    .await;
+            }
         }
     }
 

@@ -360,3 +360,55 @@ fn a_pull_request_target_run_names_the_deployment_after_the_pr_head() {
         "{statuses:?}"
     );
 }
+
+#[test]
+fn each_chain_file_has_its_own_environment_and_its_pending_status_resolves() {
+    use crate::chain_harness::{chain_run, fixture};
+    use fake_baseten::github::FakeGitHub;
+    const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+    let fake = fake("time_scale: 1\nchainlets:\n  default: [[0, MODEL_READY]]\n");
+    let gh = FakeGitHub::builder(GH_TOKEN)
+        .start_in_background()
+        .expect("the fake GitHub starts");
+    // Two chains in files both called chain.py, each in its own folder.
+    let root = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (dir, source) in [
+        ("a", "chains/two/two_chain.py"),
+        ("b", "chains/three/three_chain.py"),
+    ] {
+        std::fs::create_dir_all(root.path().join(dir)).unwrap();
+        let file = root.path().join(dir).join("chain.py");
+        std::fs::copy(fixture(source), &file).unwrap();
+        files.push(file);
+    }
+    for file in &files {
+        let run = chain_run(&fake, file)
+            .env("GITHUB_API_URL", gh.api_url())
+            .env("GITHUB_REPOSITORY", gh.repository())
+            .env("GITHUB_SHA", SHA)
+            .env("GITHUB_REF", "refs/heads/main")
+            .arg("github-token", GH_TOKEN)
+            .arg("github-deployment", "true")
+            .arg("commit-status", "true")
+            .run();
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let environments: Vec<String> = gh
+        .deployments()
+        .into_iter()
+        .map(|d| d.environment)
+        .collect();
+    assert_eq!(environments, ["baseten-two-chain", "baseten-WordCount"]);
+    let statuses = gh.commit_statuses();
+    for name in ["two-chain", "WordCount"] {
+        let context = format!("truss-push / chain {name}");
+        let states: Vec<&str> = statuses
+            .iter()
+            .filter(|s| s.context == context)
+            .map(|s| s.state.as_str())
+            .collect();
+        assert_eq!(states, ["pending", "success"], "{context}: {statuses:?}");
+    }
+    assert_eq!(statuses.len(), 4, "no other context: {statuses:?}");
+}
