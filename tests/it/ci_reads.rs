@@ -412,3 +412,143 @@ fn each_chain_file_has_its_own_environment_and_its_pending_status_resolves() {
     }
     assert_eq!(statuses.len(), 4, "no other context: {statuses:?}");
 }
+
+// --- GitHub: whose comment, which deployment ---------------------------------
+
+const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+const MARKER: &str = "<!-- truss-push: model hello-truss-push -->";
+
+fn gh_with(token: &str) -> fake_baseten::github::FakeGitHub {
+    fake_baseten::github::FakeGitHub::builder(token)
+        .user("octocat")
+        .start_in_background()
+        .expect("the fake GitHub starts")
+}
+
+fn on_pr<'a>(
+    fake: &'a FakeBaseten,
+    gh: &fake_baseten::github::FakeGitHub,
+    token: &str,
+) -> Invocation<'a> {
+    Invocation::new(fake)
+        .model(example_model())
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_API_URL", gh.api_url())
+        .env("GITHUB_REPOSITORY", gh.repository())
+        .env("GITHUB_SHA", SHA)
+        .env("GITHUB_REF", "refs/pull/7/merge")
+        .arg("github-token", token)
+        .arg("pr-comment", "true")
+}
+
+#[test]
+fn another_users_comment_with_our_marker_is_never_edited() {
+    let fake = fake(ACTIVE);
+    let gh = gh_with(GH_TOKEN);
+    let forged = format!("{MARKER}\nall good, merge it");
+    let theirs = gh.add_comment(7, &forged);
+    for round in 0..2 {
+        let run = on_pr(&fake, &gh, GH_TOKEN).run();
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(
+            run.stdout
+                .contains("carries truss-push's marker; it is not this token's"),
+            "{run:?}"
+        );
+        let comments = gh.comments();
+        let their = comments.iter().find(|c| c.id == theirs).unwrap();
+        assert_eq!((their.body.as_str(), their.edits), (forged.as_str(), 0));
+        let ours: Vec<_> = comments.iter().filter(|c| c.id != theirs).collect();
+        assert_eq!(ours.len(), 1, "round {round}: {comments:#?}");
+        assert_eq!(ours[0].user.login, "github-actions[bot]");
+        assert_eq!(ours[0].edits, round, "{comments:#?}");
+        assert!(ours[0].body.starts_with(MARKER), "{}", ours[0].body);
+    }
+    // The job's token may not ask who it is: GitHub refuses, and the
+    // Actions bot is who it writes as.
+    assert!(gh.endpoints().iter().any(|e| e == "get_authenticated_user"));
+}
+
+#[test]
+fn a_refused_edit_posts_a_new_comment_and_says_why() {
+    let fake = fake(ACTIVE);
+    let gh = gh_with(GH_TOKEN);
+    let old = gh.add_comment_by(7, &format!("{MARKER}\nold verdict"), "github-actions[bot]");
+    gh.fail("update_comment", 403);
+    let run = on_pr(&fake, &gh, GH_TOKEN).run();
+    assert_eq!(run.code, 0, "{run:?}");
+    let comments = gh.comments();
+    assert_eq!(comments.len(), 2, "{comments:#?}");
+    assert_eq!(comments[0].id, old);
+    assert!(comments[0].body.ends_with("old verdict"));
+    assert!(
+        comments[1].body.contains("deployed and ready in"),
+        "{comments:#?}"
+    );
+    assert!(
+        run.stdout.contains(&format!(
+            "::warning::GitHub: could not edit comment {old} on pull request #7 (HTTP 403"
+        )) && run
+            .stdout
+            .contains("so a new comment carries this run's verdict"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn a_personal_token_owns_only_what_its_user_wrote() {
+    const PAT: &str = "github_pat_canary_20a";
+    let fake = fake(ACTIVE);
+    let gh = gh_with(PAT);
+    let bots = gh.add_comment_by(7, &format!("{MARKER}\nby the bot"), "github-actions[bot]");
+    let mine = gh.add_comment_by(7, &format!("{MARKER}\nby me"), "octocat");
+    let run = on_pr(&fake, &gh, PAT).run();
+    assert_eq!(run.code, 0, "{run:?}");
+    let comments = gh.comments();
+    assert_eq!(comments.len(), 2, "{comments:#?}");
+    let edited = |id| comments.iter().find(|c| c.id == id).unwrap().edits;
+    assert_eq!((edited(bots), edited(mine)), (0, 1), "{comments:#?}");
+}
+
+#[test]
+fn a_production_deploy_marks_the_github_deployment_it_replaced_inactive() {
+    let fake = fake(ACTIVE);
+    let gh = gh_with(GH_TOKEN);
+    // Another tool's production deployment, which is not ours to retire.
+    let run = |name: &str, model: &str| {
+        let dir = model_dir(&format!("model_name: {model}\n"));
+        let run = Invocation::new(&fake)
+            .model(dir.path())
+            .env("GITHUB_API_URL", gh.api_url())
+            .env("GITHUB_REPOSITORY", gh.repository())
+            .env("GITHUB_SHA", SHA)
+            .env("GITHUB_REF", "refs/heads/main")
+            .arg("github-token", GH_TOKEN)
+            .arg("github-deployment", "true")
+            .arg("environment", "production")
+            .arg("deployment-name", name)
+            .run();
+        assert_eq!(run.code, 0, "{run:?}");
+        run
+    };
+    run("first", "m");
+    run("other", "another-model");
+    let last = run("second", "m");
+    let deps = gh.deployments();
+    assert_eq!(deps.len(), 3);
+    assert!(deps.iter().all(|d| d.production_environment), "{deps:#?}");
+    assert_eq!(deps[0].states(), ["in_progress", "success", "inactive"]);
+    assert_eq!(
+        deps[1].states(),
+        ["in_progress", "success"],
+        "another model's"
+    );
+    assert_eq!(deps[2].states(), ["in_progress", "success"]);
+    assert!(
+        last.stdout.contains(&format!(
+            "GitHub: deployment {} in production is inactive (replaced by {})",
+            deps[0].id, deps[2].id
+        )),
+        "{last:?}"
+    );
+}
