@@ -53,12 +53,15 @@ fn non_empty(v: Option<String>) -> Option<String> {
 /// real event.
 pub(crate) const EVENT_FILE_MAX_MIB: u64 = 25;
 
+/// A pull request's number and head sha, as an event payload names them.
+type EventPullRequest = (Option<u64>, Option<String>);
+
 /// The pull request a GitHub event is about: its number and head sha, from
 /// `pull_request` in the payload (`pull_request`, `pull_request_target`,
 /// review events). A missing or unreadable payload, or another event, gives
 /// `None`; one that is not a regular file or is too large is an error,
 /// because reading it could block forever or exhaust memory.
-fn github_pull_request(event_path: &str) -> Result<Option<(Option<u64>, Option<String>)>, String> {
+fn github_pull_request(event_path: &str) -> Result<Option<EventPullRequest>, String> {
     let bytes = match crate::files::read_regular_file(Path::new(event_path), EVENT_FILE_MAX_MIB) {
         Ok(b) => b,
         Err(ReadError::Io(_)) => return Ok(None),

@@ -641,7 +641,7 @@ mod tests {
         let fence = |name: &str| name.len() == 32 && name.chars().all(|c| c.is_ascii_hexdigit());
         commands
             .into_iter()
-            .filter(|c| !(c.name == "stop-commands" && fence(&c.data)) && !fence(&c.name))
+            .filter(|c| !(fence(&c.name) || c.name == "stop-commands" && fence(&c.data)))
             .map(|c| (c.name, c.data))
             .collect()
     }
