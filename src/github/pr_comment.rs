@@ -16,6 +16,8 @@ use super::{COMMENT_PAGES_MAX, COMMENTS_PER_PAGE, Feature, Session, comment};
 
 /// The login GitHub Actions' own token writes as.
 const ACTIONS_BOT_LOGIN: &str = "github-actions[bot]";
+/// The GitHub App behind that bot, as `performed_via_github_app` names it.
+const ACTIONS_APP_SLUG: &str = "github-actions";
 
 /// Who this token writes as, when it can be learned.
 #[derive(Debug, PartialEq, Eq)]
@@ -32,7 +34,15 @@ pub(super) fn written_by(c: &Value, me: &Identity) -> bool {
     let kind = c.pointer("/user/type").and_then(Value::as_str);
     match me {
         Identity::User(name) => login.is_some_and(|l| l.eq_ignore_ascii_case(name)),
-        Identity::ActionsBot => login == Some(ACTIONS_BOT_LOGIN) && kind == Some("Bot"),
+        Identity::ActionsBot => {
+            // When GitHub names the app that wrote it, it must be Actions.
+            let app = c
+                .pointer("/performed_via_github_app/slug")
+                .and_then(Value::as_str);
+            login == Some(ACTIONS_BOT_LOGIN)
+                && kind == Some("Bot")
+                && app.is_none_or(|a| a == ACTIONS_APP_SLUG)
+        }
     }
 }
 
@@ -168,6 +178,12 @@ mod tests {
         assert!(!written_by(&by("github-actions[bot]", "User"), &bot));
         assert!(!written_by(&by("mallory", "User"), &bot));
         assert!(!written_by(&json!({}), &bot));
+        let via = |slug: &str| {
+            json!({"user": {"login": "github-actions[bot]", "type": "Bot"},
+                   "performed_via_github_app": {"slug": slug}})
+        };
+        assert!(written_by(&via("github-actions"), &bot));
+        assert!(!written_by(&via("some-other-app"), &bot));
         let me = Identity::User("Octocat".into());
         assert!(written_by(&by("octocat", "User"), &me));
         assert!(!written_by(&by("github-actions[bot]", "Bot"), &me));
