@@ -145,17 +145,18 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     let ci_env = CiEnv::from_lookup(|k| env(k).ok());
     let rep = Arc::new(Mutex::new(io.reporter));
     let inputs = cli.gather(&*env);
+    let (out_settings, out_err) = config::output_settings(&inputs);
+    if out_settings.json || config::stdout_is_data(&inputs) {
+        // Nothing but the document goes to stdout from here on, masks
+        // included (the runner reads commands on stderr too): an empty
+        // piece of data turns every log line to stderr.
+        rep.lock().unwrap().data("");
+    }
     for secret in ["baseten-api-key", "github-token"] {
         if let Some(k) = inputs.trimmed(secret) {
             rep.lock().unwrap().mask(k);
             crate::secret::register(k);
         }
-    }
-    let (out_settings, out_err) = config::output_settings(&inputs);
-    if out_settings.json {
-        // Nothing but the JSON result goes to stdout from here on: an empty
-        // piece of data turns every log line to stderr.
-        rep.lock().unwrap().data("");
     }
     let started = Instant::now();
     let state = Arc::new(Mutex::new(State {
@@ -179,14 +180,13 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     // Several targets, a plan or change detection take their own road; one
     // target named plainly takes today's, unchanged.
     if early.is_none() {
-        let lookup = |k: &str| env(k).ok();
         let plan = inputs
             .trimmed("plan")
             .map(|v| config::parse_bool("plan", v))
             .transpose();
         let fan = match plan {
             Err(e) => Some((Err(Failure::InvalidInput(e)), None)),
-            Ok(Some(true)) => Some(crate::plan::run(&inputs, &lookup, &rep, out_settings.json)),
+            Ok(Some(true)) => Some(crate::plan::run(&inputs, &*env, &rep, out_settings.json)),
             Ok(_) if crate::multi::wanted(&inputs) => {
                 Some(crate::multi::run(&inputs, &*env, &rep, &state, &mut signals).await)
             }

@@ -146,6 +146,16 @@ impl Client {
         url
     }
 
+    /// `GET {api}/user`: who the token is, for the tokens that may ask.
+    pub(super) async fn authenticated_user(&self) -> Result<Value, GhError> {
+        let mut url = self.base.clone();
+        if let Ok(mut segs) = url.path_segments_mut() {
+            segs.pop_if_empty();
+            segs.push("user");
+        }
+        self.send_to(&REPEATABLE, Method::GET, url, None).await
+    }
+
     /// Sends one request under `policy` and returns the answer's JSON
     /// (`null` for an empty body).
     pub(super) async fn send(
@@ -161,6 +171,16 @@ impl Client {
             url.query_pairs_mut()
                 .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
         }
+        self.send_to(policy, method, url, body).await
+    }
+
+    async fn send_to(
+        &self,
+        policy: &Policy,
+        method: Method,
+        url: Url,
+        body: Option<&Value>,
+    ) -> Result<Value, GhError> {
         if !may_carry_token(&url) {
             return Err(GhError::Refused(format!(
                 "refusing to send the GitHub token to {} over plain HTTP",

@@ -7,6 +7,7 @@ mod bad_input;
 mod cancel;
 mod chain_deploy;
 mod chain_harness;
+mod ci_reads;
 mod config_parity;
 mod environment;
 mod fanout;
