@@ -20,20 +20,101 @@ pub(crate) fn user_agent() -> String {
     )
 }
 
-fn pem_certs(path: &Path) -> Result<Vec<reqwest::Certificate>> {
-    let bytes =
-        std::fs::read(path).with_context(|| format!("reading CA file {}", path.display()))?;
-    reqwest::Certificate::from_pem_bundle(&bytes)
-        .with_context(|| format!("{} holds no PEM certificates", path.display()))
+const PEM_BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+const PEM_END: &str = "-----END CERTIFICATE-----";
+
+/// The `CERTIFICATE` blocks of a PEM text, each on its own so that one
+/// broken block cannot hide the others.
+fn pem_blocks(text: &str) -> Vec<&str> {
+    let mut blocks = Vec::new();
+    let mut rest = text;
+    while let Some(begin) = rest.find(PEM_BEGIN) {
+        let block = &rest[begin..];
+        match block.find(PEM_END) {
+            Some(end) => {
+                blocks.push(&block[..end + PEM_END.len()]);
+                rest = &block[end + PEM_END.len()..];
+            }
+            None => {
+                blocks.push(block);
+                break;
+            }
+        }
+    }
+    blocks
+}
+
+/// One PEM block as a root the TLS stack accepts, or `None`. Whether the
+/// DER inside is a certificate only shows when a client is built with it,
+/// so a client with this root alone is built to find out.
+fn usable_root(block: &str) -> Option<reqwest::Certificate> {
+    let cert = reqwest::Certificate::from_pem(block.as_bytes()).ok()?;
+    reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(cert.clone())
+        .build()
+        .ok()
+        .map(|_| cert)
+}
+
+/// Extra CA certificates from the environment, and what was skipped.
+#[derive(Debug, Default)]
+pub(crate) struct ExtraRoots {
+    pub(crate) certs: Vec<reqwest::Certificate>,
+    /// `path (certificate n)` for each block that could not be used.
+    pub(crate) skipped: Vec<String>,
+}
+
+impl ExtraRoots {
+    /// The one warning about skipped certificates, if any were.
+    pub(crate) fn warning(&self) -> Option<String> {
+        let (first, rest) = self.skipped.split_first()?;
+        let more = match rest.len() {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        Some(format!(
+            "skipped {} certificate(s) that cannot be parsed: {first}{more}; the other {} extra CA certificate(s) are used (fix or remove the broken ones in SSL_CERT_FILE / SSL_CERT_DIR)",
+            self.skipped.len(),
+            self.certs.len()
+        ))
+    }
+
+    /// Adds the usable certificates of one PEM file. A file with no
+    /// certificate block at all is not a CA file (c_rehash directories
+    /// hold other files) and is passed over quietly.
+    fn add_file(&mut self, path: &Path, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes);
+        for (i, block) in pem_blocks(&text).into_iter().enumerate() {
+            match usable_root(block) {
+                Some(c) => self.certs.push(c),
+                None => self
+                    .skipped
+                    .push(format!("{} (certificate {})", path.display(), i + 1)),
+            }
+        }
+    }
 }
 
 /// Extra CA certificates from the environment, on top of the bundled roots.
-pub(crate) fn extra_roots(
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<reqwest::Certificate>> {
-    let mut certs = Vec::new();
+/// A certificate that cannot be parsed is skipped (and listed) rather than
+/// failing every request: one stale entry in a corporate bundle must not
+/// stop deploys that never needed it. An unreadable `SSL_CERT_FILE` is an
+/// error: the user named that file.
+pub(crate) fn extra_roots(env: &dyn Fn(&str) -> Option<String>) -> Result<ExtraRoots> {
+    let mut roots = ExtraRoots::default();
     if let Some(file) = env(ev::SSL_CERT_FILE).filter(|s| !s.is_empty()) {
-        certs.extend(pem_certs(Path::new(&file)).context("SSL_CERT_FILE")?);
+        let bytes = std::fs::read(&file)
+            .with_context(|| format!("reading CA file {file}"))
+            .context("SSL_CERT_FILE")?;
+        let found = roots.certs.len() + roots.skipped.len();
+        roots.add_file(Path::new(&file), &bytes);
+        if roots.certs.len() + roots.skipped.len() == found {
+            anyhow::bail!(
+                "SSL_CERT_FILE: {file} holds no PEM certificate (-----BEGIN CERTIFICATE-----): point it at a PEM bundle"
+            );
+        }
     }
     if let Some(dir) = env(ev::SSL_CERT_DIR).filter(|s| !s.is_empty()) {
         for d in std::env::split_paths(&dir) {
@@ -47,15 +128,13 @@ pub(crate) fn extra_roots(
                 .collect();
             paths.sort();
             for p in paths {
-                // c_rehash directories hold hash-named links next to other
-                // files; anything that is not PEM is skipped, not fatal.
-                if let Ok(c) = pem_certs(&p) {
-                    certs.extend(c);
+                if let Ok(bytes) = std::fs::read(&p) {
+                    roots.add_file(&p, &bytes);
                 }
             }
         }
     }
-    Ok(certs)
+    Ok(roots)
 }
 
 /// Redirects the API client follows: a few, and only within one origin
@@ -101,7 +180,7 @@ fn builder(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::ClientBuilde
         .user_agent(user_agent())
         .connect_timeout(Duration::from_secs(CONNECT_TIMEOUT_SECS))
         .pool_idle_timeout(Duration::from_secs(30));
-    for cert in extra_roots(env)? {
+    for cert in extra_roots(env)?.certs {
         b = b.add_root_certificate(cert);
     }
     Ok(b)
@@ -143,9 +222,11 @@ mod tests {
             "SSL_CERT_DIR" => Some(d.clone()),
             _ => None,
         };
-        assert_eq!(extra_roots(&env).unwrap().len(), 2);
+        let roots = extra_roots(&env).unwrap();
+        assert_eq!((roots.certs.len(), roots.skipped.len()), (2, 0));
+        assert!(roots.warning().is_none());
         assert!(client(&env).is_ok());
-        assert!(extra_roots(&|_| None).unwrap().is_empty());
+        assert!(extra_roots(&|_| None).unwrap().certs.is_empty());
     }
 
     #[test]
@@ -156,5 +237,32 @@ mod tests {
             err.contains("SSL_CERT_FILE") && err.contains("/nonexistent/ca.pem"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_broken_certificate_is_skipped_and_the_rest_used() {
+        let good = std::fs::read_to_string(CA).unwrap();
+        let broken_base64 = format!("{PEM_BEGIN}\nnot base64 at all!!\n{PEM_END}\n");
+        let not_der = format!("{PEM_BEGIN}\nAAECAwQFBgcICQ==\n{PEM_END}\n");
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("bundle.pem");
+        std::fs::write(&bundle, format!("{broken_base64}{good}{not_der}")).unwrap();
+        let file = bundle.to_str().unwrap().to_string();
+        let env = |k: &str| (k == "SSL_CERT_FILE").then(|| file.clone());
+        let roots = extra_roots(&env).unwrap();
+        assert_eq!(roots.certs.len(), 1);
+        assert_eq!(
+            roots.skipped,
+            [
+                format!("{file} (certificate 1)"),
+                format!("{file} (certificate 3)")
+            ]
+        );
+        let w = roots.warning().unwrap();
+        assert!(
+            w.contains("skipped 2 certificate(s)") && w.contains("and 1 more"),
+            "{w}"
+        );
+        assert!(client(&env).is_ok());
     }
 }

@@ -282,6 +282,11 @@ pub(crate) async fn execute(
     }
     let http = net::client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
     let s3_http = net::s3_client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
+    // One warning for CA certificates that could not be used (they are
+    // skipped, the rest are used).
+    if let Some(w) = net::extra_roots(env).ok().and_then(|r| r.warning()) {
+        rep.lock().unwrap().warning(&w);
+    }
     let api = baseten::Api::new(http, cfg.endpoints.clone(), cfg.api_key.clone());
     // The run's budget: setup, upload, create and the wait share the wait
     // budget from the start; the smoke test and cleanup get their own

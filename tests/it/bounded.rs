@@ -1,5 +1,5 @@
 //! Bounded children and answers, and a model's own error failing fast: the
-//! chain helper's process group and output.
+//! chain helper's process group and output, broken extra CA certificates.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use crate::chain_harness::*;
 use crate::harness::*;
 
+const ACTIVE: &str = "deployments:\n  default: [[0, ACTIVE]]\n";
 const READY_CHAIN: &str = "time_scale: 1\nchainlets:\n  default: [[0, MODEL_READY]]\n";
 
 fn noisy_chain() -> std::path::PathBuf {
@@ -84,4 +85,32 @@ fn a_cancel_during_the_chains_import_stops_what_it_started() {
         !endpoints(&fake).iter().any(|e| e.contains("deploy_chain")),
         "nothing was deployed"
     );
+}
+
+#[test]
+fn a_broken_certificate_in_ssl_cert_file_is_skipped_with_one_warning() {
+    let fake = fake(ACTIVE);
+    let good = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/certs/test-ca.pem"),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("corporate.pem");
+    std::fs::write(
+        &bundle,
+        format!("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n{good}"),
+    )
+    .unwrap();
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .env("SSL_CERT_FILE", bundle.to_str().unwrap())
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let said = run.everything();
+    assert_eq!(
+        said.matches("skipped 1 certificate(s)").count(),
+        1,
+        "{run:?}"
+    );
+    assert!(said.contains("corporate.pem (certificate 1)"), "{said}");
 }
