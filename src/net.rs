@@ -1,6 +1,8 @@
 //! The one HTTP client: bundled public roots plus the CAs named by
 //! `SSL_CERT_FILE`/`SSL_CERT_DIR` (TLS-intercepting proxies), proxies from
-//! `HTTPS_PROXY`/`NO_PROXY`, and sane timeouts.
+//! `HTTPS_PROXY`/`NO_PROXY`, and sane timeouts; and the reading of every
+//! answer body within a cap, so no server can make the run hold more than
+//! what it needs.
 
 use std::path::Path;
 use std::time::Duration;
@@ -186,6 +188,101 @@ fn builder(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::ClientBuilde
     Ok(b)
 }
 
+/// Why an answer body could not be read whole.
+#[derive(Debug)]
+pub(crate) enum BodyError {
+    /// It is longer than `cap` bytes, the most its kind may need.
+    TooLarge { cap: usize },
+    /// The connection failed while the body was read.
+    Read(reqwest::Error),
+}
+
+impl BodyError {
+    /// What went wrong, naming the cap when that was it.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            BodyError::TooLarge { cap } => format!(
+                "the answer is larger than {}, the most truss-push reads for it",
+                size(*cap)
+            ),
+            BodyError::Read(e) => format!("the answer could not be read: {e}"),
+        }
+    }
+}
+
+/// `cap` bytes for people (caps are whole KiB or MiB).
+pub(crate) fn size(cap: usize) -> String {
+    if cap >= 1 << 20 && cap.is_multiple_of(1 << 20) {
+        format!("{} MiB", cap >> 20)
+    } else if cap >= 1 << 10 && cap.is_multiple_of(1 << 10) {
+        format!("{} KiB", cap >> 10)
+    } else {
+        format!("{cap} bytes")
+    }
+}
+
+/// Reads the whole body, refusing it once it passes `cap` bytes; a declared
+/// length over the cap is refused before any of it is read.
+pub(crate) async fn read_capped(
+    resp: &mut reqwest::Response,
+    cap: usize,
+) -> Result<Vec<u8>, BodyError> {
+    if resp.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(BodyError::TooLarge { cap });
+    }
+    // The chunks are kept as they came and joined once at the end: a
+    // growing buffer would double (and copy) on the way to the cap.
+    let mut chunks = Vec::new();
+    let mut len = 0;
+    while let Some(chunk) = resp.chunk().await.map_err(BodyError::Read)? {
+        len += chunk.len();
+        if len > cap {
+            return Err(BodyError::TooLarge { cap });
+        }
+        chunks.push(chunk);
+    }
+    let mut body = Vec::with_capacity(len);
+    for c in chunks {
+        body.extend_from_slice(&c);
+    }
+    Ok(body)
+}
+
+/// Reads the body's first `keep` bytes. With `drain` the rest is read and
+/// only counted (the call ends when the server's answer does, as a smoke
+/// test should); without, reading stops there (an error page, of which a
+/// few hundred characters are shown). Returns the head and how many bytes
+/// were read in all.
+pub(crate) async fn read_head(
+    resp: &mut reqwest::Response,
+    keep: usize,
+    drain: bool,
+) -> Result<(Vec<u8>, u64), reqwest::Error> {
+    let mut head = Vec::new();
+    let mut total = 0u64;
+    while let Some(chunk) = resp.chunk().await? {
+        total += chunk.len() as u64;
+        let room = keep.saturating_sub(head.len());
+        head.extend_from_slice(&chunk[..room.min(chunk.len())]);
+        if head.len() >= keep && !drain {
+            break;
+        }
+    }
+    Ok((head, total))
+}
+
+/// The first `max` bytes of a body for a message: escaped (a line break or
+/// a control character in it cannot start a log line of its own) and
+/// quoted, or `an empty body`.
+pub(crate) fn show_bytes(bytes: &[u8], max: usize) -> String {
+    if bytes.is_empty() {
+        return "an empty body".into();
+    }
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(max)]);
+    let more = if bytes.len() > max { "…" } else { "" };
+    format!("{:?}{more}", head.as_ref())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,5 +361,18 @@ mod tests {
             "{w}"
         );
         assert!(client(&env).is_ok());
+    }
+
+    #[test]
+    fn bodies_are_shown_escaped_and_cut() {
+        assert_eq!(show_bytes(b"", 10), "an empty body");
+        assert_eq!(
+            show_bytes(b"\xEF\xBB\xBF<html>\r\n::error::x", 64),
+            r#""\u{feff}<html>\r\n::error::x""#
+        );
+        assert_eq!(show_bytes(b"abcdef", 3), "\"abc\"…");
+        assert_eq!(size(16 << 20), "16 MiB");
+        assert_eq!(size(64 << 10), "64 KiB");
+        assert_eq!(size(100), "100 bytes");
     }
 }

@@ -287,7 +287,11 @@ pub(crate) async fn execute(
     if let Some(w) = net::extra_roots(env).ok().and_then(|r| r.warning()) {
         rep.lock().unwrap().warning(&w);
     }
-    let api = baseten::Api::new(http, cfg.endpoints.clone(), cfg.api_key.clone());
+    // Each retry of a platform call is said in the run's log.
+    let retry_log = Arc::clone(rep);
+    let api = baseten::Api::new(http, cfg.endpoints.clone(), cfg.api_key.clone()).with_retry_notes(
+        Arc::new(move |line: &str| retry_log.lock().unwrap().line(line)),
+    );
     // The run's budget: setup, upload, create and the wait share the wait
     // budget from the start; the smoke test and cleanup get their own
     // (flow::smoke_test, flow::cleanup_created).
