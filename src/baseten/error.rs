@@ -127,7 +127,9 @@ pub(crate) async fn from_status(what: &str, mut resp: Response) -> ApiError {
     let (head, _) = crate::net::read_head(&mut resp, ERROR_BODY_READ_BYTES, false)
         .await
         .unwrap_or_default();
-    let body = String::from_utf8_lossy(&head);
+    // Secrets are removed before the body is cut: a cut could keep part
+    // of one, which no later redaction would recognise.
+    let body = crate::secret::redact_registered(&String::from_utf8_lossy(&head));
     let detail = serde_json::from_str::<Value>(&body)
         .ok()
         .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))

@@ -86,7 +86,8 @@ impl Api {
             let (body, _) = net::read_head(&mut resp, ERROR_BODY_READ_BYTES, false)
                 .await
                 .unwrap_or_default();
-            let head: String = String::from_utf8_lossy(&body)
+            // Redacted before it is cut, so no part of a secret survives.
+            let head: String = crate::secret::redact_registered(&String::from_utf8_lossy(&body))
                 .chars()
                 .take(ERROR_HEAD_CHARS)
                 .collect();

@@ -187,6 +187,20 @@ impl Api {
             })
     }
 
+    /// The first bytes of an answer for a message, secrets removed before
+    /// it is cut (a cut could otherwise keep part of one), then escaped.
+    fn shown_head(&self, bytes: &[u8]) -> String {
+        let end = bytes.len().min(GARBLED_SHOWN_BYTES + 1024);
+        let text = String::from_utf8_lossy(&bytes[..end]);
+        let text = crate::secret::redact(&text, &[self.key.expose()]);
+        let text = crate::secret::redact_registered(&text);
+        let mut shown = net::show_bytes(text.as_bytes(), GARBLED_SHOWN_BYTES);
+        if end < bytes.len() && !shown.ends_with('…') {
+            shown.push('…');
+        }
+        shown
+    }
+
     /// Reads a 2xx answer's JSON as `T`. A body that is not that JSON (an
     /// HTML page, nothing, another shape) is retried like a lost answer,
     /// until [`GARBLED_ANSWERS_MAX`] in a row for `what` make it final; the
@@ -213,7 +227,7 @@ impl Api {
         };
         let message = format!(
             "{what}: the platform answered with a body that is not the JSON expected ({e}); it begins {}",
-            net::show_bytes(bytes, GARBLED_SHOWN_BYTES)
+            self.shown_head(bytes)
         );
         if in_a_row >= GARBLED_ANSWERS_MAX {
             Err(ApiError::permanent(format!(

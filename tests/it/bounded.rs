@@ -243,7 +243,10 @@ fn a_huge_predict_answer_keeps_its_start_in_little_memory() {
 #[test]
 fn garbage_answers_to_status_polls_fail_the_deploy_and_say_so() {
     let fake = fake("deployments:\n  default: [[0, BUILDING]]\n");
-    let page = "\u{feff}<html><body>Proxy login required\r\n::error::forged</body></html>";
+    // The key echoed where the quoted head is cut: no part of it may show.
+    let page = format!(
+        "\u{feff}<html><body>Proxy login required\r\n::error::forged</body></html>{API_KEY}"
+    );
     let proxy = through(
         &fake,
         Rule::new(
@@ -251,7 +254,7 @@ fn garbage_answers_to_status_polls_fail_the_deploy_and_say_so() {
             Fault::Status {
                 status: 200,
                 retry_after: None,
-                body: Some(page.into()),
+                body: Some(page),
                 content_type: Some("text/html".into()),
             },
         )
@@ -272,6 +275,7 @@ fn garbage_answers_to_status_polls_fail_the_deploy_and_say_so() {
     // The body's line break is shown escaped: it cannot start a line.
     assert!(msg.contains(r"\r\n::error::forged"), "{msg}");
     assert!(!run.everything().contains("\n::error::forged"), "{run:?}");
+    assert!(!run.everything().contains(&API_KEY[..8]), "{run:?}");
     // The cleanup check read garbage too: the deployment is kept, and the
     // log says so and why.
     assert!(run.stderr.contains("so it is left running"), "{run:?}");
