@@ -62,8 +62,8 @@ pub(crate) const ANSWER_MAX_BYTES: usize = 16 << 20;
 /// Readable-looking 2xx answers that are not the JSON expected, in a row for
 /// one kind of call, before the call is failed for good: a proxy page or a
 /// captive portal answers every time, and waiting out a 45-minute deadline
-/// would only hide it. With the wait's backoff (at least one poll interval
-/// apart) this is about a minute.
+/// would only hide it. The wait polls at least one poll interval apart:
+/// about ten seconds at the default 2 s, a minute at 10 s.
 pub(crate) const GARBLED_ANSWERS_MAX: u32 = 5;
 /// Bytes of an unreadable answer quoted in its message.
 const GARBLED_SHOWN_BYTES: usize = 80;
