@@ -282,7 +282,16 @@ pub(crate) async fn execute(
     }
     let http = net::client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
     let s3_http = net::s3_client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
-    let api = baseten::Api::new(http, cfg.endpoints.clone(), cfg.api_key.clone());
+    // One warning for CA certificates that could not be used (they are
+    // skipped, the rest are used).
+    if let Some(w) = net::extra_roots(env).ok().and_then(|r| r.warning()) {
+        rep.lock().unwrap().warning(&w);
+    }
+    // Each retry of a platform call is said in the run's log.
+    let retry_log = Arc::clone(rep);
+    let api = baseten::Api::new(http, cfg.endpoints.clone(), cfg.api_key.clone()).with_retry_notes(
+        Arc::new(move |line: &str| retry_log.lock().unwrap().line(line)),
+    );
     // The run's budget: setup, upload, create and the wait share the wait
     // budget from the start; the smoke tests, a gated promotion and its
     // rollback end by the wait budget plus predict-timeout; cleanup has its

@@ -76,7 +76,7 @@ async fn cleanup_deployment(
         Serving::No => None,
         Serving::Environment(env) => Some(format!("it serves the {env} environment")),
         Serving::Unknown(e) => Some(format!(
-            "could not check whether it serves an environment ({e})"
+            "could not check whether it serves an environment ({e}), so it is left running: deactivate it in Baseten if nothing uses it"
         )),
     };
     let result = match why {

@@ -4,6 +4,7 @@
 mod harness;
 
 mod bad_input;
+mod bounded;
 mod cancel;
 mod chain_deploy;
 mod chain_harness;
