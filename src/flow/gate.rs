@@ -175,12 +175,18 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
     ctx.promotion_event("", &format!("promotion of {promoted} into {env} started"));
 
     let mut track = PromotionTrack::timeline();
+    let mut live = crate::evidence::Watch::default();
     let waited = poll_until(
         ctx,
         until,
         &format!("the promotion into {env}"),
         async || {
             let json = ctx.api.environment_of(c.owner, c.owner_id, env).await;
+            // Real traffic breaking an objective cancels a rolling promotion.
+            let seen = json.as_ref().ok();
+            if let Some(f) = crate::evidence::watch(ctx, &mut live, c.owner, c.owner_id, env, seen).await {
+                return Ok(Poll::Failed(f));
+            }
             check_promotion(ctx, &mut track, &promoted, env, json)
         },
     )

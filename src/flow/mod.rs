@@ -67,6 +67,8 @@ pub(crate) struct State {
     /// Where a gated promotion stands (`promotion: after-predict`).
     pub(crate) gate: Option<gate::Gate>,
     pub(crate) notes: Vec<String>,
+    /// Each evidence analysis, in the order they ran.
+    pub(crate) evidence: Vec<crate::evidence::Analysis>,
 }
 
 /// Shared handles for one run.

@@ -78,5 +78,7 @@ pub(crate) async fn smoke_test(
         total_secs: total,
         stream,
     });
-    Ok(())
+    drop(st);
+    // With evidence inputs: the sample and its verdict.
+    crate::evidence::after_smoke(ctx, label, url).await
 }
