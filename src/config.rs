@@ -523,8 +523,7 @@ impl Config {
         // An empty payload means "no predict", as in the anchor action.
         .filter(|v| !is_falsy(v));
         // Cases are read from the working directory: the repository root.
-        let evidence =
-            crate::evidence::settings(inputs, &mut predict_payload, Path::new("."))?;
+        let evidence = crate::evidence::settings(inputs, &mut predict_payload, Path::new("."))?;
         if promotion == Promotion::AfterPredict && predict_payload.is_none() {
             return Err(
                 "promotion is after-predict but there is no predict payload to gate on: set predict-payload (or model_metadata.example_model_input in config.yaml)".into(),

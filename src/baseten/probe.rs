@@ -43,11 +43,12 @@ impl Api {
         let req = self.http.post(url).timeout(timeout).json(payload);
         let resp = self.send_authed(label, req).await?;
         let status = resp.status().as_u16();
-        let bytes = read_capped(resp, PROBE_BODY_MAX_BYTES)
-            .await
-            .map_err(|e| ApiError::Ambiguous {
-                message: format!("reading the {label} answer: {e}"),
-            })?;
+        let bytes =
+            read_capped(resp, PROBE_BODY_MAX_BYTES)
+                .await
+                .map_err(|e| ApiError::Ambiguous {
+                    message: format!("reading the {label} answer: {e}"),
+                })?;
         let elapsed = started.elapsed();
         let text = if stream && (200..300).contains(&status) {
             assemble_stream(&bytes)

@@ -163,9 +163,7 @@ pub(crate) fn parse(text: &str, jsonl: bool, root: &Path) -> Result<Vec<Case>, S
         text.lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| {
-                serde_json::from_str(l).map_err(|e| format!("line {}: {e}", i + 1))
-            })
+            .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("line {}: {e}", i + 1)))
             .collect::<Result<_, _>>()?
     } else {
         serde_yaml::from_str(text).map_err(|e| {
@@ -339,15 +337,42 @@ mod tests {
     fn bad_cases_are_refused_with_the_reason() {
         let dir = root();
         let refused = [
-            ("- {name: a, payload: {}, colour: red}", "unknown field `colour`"),
-            ("- {name: a, payload: {}, pointer: {labels: {type: number}}}", "not an RFC 6901"),
-            ("- {name: a, payload: {}, pointer: {/a~2: {type: number}}}", "not an RFC 6901"),
-            ("- {name: a, payload: {}, pointer: {/a: {kind: number}}}", "unknown field `kind`"),
-            ("- {name: a, payload: {}, pointer: {/a: {type: float}}}", "type must be one of"),
-            ("- {name: a, payload: {}, pointer: {/a: {matches: \"(\"}}}", "not a valid regex"),
-            ("- {name: a, payload: {}, pointer: {/a: {}}}", "expects nothing"),
-            ("- {name: a, payload: {}}\n- {name: a, payload: {}}", "unique"),
-            ("- {name: a, payload: ../secrets.json}", "leaves the repository"),
+            (
+                "- {name: a, payload: {}, colour: red}",
+                "unknown field `colour`",
+            ),
+            (
+                "- {name: a, payload: {}, pointer: {labels: {type: number}}}",
+                "not an RFC 6901",
+            ),
+            (
+                "- {name: a, payload: {}, pointer: {/a~2: {type: number}}}",
+                "not an RFC 6901",
+            ),
+            (
+                "- {name: a, payload: {}, pointer: {/a: {kind: number}}}",
+                "unknown field `kind`",
+            ),
+            (
+                "- {name: a, payload: {}, pointer: {/a: {type: float}}}",
+                "type must be one of",
+            ),
+            (
+                "- {name: a, payload: {}, pointer: {/a: {matches: \"(\"}}}",
+                "not a valid regex",
+            ),
+            (
+                "- {name: a, payload: {}, pointer: {/a: {}}}",
+                "expects nothing",
+            ),
+            (
+                "- {name: a, payload: {}}\n- {name: a, payload: {}}",
+                "unique",
+            ),
+            (
+                "- {name: a, payload: ../secrets.json}",
+                "leaves the repository",
+            ),
             ("- {name: a, payload: /etc/passwd}", "leaves the repository"),
             ("- {name: a, payload: missing.json}", "does not exist"),
             ("- {name: a, payload: {}, status: 42}", "HTTP status"),

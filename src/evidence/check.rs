@@ -252,11 +252,29 @@ mod tests {
     #[test]
     fn numbers_compare_by_value_and_arrays_by_index() {
         assert!(same(&serde_json::json!(1), &serde_json::json!(1.0)));
-        assert!(subset(&serde_json::json!([1]), &serde_json::json!([1, 2]), String::new()).is_none());
-        assert!(subset(&serde_json::json!([2]), &serde_json::json!([1, 2]), String::new()).is_some());
         assert!(
-            subset(&serde_json::json!({"a": {}}), &serde_json::json!({"a": {"b": 1}}), String::new())
-                .is_none()
+            subset(
+                &serde_json::json!([1]),
+                &serde_json::json!([1, 2]),
+                String::new()
+            )
+            .is_none()
+        );
+        assert!(
+            subset(
+                &serde_json::json!([2]),
+                &serde_json::json!([1, 2]),
+                String::new()
+            )
+            .is_some()
+        );
+        assert!(
+            subset(
+                &serde_json::json!({"a": {}}),
+                &serde_json::json!({"a": {"b": 1}}),
+                String::new()
+            )
+            .is_none()
         );
     }
 

@@ -141,7 +141,12 @@ mod tests {
 
     #[test]
     fn no_traffic_is_no_breach() {
-        let live = read(&answer(json!([[1], [null, null, null], [null, null, null, null]]))).unwrap();
+        let live = read(&answer(json!([
+            [1],
+            [null, null, null],
+            [null, null, null, null]
+        ])))
+        .unwrap();
         assert_eq!(live.error_rate, None);
         assert_eq!(live.p95_ms, None);
         assert_eq!(breach(&live, 0.0, Some(1.0)), None);

@@ -115,9 +115,12 @@ pub(crate) fn settings(
 
 /// Whether `v` says the environment promotes with a rolling deploy.
 fn is_rolling(environment: &Value) -> bool {
-    ["/in_progress_promotion/rolling_deploy", "/promotion_settings/rolling_deploy"]
-        .iter()
-        .any(|p| environment.pointer(p).and_then(Value::as_bool) == Some(true))
+    [
+        "/in_progress_promotion/rolling_deploy",
+        "/promotion_settings/rolling_deploy",
+    ]
+    .iter()
+    .any(|p| environment.pointer(p).and_then(Value::as_bool) == Some(true))
 }
 
 /// Where the sample goes: the phase, the URL, and the baseline's
@@ -239,7 +242,11 @@ pub(crate) async fn after_smoke(ctx: &Ctx<'_>, label: &str, url: &str) -> Result
 /// The failure message: every reason, then each failing case with what
 /// it expected and a short diff of what came back.
 fn failure_message(a: &Analysis) -> String {
-    let mut m = format!("evidence failed on the {}: {}", a.phase, a.reasons.join("; "));
+    let mut m = format!(
+        "evidence failed on the {}: {}",
+        a.phase,
+        a.reasons.join("; ")
+    );
     for c in a.cases.iter().filter(|c| !c.passed) {
         for x in &c.mismatches {
             m.push_str(&format!("\ncase {:?}: {x}", c.name));
@@ -259,7 +266,12 @@ fn record(ctx: &Ctx<'_>, analysis: Analysis) {
 }
 
 fn write_file(ctx: &Ctx<'_>, all: &[Analysis]) {
-    let Some(path) = ctx.cfg.evidence.as_ref().and_then(|s| s.analysis_file.as_ref()) else {
+    let Some(path) = ctx
+        .cfg
+        .evidence
+        .as_ref()
+        .and_then(|s| s.analysis_file.as_ref())
+    else {
         return;
     };
     let doc = json!({ "analyses": all });
@@ -409,8 +421,14 @@ mod tests {
 
     #[test]
     fn rolling_is_read_from_the_promotion_or_the_settings() {
-        assert!(is_rolling(&json!({"in_progress_promotion": {"rolling_deploy": true}})));
-        assert!(is_rolling(&json!({"promotion_settings": {"rolling_deploy": true}})));
-        assert!(!is_rolling(&json!({"in_progress_promotion": {"rolling_deploy": null}})));
+        assert!(is_rolling(
+            &json!({"in_progress_promotion": {"rolling_deploy": true}})
+        ));
+        assert!(is_rolling(
+            &json!({"promotion_settings": {"rolling_deploy": true}})
+        ));
+        assert!(!is_rolling(
+            &json!({"in_progress_promotion": {"rolling_deploy": null}})
+        ));
     }
 }

@@ -120,7 +120,13 @@ pub(crate) fn judge(
     samples: &[Sample],
     objectives: &Objectives,
     has_baseline: bool,
-) -> (Vec<CaseResult>, SideStats, Option<SideStats>, Option<Regression>, Vec<String>) {
+) -> (
+    Vec<CaseResult>,
+    SideStats,
+    Option<SideStats>,
+    Option<Regression>,
+    Vec<String>,
+) {
     let of = |side: Side| -> Vec<&Sample> { samples.iter().filter(|s| s.side == side).collect() };
     let candidate = side_of(&of(Side::Candidate));
     let baseline = has_baseline.then(|| side_of(&of(Side::Baseline)));
@@ -142,7 +148,10 @@ pub(crate) fn judge(
                 .unwrap_or_default();
             // Every request of the case was an error: it never showed it holds.
             if answered == 0 && !mine.is_empty() && mismatches.is_empty() {
-                let last = mine.last().and_then(|s| s.error.clone()).unwrap_or_default();
+                let last = mine
+                    .last()
+                    .and_then(|s| s.error.clone())
+                    .unwrap_or_default();
                 mismatches.push(Mismatch {
                     expectation: "status".into(),
                     expected: format!("HTTP {}", c.status),
@@ -404,7 +413,13 @@ mod tests {
             slow.push(sample(Side::Baseline, 0, base, false, false));
             slow.push(sample(Side::Candidate, 0, base * 2.0, false, false));
             equal.push(sample(Side::Baseline, 0, base, false, false));
-            equal.push(sample(Side::Candidate, 0, 10.0 + ((i + 3) % 7) as f64, false, false));
+            equal.push(sample(
+                Side::Candidate,
+                0,
+                10.0 + ((i + 3) % 7) as f64,
+                false,
+                false,
+            ));
         }
         let (_, _, _, r, reasons) = judge(&cs, &slow, &objectives(), true);
         let r = r.unwrap();

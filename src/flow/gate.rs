@@ -184,7 +184,9 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
             let json = ctx.api.environment_of(c.owner, c.owner_id, env).await;
             // Real traffic breaking an objective cancels a rolling promotion.
             let seen = json.as_ref().ok();
-            if let Some(f) = crate::evidence::watch(ctx, &mut live, c.owner, c.owner_id, env, seen).await {
+            if let Some(f) =
+                crate::evidence::watch(ctx, &mut live, c.owner, c.owner_id, env, seen).await
+            {
                 return Ok(Poll::Failed(f));
             }
             check_promotion(ctx, &mut track, &promoted, env, json)

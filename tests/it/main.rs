@@ -9,6 +9,7 @@ mod chain_deploy;
 mod chain_harness;
 mod config_parity;
 mod environment;
+mod evidence;
 mod fanout;
 mod faults;
 mod gated;
