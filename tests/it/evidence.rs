@@ -5,7 +5,7 @@
 //! answers chosen by the payload; assertions are on exit codes, outputs,
 //! and the order of what the fake recorded.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use fake_baseten::FakeBaseten;
 use fake_baseten::reqlog::LogEntry;
@@ -65,7 +65,7 @@ fn answers(score: &str) -> String {
     )
 }
 
-fn gated_run<'a>(fake: &'a FakeBaseten, cases: &PathBuf) -> Invocation<'a> {
+fn gated_run<'a>(fake: &'a FakeBaseten, cases: &Path) -> Invocation<'a> {
     Invocation::new(fake)
         .model(example_model())
         .arg("promotion", "after-predict")
