@@ -188,6 +188,12 @@ pub(crate) async fn after_smoke(ctx: &Ctx<'_>, label: &str, url: &str) -> Result
             None => String::new(),
         }
     ));
+    let first = ctx.state.lock().unwrap().evidence.is_empty();
+    if first && baseline.is_none() && s.objectives.max_latency_regression.is_some() {
+        let msg = "max-latency-regression is not judged here: the baseline is the deployment serving the environment, measured before a promotion: after-predict promote, and there is none";
+        ctx.notice(msg);
+        ctx.note(msg.into());
+    }
     let plan = Plan {
         api: ctx.api,
         label,
@@ -276,6 +282,8 @@ fn write_file(ctx: &Ctx<'_>, all: &[Analysis]) {
     };
     let doc = json!({ "analyses": all });
     let text = serde_json::to_string_pretty(&doc).expect("plain data serializes");
+    // An answer quoted in a diff could echo a secret back.
+    let text = crate::secret::redact_registered(&text);
     if let Err(e) = std::fs::write(path, text + "\n") {
         ctx.warn(&format!(
             "could not write analysis-file {}: {e}",
@@ -392,7 +400,9 @@ pub(crate) fn with_json(doc: String, all: &[Analysis]) -> String {
         return doc;
     };
     let body = doc[..end].trim_end();
-    let list = serde_json::to_string(all).expect("plain data serializes");
+    let list = crate::secret::redact_registered(
+        &serde_json::to_string(all).expect("plain data serializes"),
+    );
     format!("{body},\n  \"evidence\": {list}\n{}", &doc[end..])
 }
 
