@@ -379,3 +379,51 @@ fn bad_evidence_inputs_exit_2_before_any_request() {
         assert!(fake.requests().is_empty(), "{input}: a request was sent");
     }
 }
+
+#[test]
+fn a_plain_deploy_samples_the_deployment_and_at_create_the_environment() {
+    let (d, cases) = cases_file("cases.yaml", CASES);
+    let traffic = format!("  seed: 2\n{}", answers("0.9"));
+    for (env, phase, path) in [
+        (None, "deployment", "/deployment/"),
+        (Some("production"), "environment", "/production/predict"),
+    ] {
+        let fake = served(&traffic, "");
+        let analysis = d.path().join(format!("{phase}.json"));
+        let mut inv = Invocation::new(&fake)
+            .model(example_model())
+            .arg("predict-cases", cases.to_str().unwrap())
+            .arg("predict-requests", "4")
+            .arg("max-latency-regression", "1.2")
+            .arg("analysis-file", analysis.to_str().unwrap());
+        if let Some(e) = env {
+            inv = inv.arg("environment", e);
+        }
+        let run = inv.run();
+        assert_eq!(run.status(), "success", "{run:?}");
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&analysis).unwrap()).unwrap();
+        let a = &doc["analyses"][0];
+        assert_eq!(a["phase"], phase);
+        assert!(a["url"].as_str().unwrap().contains(path), "{a}");
+        assert!(a["baseline_url"].is_null(), "no baseline: {a}");
+        // Asked for a regression check with nothing to compare: said once.
+        let said = format!("{}{}", run.stdout, run.stderr);
+        assert_eq!(
+            said.matches("max-latency-regression is not judged here")
+                .count(),
+            1,
+            "{said}"
+        );
+        assert_eq!(run.out("baseline-p95-ms"), "");
+        let sampled = fake
+            .requests()
+            .iter()
+            .filter(|e| e.endpoint == "inference.predict" && e.path.contains(path))
+            .count();
+        assert!(
+            sampled >= 5,
+            "warm-up and 4 counted through {path}: {sampled}"
+        );
+    }
+}
