@@ -427,3 +427,25 @@ fn a_plain_deploy_samples_the_deployment_and_at_create_the_environment() {
         );
     }
 }
+
+#[test]
+fn a_streaming_case_is_checked_on_the_assembled_stream() {
+    let fake = served("  seed: 4", "");
+    let (_d, cases) = cases_file(
+        "cases.yaml",
+        "- {name: stream, payload: {prompt: hi, stream: true}, stream: true, contains: toktoktok}\n\
+         - {name: stream-too-long, payload: {prompt: hi, stream: true}, stream: true, contains: tokx}\n",
+    );
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("predict-cases", cases.to_str().unwrap())
+        .run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(said.contains("case \"stream\": pass"), "{said}");
+    assert!(
+        said.contains("case \"stream-too-long\": contains: expected text containing \"tokx\""),
+        "{said}"
+    );
+    assert_eq!(run.out("cases-passed"), "1");
+}
