@@ -449,3 +449,38 @@ fn a_streaming_case_is_checked_on_the_assembled_stream() {
     );
     assert_eq!(run.out("cases-passed"), "1");
 }
+
+#[test]
+fn the_error_rate_and_the_p95_are_judged_against_their_limits() {
+    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let traffic = format!(
+        "  seed: 8\n  deployments:\n    - {{created: 0, median_ms: 2, error_rate: 0.25}}\n{}",
+        answers("0.9")
+    );
+    let run_with = |extra: &[(&str, &str)]| {
+        let fake = served(&traffic, "");
+        let mut inv = Invocation::new(&fake)
+            .model(example_model())
+            .arg("predict-cases", cases.to_str().unwrap())
+            .arg("predict-requests", "40")
+            .arg("predict-warmup", "0");
+        for (k, v) in extra {
+            inv = inv.arg(k, v);
+        }
+        // The smoke test retries a 500 and may itself be unlucky; the
+        // evidence is what these runs look at.
+        inv.arg("predict-timeout", "5").run()
+    };
+    let strict = run_with(&[]);
+    assert_eq!(strict.status(), "predict_failed", "{strict:?}");
+    let said = format!("{}{}", strict.stdout, strict.stderr);
+    assert!(said.contains("is above max-error-rate 0.0%"), "{said}");
+
+    let lenient = run_with(&[("max-error-rate", "0.6")]);
+    assert_eq!(lenient.status(), "success", "{lenient:?}");
+
+    let slow = run_with(&[("max-error-rate", "0.6"), ("max-latency-p95-ms", "1")]);
+    assert_eq!(slow.status(), "predict_failed", "{slow:?}");
+    let said = format!("{}{}", slow.stdout, slow.stderr);
+    assert!(said.contains("is above max-latency-p95-ms 1"), "{said}");
+}
