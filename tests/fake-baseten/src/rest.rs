@@ -52,6 +52,7 @@ pub enum Route {
     Logs(String, String),
     ListEnvironments(String),
     GetEnvironment(String, String),
+    EnvironmentMetrics(String, String),
     ListChainDeployments(String),
     GetChainDeployment(String, String),
     DeactivateChainDeployment(String, String),
@@ -78,6 +79,7 @@ impl Route {
             Route::Logs(..) => "rest.get_logs",
             Route::ListEnvironments(..) => "rest.list_environments",
             Route::GetEnvironment(..) => "rest.get_environment",
+            Route::EnvironmentMetrics(..) => "rest.get_environment_metrics",
             Route::ListChainDeployments(..) => "rest.list_chain_deployments",
             Route::GetChainDeployment(..) => "rest.get_chain_deployment",
             Route::DeactivateChainDeployment(..) => "rest.deactivate_chain_deployment",
@@ -127,6 +129,9 @@ pub fn route(method: &Method, path: &str) -> Route {
         ["v1", "models", m, "environments"] => (Route::ListEnvironments(m.to_string()), get),
         ["v1", "models", m, "environments", e] => {
             (Route::GetEnvironment(m.to_string(), e.to_string()), get)
+        }
+        ["v1", "models", m, "environments", e, "metrics"] => {
+            (Route::EnvironmentMetrics(m.to_string(), e.to_string()), get)
         }
         ["v1", "chains", c, "deployments"] => (Route::ListChainDeployments(c.to_string()), get),
         ["v1", "chains", c, "deployments", d] => {
@@ -359,6 +364,7 @@ pub fn handle(
                 None => not_found(format!("Environment {e} not found for model {m}")),
             }
         }
+        Route::EnvironmentMetrics(m, e) => crate::metrics::environment(p, now, m, e, query),
         Route::ListChainDeployments(c) => {
             if p.chain(c).is_none() {
                 return not_found(format!("Chain {c} not found"));

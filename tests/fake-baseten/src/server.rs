@@ -41,6 +41,7 @@ pub struct Shared {
     pub s3: FakeS3,
     pub log: RequestLog,
     pub faults: Faults,
+    pub traffic: crate::traffic::Counters,
 }
 
 impl Shared {
@@ -59,6 +60,7 @@ impl Shared {
             s3,
             log,
             faults,
+            traffic: Default::default(),
         }
     }
 
