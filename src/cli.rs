@@ -26,6 +26,8 @@ pub(crate) enum Unit {
     Minutes,
     /// A count of deploys running at once.
     Targets,
+    /// A count of upload requests in flight at once.
+    Requests,
 }
 
 impl Unit {
@@ -35,6 +37,7 @@ impl Unit {
             Unit::Seconds => "seconds",
             Unit::Minutes => "minutes",
             Unit::Targets => "targets",
+            Unit::Requests => "requests",
         }
     }
 }
@@ -89,7 +92,7 @@ impl Kind {
             Kind::Number(r) => match r.unit {
                 Unit::Seconds => "SECONDS",
                 Unit::Minutes => "MINUTES",
-                Unit::Targets => "N",
+                Unit::Targets | Unit::Requests => "N",
             },
         }
     }
@@ -461,7 +464,26 @@ pub const INPUTS: &[InputSpec] = &[
         help: "With several targets: the first failure cancels (and cleans up) the others",
         heading: TARGETS,
     },
+    InputSpec {
+        name: "upload-concurrency",
+        plain_env: "TRUSS_PUSH_UPLOAD_CONCURRENCY",
+        kind: Kind::Number(Range {
+            unit: Unit::Requests,
+            min: 1.0,
+            // Each part in flight holds a few 1 MiB chunks: 32 stays within
+            // the 64 MiB memory budget.
+            max: 32.0,
+            whole: true,
+        }),
+        default: Some(UPLOAD_CONCURRENCY_DEFAULT),
+        help: "Parts of a large archive uploaded at once (more helps on a long, fast link)",
+        heading: BEHAVIOUR,
+    },
 ];
+
+/// `upload-concurrency`'s default, chosen by measurement through a shaped
+/// link (BENCHMARKS.md, "Upload through a shaped link").
+const UPLOAD_CONCURRENCY_DEFAULT: &str = "10";
 
 /// The spec of the input called `name`.
 ///

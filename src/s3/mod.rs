@@ -49,9 +49,11 @@ pub(crate) const DEFAULT_MULTIPART_THRESHOLD_BYTES: u64 = 8 * MIB;
 /// 8 MiB parts: 256 parts for a 2 GiB archive, a failed part costs at most
 /// 8 MiB of resending, and part buffers stay within the 64 MiB RSS budget.
 pub(crate) const DEFAULT_PART_SIZE_BYTES: u64 = 8 * MIB;
-/// Four parts in flight saturate a CI runner's uplink in practice and bound
-/// part buffers to 32 MiB.
-pub(crate) const DEFAULT_CONCURRENCY: usize = 4;
+/// Parts in flight: the official client's (boto3 `max_concurrency`) too.
+/// Through a link of 30 ms round trip that caps each connection at a tenth
+/// of its capacity, ten reach the capacity (BENCHMARKS.md); the
+/// `upload-concurrency` input sets it.
+pub(crate) const DEFAULT_CONCURRENCY: usize = 10;
 
 /// The temporary credentials `model_s3_upload_credentials` hands out.
 #[derive(Clone, Debug)]
@@ -124,14 +126,31 @@ type Progress<'a> = dyn Fn(u64, u64) + Send + Sync + 'a;
 ///
 /// The `reqwest::Client` should not follow redirects for S3: a followed 307
 /// drops the signature on the new host. S3's region answers are handled here.
+#[derive(Clone)]
 pub(crate) struct Uploader {
     inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Uploader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Uploader").finish_non_exhaustive()
+    }
 }
 
 struct Inner {
     client: reqwest::Client,
     options: Options,
     regions: Regions,
+    /// The multipart upload S3 holds open for us, if any: set once S3 gave
+    /// it an id, cleared once it is completed or aborted. Whoever stops an
+    /// upload midway (a cancelled run drops it) aborts what is left here.
+    open: std::sync::Mutex<Option<(Arc<Job>, String)>>,
+}
+
+impl Inner {
+    fn set_open(&self, open: Option<(Arc<Job>, String)>) {
+        *self.open.lock().unwrap_or_else(|e| e.into_inner()) = open;
+    }
 }
 
 /// One upload's fixed facts, shared by its concurrent part tasks.
@@ -149,8 +168,29 @@ impl Uploader {
                 client,
                 options,
                 regions: Regions::default(),
+                open: std::sync::Mutex::new(None),
             }),
         }
+    }
+
+    /// Aborts the multipart upload left open by an upload that was stopped
+    /// midway (its future dropped: a cancelled run, a spent deadline), so
+    /// S3 keeps none of its parts. Returns the aborted upload's id, `None`
+    /// when nothing was open. The caller bounds how long it may take.
+    pub(crate) async fn abort_unfinished(&self) -> anyhow::Result<Option<String>> {
+        let open = self
+            .inner
+            .open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some((job, upload_id)) = open else {
+            return Ok(None);
+        };
+        self.inner
+            .call(&job, &Call::abort_multipart(&upload_id))
+            .await
+            .map(|_| Some(upload_id))
     }
 
     /// Uploads the file at `path` to `target`, calling `progress(sent, total)`
