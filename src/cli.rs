@@ -476,14 +476,14 @@ pub const INPUTS: &[InputSpec] = &[
             whole: true,
         }),
         default: Some(UPLOAD_CONCURRENCY_DEFAULT),
-        help: "Parts of a large archive uploaded at once (more helps on a long, fast link)",
+        help: "Parts of a large archive uploaded at once (more helps on a long, fast link; each costs about 1 MiB)",
         heading: BEHAVIOUR,
     },
 ];
 
 /// `upload-concurrency`'s default, chosen by measurement through a shaped
 /// link (BENCHMARKS.md, "Upload through a shaped link").
-const UPLOAD_CONCURRENCY_DEFAULT: &str = "10";
+const UPLOAD_CONCURRENCY_DEFAULT: &str = "16";
 
 /// The spec of the input called `name`.
 ///

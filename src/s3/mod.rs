@@ -49,11 +49,12 @@ pub(crate) const DEFAULT_MULTIPART_THRESHOLD_BYTES: u64 = 8 * MIB;
 /// 8 MiB parts: 256 parts for a 2 GiB archive, a failed part costs at most
 /// 8 MiB of resending, and part buffers stay within the 64 MiB RSS budget.
 pub(crate) const DEFAULT_PART_SIZE_BYTES: u64 = 8 * MIB;
-/// Parts in flight: the official client's (boto3 `max_concurrency`) too.
-/// Through a link of 30 ms round trip that caps each connection at a tenth
-/// of its capacity, ten reach the capacity (BENCHMARKS.md); the
-/// `upload-concurrency` input sets it.
-pub(crate) const DEFAULT_CONCURRENCY: usize = 10;
+/// Parts in flight. Through a link whose connections each get a tenth of
+/// its capacity (30 ms round trip), 10 (boto3's `max_concurrency`) reached
+/// 79 % of it on 1 GiB, 16 reached 85 % and 24 only 87 %, at about 1 MiB
+/// of memory per part in flight (BENCHMARKS.md, "Uploads through a shaped
+/// link"); the `upload-concurrency` input sets it.
+pub(crate) const DEFAULT_CONCURRENCY: usize = 16;
 
 /// The temporary credentials `model_s3_upload_credentials` hands out.
 #[derive(Clone, Debug)]
@@ -159,6 +160,7 @@ struct Job {
     key: String,
     credentials: Credentials,
     file: Arc<File>,
+    buffers: payload::Buffers,
 }
 
 impl Uploader {
@@ -236,6 +238,7 @@ impl Uploader {
             key: target.key.clone(),
             credentials: target.credentials.clone(),
             file: Arc::new(file),
+            buffers: payload::Buffers::default(),
         });
         progress(0, size);
         let parts = match plan {
