@@ -320,12 +320,12 @@ impl Reporter {
         self.upload_progress_at(done_bytes, Instant::now());
     }
 
-    /// Prints a due progress line even though no part finished since the
-    /// last one, so a stalled upload is seen to stall.
-    pub(crate) fn upload_tick(&mut self) {
-        if let Some(done) = self.upload.as_ref().map(|u| u.done) {
-            self.upload_progress_at(done, Instant::now());
-        }
+    /// Between stored parts: `sent_bytes` handed to the network so far
+    /// (a resent part counts again, so it is capped at the total). Prints
+    /// a due line even when nothing moved, so a stalled upload is seen to
+    /// stall.
+    pub(crate) fn upload_tick(&mut self, sent_bytes: u64) {
+        self.upload_progress_at(sent_bytes, Instant::now());
     }
 
     fn upload_progress_at(&mut self, done_bytes: u64, now: Instant) {

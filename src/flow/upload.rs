@@ -166,7 +166,8 @@ pub(crate) async fn package_and_upload(
             let mut every = tokio::time::interval(PROGRESS_TICK);
             loop {
                 every.tick().await;
-                ctx.rep.lock().unwrap().upload_tick();
+                let sent = uploader.bytes_sent();
+                ctx.rep.lock().unwrap().upload_tick(sent);
             }
         };
         tokio::select! {

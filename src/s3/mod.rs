@@ -29,6 +29,7 @@ mod xml;
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -146,6 +147,9 @@ struct Inner {
     /// it an id, cleared once it is completed or aborted. Whoever stops an
     /// upload midway (a cancelled run drops it) aborts what is left here.
     open: std::sync::Mutex<Option<(Arc<Job>, String)>>,
+    /// Archive bytes handed to the HTTP client so far (a resent part
+    /// counts again), for progress between stored parts.
+    sent: Arc<AtomicU64>,
 }
 
 impl Inner {
@@ -161,6 +165,7 @@ struct Job {
     credentials: Credentials,
     file: Arc<File>,
     buffers: payload::Buffers,
+    sent: Arc<AtomicU64>,
 }
 
 impl Uploader {
@@ -171,8 +176,15 @@ impl Uploader {
                 options,
                 regions: Regions::default(),
                 open: std::sync::Mutex::new(None),
+                sent: Arc::default(),
             }),
         }
+    }
+
+    /// Archive bytes handed to the HTTP client so far: progress that moves
+    /// while parts are on the wire, not only when one is stored.
+    pub(crate) fn bytes_sent(&self) -> u64 {
+        self.inner.sent.load(Ordering::Relaxed)
     }
 
     /// Aborts the multipart upload left open by an upload that was stopped
@@ -239,6 +251,7 @@ impl Uploader {
             credentials: target.credentials.clone(),
             file: Arc::new(file),
             buffers: payload::Buffers::default(),
+            sent: Arc::clone(&self.inner.sent),
         });
         progress(0, size);
         let parts = match plan {

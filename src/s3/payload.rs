@@ -15,6 +15,7 @@
 //! size: each chunk is read, checksummed and framed in one buffer.
 
 use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::anyhow;
@@ -79,8 +80,13 @@ impl Payload {
     }
 
     /// A fresh body for one attempt; `file` is the archive, `buffers` the
-    /// upload's chunk buffers.
-    pub(super) fn prepare(&self, file: &Arc<File>, buffers: &Buffers) -> Prepared {
+    /// upload's chunk buffers, `sent` counts the archive bytes streamed.
+    pub(super) fn prepare(
+        &self,
+        file: &Arc<File>,
+        buffers: &Buffers,
+        sent: &Arc<AtomicU64>,
+    ) -> Prepared {
         match self {
             Self::Empty => Prepared {
                 body: reqwest::Body::from(Vec::new()),
@@ -107,6 +113,7 @@ impl Payload {
                         *offset,
                         *len,
                         Arc::clone(&checksum),
+                        Arc::clone(sent),
                     )),
                     content_sha256: STREAMING_UNSIGNED_TRAILER.to_owned(),
                     length: encoded_length(*len),
@@ -173,6 +180,7 @@ struct Cursor {
     crc: Option<crc32fast::Hasher>,
     done: Arc<OnceLock<u32>>,
     buffers: Buffers,
+    sent: Arc<AtomicU64>,
 }
 
 /// An upload's chunk buffers, lent to the HTTP client and given back when
@@ -232,6 +240,7 @@ fn chunk_stream(
     offset: u64,
     len: u64,
     done: Arc<OnceLock<u32>>,
+    sent: Arc<AtomicU64>,
 ) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> + Send + 'static {
     let start = Cursor {
         file,
@@ -240,6 +249,7 @@ fn chunk_stream(
         crc: Some(crc32fast::Hasher::new()),
         done,
         buffers,
+        sent,
     };
     futures_util::stream::try_unfold(start, |mut cursor| async move {
         let Some(mut crc) = cursor.crc.take() else {
@@ -269,6 +279,7 @@ fn chunk_stream(
         .await
         .map_err(std::io::Error::other)??;
         cursor.crc = Some(crc);
+        cursor.sent.fetch_add(n, Ordering::Relaxed);
         cursor.at += n;
         cursor.left -= n;
         Ok::<_, std::io::Error>(Some((chunk, cursor)))
@@ -335,10 +346,16 @@ mod tests {
     async fn wire_of(data: &[u8], offset: u64, len: u64) -> (Vec<u8>, Prepared, u32) {
         let (_dir, file) = archive(data);
         let buffers = Buffers::default();
-        let prepared = Payload::File { offset, len }.prepare(&file, &buffers);
+        let prepared = Payload::File { offset, len }.prepare(&file, &buffers, &Arc::default());
         let done = Arc::new(OnceLock::new());
-        let mut stream =
-            std::pin::pin!(chunk_stream(file, buffers, offset, len, Arc::clone(&done)));
+        let mut stream = std::pin::pin!(chunk_stream(
+            file,
+            buffers,
+            offset,
+            len,
+            Arc::clone(&done),
+            Arc::default()
+        ));
         let mut wire = Vec::new();
         while let Some(chunk) = stream.next().await {
             wire.extend_from_slice(&chunk.unwrap());
@@ -402,7 +419,8 @@ mod tests {
             Buffers::default(),
             0,
             200,
-            Arc::clone(&done)
+            Arc::clone(&done),
+            Arc::default()
         ));
         let mut failed = false;
         while let Some(chunk) = stream.next().await {

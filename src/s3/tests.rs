@@ -517,8 +517,11 @@ impl BotocoreCase {
         let path = dir.path().join("archive");
         std::fs::write(&path, vec![7u8; len as usize]).unwrap();
         let file = Arc::new(File::open(&path).unwrap());
-        let prepared = super::payload::Payload::File { offset: 0, len }
-            .prepare(&file, &super::payload::Buffers::default());
+        let prepared = super::payload::Payload::File { offset: 0, len }.prepare(
+            &file,
+            &super::payload::Buffers::default(),
+            &Arc::default(),
+        );
         extra.extend(prepared.headers);
         (prepared.content_sha256, extra)
     }

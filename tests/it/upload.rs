@@ -191,3 +191,29 @@ fn upload_concurrency_out_of_range_is_refused_before_any_request() {
     }
     assert!(fake.requests().is_empty(), "nothing was sent");
 }
+
+#[test]
+fn a_long_upload_says_every_few_seconds_how_far_it_is_and_how_long_is_left() {
+    let fake = fake(NEW);
+    let (truss, _) = big_truss(24);
+    // About 7 s for the archive: a start line, then one every 5 s.
+    let link = link(fake.addr(), "rtt=40ms,conn=2MB/s,total=4MB/s");
+    let run = deploy(&fake, truss.path(), &link.url(), "3")
+        .env("GITHUB_ACTIONS", "true")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    let progress: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("Uploading the truss: "))
+        .collect();
+    assert!(progress.len() >= 2, "{progress:#?}");
+    assert!(progress[0].starts_with("Uploading the truss: 0% (0 B of 24.0 MiB)"));
+    for line in &progress[1..] {
+        let (_, pace) = line.split_once("), ").expect("a rate and the time left");
+        assert!(
+            pace.ends_with(" left") && pace.contains("/s, about "),
+            "{line}"
+        );
+    }
+}
