@@ -373,6 +373,7 @@ pub(super) fn plausible(input: &str, model: &Path, fake_url: &str) -> BoxedStrat
         "github-token" => texts(&["ghs_canary0123456789", " ghs_x\n"]),
         "changed-since" => texts(&["HEAD", "HEAD~1", "auto", "origin/main", "no-such-ref"]),
         "max-parallel" => texts(&["1", "2", "16"]),
+        "upload-concurrency" => texts(&["1", "16", "32"]),
         "labels" => texts(&["{}", "{\"team\":\"ml\"}", "{\"a\":{\"b\":[1,null]}}"]),
         "predict-payload" => texts(&["{}", "{\"prompt\":\"x\"}", "{\"a\":1e308}"]),
         "deployment-name" => texts(&["v1.2.3", "ci_test-2", "PR-7_abc1234"]),
