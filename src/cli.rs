@@ -551,7 +551,26 @@ pub const INPUTS: &[InputSpec] = &[
         help: "Write every evidence number here as JSON",
         heading: EVIDENCE,
     },
+    InputSpec {
+        name: "upload-concurrency",
+        plain_env: "TRUSS_PUSH_UPLOAD_CONCURRENCY",
+        kind: Kind::Number(Range {
+            unit: Unit::Requests,
+            min: 1.0,
+            // Each part in flight holds a few 1 MiB chunks: 32 stays within
+            // the 64 MiB memory budget.
+            max: 32.0,
+            whole: true,
+        }),
+        default: Some(UPLOAD_CONCURRENCY_DEFAULT),
+        help: "Parts of a large archive uploaded at once (more helps on a long, fast link; each costs about 1 MiB)",
+        heading: BEHAVIOUR,
+    },
 ];
+
+/// `upload-concurrency`'s default, chosen by measurement through a shaped
+/// link (BENCHMARKS.md, "Upload through a shaped link").
+const UPLOAD_CONCURRENCY_DEFAULT: &str = "16";
 
 /// The spec of the input called `name`.
 ///

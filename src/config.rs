@@ -88,6 +88,8 @@ pub(crate) struct Config {
     pub team: Option<String>,
     pub endpoints: Endpoints,
     pub poll_interval: Duration,
+    /// S3 parts in flight at once.
+    pub upload_concurrency: usize,
     pub stream_logs: bool,
     pub dry_run: bool,
     /// Print the config payload and stop before any request.
@@ -472,6 +474,8 @@ impl Config {
         // typo in them is never silently ignored.
         bool_input("fail-fast")?;
         number(inputs, "max-parallel")?;
+        // A whole number from 1 to 32 (the input's range).
+        let upload_concurrency = number(inputs, "upload-concurrency")? as usize;
         let cleanup = match inputs.trimmed("cleanup") {
             Some(v) => Cleanup {
                 enabled: parse_bool("cleanup", v)?,
@@ -668,6 +672,7 @@ impl Config {
                 s3,
             },
             poll_interval,
+            upload_concurrency,
             stream_logs,
             dry_run,
             print_config,

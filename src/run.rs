@@ -374,6 +374,7 @@ async fn deploy(ctx: &Ctx<'_>) -> Result<(), Failure> {
 
 /// Cleanup for the target: model deployment or chain deployment.
 async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
+    flow::abort_unfinished_uploads(ctx, cancelled).await;
     flow::cleanup_gated(ctx, cancelled).await;
     match ctx.cfg.target {
         Target::Model { .. } => model::cleanup(ctx, cancelled).await,

@@ -5,10 +5,15 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
 
 use super::detect::CiKind;
-use super::format::format_bytes;
+use super::format::{format_bytes, human_duration};
 use super::runner_text::{is_line_break, json_for_runner, looks_like_command, runner_lines};
+
+/// How often a CI log gets an upload progress line: often enough to see a
+/// long upload move, rarely enough that a fast one prints one line.
+const UPLOAD_LINE_EVERY_SECS: u64 = 5;
 
 /// Escapes a workflow command's data (message): `%`, CR, LF.
 fn escape_data(value: &str) -> String {
@@ -83,8 +88,11 @@ pub(crate) type Sink = Box<dyn Write + Send>;
 struct Upload {
     label: String,
     total: u64,
-    /// Last 10 % step printed in CI mode (0..=10).
-    last_step: Option<u8>,
+    started: Instant,
+    /// Bytes stored so far.
+    done: u64,
+    /// When the last line was printed in CI mode.
+    last_line: Option<Instant>,
     /// Last whole percent drawn in terminal mode.
     last_percent: Option<u8>,
 }
@@ -321,42 +329,66 @@ impl Reporter {
 
     /// Starts reporting an upload of `total_bytes`.
     pub(crate) fn upload_started(&mut self, label: &str, total_bytes: u64) {
+        self.upload_started_at(label, total_bytes, Instant::now());
+    }
+
+    fn upload_started_at(&mut self, label: &str, total_bytes: u64, now: Instant) {
         self.end_bar();
         self.upload = Some(Upload {
             label: self.redact(label).into_owned(),
             total: total_bytes,
-            last_step: None,
+            started: now,
+            done: 0,
+            last_line: None,
             last_percent: None,
         });
-        self.upload_progress(0);
+        self.upload_progress_at(0, now);
     }
 
-    /// Reports `done_bytes` uploaded so far. In CI a line is printed each
-    /// time a new 10 % step is reached (at most 11 per upload); on a
-    /// terminal the bar is redrawn when the whole percent changes.
+    /// Reports `done_bytes` uploaded so far. In CI a line is printed at the
+    /// start and then at most every 5 s, with the rate and the time left;
+    /// on a terminal the bar is redrawn when the whole percent changes.
     pub(crate) fn upload_progress(&mut self, done_bytes: u64) {
+        self.upload_progress_at(done_bytes, Instant::now());
+    }
+
+    /// Between stored parts: `sent_bytes` handed to the network so far
+    /// (a resent part counts again, so it is capped at the total). Prints
+    /// a due line even when nothing moved, so a stalled upload is seen to
+    /// stall.
+    pub(crate) fn upload_tick(&mut self, sent_bytes: u64) {
+        self.upload_progress_at(sent_bytes, Instant::now());
+    }
+
+    fn upload_progress_at(&mut self, done_bytes: u64, now: Instant) {
         let redraw = self.progress_redraws();
         let Some(upload) = self.upload.as_mut() else {
             return;
         };
-        let percent = percent_done(done_bytes, upload.total);
+        // A retried part can report less than before: keep the high mark.
+        upload.done = upload.done.max(done_bytes.min(upload.total));
+        let percent = percent_done(upload.done, upload.total);
+        let pace = pace(upload, now);
         if redraw {
             if upload.last_percent == Some(percent) {
                 return;
             }
             upload.last_percent = Some(percent);
-            let bar = progress_bar(&upload.label, done_bytes, upload.total);
-            let _ = write!(self.out, "\r{bar}");
+            let bar = progress_bar(&upload.label, upload.done, upload.total);
+            let _ = write!(self.out, "\r{bar}{pace}");
             let _ = self.out.flush();
             self.bar_on_line = true;
         } else {
-            let step = percent / 10;
-            if upload.last_step.is_some_and(|last| step <= last) {
+            let every = Duration::from_secs(UPLOAD_LINE_EVERY_SECS);
+            if upload
+                .last_line
+                .is_some_and(|last| now.saturating_duration_since(last) < every)
+            {
                 return;
             }
-            upload.last_step = Some(step);
-            let line = progress_line(&upload.label, step * 10, done_bytes, upload.total);
-            self.write_out(&format!("{line}\n"));
+            upload.last_line = Some(now);
+            let line = progress_line(&upload.label, percent, upload.done, upload.total);
+            self.write_out(&format!("{line}{pace}\n"));
         }
     }
 
@@ -383,6 +415,23 @@ fn percent_done(done: u64, total: u64) -> u8 {
     }
     let percent = u128::from(done.min(total)) * 100 / u128::from(total);
     u8::try_from(percent).unwrap_or(100)
+}
+
+/// `, 4.0 MiB/s, about 5.0s left` once the upload has run a second and
+/// moved; empty before, when there is nothing to measure yet.
+fn pace(upload: &Upload, now: Instant) -> String {
+    let secs = now.saturating_duration_since(upload.started).as_secs_f64();
+    if secs < 1.0 || upload.done == 0 {
+        return String::new();
+    }
+    let rate = upload.done as f64 / secs;
+    let left = (upload.total - upload.done) as f64 / rate;
+    let left = Duration::try_from_secs_f64(left).unwrap_or(Duration::MAX);
+    format!(
+        ", {}/s, about {} left",
+        format_bytes(rate as u64),
+        human_duration(left)
+    )
 }
 
 /// `Uploading model: 40% (12.0 MiB of 30.0 MiB)`.
@@ -692,39 +741,42 @@ mod tests {
     }
 
     #[test]
-    fn ci_progress_prints_a_line_per_10_percent_step() {
+    fn ci_progress_prints_a_line_every_5_seconds_with_rate_and_time_left() {
         let (mut r, out, _) = reporter(CiKind::GitHub, true);
-        r.upload_started("Uploading model", 1000);
-        for done in (0..=1000).step_by(7).chain([1000]) {
-            r.upload_progress(done);
-        }
+        let t0 = Instant::now();
+        let at = |secs: u64| t0 + Duration::from_secs(secs);
+        r.upload_started_at("Uploading model", 1000, t0);
+        r.upload_progress_at(100, at(1));
+        r.upload_progress_at(500, at(5));
+        r.upload_progress_at(600, at(6));
+        r.upload_progress_at(700, at(10));
         r.upload_finished();
-        let lines = progress_lines(&out.text());
-        assert_eq!(lines.len(), 11, "{lines:#?}");
-        for (i, line) in lines.iter().enumerate() {
-            assert!(
-                line.starts_with(&format!("Uploading model: {}% (", i * 10)),
-                "{line}"
-            );
-        }
-        assert_eq!(lines[10], "Uploading model: 100% (1000 B of 1000 B)");
+        assert_eq!(
+            progress_lines(&out.text()),
+            [
+                "Uploading model: 0% (0 B of 1000 B)",
+                "Uploading model: 50% (500 B of 1000 B), 100 B/s, about 5.0s left",
+                "Uploading model: 70% (700 B of 1000 B), 70 B/s, about 4.3s left",
+            ]
+        );
         assert!(!out.text().contains('\r'));
     }
 
     #[test]
-    fn ci_progress_skips_steps_it_jumps_over() {
+    fn ci_progress_keeps_its_high_mark_when_a_part_is_retried() {
         let (mut r, out, _) = reporter(CiKind::Buildkite, false);
-        r.upload_started("up", 3 * 1024 * 1024);
-        r.upload_progress(2 * 1024 * 1024);
-        r.upload_progress(1024 * 1024); // going back (a retried part) prints nothing
-        r.upload_progress(3 * 1024 * 1024);
+        let t0 = Instant::now();
+        let at = |secs: u64| t0 + Duration::from_secs(secs);
+        r.upload_started_at("up", 3 * 1024 * 1024, t0);
+        r.upload_progress_at(2 * 1024 * 1024, at(5));
+        r.upload_progress_at(1024 * 1024, at(10)); // going back: a retried part
         r.upload_finished();
         assert_eq!(
             progress_lines(&out.text()),
             [
                 "up: 0% (0 B of 3.0 MiB)",
-                "up: 60% (2.0 MiB of 3.0 MiB)",
-                "up: 100% (3.0 MiB of 3.0 MiB)",
+                "up: 66% (2.0 MiB of 3.0 MiB), 409.6 KiB/s, about 2.5s left",
+                "up: 66% (2.0 MiB of 3.0 MiB), 204.8 KiB/s, about 5.0s left",
             ]
         );
     }

@@ -15,7 +15,7 @@ use crate::outcome::Failure;
 pub(crate) const CLEANUP_ALLOWANCE_SECS: u64 = 60;
 /// How long cleanup may take once the run is cancelled (GitHub sends
 /// SIGTERM 7.5 s after SIGINT, and kills 2.5 s later).
-const CANCELLED_CLEANUP_BUDGET_SECS: u64 = 3;
+pub(crate) const CANCELLED_CLEANUP_BUDGET_SECS: u64 = 3;
 /// Everything after a signal — a gated rollback and every deactivation —
 /// ends this long after it, a second before the runner's SIGTERM.
 pub(crate) const CANCELLED_TAIL_MILLIS: u64 = 6_500;

@@ -29,7 +29,8 @@ pub(crate) use create::{Trace, create_once};
 pub(crate) use gate::{Candidate, check_gate_target, cleanup_gated, promote_after_predict};
 pub(crate) use smoke::smoke_test;
 pub(crate) use upload::{
-    package_and_upload, preflight_secrets, scratch_dir, secret_names, validate_config,
+    abort_unfinished_uploads, package_and_upload, preflight_secrets, scratch_dir, secret_names,
+    validate_config,
 };
 pub(crate) use wait::{Poll, PromotionTrack, check_promotion, poll_until};
 
@@ -71,6 +72,9 @@ pub(crate) struct State {
     pub(crate) notes: Vec<String>,
     /// Each evidence analysis, in the order they ran.
     pub(crate) evidence: Vec<crate::evidence::Analysis>,
+    /// The run's S3 uploaders, so cleanup can abort a multipart upload the
+    /// run was stopped in the middle of.
+    pub(crate) uploaders: Vec<crate::s3::Uploader>,
 }
 
 /// Shared handles for one run.

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 
@@ -105,6 +106,9 @@ pub(crate) fn scratch_dir(truss: &Path) -> anyhow::Result<tempfile::TempDir> {
         })
 }
 
+/// How often the reporter is asked whether a progress line is due.
+const PROGRESS_TICK: Duration = Duration::from_secs(1);
+
 /// Archives `dir` into a temporary tar and uploads it with `creds`,
 /// showing progress. Memory stays flat: the archive is streamed to disk and
 /// the upload reads it back part by part.
@@ -134,6 +138,7 @@ pub(crate) async fn package_and_upload(
         ctx.s3_http.clone(),
         s3::Options {
             endpoint: ctx.cfg.endpoints.s3.clone(),
+            concurrency: ctx.cfg.upload_concurrency,
             ..s3::Options::default()
         },
     );
@@ -146,6 +151,7 @@ pub(crate) async fn package_and_upload(
             session_token: s3::Secret::new(creds.aws_session_token.clone()),
         },
     };
+    ctx.state.lock().unwrap().uploaders.push(uploader.clone());
     ctx.rep
         .lock()
         .unwrap()
@@ -153,20 +159,75 @@ pub(crate) async fn package_and_upload(
     let progress = |done: u64, _total: u64| ctx.rep.lock().unwrap().upload_progress(done);
     let what = format!("uploading {label}");
     let upload = async {
-        uploader
-            .upload_file(&target, &archive.path, &progress)
-            .await
-            .map_err(|e| fail(e.context(what.clone())))
+        let uploading = uploader.upload_file(&target, &archive.path, &progress);
+        // Parts can take longer than a progress line's interval on a slow
+        // link: the ticks let the reporter say so even when none finished.
+        let ticks = async {
+            let mut every = tokio::time::interval(PROGRESS_TICK);
+            loop {
+                every.tick().await;
+                let sent = uploader.bytes_sent();
+                ctx.rep.lock().unwrap().upload_tick(sent);
+            }
+        };
+        tokio::select! {
+            r = uploading => r.map_err(|e| fail(e.context(what.clone()))),
+            never = ticks => never,
+        }
     };
     let report = ctx.within(&what, upload).await;
     ctx.rep.lock().unwrap().upload_finished();
     let report = report?;
     let secs = report.elapsed.as_secs_f64().max(1e-3);
+    let rate = format_bytes((report.bytes as f64 / secs) as u64);
     ctx.say(&format!(
-        "Uploaded {label}: {} in {} ({}/s)",
+        "Uploaded {label}: {} in {} ({rate}/s)",
         format_bytes(report.bytes),
         human(report.elapsed),
-        format_bytes((report.bytes as f64 / secs) as u64)
     ));
+    // The summary's history shows the upload's rate beside the statuses.
+    ctx.event(
+        "",
+        &format!(
+            "uploaded {label}: {} in {} ({rate}/s)",
+            format_bytes(report.bytes),
+            human(report.elapsed),
+        ),
+    );
     Ok(())
+}
+
+/// Aborts the multipart uploads a stopped run left open (its flow was
+/// dropped mid-upload by a signal or the deploy budget), within the cleanup
+/// budget, so S3 keeps none of their parts. Best effort, like the abort
+/// after a failed part: a leftover upload costs storage until the bucket's
+/// lifecycle rule removes it, never a wrong deploy.
+pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>, cancelled: bool) {
+    let uploaders = std::mem::take(&mut ctx.state.lock().unwrap().uploaders);
+    let budget = Duration::from_secs(if cancelled {
+        super::cleanup::CANCELLED_CLEANUP_BUDGET_SECS
+    } else {
+        super::cleanup::CLEANUP_ALLOWANCE_SECS
+    });
+    let aborts =
+        futures_util::future::join_all(uploaders.iter().map(s3::Uploader::abort_unfinished));
+    match tokio::time::timeout(budget, aborts).await {
+        Err(_) => ctx.warn(&format!(
+            "could not abort the unfinished S3 upload within {}; its parts stay until the bucket's lifecycle rule removes them",
+            human(budget)
+        )),
+        Ok(results) => {
+            for result in results {
+                match result {
+                    Ok(Some(upload_id)) => {
+                        ctx.say(&format!("Aborted the unfinished S3 upload {upload_id}"));
+                    }
+                    Ok(None) => {}
+                    Err(e) => ctx.warn(&format!(
+                        "could not abort the unfinished S3 upload: {e:#}; its parts stay until the bucket's lifecycle rule removes them"
+                    )),
+                }
+            }
+        }
+    }
 }

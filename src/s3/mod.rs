@@ -29,6 +29,7 @@ mod xml;
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -49,9 +50,12 @@ pub(crate) const DEFAULT_MULTIPART_THRESHOLD_BYTES: u64 = 8 * MIB;
 /// 8 MiB parts: 256 parts for a 2 GiB archive, a failed part costs at most
 /// 8 MiB of resending, and part buffers stay within the 64 MiB RSS budget.
 pub(crate) const DEFAULT_PART_SIZE_BYTES: u64 = 8 * MIB;
-/// Four parts in flight saturate a CI runner's uplink in practice and bound
-/// part buffers to 32 MiB.
-pub(crate) const DEFAULT_CONCURRENCY: usize = 4;
+/// Parts in flight. Through a link whose connections each get a tenth of
+/// its capacity (30 ms round trip), 10 (boto3's `max_concurrency`) reached
+/// 79 % of it on 1 GiB, 16 reached 85 % and 24 only 87 %, at about 1 MiB
+/// of memory per part in flight (BENCHMARKS.md, "Uploads through a shaped
+/// link"); the `upload-concurrency` input sets it.
+pub(crate) const DEFAULT_CONCURRENCY: usize = 16;
 
 /// The temporary credentials `model_s3_upload_credentials` hands out.
 #[derive(Clone, Debug)]
@@ -124,14 +128,34 @@ type Progress<'a> = dyn Fn(u64, u64) + Send + Sync + 'a;
 ///
 /// The `reqwest::Client` should not follow redirects for S3: a followed 307
 /// drops the signature on the new host. S3's region answers are handled here.
+#[derive(Clone)]
 pub(crate) struct Uploader {
     inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Uploader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Uploader").finish_non_exhaustive()
+    }
 }
 
 struct Inner {
     client: reqwest::Client,
     options: Options,
     regions: Regions,
+    /// The multipart upload S3 holds open for us, if any: set once S3 gave
+    /// it an id, cleared once it is completed or aborted. Whoever stops an
+    /// upload midway (a cancelled run drops it) aborts what is left here.
+    open: std::sync::Mutex<Option<(Arc<Job>, String)>>,
+    /// Archive bytes handed to the HTTP client so far (a resent part
+    /// counts again), for progress between stored parts.
+    sent: Arc<AtomicU64>,
+}
+
+impl Inner {
+    fn set_open(&self, open: Option<(Arc<Job>, String)>) {
+        *self.open.lock().unwrap_or_else(|e| e.into_inner()) = open;
+    }
 }
 
 /// One upload's fixed facts, shared by its concurrent part tasks.
@@ -140,6 +164,8 @@ struct Job {
     key: String,
     credentials: Credentials,
     file: Arc<File>,
+    buffers: payload::Buffers,
+    sent: Arc<AtomicU64>,
 }
 
 impl Uploader {
@@ -149,8 +175,36 @@ impl Uploader {
                 client,
                 options,
                 regions: Regions::default(),
+                open: std::sync::Mutex::new(None),
+                sent: Arc::default(),
             }),
         }
+    }
+
+    /// Archive bytes handed to the HTTP client so far: progress that moves
+    /// while parts are on the wire, not only when one is stored.
+    pub(crate) fn bytes_sent(&self) -> u64 {
+        self.inner.sent.load(Ordering::Relaxed)
+    }
+
+    /// Aborts the multipart upload left open by an upload that was stopped
+    /// midway (its future dropped: a cancelled run, a spent deadline), so
+    /// S3 keeps none of its parts. Returns the aborted upload's id, `None`
+    /// when nothing was open. The caller bounds how long it may take.
+    pub(crate) async fn abort_unfinished(&self) -> anyhow::Result<Option<String>> {
+        let open = self
+            .inner
+            .open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some((job, upload_id)) = open else {
+            return Ok(None);
+        };
+        self.inner
+            .call(&job, &Call::abort_multipart(&upload_id))
+            .await
+            .map(|_| Some(upload_id))
     }
 
     /// Uploads the file at `path` to `target`, calling `progress(sent, total)`
@@ -196,6 +250,8 @@ impl Uploader {
             key: target.key.clone(),
             credentials: target.credentials.clone(),
             file: Arc::new(file),
+            buffers: payload::Buffers::default(),
+            sent: Arc::clone(&self.inner.sent),
         });
         progress(0, size);
         let parts = match plan {

@@ -24,6 +24,8 @@ impl Uploader {
         let upload_id = xml_text(&created.body, "UploadId")
             .filter(|id| !id.is_empty())
             .ok_or_else(|| anyhow!("S3 started a multipart upload but returned no UploadId"))?;
+        self.inner
+            .set_open(Some((Arc::clone(job), upload_id.clone())));
         let outcome = match self
             .upload_parts(job, &upload_id, size, part_size, parts, progress)
             .await
@@ -36,10 +38,15 @@ impl Uploader {
             Err(error) => Err(error),
         };
         match outcome {
-            Ok(()) => u32::try_from(parts).context("part count exceeds u32"),
+            Ok(()) => {
+                self.inner.set_open(None);
+                u32::try_from(parts).context("part count exceeds u32")
+            }
             Err(error) => {
                 // Best effort: a leftover upload only costs storage until the
                 // bucket's lifecycle rule removes it; the first error matters.
+                // It stays marked open until the abort is answered, so a run
+                // stopped during the abort still aborts it in its cleanup.
                 if let Err(abort_error) = self
                     .inner
                     .call(job, &Call::abort_multipart(&upload_id))
@@ -47,6 +54,7 @@ impl Uploader {
                 {
                     tracing::warn!("could not abort the S3 multipart upload: {abort_error:#}");
                 }
+                self.inner.set_open(None);
                 Err(error)
             }
         }

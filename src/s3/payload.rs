@@ -15,7 +15,8 @@
 //! size: each chunk is read, checksummed and framed in one buffer.
 
 use std::fs::File;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::anyhow;
 use base64::Engine as _;
@@ -28,6 +29,10 @@ use super::sigv4;
 /// quarter (fewer wake-ups of the blocking pool and of the HTTP writer) for
 /// about 8 MiB more peak RSS with four parts in flight.
 const STREAM_CHUNK_BYTES: u64 = 1024 * 1024;
+
+/// Chunk buffers kept for reuse once the HTTP client has written them: a
+/// few per part in flight.
+const IDLE_BUFFERS_MAX: usize = 64;
 
 /// The `x-amz-content-sha256` value of a body with unsigned chunks and a
 /// trailer.
@@ -74,8 +79,14 @@ impl Payload {
         matches!(self, Self::File { .. })
     }
 
-    /// A fresh body for one attempt; `file` is the archive.
-    pub(super) fn prepare(&self, file: &Arc<File>) -> Prepared {
+    /// A fresh body for one attempt; `file` is the archive, `buffers` the
+    /// upload's chunk buffers, `sent` counts the archive bytes streamed.
+    pub(super) fn prepare(
+        &self,
+        file: &Arc<File>,
+        buffers: &Buffers,
+        sent: &Arc<AtomicU64>,
+    ) -> Prepared {
         match self {
             Self::Empty => Prepared {
                 body: reqwest::Body::from(Vec::new()),
@@ -96,7 +107,14 @@ impl Payload {
             Self::File { offset, len } => {
                 let checksum = Arc::new(OnceLock::new());
                 Prepared {
-                    body: chunked_body(Arc::clone(file), *offset, *len, Arc::clone(&checksum)),
+                    body: reqwest::Body::wrap_stream(chunk_stream(
+                        Arc::clone(file),
+                        buffers.clone(),
+                        *offset,
+                        *len,
+                        Arc::clone(&checksum),
+                        Arc::clone(sent),
+                    )),
                     content_sha256: STREAMING_UNSIGNED_TRAILER.to_owned(),
                     length: encoded_length(*len),
                     content_type: None,
@@ -161,28 +179,77 @@ struct Cursor {
     left: u64,
     crc: Option<crc32fast::Hasher>,
     done: Arc<OnceLock<u32>>,
+    buffers: Buffers,
+    sent: Arc<AtomicU64>,
 }
 
-/// Streams `len` bytes at `offset` as an aws-chunked body.
-/// Every retry builds a new body, so a retried part is read afresh.
-fn chunked_body(file: Arc<File>, offset: u64, len: u64, done: Arc<OnceLock<u32>>) -> reqwest::Body {
-    reqwest::Body::wrap_stream(chunk_stream(file, offset, len, done))
+/// An upload's chunk buffers, lent to the HTTP client and given back when
+/// it has written them. A fresh 1 MiB buffer per chunk costs the allocator
+/// a map and an unmap, the kernel a page fault per 4 KiB and a zero fill,
+/// on every chunk of every part; a reused one costs none of that.
+#[derive(Clone, Default)]
+pub(super) struct Buffers(Arc<Mutex<Vec<Vec<u8>>>>);
+
+impl Buffers {
+    /// A buffer of exactly `len` bytes, whatever they hold.
+    fn take(&self, len: usize) -> Vec<u8> {
+        let mut buffer = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_default();
+        // Zero-fills only what a smaller buffer lacks: chunks share a size.
+        buffer.resize(len, 0);
+        buffer
+    }
+
+    fn give_back(&self, buffer: Vec<u8>) {
+        let mut idle = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < IDLE_BUFFERS_MAX {
+            idle.push(buffer);
+        }
+    }
+}
+
+/// A buffer on loan to the HTTP client as `Bytes`; back to its pool when
+/// the client drops it.
+struct Lent {
+    buffer: Vec<u8>,
+    home: Buffers,
+}
+
+impl AsRef<[u8]> for Lent {
+    fn as_ref(&self) -> &[u8] {
+        &self.buffer
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        self.home.give_back(std::mem::take(&mut self.buffer));
+    }
 }
 
 /// The aws-chunked frames of `len` bytes at `offset`, one chunk per read,
 /// with the CRC32 trailer at the end; the CRC32 also lands in `done`.
+/// Every retry builds a new stream, so a retried part is read afresh.
 fn chunk_stream(
     file: Arc<File>,
+    buffers: Buffers,
     offset: u64,
     len: u64,
     done: Arc<OnceLock<u32>>,
-) -> impl futures_util::Stream<Item = std::io::Result<Vec<u8>>> + Send + 'static {
+    sent: Arc<AtomicU64>,
+) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> + Send + 'static {
     let start = Cursor {
         file,
         at: offset,
         left: len,
         crc: Some(crc32fast::Hasher::new()),
         done,
+        buffers,
+        sent,
     };
     futures_util::stream::try_unfold(start, |mut cursor| async move {
         let Some(mut crc) = cursor.crc.take() else {
@@ -192,24 +259,27 @@ fn chunk_stream(
             let crc32 = crc.finalize();
             // A retry builds a new cell, so this one is only ever set here.
             let _ = cursor.done.set(crc32);
-            return Ok(Some((final_chunk(crc32).into_bytes(), cursor)));
+            return Ok(Some((bytes::Bytes::from(final_chunk(crc32)), cursor)));
         }
         let n = cursor.left.min(STREAM_CHUNK_BYTES);
         let (reader, at) = (Arc::clone(&cursor.file), cursor.at);
+        let home = cursor.buffers.clone();
         let (chunk, crc) = tokio::task::spawn_blocking(move || {
             let header = chunk_header(n);
             let data_len = usize::try_from(n).map_err(std::io::Error::other)?;
-            let mut buffer = Vec::with_capacity(header.len() + data_len + 2);
-            buffer.extend_from_slice(header.as_bytes());
-            buffer.resize(header.len() + data_len, 0);
-            read_exact_at(&reader, &mut buffer[header.len()..], at).map_err(short_read)?;
-            crc.update(&buffer[header.len()..]);
-            buffer.extend_from_slice(b"\r\n");
-            Ok::<_, std::io::Error>((buffer, crc))
+            let data_end = header.len() + data_len;
+            let mut buffer = home.take(data_end + 2);
+            buffer[..header.len()].copy_from_slice(header.as_bytes());
+            read_exact_at(&reader, &mut buffer[header.len()..data_end], at).map_err(short_read)?;
+            crc.update(&buffer[header.len()..data_end]);
+            buffer[data_end..].copy_from_slice(b"\r\n");
+            let chunk = bytes::Bytes::from_owner(Lent { buffer, home });
+            Ok::<_, std::io::Error>((chunk, crc))
         })
         .await
         .map_err(std::io::Error::other)??;
         cursor.crc = Some(crc);
+        cursor.sent.fetch_add(n, Ordering::Relaxed);
         cursor.at += n;
         cursor.left -= n;
         Ok::<_, std::io::Error>(Some((chunk, cursor)))
@@ -275,9 +345,17 @@ mod tests {
     /// it over the same range.
     async fn wire_of(data: &[u8], offset: u64, len: u64) -> (Vec<u8>, Prepared, u32) {
         let (_dir, file) = archive(data);
-        let prepared = Payload::File { offset, len }.prepare(&file);
+        let buffers = Buffers::default();
+        let prepared = Payload::File { offset, len }.prepare(&file, &buffers, &Arc::default());
         let done = Arc::new(OnceLock::new());
-        let mut stream = std::pin::pin!(chunk_stream(file, offset, len, Arc::clone(&done)));
+        let mut stream = std::pin::pin!(chunk_stream(
+            file,
+            buffers,
+            offset,
+            len,
+            Arc::clone(&done),
+            Arc::default()
+        ));
         let mut wire = Vec::new();
         while let Some(chunk) = stream.next().await {
             wire.extend_from_slice(&chunk.unwrap());
@@ -336,7 +414,14 @@ mod tests {
     async fn a_file_shorter_than_announced_fails_the_body() {
         let (_dir, file) = archive(&[1u8; 100]);
         let done = Arc::new(OnceLock::new());
-        let mut stream = std::pin::pin!(chunk_stream(file, 0, 200, Arc::clone(&done)));
+        let mut stream = std::pin::pin!(chunk_stream(
+            file,
+            Buffers::default(),
+            0,
+            200,
+            Arc::clone(&done),
+            Arc::default()
+        ));
         let mut failed = false;
         while let Some(chunk) = stream.next().await {
             if let Err(error) = chunk {

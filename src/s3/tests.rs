@@ -41,6 +41,12 @@ fn secrets_never_print() {
 }
 
 #[test]
+fn the_upload_concurrency_input_defaults_to_the_uploaders_default() {
+    let declared = crate::cli::spec("upload-concurrency").default;
+    assert_eq!(declared, Some(DEFAULT_CONCURRENCY.to_string().as_str()));
+}
+
+#[test]
 fn plan_table() {
     let t = DEFAULT_MULTIPART_THRESHOLD_BYTES;
     let p = DEFAULT_PART_SIZE_BYTES;
@@ -511,7 +517,11 @@ impl BotocoreCase {
         let path = dir.path().join("archive");
         std::fs::write(&path, vec![7u8; len as usize]).unwrap();
         let file = Arc::new(File::open(&path).unwrap());
-        let prepared = super::payload::Payload::File { offset: 0, len }.prepare(&file);
+        let prepared = super::payload::Payload::File { offset: 0, len }.prepare(
+            &file,
+            &super::payload::Buffers::default(),
+            &Arc::default(),
+        );
         extra.extend(prepared.headers);
         (prepared.content_sha256, extra)
     }

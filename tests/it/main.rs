@@ -22,4 +22,5 @@ mod outputs;
 mod props;
 mod ship;
 mod snapshots;
+mod upload;
 mod wire;

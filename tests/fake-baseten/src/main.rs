@@ -2,7 +2,8 @@
 //!
 //! Prints one JSON line with the URL and the four bases once listening
 //! (and, with `--proxy-rules`, a `proxy` object with the fault proxy's
-//! bases and sink), then serves until SIGINT/SIGTERM.
+//! bases and sink; with `--shaped-link`, a `shaped` object with the shaped
+//! link's), then serves until SIGINT/SIGTERM.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use fake_baseten::FakeBaseten;
-use fake_baseten::proxy::{FaultProxy, RuleSet};
+use fake_baseten::proxy::{FaultProxy, RuleSet, Shape, ShapedLink};
 use fake_baseten::scenario::Scenario;
 
 /// A faithful fake of Baseten (GraphQL, REST v1, S3, inference) on one port.
@@ -48,6 +49,11 @@ struct Args {
     /// Append the proxy's log here, one JSON object per line.
     #[arg(long, requires = "proxy_rules")]
     proxy_log: Option<PathBuf>,
+    /// Also start a shaped link (round-trip delay, rate caps) in front of
+    /// the proxy, or of the fake when there is no proxy:
+    /// `rtt=30ms,conn=40MB/s,total=400MB/s` (see the `proxy::shape` module).
+    #[arg(long)]
+    shaped_link: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -68,6 +74,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         .as_deref()
         .map(RuleSet::from_file)
         .transpose()?;
+    let shape = args.shaped_link.as_deref().map(Shape::parse).transpose()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -127,8 +134,24 @@ fn run(args: Args) -> anyhow::Result<()> {
             }
             None => None,
         };
+        let link = match shape {
+            Some(shape) => {
+                let upstream = proxy.as_ref().map_or(fake.addr(), FaultProxy::addr);
+                let link = ShapedLink::start_on(args.host, upstream, shape).await?;
+                bases["shaped"] = serde_json::json!({
+                    "url": link.url(),
+                    "graphql_base": link.url(),
+                    "rest_base": link.url(),
+                    "s3_endpoint": link.url(),
+                    "inference_template": format!("{}/{{prefix}}-{{id}}", link.url()),
+                });
+                Some(link)
+            }
+            None => None,
+        };
         println!("{bases}");
         signals.wait().await;
+        drop(link);
         drop(proxy);
         drop(fake);
         Ok(())

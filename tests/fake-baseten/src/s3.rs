@@ -94,6 +94,11 @@ pub struct S3Event {
     pub payload_mode: String,
     pub status: u16,
     pub error_code: Option<String>,
+    /// UploadPart's `partNumber`, when it parsed.
+    pub part_number: Option<u32>,
+    /// The body's CRC32, computed here, matched the one the client sent
+    /// (header or trailer) and was stored with the part.
+    pub crc32_verified: bool,
 }
 
 /// Temporary credentials, good for one key only.
@@ -236,6 +241,8 @@ impl FakeS3 {
             payload_mode: judged.payload_mode.unwrap_or_else(|| "none".to_owned()),
             status: response.status().as_u16(),
             error_code,
+            part_number: judged.part_number,
+            crc32_verified: judged.crc32_verified,
         });
         response
     }
@@ -351,7 +358,7 @@ impl FakeS3 {
         match judged.operation {
             Op::PutObject => self.put_object(&ctx, body).await,
             Op::CreateMultipartUpload => self.create_multipart_upload(&ctx, body).await,
-            Op::UploadPart => self.upload_part(&ctx, body).await,
+            Op::UploadPart => self.upload_part(&ctx, body, judged).await,
             Op::CompleteMultipartUpload => self.complete_multipart_upload(&ctx, body).await,
             Op::AbortMultipartUpload => self.abort_multipart_upload(&ctx, body).await,
             Op::HeadObject | Op::GetObject => self.read_object(&ctx, body).await,
@@ -606,6 +613,7 @@ impl FakeS3 {
         &self,
         ctx: &OpContext<'_>,
         body: &mut Option<Body>,
+        judged: &mut Judged,
     ) -> Result<Response, S3Error> {
         let raw_number = query_value(ctx.query, "partNumber").unwrap_or_default();
         let number = parse_part_number(&raw_number).ok_or_else(|| {
@@ -617,6 +625,7 @@ impl FakeS3 {
             .with("ArgumentName", "partNumber".to_owned())
             .with("ArgumentValue", raw_number.clone())
         })?;
+        judged.part_number = Some(number);
         let upload_id = query_value(ctx.query, "uploadId").unwrap_or_default();
         self.upload_dir(&upload_id, ctx.key)?;
         let (temp, digest) = self.receive_to_file(ctx, body).await?;
@@ -652,6 +661,8 @@ impl FakeS3 {
                     path,
                 },
             );
+            // `check_checksums` echoes a sent CRC32 only when it matched.
+            judged.crc32_verified = digest.crc32_echo.is_some();
         }
         Ok(with_headers(
             StatusCode::OK,
@@ -852,6 +863,8 @@ struct Judged {
     signature_verified: bool,
     signed_region: Option<String>,
     payload_mode: Option<String>,
+    part_number: Option<u32>,
+    crc32_verified: bool,
 }
 
 impl Default for Judged {
@@ -862,6 +875,8 @@ impl Default for Judged {
             signature_verified: false,
             signed_region: None,
             payload_mode: None,
+            part_number: None,
+            crc32_verified: false,
         }
     }
 }

@@ -381,6 +381,7 @@ pub(super) fn plausible(input: &str, model: &Path, fake_url: &str) -> BoxedStrat
         "max-latency-p95-ms" => texts(&["1", "250", "0"]),
         "max-latency-regression" => texts(&["1.2", "2", "0.5"]),
         "analysis-file" => texts(&["analysis.json", "missing/a.json"]),
+        "upload-concurrency" => texts(&["1", "16", "32"]),
         "labels" => texts(&["{}", "{\"team\":\"ml\"}", "{\"a\":{\"b\":[1,null]}}"]),
         "predict-payload" => texts(&["{}", "{\"prompt\":\"x\"}", "{\"a\":1e308}"]),
         "deployment-name" => texts(&["v1.2.3", "ci_test-2", "PR-7_abc1234"]),

@@ -41,6 +41,10 @@
 //!     faults: soak            # or a list: one is drawn per fired request
 //! ```
 //!
+//! For a slow network rather than a broken one, [`ShapedLink`] (`shape`)
+//! relays TCP with a round-trip delay and rate caps; put it in front of the
+//! fake or of this proxy.
+//!
 //! Other kinds: `reset_before_forward`, `hang`, `drip {bytes, interval_ms}`,
 //! `status {status, retry_after, body, content_type}`,
 //! `truncated_json {keep, content_length: truncated | original}`.
@@ -61,6 +65,7 @@
 
 pub mod rules;
 mod serve;
+pub mod shape;
 
 use std::convert::Infallible;
 use std::fs::File;
@@ -79,6 +84,7 @@ use tokio::sync::watch;
 
 use rules::Book;
 pub use rules::{DeclaredLength, Fault, RedirectTo, Rule, RuleSet, When};
+pub use shape::{Shape, ShapedLink};
 
 type Body = BoxBody<Bytes, Infallible>;
 
