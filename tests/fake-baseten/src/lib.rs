@@ -85,6 +85,7 @@ pub mod rest;
 pub mod runner;
 pub mod s3;
 pub mod scenario;
+pub mod schema;
 pub mod server;
 pub mod sigv4;
 pub mod state;
@@ -114,9 +115,18 @@ pub struct Builder {
     port: u16,
     store_dir: Option<PathBuf>,
     request_log: Option<PathBuf>,
+    fail_on_violations: bool,
 }
 
 impl Builder {
+    /// `false`: a dropped fake does not panic over unclaimed violations of
+    /// the published REST API (the `fake-baseten` binary, which records
+    /// them in its request log instead). Tests keep the default, `true`.
+    pub fn fail_on_violations(mut self, fail: bool) -> Self {
+        self.fail_on_violations = fail;
+        self
+    }
+
     pub fn host(mut self, host: IpAddr) -> Self {
         self.host = host;
         self
@@ -169,6 +179,7 @@ impl Builder {
         let addr = listener
             .local_addr()
             .context("while reading the bound address")?;
+        let fail_on_violations = self.fail_on_violations;
         let (shared, store) = self.shared(addr)?;
         let (tx, rx) = watch::channel(false);
         tokio::spawn(server::serve(listener, shared.clone(), rx));
@@ -178,6 +189,7 @@ impl Builder {
             shutdown: tx,
             runtime: None,
             store,
+            fail_on_violations,
         })
     }
 
@@ -254,13 +266,16 @@ struct Store {
     remove_on_drop: bool,
 }
 
-/// A running fake. Stops serving when dropped.
+/// A running fake. Stops serving when dropped, and then fails the test
+/// (panics) if it recorded exchanges that depart from the published REST
+/// API and the test did not claim them with [`FakeBaseten::take_violations`].
 pub struct FakeBaseten {
     shared: Arc<Shared>,
     addr: SocketAddr,
     shutdown: watch::Sender<bool>,
     runtime: Option<tokio::runtime::Runtime>,
     store: Store,
+    fail_on_violations: bool,
 }
 
 impl FakeBaseten {
@@ -281,6 +296,7 @@ impl FakeBaseten {
             port: 0,
             store_dir: None,
             request_log: None,
+            fail_on_violations: true,
         }
     }
 
@@ -349,6 +365,13 @@ impl FakeBaseten {
         self.shared.platform().snapshot(now)
     }
 
+    /// The exchanges so far that depart from the published REST API
+    /// ([`schema`]), cleared: a test that provokes one on purpose claims
+    /// it here, so the fake does not fail the test when dropped.
+    pub fn take_violations(&self) -> Vec<schema::Violation> {
+        self.shared.take_violations()
+    }
+
     /// Adds a fault while running.
     pub fn add_fault(&self, fault: Fault) {
         self.shared.faults.add(fault);
@@ -388,6 +411,19 @@ impl Drop for FakeBaseten {
         }
         if self.store.remove_on_drop {
             let _ = std::fs::remove_dir_all(&self.store.dir);
+        }
+        // Last, so the fake is stopped and cleaned up either way; never
+        // while already unwinding (a second panic would abort the tests).
+        if self.fail_on_violations && !std::thread::panicking() {
+            let left = self.shared.take_violations();
+            if !left.is_empty() {
+                let lines: Vec<String> = left.iter().map(|v| format!("  {v}")).collect();
+                panic!(
+                    "the fake served or received {} exchange(s) that the published Baseten REST API does not allow (tests/fake-baseten/src/schema; claim deliberate ones with take_violations()):\n{}",
+                    left.len(),
+                    lines.join("\n")
+                );
+            }
         }
     }
 }

@@ -51,6 +51,10 @@ pub struct LogEntry {
     /// body without one).
     #[serde(default)]
     pub content_length: Option<String>,
+    /// Where this exchange departs from the published REST API
+    /// ([`crate::schema`]); empty when it matches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<String>,
 }
 
 #[derive(Debug, Default)]

@@ -55,6 +55,7 @@ pub enum Route {
     CancelPromotion(Owner, String),
     ForceCancelPromotion(Owner, String),
     ListSecrets,
+    ListTeamSecrets(String),
     MethodNotAllowed,
     NotFound,
 }
@@ -82,6 +83,7 @@ impl Route {
             Route::ForceCancelPromotion(Owner::Model(_), _) => "rest.force_cancel_promotion",
             Route::ForceCancelPromotion(Owner::Chain(_), _) => "rest.force_cancel_chain_promotion",
             Route::ListSecrets => "rest.list_secrets",
+            Route::ListTeamSecrets(..) => "rest.list_team_secrets",
             Route::MethodNotAllowed => "rest.method_not_allowed",
             Route::NotFound => "rest.not_found",
         }
@@ -102,6 +104,7 @@ pub fn route(method: &Method, path: &str) -> Route {
     let (route, allowed) = match seg.as_slice() {
         ["v1", "models"] => (Route::ListModels, get),
         ["v1", "secrets"] => (Route::ListSecrets, get),
+        ["v1", "teams", t, "secrets"] => (Route::ListTeamSecrets(t.to_string()), get),
         ["v1", "models", m] => (Route::GetModel(m.to_string()), get),
         ["v1", "models", m, "deployments"] => (Route::ListDeployments(m.to_string()), get),
         ["v1", "models", m, "deployments", d] => {
@@ -268,17 +271,12 @@ pub fn handle(
                 .collect();
             (StatusCode::OK, json!({ "models": models }))
         }
-        // SecretV1 (name, created_at, team_name) per secret; values are
-        // never returned by the platform.
-        Route::ListSecrets => {
-            let team = p.teams.first().map(|t| t.name.clone()).unwrap_or_default();
-            let secrets: Vec<Value> = p
-                .scenario
-                .secrets
-                .iter()
-                .map(|name| json!({"name": name, "created_at": "2026-01-01T00:00:00Z", "team_name": team}))
-                .collect();
-            (StatusCode::OK, json!({ "secrets": secrets }))
+        Route::ListSecrets => (StatusCode::OK, json!({ "secrets": secrets_v1(p, None) })),
+        Route::ListTeamSecrets(t) => {
+            if !p.teams.iter().any(|team| &team.id == t) {
+                return not_found(format!("Team {t} not found"));
+            }
+            (StatusCode::OK, json!({ "secrets": secrets_v1(p, Some(t)) }))
         }
         Route::GetModel(m) => match p.model(m) {
             Some(_) => (StatusCode::OK, model_v1(p, m, now)),
@@ -416,6 +414,31 @@ pub fn handle(
     }
 }
 
+/// `SecretV1` for each scripted secret (of team id `team`, or every team's);
+/// values are never returned by the platform. Ids are stable per scenario.
+fn secrets_v1(p: &Platform, team: Option<&str>) -> Vec<Value> {
+    let first = p.teams.first();
+    p.scenario
+        .secrets
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            let owner = match s.team() {
+                None => first,
+                Some(name) => p.teams.iter().find(|t| t.name == name),
+            }?;
+            team.is_none_or(|id| id == owner.id).then(|| {
+                json!({
+                    "id": format!("secret{i:04}"),
+                    "created_at": "2026-01-01T00:00:00Z",
+                    "name": s.name(),
+                    "team_name": owner.name,
+                })
+            })
+        })
+        .collect()
+}
+
 /// Deactivate takes no body or a JSON object (`{}`).
 fn check_body(body: &[u8]) -> Result<(), Answer> {
     if body.iter().all(u8::is_ascii_whitespace) {
@@ -513,6 +536,7 @@ fn model_v1(p: &Platform, m: &str, now: f64) -> Value {
         "production_deployment_id": p.env_current(&model.id, PRODUCTION, now),
         "development_deployment_id": model.development,
         "instance_type_name": "1x2",
+        "team_name": p.teams.iter().find(|t| t.id == model.team_id).map(|t| t.name.clone()).unwrap_or_default(),
     })
 }
 
@@ -541,6 +565,18 @@ fn promotion_fields(
     );
 }
 
+/// `PromotionSettingsV1`, model and chain environments alike.
+fn promotion_settings(p: &Platform, env: &Environment) -> Value {
+    json!({
+        "redeploy_on_promotion": p.scenario.promote.redeploy_on_promotion.contains(&env.name),
+        "rolling_deploy": false,
+        "promotion_cleanup_strategy": "SCALE_TO_ZERO",
+        "rolling_deploy_config": null,
+        "ramp_up_while_promoting": false,
+        "ramp_up_duration_seconds": 600,
+    })
+}
+
 fn environment_v1(p: &Platform, model_id: &str, env: &Environment, now: f64) -> Value {
     let view = p.view(env, now);
     let render = |id: &str| {
@@ -558,17 +594,7 @@ fn environment_v1(p: &Platform, model_id: &str, env: &Environment, now: f64) -> 
     );
     promotion_fields(p, &mut out, &view, render);
     out.insert("autoscaling_settings".into(), autoscaling_settings());
-    out.insert(
-        "promotion_settings".into(),
-        json!({
-            "redeploy_on_promotion": p.scenario.promote.redeploy_on_promotion.contains(&env.name),
-            "rolling_deploy": false,
-            "promotion_cleanup_strategy": "SCALE_TO_ZERO",
-            "rolling_deploy_config": null,
-            "ramp_up_while_promoting": false,
-            "ramp_up_duration_seconds": 600,
-        }),
-    );
+    out.insert("promotion_settings".into(), promotion_settings(p, env));
     out.insert(
         "instance_type".into(),
         json!({
@@ -643,6 +669,7 @@ fn chain_environment_v1(p: &Platform, chain_id: &str, env: &Environment, now: f6
         view.current.as_deref().map(render).unwrap_or(Value::Null),
     );
     promotion_fields(p, &mut out, &view, render);
+    out.insert("promotion_settings".into(), promotion_settings(p, env));
     out.insert("chainlet_settings".into(), json!([]));
     Value::Object(out)
 }

@@ -155,6 +155,9 @@ async fn promote_answers_with_the_deployment_and_refuses_as_the_platform_does() 
         ))
         .await;
     assert_eq!(s, 405);
+    // The three malformed bodies and the GET depart from the published API
+    // on purpose; the schema check recorded each.
+    assert_eq!(fake.take_violations().len(), 4);
 
     let (s, d) = promote(
         &c,
