@@ -417,22 +417,24 @@ pub fn handle(
 /// `SecretV1` for each scripted secret (of team id `team`, or every team's);
 /// values are never returned by the platform. Ids are stable per scenario.
 fn secrets_v1(p: &Platform, team: Option<&str>) -> Vec<Value> {
-    let first = p.teams.first();
     p.scenario
         .secrets
         .iter()
         .enumerate()
         .filter_map(|(i, s)| {
+            // A bare name belongs to the first team (or to none: a key
+            // that lists no teams).
             let owner = match s.team() {
-                None => first,
-                Some(name) => p.teams.iter().find(|t| t.name == name),
-            }?;
-            team.is_none_or(|id| id == owner.id).then(|| {
+                None => p.teams.first(),
+                Some(name) => Some(p.teams.iter().find(|t| t.name == name)?),
+            };
+            let owner_id = owner.map(|t| t.id.as_str());
+            (team.is_none() || team == owner_id).then(|| {
                 json!({
                     "id": format!("secret{i:04}"),
                     "created_at": "2026-01-01T00:00:00Z",
                     "name": s.name(),
-                    "team_name": owner.name,
+                    "team_name": owner.map(|t| t.name.as_str()).unwrap_or_default(),
                 })
             })
         })

@@ -246,7 +246,15 @@ impl Scenario {
             "time_scale must be a positive number, got {}: use e.g. 1 (real time) or 100",
             self.time_scale
         );
-        anyhow::ensure!(!self.teams.is_empty(), "teams must list at least one team");
+        for s in &self.secrets {
+            if let Some(team) = s.team() {
+                anyhow::ensure!(
+                    self.teams.iter().any(|t| t.name == team),
+                    "secret {:?} names team {team:?}, which is not in teams",
+                    s.name()
+                );
+            }
+        }
         let timelines = std::iter::once(&self.deployments.default)
             .chain(&self.deployments.sequence)
             .chain(self.deployments.by_model.values())
