@@ -17,6 +17,7 @@ mod model_deploy;
 mod network;
 mod outputs;
 mod props;
+mod published_api;
 mod ship;
 mod snapshots;
 mod wire;

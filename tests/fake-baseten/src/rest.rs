@@ -853,8 +853,36 @@ mod tests {
                 "rest.not_found",
             ),
             (&g, "/v1/nothing", "rest.not_found"),
+            (&g, "/v1/models", "rest.list_models"),
+            (&g, "/v1/models/m1", "rest.get_model"),
+            (&g, "/v1/models/m1/deployments", "rest.list_deployments"),
+            (
+                &g,
+                "/v1/models/m1/deployments/production",
+                "rest.get_deployment",
+            ),
+            (
+                &g,
+                "/v1/chains/c1/deployments",
+                "rest.list_chain_deployments",
+            ),
+            (
+                &g,
+                "/v1/chains/c1/environments",
+                "rest.list_chain_environments",
+            ),
+            (&g, "/v1/secrets", "rest.list_secrets"),
+            (&g, "/v1/teams/t1/secrets", "rest.list_team_secrets"),
         ] {
             assert_eq!(route(m, path).endpoint(), want, "{m} {path}");
+            // Every route the fake serves is published, or excepted with
+            // its reason; the two refusals are for everything else.
+            let served = !want.ends_with("not_found") && !want.ends_with("method_not_allowed");
+            assert_eq!(
+                crate::schema::published().covers(m.as_str(), path.trim_end_matches('/')),
+                served,
+                "{m} {path}"
+            );
         }
     }
 

@@ -176,6 +176,15 @@ impl Published {
             .map(|e| (e.method.as_str(), e.path.as_str()))
     }
 
+    /// Whether `method path` is published (in the fixture) or excepted as
+    /// a whole endpoint.
+    pub fn covers(&self, method: &str, path: &str) -> bool {
+        self.find(method, path).is_some()
+            || exceptions::matching(method, path)
+                .iter()
+                .any(|x| x.side == Side::Endpoint)
+    }
+
     fn find(&self, method: &str, path: &str) -> Option<&Endpoint> {
         let template = template_of(
             self.endpoints
@@ -209,7 +218,7 @@ impl Published {
         }
         let Some(ep) = self.find(method, path) else {
             return vec![format!(
-                "{method} {path} is not in the published API (nor in the exceptions)"
+                "{method} {path} is no published endpoint the fake serves (schema/rest-v1.json) nor an exception"
             )];
         };
         let mut out = Vec::new();

@@ -10,5 +10,6 @@ mod flow;
 mod graphql;
 mod inference;
 mod promotion;
+mod published;
 mod request_log;
 mod timeline;
