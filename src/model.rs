@@ -12,7 +12,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::baseten::{
-    Api, CreateRequest, Created, LogLine, OrderedObject, Owner, now_epoch_millis,
+    Api, ApiError, CreateRequest, Created, LogLine, OrderedObject, Owner, now_epoch_millis,
 };
 use crate::config::RAW_CONFIG_MAX_BYTES;
 use crate::flow::{
@@ -111,17 +111,38 @@ pub(crate) async fn deploy(
         ),
         None => format!("whether a model {name:?} now exists in your workspace"),
     };
+    let find_model = async || {
+        let team_id = team.as_ref().map(|t| t.id.as_str());
+        let models = ctx.api.models(team_id).await?;
+        Ok(models.into_iter().find(|m| m.name == name).map(|m| m.id))
+    };
     let created = flow::create_once(
         ctx,
         "the deployment",
         &check,
-        async || ctx.api.create(&request).await,
+        async || match ctx.api.create(&request).await {
+            // Refused, for a model that did not exist when we looked:
+            // another run may have created it since (two first deploys
+            // racing). If it exists now, push a version of it.
+            Err(refused @ ApiError::Permanent { .. }) if request.existing_model_id.is_none() => {
+                let Ok(Some(model_id)) = find_model().await else {
+                    return Err(refused);
+                };
+                ctx.warn(&format!(
+                    "model {name:?} was created by someone else since this run looked ({model_id}): pushing this deployment as a new version of it"
+                ));
+                ctx.note(format!(
+                    "model {name:?} was created meanwhile by another client; this deployment is a version of it"
+                ));
+                let version = CreateRequest {
+                    existing_model_id: Some(&model_id),
+                    ..request.clone()
+                };
+                ctx.api.create(&version).await
+            }
+            r => r,
+        },
         async || {
-            let find_model = async || {
-                let team_id = team.as_ref().map(|t| t.id.as_str());
-                let models = ctx.api.models(team_id).await?;
-                Ok(models.into_iter().find(|m| m.name == name).map(|m| m.id))
-            };
             let found = trace.find_new(find_model, &list).await?;
             Ok(found.map(|(model_id, deployment_id)| Created {
                 model_id,

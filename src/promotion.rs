@@ -1,9 +1,14 @@
-//! Reading an environment's promotion: is our deployment the one serving it?
+//! Reading an environment: what serves it, what is being promoted into it,
+//! and the gate's decisions over that reading (pure functions: the gate
+//! performs them, and reports only what a later read shows).
 //!
 //! A new deployment promoted with a rolling strategy is created at zero
 //! replicas and reports SCALED_TO_ZERO while its promotion into the
 //! environment is still in flight; a status-only wait would call that
-//! success minutes before the model serves.
+//! success minutes before the model serves. A chain environment
+//! (`ChainEnvironmentV1`) has a candidate deployment but no promotion
+//! status at all: a chain's promotion is seen only through its current and
+//! candidate deployments.
 
 use serde_json::Value;
 
@@ -11,8 +16,120 @@ use serde_json::Value;
 pub(crate) const PROMOTION_FAILED: &[&str] = &["FAILED", "CANCELED"];
 /// The promotion status that means it completed.
 pub(crate) const PROMOTION_SUCCEEDED: &str = "SUCCEEDED";
+/// The promotion status of a cancelled promotion moving traffic back.
+const RAMPING_DOWN: &str = "RAMPING_DOWN";
 
-/// What an EnvironmentV1 says about our deployment.
+/// `in_progress_promotion`, as a model environment reports it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Flight {
+    pub(crate) status: String,
+    pub(crate) percent: Option<f64>,
+    pub(crate) error_message: Option<String>,
+    /// `rolling_deploy`: only a rolling promotion may be force-cancelled.
+    pub(crate) rolling: Option<bool>,
+}
+
+impl Flight {
+    fn is(&self, status: &str) -> bool {
+        self.status.eq_ignore_ascii_case(status)
+    }
+
+    /// Ended: succeeded, failed or cancelled.
+    pub(crate) fn ended(&self) -> bool {
+        self.is(PROMOTION_SUCCEEDED) || PROMOTION_FAILED.iter().any(|s| self.is(s))
+    }
+}
+
+/// One reading of an environment (EnvironmentV1 or ChainEnvironmentV1).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Env {
+    pub(crate) current: Option<String>,
+    pub(crate) candidate: Option<String>,
+    pub(crate) flight: Option<Flight>,
+    /// The answer carries `candidate_deployment` or `in_progress_promotion`
+    /// (older API versions carry neither).
+    pub(crate) reports_promotions: bool,
+    /// The answer carries `in_progress_promotion` (models; never chains).
+    pub(crate) reports_status: bool,
+}
+
+fn id_of(v: &Value) -> Option<String> {
+    v.get("id")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+impl Env {
+    pub(crate) fn parse(v: &Value) -> Env {
+        let flight = v
+            .get("in_progress_promotion")
+            .filter(|p| p.is_object())
+            .map(|p| Flight {
+                status: p
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                percent: p
+                    .get("percent_traffic_to_new_version")
+                    .and_then(Value::as_f64),
+                error_message: p
+                    .get("error_message")
+                    .and_then(Value::as_str)
+                    .filter(|m| !m.is_empty())
+                    .map(str::to_string),
+                rolling: p.get("rolling_deploy").and_then(Value::as_bool),
+            });
+        Env {
+            current: v.get("current_deployment").and_then(id_of),
+            candidate: v.get("candidate_deployment").and_then(id_of),
+            flight,
+            reports_promotions: v.get("candidate_deployment").is_some()
+                || v.get("in_progress_promotion").is_some(),
+            reports_status: v.get("in_progress_promotion").is_some(),
+        }
+    }
+
+    /// Traffic is still moving (a promotion or a cancelled one ramping
+    /// down). A chain's promotion shows only as a candidate.
+    pub(crate) fn moving(&self) -> bool {
+        match &self.flight {
+            Some(f) => !f.ended(),
+            None => self.candidate.is_some(),
+        }
+    }
+
+    /// `id` serves the environment with nothing left moving traffic: the
+    /// end of a rollback. A cancelled promotion keeps the previous
+    /// deployment current while traffic ramps back, so the current
+    /// deployment alone does not say it.
+    pub(crate) fn settled_on(&self, id: &str) -> bool {
+        self.current.as_deref() == Some(id) && !self.moving()
+    }
+
+    /// Where traffic is, in words, for messages.
+    pub(crate) fn describe(&self, env: &str) -> String {
+        let serving = match &self.current {
+            Some(c) => format!("{env} serves deployment {c}"),
+            None => format!("{env} serves no deployment"),
+        };
+        match (&self.candidate, &self.flight) {
+            (Some(c), Some(f)) if !f.ended() => match f.percent {
+                Some(p) => format!(
+                    "{serving}, with a promotion of {c} {} ({p:.0}% of traffic on it)",
+                    f.status
+                ),
+                None => format!("{serving}, with a promotion of {c} {}", f.status),
+            },
+            (Some(c), _) => format!("{serving}, with {c} being promoted"),
+            _ => serving,
+        }
+    }
+}
+
+/// What an environment says about our promoted deployment while the gate
+/// waits for it.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum View {
     /// The environment's current deployment is ours, or our promotion
@@ -27,93 +144,170 @@ pub(crate) enum View {
     Failed { status: String, message: String },
     /// Another deployment serves and no promotion of ours is visible yet.
     NotYet { current: Option<String> },
+    /// Another deployment, neither ours nor the one we replace, took the
+    /// environment or is being promoted into it: another client is at work.
+    Displaced { by: String },
     /// The API answered without the promotion fields (older API versions).
     Unsupported,
 }
 
-fn id_of(v: &Value) -> Option<&str> {
-    v.get("id").and_then(Value::as_str)
-}
-
-/// Reads an EnvironmentV1 JSON object for `deployment_id`.
-pub(crate) fn read(env: &Value, deployment_id: &str) -> View {
-    let current = env.get("current_deployment").and_then(id_of);
-    if current == Some(deployment_id) {
+/// Reads an environment for `ours`.
+pub(crate) fn read_env(e: &Env, ours: &str) -> View {
+    if e.current.as_deref() == Some(ours) {
         return View::Serving;
     }
-    let has_fields =
-        env.get("in_progress_promotion").is_some() || env.get("candidate_deployment").is_some();
-    if !has_fields {
+    if !e.reports_promotions {
         return View::Unsupported;
     }
-    let candidate = env.get("candidate_deployment").and_then(id_of);
-    let ours = candidate.is_none_or(|c| c == deployment_id);
-    if let Some(p) = env.get("in_progress_promotion").filter(|p| p.is_object())
-        && ours
+    let candidate = e.candidate.as_deref();
+    let ours_in_flight = candidate.is_none_or(|c| c == ours);
+    if let Some(f) = &e.flight
+        && ours_in_flight
     {
-        let status = p
-            .get("status")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        if status.eq_ignore_ascii_case(PROMOTION_SUCCEEDED) {
+        if f.is(PROMOTION_SUCCEEDED) {
             return View::Serving;
         }
-        if PROMOTION_FAILED
-            .iter()
-            .any(|s| s.eq_ignore_ascii_case(&status))
-        {
-            let message = p
-                .get("error_message")
-                .and_then(Value::as_str)
-                .filter(|m| !m.is_empty())
-                .unwrap_or("the platform gave no message")
-                .to_string();
-            return View::Failed { status, message };
+        if PROMOTION_FAILED.iter().any(|s| f.is(s)) {
+            return View::Failed {
+                status: f.status.clone(),
+                message: f
+                    .error_message
+                    .clone()
+                    .unwrap_or_else(|| "the platform gave no message".into()),
+            };
         }
         // In flight, paused, or a status this build does not know: wait.
         return View::InFlight {
-            status,
-            percent: p
-                .get("percent_traffic_to_new_version")
-                .and_then(Value::as_f64),
+            status: f.status.clone(),
+            percent: f.percent,
+        };
+    }
+    if candidate == Some(ours) {
+        // A chain: the environment names our candidate but has no status.
+        return View::InFlight {
+            status: "PROMOTING".into(),
+            percent: None,
         };
     }
     View::NotYet {
-        current: current.map(str::to_string),
+        current: e.current.clone(),
     }
 }
 
-/// Whether `deployment_id` serves the environment with no promotion left
-/// moving traffic: the end of a rollback. A cancelled promotion keeps the
-/// previous deployment current while traffic ramps back, so the current
-/// deployment alone does not say it.
-pub(crate) fn settled_on(env: &Value, deployment_id: &str) -> bool {
-    let current = env.get("current_deployment").and_then(id_of);
-    let moving = env
-        .get("in_progress_promotion")
-        .filter(|p| p.is_object())
-        .and_then(|p| p.get("status"))
-        .and_then(Value::as_str)
-        .is_some_and(|s| {
-            !s.eq_ignore_ascii_case(PROMOTION_SUCCEEDED)
-                && !PROMOTION_FAILED.iter().any(|f| f.eq_ignore_ascii_case(s))
-        });
-    current == Some(deployment_id) && !moving
+/// [`read_env`] for a gated promotion, which knows what it replaces
+/// (`previous`): any other deployment serving or being promoted is another
+/// client's, and the gate stops instead of waiting for it.
+pub(crate) fn read_gated(e: &Env, ours: &str, previous: Option<&str>) -> View {
+    if e.current.as_deref() == Some(ours) {
+        return View::Serving;
+    }
+    let foreign = |id: &&str| *id != ours && Some(*id) != previous;
+    if let Some(by) = e
+        .candidate
+        .as_deref()
+        .filter(foreign)
+        .or(e.current.as_deref().filter(foreign))
+    {
+        return View::Displaced { by: by.to_string() };
+    }
+    read_env(e, ours)
 }
 
-/// The environment's current deployment, if any.
-pub(crate) fn current(env: &Value) -> Option<String> {
-    env.get("current_deployment")
-        .and_then(id_of)
-        .map(str::to_string)
+/// After a promote whose answer was lost or unreadable, what the
+/// environment says about it. `target` is what we asked to promote,
+/// `before` what served the environment when we sent it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Lookup {
+    /// The environment serves or is taking `target` itself: ours.
+    Applied,
+    /// Nothing moved: the request never took effect (safe to send again).
+    Untouched,
+    /// Another deployment serves or is being promoted. A platform copy of
+    /// ours cannot be told from another run's deployment (a deployment
+    /// names no source), so it is never claimed.
+    Other { by: String },
 }
 
-/// The deployment being promoted into the environment, if any.
-pub(crate) fn candidate(env: &Value) -> Option<String> {
-    env.get("candidate_deployment")
-        .and_then(id_of)
-        .map(str::to_string)
+pub(crate) fn lookup(e: &Env, target: &str, before: Option<&str>) -> Lookup {
+    if e.candidate.as_deref() == Some(target) || e.current.as_deref() == Some(target) {
+        return Lookup::Applied;
+    }
+    if let Some(c) = &e.candidate {
+        return Lookup::Other { by: c.clone() };
+    }
+    match e.current.as_deref() {
+        c if c == before => Lookup::Untouched,
+        Some(c) => Lookup::Other { by: c.to_string() },
+        None => Lookup::Untouched,
+    }
+}
+
+/// What a rollback does next, from a fresh reading of the environment.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Step {
+    /// The previous deployment serves with nothing in flight.
+    Done,
+    /// A cancelled promotion is moving traffic back, or our promote of the
+    /// previous deployment is under way: read again.
+    Wait,
+    /// Our promotion is in flight (models): cancel it; `force` only for a
+    /// rolling promotion when time is short.
+    Cancel { force: bool },
+    /// Our promotion is in flight (chains, which have no cancel): promote
+    /// the previous deployment again, and if the platform refuses while one
+    /// is in flight, deactivate our candidate so that it ends.
+    ChainInterrupt,
+    /// Ours serves: promote the previous deployment back.
+    PromoteBack,
+    /// Another client moved the environment: leave it.
+    Displaced { by: String },
+}
+
+/// The rollback's next step. `ours` is the deployment we promoted, `prev`
+/// the one to put back, `back` the id our promote of `prev` answered (the
+/// platform may copy it), `hurry` a signal's short budget, `chain` a chain
+/// environment.
+pub(crate) fn rollback_step(
+    e: &Env,
+    ours: &str,
+    prev: &str,
+    back: Option<&str>,
+    hurry: bool,
+    chain: bool,
+) -> Step {
+    let restored = |id: &str| id == prev || Some(id) == back;
+    if e.settled_on(prev) || back.is_some_and(|b| e.settled_on(b)) {
+        return Step::Done;
+    }
+    if let Some(c) = e.candidate.as_deref() {
+        if restored(c) {
+            return Step::Wait;
+        }
+        if c != ours {
+            return Step::Displaced { by: c.to_string() };
+        }
+        if chain {
+            return Step::ChainInterrupt;
+        }
+        return match &e.flight {
+            Some(f) if f.is(RAMPING_DOWN) => Step::Wait,
+            Some(f) => Step::Cancel {
+                force: hurry && f.rolling == Some(true),
+            },
+            None => Step::Cancel { force: false },
+        };
+    }
+    match e.current.as_deref() {
+        Some(cur) if cur == ours => Step::PromoteBack,
+        // A cancelled promotion ramping down with no candidate shown.
+        Some(cur) if restored(cur) => Step::Wait,
+        Some(cur) => Step::Displaced {
+            by: cur.to_string(),
+        },
+        None => Step::Displaced {
+            by: "no deployment".into(),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -170,6 +364,14 @@ mod tests {
                     current: Some("old".into()),
                 },
             ),
+            // A chain environment: a candidate, no status.
+            (
+                json!({"current_deployment": {"id": "old"}, "candidate_deployment": {"id": "d1"}}),
+                View::InFlight {
+                    status: "PROMOTING".into(),
+                    percent: None,
+                },
+            ),
             (
                 json!({"current_deployment": {"id": "old"}}),
                 View::Unsupported,
@@ -177,7 +379,42 @@ mod tests {
             (json!({"current_deployment": null}), View::Unsupported),
         ];
         for (env, want) in cases {
-            assert_eq!(read(&env, "d1"), want, "{env}");
+            assert_eq!(read_env(&Env::parse(&env), "d1"), want, "{env}");
+        }
+    }
+
+    #[test]
+    fn a_gate_sees_another_clients_deployment_as_displacing_it() {
+        let env = |v: Value| Env::parse(&v);
+        let cases = [
+            (
+                env(
+                    json!({"current_deployment": {"id": "old"}, "candidate_deployment": {"id": "theirs"},
+                       "in_progress_promotion": {"status": "RAMPING_UP", "percent_traffic_to_new_version": 5}}),
+                ),
+                View::Displaced {
+                    by: "theirs".into(),
+                },
+            ),
+            (
+                env(
+                    json!({"current_deployment": {"id": "theirs"}, "candidate_deployment": null, "in_progress_promotion": null}),
+                ),
+                View::Displaced {
+                    by: "theirs".into(),
+                },
+            ),
+            (
+                env(
+                    json!({"current_deployment": {"id": "old"}, "candidate_deployment": null, "in_progress_promotion": null}),
+                ),
+                View::NotYet {
+                    current: Some("old".into()),
+                },
+            ),
+        ];
+        for (e, want) in cases {
+            assert_eq!(read_gated(&e, "d1", Some("old")), want, "{e:?}");
         }
     }
 
@@ -202,9 +439,161 @@ mod tests {
                 false,
             ),
             (json!({"current_deployment": null}), false),
+            // A chain still promoting: its candidate is moving traffic.
+            (
+                json!({"current_deployment": {"id": "old"}, "candidate_deployment": {"id": "d1"}}),
+                false,
+            ),
         ];
         for (env, want) in cases {
-            assert_eq!(settled_on(&env, "old"), want, "{env}");
+            assert_eq!(Env::parse(&env).settled_on("old"), want, "{env}");
+        }
+    }
+
+    #[test]
+    fn a_lost_promote_is_claimed_only_by_identity() {
+        let e = |cur: Option<&str>, cand: Option<&str>| Env {
+            current: cur.map(Into::into),
+            candidate: cand.map(Into::into),
+            flight: None,
+            reports_promotions: true,
+            reports_status: true,
+        };
+        let cases = [
+            (e(Some("old"), Some("mine")), Lookup::Applied),
+            (e(Some("mine"), None), Lookup::Applied),
+            (e(Some("old"), None), Lookup::Untouched),
+            (
+                e(Some("old"), Some("copy-or-theirs")),
+                Lookup::Other {
+                    by: "copy-or-theirs".into(),
+                },
+            ),
+            (
+                e(Some("theirs"), None),
+                Lookup::Other {
+                    by: "theirs".into(),
+                },
+            ),
+            (e(None, None), Lookup::Untouched),
+        ];
+        for (env, want) in cases {
+            assert_eq!(lookup(&env, "mine", Some("old")), want, "{env:?}");
+        }
+        // A rollback's promote of `old` while `mine` served: applied only
+        // when `old` shows up, never because something serves.
+        assert_eq!(
+            lookup(&e(Some("mine"), None), "old", Some("mine")),
+            Lookup::Untouched
+        );
+        assert_eq!(
+            lookup(&e(Some("mine"), Some("old")), "old", Some("mine")),
+            Lookup::Applied
+        );
+    }
+
+    #[test]
+    fn rollback_steps() {
+        let flight = |status: &str, rolling: Option<bool>| {
+            Some(Flight {
+                status: status.into(),
+                percent: Some(40.0),
+                error_message: None,
+                rolling,
+            })
+        };
+        let e = |cur: &str, cand: Option<&str>, f: Option<Flight>| Env {
+            current: Some(cur.into()),
+            candidate: cand.map(Into::into),
+            flight: f,
+            reports_promotions: true,
+            reports_status: true,
+        };
+        let chain = |cur: &str, cand: Option<&str>| Env {
+            current: Some(cur.into()),
+            candidate: cand.map(Into::into),
+            flight: None,
+            reports_promotions: true,
+            reports_status: false,
+        };
+        // (environment, hurry, chain, expected)
+        let cases = [
+            (e("prev", None, None), false, false, Step::Done),
+            (
+                e("prev", None, flight("CANCELED", None)),
+                false,
+                false,
+                Step::Done,
+            ),
+            (
+                e("prev", Some("ours"), flight("RAMPING_UP", Some(false))),
+                true,
+                false,
+                Step::Cancel { force: false },
+            ),
+            (
+                e("prev", Some("ours"), flight("RAMPING_UP", Some(true))),
+                true,
+                false,
+                Step::Cancel { force: true },
+            ),
+            (
+                e("prev", Some("ours"), flight("RAMPING_UP", Some(true))),
+                false,
+                false,
+                Step::Cancel { force: false },
+            ),
+            (
+                e("prev", Some("ours"), flight("RAMPING_DOWN", None)),
+                false,
+                false,
+                Step::Wait,
+            ),
+            (e("ours", None, None), false, false, Step::PromoteBack),
+            (
+                e("ours", Some("prev"), flight("RAMPING_UP", None)),
+                false,
+                false,
+                Step::Wait,
+            ),
+            (
+                e("ours", Some("theirs"), flight("RAMPING_UP", None)),
+                false,
+                false,
+                Step::Displaced {
+                    by: "theirs".into(),
+                },
+            ),
+            (
+                e("theirs", None, None),
+                false,
+                false,
+                Step::Displaced {
+                    by: "theirs".into(),
+                },
+            ),
+            (
+                e("copy", None, None),
+                false,
+                false,
+                Step::Done, // the platform's copy of prev, named by our own promote
+            ),
+            (
+                chain("prev", Some("ours")),
+                true,
+                true,
+                Step::ChainInterrupt,
+            ),
+            (chain("ours", None), false, true, Step::PromoteBack),
+            (chain("prev", None), false, true, Step::Done),
+            (chain("ours", Some("prev")), false, true, Step::Wait),
+        ];
+        for (env, hurry, is_chain, want) in cases {
+            assert_eq!(
+                rollback_step(&env, "ours", "prev", Some("copy"), hurry, is_chain),
+                want,
+                "{env:?} hurry={hurry} chain={is_chain}"
+            );
         }
     }
 }

@@ -284,10 +284,17 @@ pub(crate) async fn execute(
     let s3_http = net::s3_client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
     let api = baseten::Api::new(http, cfg.endpoints.clone(), cfg.api_key.clone());
     // The run's budget: setup, upload, create and the wait share the wait
-    // budget from the start; the smoke test and cleanup get their own
-    // (flow::smoke_test, flow::cleanup_created).
+    // budget from the start; the smoke tests, a gated promotion and its
+    // rollback end by the wait budget plus predict-timeout; cleanup has its
+    // minute after that (flow::smoke_test, flow::gate, flow::cleanup_created).
     let deploy_until = started + cfg.wait_timeout;
+    let run_until = deploy_until + cfg.predict_timeout;
     api.set_deadline(Some(deploy_until));
+    if cfg.gated_environment().is_some() {
+        // A gated run says `rolled-back: false` unless a read proved a
+        // rollback, whatever phase it ends in.
+        state.lock().unwrap().rolled_back = Some(false);
+    }
     let ctx = Ctx {
         cfg,
         api: &api,
@@ -296,6 +303,7 @@ pub(crate) async fn execute(
         state,
         started,
         deploy_until,
+        run_until,
     };
     // GitHub hears of the start alongside the deploy, never ahead of it.
     let deploying = async {

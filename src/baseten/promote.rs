@@ -78,7 +78,10 @@ impl Api {
     /// Starts promoting `deployment_id` into `env`; answers the id of the
     /// deployment being promoted, which is a new one when the platform had
     /// to create it. Never resent once it may have arrived: a second
-    /// promote would be refused or start a second promotion.
+    /// promote would be refused or start a second promotion. A 2xx answer
+    /// that names no deployment (cut, empty, a proxy's page) reached the
+    /// platform and may have been applied: it is `Ambiguous`, for the
+    /// caller to look up.
     pub(crate) async fn promote(
         &self,
         owner: Owner,
@@ -87,14 +90,20 @@ impl Api {
         deployment_id: &str,
         flags: PromoteFlags,
     ) -> Result<String, ApiError> {
-        let url =
-            self.endpoints
-                .rest(&[owner.collection(), owner_id, "environments", env, "promote"]);
-        let body = json!({
-            "deployment_id": deployment_id,
-            "scale_down_previous_deployment": flags.scale_down_previous_deployment,
-            "preserve_env_instance_type": flags.preserve_env_instance_type,
-        });
+        let url = self.environment_url(owner, owner_id, env, Some("promote"));
+        // The chain request (`PromoteToChainEnvironmentRequestV1`) has no
+        // `preserve_env_instance_type`.
+        let body = match owner {
+            Owner::Model => json!({
+                "deployment_id": deployment_id,
+                "scale_down_previous_deployment": flags.scale_down_previous_deployment,
+                "preserve_env_instance_type": flags.preserve_env_instance_type,
+            }),
+            Owner::Chain => json!({
+                "deployment_id": deployment_id,
+                "scale_down_previous_deployment": flags.scale_down_previous_deployment,
+            }),
+        };
         let answer = self
             .rest_post_json(
                 Policy::MUTATION,
@@ -106,22 +115,21 @@ impl Api {
         answer
             .get("id")
             .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
             .map(str::to_string)
-            .ok_or_else(|| {
-                ApiError::permanent(
-                    "promoting the deployment: the answer names no deployment id".to_string(),
-                )
+            .ok_or_else(|| ApiError::Ambiguous {
+                message: "promoting the deployment: the platform answered but named no deployment (a cut or unreadable answer)".to_string(),
             })
     }
 
-    /// Cancels the promotion in flight in `env`. With `force` it ends at
-    /// once and the previous deployment keeps (or takes back) all traffic;
-    /// without, traffic ramps back first. Safe to repeat: a second cancel
-    /// of a cancelled promotion is refused, which the caller reads as done.
+    /// Cancels the model promotion in flight in `env`
+    /// (`cancel_promotion`: traffic ramps back first). With `force`
+    /// (`force_cancel_promotion`, documented for rolling promotions only)
+    /// it ends at once. Chains have neither endpoint. The answer says
+    /// little: the caller reads the environment to learn what happened.
     pub(crate) async fn cancel_promotion(
         &self,
-        owner: Owner,
-        owner_id: &str,
+        model_id: &str,
         env: &str,
         force: bool,
     ) -> Result<Value, ApiError> {
@@ -130,8 +138,40 @@ impl Api {
         } else {
             "cancel_promotion"
         };
-        let url = self.environment_url(owner, owner_id, env, Some(action));
+        let url = self.environment_url(Owner::Model, model_id, env, Some(action));
         self.rest_post_json(Policy::IDEMPOTENT, "cancelling the promotion", url, None)
             .await
+    }
+
+    /// Re-activates an inactive model deployment (`…/deployments/{id}/activate`).
+    pub(crate) async fn activate(
+        &self,
+        model_id: &str,
+        deployment_id: &str,
+    ) -> Result<(), ApiError> {
+        let url =
+            self.endpoints
+                .rest(&["models", model_id, "deployments", deployment_id, "activate"]);
+        self.rest_post_json(Policy::IDEMPOTENT, "activating the deployment", url, None)
+            .await
+            .map(drop)
+    }
+
+    /// The public status of a model deployment or a chain deployment.
+    pub(crate) async fn deployment_status_of(
+        &self,
+        owner: Owner,
+        owner_id: &str,
+        deployment_id: &str,
+    ) -> Result<String, ApiError> {
+        let collection = owner.collection();
+        let url = self
+            .endpoints
+            .rest(&[collection, owner_id, "deployments", deployment_id]);
+        let v: Value = self.rest_read("reading the deployment status", url).await?;
+        Ok(v.get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string())
     }
 }

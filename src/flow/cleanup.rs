@@ -51,8 +51,11 @@ async fn cleanup_deployment(
     } else {
         CLEANUP_ALLOWANCE_SECS
     };
-    ctx.api
-        .set_deadline(Some(Instant::now() + Duration::from_secs(allowance)));
+    // A rollback that ran past the run's end took from this minute: the
+    // whole run still ends by its end plus the cleanup allowance.
+    let end = (Instant::now() + Duration::from_secs(allowance))
+        .min(ctx.run_until + Duration::from_secs(CLEANUP_ALLOWANCE_SECS));
+    ctx.api.set_deadline(Some(end));
     ctx.group("Cleanup");
     // `cleanup: true` deactivates even a serving deployment, except behind
     // a gated promotion: there, what serves is what passed.

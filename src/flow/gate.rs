@@ -1,27 +1,40 @@
 //! A gated promotion (`promotion: after-predict`), for models and chains
 //! alike: the deployment was created outside any environment and passed its
-//! own smoke test; now remember what serves the environment, promote, wait
-//! for the promotion (following the id the platform answers, which is a new
+//! own smoke test; now read what serves the environment, promote, wait for
+//! the promotion (following the id the platform answers, which is a new
 //! deployment when it could not reuse ours), test again through the
 //! environment's URL, and put the previous deployment back when the
 //! promotion or that test fails.
+//!
+//! Where traffic is comes from a read, never from an answer: after every
+//! promote, cancel and rollback the environment is read, and the run
+//! reports what that read shows. A deployment this run cannot prove it
+//! promoted (another client's, or a platform copy whose answer was lost) is
+//! never adopted, cancelled, rolled over or deactivated. The decisions are
+//! `promotion::lookup` and `promotion::rollback_step`; this module performs
+//! them.
 
 use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 use serde_json::Value;
 
-use super::{Ctx, Poll, PromotionTrack, check_promotion, deploy_error, poll_until, smoke_test};
+use super::{Ctx, PromotionTrack, check_promotion, deploy_error, human, poll_until, smoke_test};
 use crate::baseten::{ApiError, Owner, PromoteFlags};
 use crate::outcome::Failure;
-use crate::promotion;
+use crate::promotion::{self, Env, Lookup, Step};
 
 /// How often a promote whose answer was lost, and which the environment
 /// shows no trace of, is sent again.
 const PROMOTE_ROUNDS: u32 = 3;
 /// A rollback started by a signal gets this long (the runner kills the
-/// job a few seconds after its cancel).
+/// job 7.5 s after its first signal; cleanup needs the rest).
 const CANCELLED_ROLLBACK_SECS: u64 = 3;
+/// A rollback started when the run's budget is (nearly) spent still gets
+/// this long, taken from the cleanup's minute.
+const ROLLBACK_FLOOR_SECS: u64 = 10;
+/// Each kind of rollback request is sent at most this often.
+const ROLLBACK_SENDS_MAX: u32 = 3;
 
 /// Where the gate stands, for cleanup and a cancellation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +57,8 @@ pub(crate) struct Gate {
     pub(crate) env: String,
     /// What served the environment before; the rollback target.
     pub(crate) previous: Option<String>,
+    /// The deployment that passed its own smoke test.
+    pub(crate) tested: String,
     /// The deployment the platform promotes (ours, or one it created).
     pub(crate) promoted: Option<String>,
     pub(crate) phase: Phase,
@@ -102,27 +117,47 @@ fn set_phase(ctx: &Ctx<'_>, phase: Phase) {
     }
 }
 
+fn flags(ctx: &Ctx<'_>) -> PromoteFlags {
+    PromoteFlags {
+        scale_down_previous_deployment: !ctx.cfg.preserve_previous_deployment,
+        preserve_env_instance_type: ctx.cfg.preserve_env_instance_type,
+    }
+}
+
+/// One reading of the environment, typed.
+async fn read(ctx: &Ctx<'_>, owner: Owner, owner_id: &str, env: &str) -> Result<Env, ApiError> {
+    let v = ctx.api.read_environment(owner, owner_id, env).await?;
+    Ok(Env::parse(&v))
+}
+
 async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure> {
     let cfg = ctx.cfg;
     let word = c.owner.word();
-    ctx.state.lock().unwrap().tested_deployment_id = Some(c.tested.to_string());
-    // The promotion has its own budget, as the smoke test has.
-    let until = Instant::now() + cfg.wait_timeout;
+    {
+        let mut st = ctx.state.lock().unwrap();
+        st.tested_deployment_id = Some(c.tested.to_string());
+        st.rolled_back = Some(false);
+    }
+    // One budget for the run: the promotion, the environment's test and
+    // a rollback end by the run's end, as the deploy did by its own.
+    let until = ctx.run_until;
     ctx.api.set_deadline(Some(until));
-    let before = ctx
-        .api
-        .read_environment(c.owner, c.owner_id, env)
+    let before = read(ctx, c.owner, c.owner_id, env)
         .await
         .map_err(|e| with_outcome(deploy_error(e), "nothing was promoted".into()))?;
-    let current = promotion::current(&before);
-    let candidate = promotion::candidate(&before);
     // A new model's (or chain's) first deployment is promoted into
     // production by the platform itself: there is nothing to gate or to
     // roll back to.
-    let already = [&current, &candidate]
+    let already = [&before.current, &before.candidate]
         .into_iter()
         .any(|d| d.as_deref() == Some(c.tested));
-    let previous = current.filter(|d| d != c.tested);
+    if before.candidate.as_deref().is_some_and(|d| d != c.tested) {
+        return Err(Failure::Deploy(anyhow!(
+            "{}: another promotion is in progress, so nothing was promoted; wait for it to finish (or cancel it), then run again",
+            before.describe(env)
+        )));
+    }
+    let previous = before.current.clone().filter(|d| d != c.tested);
     {
         let mut st = ctx.state.lock().unwrap();
         st.previous_deployment_id = previous.clone();
@@ -131,6 +166,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
             owner_id: c.owner_id.to_string(),
             env: env.to_string(),
             previous: previous.clone(),
+            tested: c.tested.to_string(),
             promoted: None,
             phase: Phase::Promoting,
         });
@@ -150,12 +186,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
         ));
         c.tested.to_string()
     } else {
-        if let Some(other) = candidate {
-            return Err(Failure::Deploy(anyhow!(
-                "{env} has a promotion of deployment {other} in progress: nothing was promoted; wait for it to finish or cancel it, then run again"
-            )));
-        }
-        promote_once(ctx, c, env, c.tested, previous.as_deref()).await?
+        promote_once(ctx, c.owner, c.owner_id, env, c.tested, previous.as_deref()).await?
     };
     {
         let mut st = ctx.state.lock().unwrap();
@@ -174,7 +205,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
     }
     ctx.promotion_event("", &format!("promotion of {promoted} into {env} started"));
 
-    let mut track = PromotionTrack::timeline();
+    let mut track = PromotionTrack::gate(previous.clone());
     let waited = poll_until(
         ctx,
         until,
@@ -186,7 +217,16 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
     )
     .await;
     if let Err(f) = waited {
-        let outcome = roll_back(ctx, c, env, &promoted, previous.as_deref()).await;
+        let outcome = roll_back(
+            ctx,
+            c.owner,
+            c.owner_id,
+            env,
+            &promoted,
+            previous.as_deref(),
+            false,
+        )
+        .await;
         return Err(with_outcome(f, outcome));
     }
     set_phase(ctx, Phase::Serving);
@@ -199,19 +239,37 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
         cfg.regional_environment,
     );
     ctx.say(&format!("Smoke test through {env}"));
-    match smoke_test(ctx, c.endpoint, &url, c.payload, c.streaming).await {
+    // The environment's test gets predict-timeout, cut to what is left of
+    // the run's budget.
+    let test = tokio::time::timeout_at(
+        tokio::time::Instant::from_std(until.max(Instant::now())),
+        smoke_test(ctx, c.endpoint, &url, c.payload, c.streaming),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        Err(Failure::Predict(anyhow!(
+            "the smoke test through {env} did not finish within the run's budget (wait budget + predict-timeout, {} in all)",
+            human(cfg.wait_timeout + cfg.predict_timeout)
+        )))
+    });
+    match test {
         Ok(()) => {
             ctx.promotion_event("", &format!("{env} passed its smoke test on {promoted}"));
-            let mut st = ctx.state.lock().unwrap();
-            st.rolled_back = Some(false);
-            if let Some(g) = st.gate.as_mut() {
-                g.phase = Phase::Settled;
-            }
+            set_phase(ctx, Phase::Settled);
             Ok(())
         }
         Err(f) => {
             ctx.promotion_event("", &format!("{env} failed its smoke test on {promoted}"));
-            let outcome = roll_back(ctx, c, env, &promoted, previous.as_deref()).await;
+            let outcome = roll_back(
+                ctx,
+                c.owner,
+                c.owner_id,
+                env,
+                &promoted,
+                previous.as_deref(),
+                false,
+            )
+            .await;
             Err(with_outcome(f, outcome))
         }
     }
@@ -227,241 +285,345 @@ fn with_outcome(f: Failure, outcome: String) -> Failure {
     }
 }
 
-/// Sends the promote exactly once in effect: an answer lost on the way
-/// (the request may have been applied) is looked up in the environment,
-/// and the request is sent again only while the environment shows no
-/// promotion and no new current deployment.
+/// Sends the promote of `target` exactly once in effect. An answer lost on
+/// the way (or unreadable) is looked up in the environment by identity:
+/// `target` serving or being promoted is ours; nothing moved means it never
+/// took effect and it is sent again; any other deployment is never claimed
+/// (`promotion::lookup`). `before` is what served the environment when it
+/// was sent. Answers the id the platform promotes.
 async fn promote_once(
     ctx: &Ctx<'_>,
-    c: &Candidate<'_>,
+    owner: Owner,
+    owner_id: &str,
     env: &str,
-    deployment_id: &str,
-    previous: Option<&str>,
+    target: &str,
+    before: Option<&str>,
 ) -> Result<String, Failure> {
-    let flags = PromoteFlags {
-        scale_down_previous_deployment: !ctx.cfg.preserve_previous_deployment,
-        preserve_env_instance_type: ctx.cfg.preserve_env_instance_type,
-    };
-    let untouched = match previous {
-        Some(p) => format!("nothing was promoted; {env} still serves {p}"),
-        None => "nothing was promoted".to_string(),
-    };
     for _ in 0..PROMOTE_ROUNDS {
-        ctx.say(&format!("Promoting deployment {deployment_id} into {env}"));
+        ctx.say(&format!("Promoting deployment {target} into {env}"));
         let e = match ctx
             .api
-            .promote(c.owner, c.owner_id, env, deployment_id, flags)
+            .promote(owner, owner_id, env, target, flags(ctx))
             .await
         {
             Ok(id) => return Ok(id),
-            Err(e @ (ApiError::Ambiguous { .. } | ApiError::Transient { .. })) => e,
-            Err(e) => return Err(with_outcome(deploy_error(e), untouched)),
+            Err(
+                e @ (ApiError::Ambiguous { .. }
+                | ApiError::Transient { .. }
+                | ApiError::NotSent { .. }),
+            ) => e,
+            Err(e) => {
+                // Refused: say what the environment shows (another
+                // client's promotion in flight names both deployments).
+                let now = read(ctx, owner, owner_id, env).await;
+                let place = match now {
+                    Ok(n) => format!("nothing was promoted; {}", n.describe(env)),
+                    Err(_) => "nothing was promoted".to_string(),
+                };
+                return Err(with_outcome(deploy_error(e), place));
+            }
         };
         ctx.say(&format!(
             "the promote request got no usable answer ({e}); looking at {env}"
         ));
-        let json = ctx
-            .api
-            .read_environment(c.owner, c.owner_id, env)
-            .await
-            .map_err(|e| {
-                with_outcome(
-                    deploy_error(e),
-                    format!(
-                        "whether the promotion started is unknown: look at {env} in the Baseten UI"
-                    ),
-                )
-            })?;
-        let moved = |d: Option<String>| d.filter(|d| Some(d.as_str()) != previous);
-        if let Some(id) = moved(promotion::candidate(&json)).or(moved(promotion::current(&json))) {
-            ctx.say(&format!("the promotion did start: {env} is taking {id}"));
-            return Ok(id);
+        let now = read(ctx, owner, owner_id, env).await.map_err(|r| {
+            with_outcome(
+                deploy_error(r),
+                format!(
+                    "the promote request got no usable answer ({e}) and whether it started is unknown: look at {env} in the Baseten UI"
+                ),
+            )
+        })?;
+        match promotion::lookup(&now, target, before) {
+            Lookup::Applied => {
+                ctx.say(&format!(
+                    "the promotion did start: {env} is taking {target}"
+                ));
+                return Ok(target.to_string());
+            }
+            Lookup::Untouched => continue,
+            Lookup::Other { by } => {
+                return Err(Failure::Deploy(anyhow!(
+                    "the promote request got no usable answer ({e}) and {}; deployment {by} cannot be confirmed as this run's (a copy the platform made of {target} names no source, and another client may have promoted it), so it was neither adopted nor cancelled: check {env} in the Baseten UI",
+                    now.describe(env)
+                )));
+            }
         }
     }
+    let now = read(ctx, owner, owner_id, env)
+        .await
+        .map(|n| n.describe(env))
+        .unwrap_or_else(|_| format!("{env} could not be read"));
     Err(Failure::Deploy(anyhow!(
-        "the promote request got no usable answer {PROMOTE_ROUNDS} times and {env} shows no promotion: {untouched}"
+        "the promote request got no usable answer {PROMOTE_ROUNDS} times and {env} shows no promotion of {target}: nothing was promoted; {now}"
     )))
 }
 
-/// Puts the previous deployment back into `env`: a promotion still moving
-/// traffic is cancelled, a finished one is undone by promoting the previous
-/// deployment again. Waits until the environment serves it with nothing in
-/// flight, within its own budget. Answers where traffic is, for the error
-/// message; sets `rolled-back`.
-async fn roll_back(
+/// Puts `prev` back into `env` after our promotion of `ours` failed or
+/// its environment test did, by `promotion::rollback_step` over a fresh
+/// read each round, and reports what the last read shows. `hurry`: a
+/// signal's short budget. Sets `rolled-back`; answers where traffic is.
+pub(crate) async fn roll_back(
     ctx: &Ctx<'_>,
-    c: &Candidate<'_>,
+    owner: Owner,
+    owner_id: &str,
     env: &str,
-    promoted: &str,
+    ours: &str,
     previous: Option<&str>,
+    hurry: bool,
 ) -> String {
     let Some(prev) = previous else {
         set_phase(ctx, Phase::Settled);
         ctx.state.lock().unwrap().rolled_back = Some(false);
         let msg = format!(
-            "nothing to roll back to: {promoted} is the first deployment of {env} and is left as it is"
+            "nothing to roll back to: {ours} is the first deployment of {env} and is left as it is"
         );
         ctx.warn(&msg);
         return msg;
     };
-    ctx.api
-        .set_deadline(Some(Instant::now() + ctx.cfg.wait_timeout));
+    let now = Instant::now();
+    let until = if hurry {
+        now + Duration::from_secs(CANCELLED_ROLLBACK_SECS)
+    } else {
+        ctx.run_until
+            .max(now + Duration::from_secs(ROLLBACK_FLOOR_SECS))
+    };
+    if until > ctx.run_until && !hurry {
+        ctx.say(&format!(
+            "the run's budget is spent: the rollback gets {} more",
+            human(until - now)
+        ));
+    }
+    ctx.api.set_deadline(Some(until));
     ctx.say(&format!("Rolling {env} back to deployment {prev}"));
     set_phase(ctx, Phase::RollingBack);
-    let back = put_back(ctx, c, env, promoted, prev).await;
+    let (rolled_back, msg) = put_back(ctx, owner, owner_id, env, ours, prev, hurry, until).await;
     set_phase(ctx, Phase::Settled);
-    match back {
-        Ok(Back::Already) => {
-            ctx.state.lock().unwrap().rolled_back = Some(false);
-            ctx.promotion_event("", &format!("{env} kept serving {prev}"));
-            format!("traffic stays on the previous deployment {prev}")
-        }
-        Ok(Back::Moved(serving)) => {
-            ctx.state.lock().unwrap().rolled_back = Some(true);
-            let msg = if serving == prev {
-                format!("rolled back: traffic is back on the previous deployment {prev}")
-            } else {
-                format!(
-                    "rolled back: traffic is back on the previous deployment {prev} (the platform re-created it as {serving})"
-                )
-            };
-            ctx.promotion_event("", &msg);
-            ctx.say(&msg);
-            msg
-        }
-        Err(e) => {
-            ctx.state.lock().unwrap().rolled_back = Some(false);
-            let msg = format!(
-                "the rollback failed ({e}): {env} may still send traffic to {promoted}; promote {prev} again in the Baseten UI"
-            );
-            ctx.promotion_event("", &msg);
-            ctx.warn(&msg);
-            msg
-        }
+    ctx.state.lock().unwrap().rolled_back = Some(rolled_back);
+    ctx.promotion_event("", &msg);
+    if rolled_back {
+        ctx.say(&msg);
+    } else {
+        ctx.warn(&msg);
     }
+    msg
 }
 
-/// How a rollback ended.
-enum Back {
-    /// The promotion ended by itself (FAILED, CANCELED) and the previous
-    /// deployment never stopped serving.
-    Already,
-    /// Traffic was moved back; the deployment that serves now.
-    Moved(String),
-}
-
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the rollback's plain values; a struct would only rename them"
+)]
 async fn put_back(
     ctx: &Ctx<'_>,
-    c: &Candidate<'_>,
+    owner: Owner,
+    owner_id: &str,
     env: &str,
-    promoted: &str,
+    ours: &str,
     prev: &str,
-) -> Result<Back, String> {
-    let read = async || {
-        ctx.api
-            .read_environment(c.owner, c.owner_id, env)
-            .await
-            .map_err(|e| e.to_string())
-    };
-    let now = read().await?;
-    if promotion::settled_on(&now, prev) {
-        return Ok(Back::Already);
-    }
-    let in_flight = promotion::current(&now).as_deref() != Some(promoted);
-    let until = ctx.api.deadline().unwrap_or_else(Instant::now);
-    if in_flight {
-        ctx.say(&format!("Cancelling the promotion into {env}"));
-        ctx.promotion_event("", &format!("cancel the promotion of {promoted}"));
-        if let Err(e) = ctx
-            .api
-            .cancel_promotion(c.owner, c.owner_id, env, false)
-            .await
-        {
-            // Refused because it just finished: undo it by promoting back.
-            if e.permanent_status().is_none() {
-                return Err(e.to_string());
+    hurry: bool,
+    until: Instant,
+) -> (bool, String) {
+    let chain = owner == Owner::Chain;
+    // The id our promote of `prev` answered (a platform copy of it).
+    let mut back: Option<String> = None;
+    let mut acted = false;
+    let (mut cancels, mut promotes) = (0u32, 0u32);
+    let mut last: Option<Env> = None;
+    loop {
+        let e = match read(ctx, owner, owner_id, env).await {
+            Ok(e) => e,
+            Err(err) => {
+                if let (Some(l), true) = (&last, Instant::now() >= until) {
+                    return (false, unfinished(&l.describe(env), env, hurry));
+                }
+                let seen = last
+                    .map(|l| format!(" (last read: {})", l.describe(env)))
+                    .unwrap_or_default();
+                return (
+                    false,
+                    format!(
+                        "the rollback could not read {env} ({err}){seen}: whether {prev} serves again is unknown; check {env} in the Baseten UI and promote {prev} if it does not"
+                    ),
+                );
             }
-            let after = read().await?;
-            if promotion::current(&after).as_deref() == Some(promoted) {
-                return promote_back(ctx, c, env, prev, until).await;
+        };
+        let step = promotion::rollback_step(&e, ours, prev, back.as_deref(), hurry, chain);
+        match step {
+            Step::Done => {
+                let serving = e.current.clone().unwrap_or_default();
+                return if !acted {
+                    (
+                        false,
+                        format!("traffic stays on the previous deployment {prev}"),
+                    )
+                } else if serving == prev {
+                    (
+                        true,
+                        format!("rolled back: traffic is back on the previous deployment {prev}"),
+                    )
+                } else {
+                    (
+                        true,
+                        format!(
+                            "rolled back: traffic is back on the previous deployment {prev} (the platform re-created it as {serving})"
+                        ),
+                    )
+                };
+            }
+            Step::Displaced { by } => {
+                return (
+                    false,
+                    format!(
+                        "not rolled back: another client moved {env} meanwhile ({}); deployment {by} was not created by this run, so the rollback does not fight it",
+                        e.describe(env)
+                    ),
+                );
+            }
+            Step::Wait => {}
+            Step::Cancel { force } if cancels < ROLLBACK_SENDS_MAX => {
+                cancels += 1;
+                acted = true;
+                let how = if force {
+                    "Force-cancelling the rolling promotion"
+                } else {
+                    "Cancelling the promotion"
+                };
+                ctx.say(&format!("{how} into {env}"));
+                ctx.promotion_event("", &format!("cancel the promotion of {ours}"));
+                // The answer says little; the next read says what happened
+                // (a promotion that just finished refuses the cancel, and
+                // is then promoted back).
+                if let Err(err) = ctx.api.cancel_promotion(owner_id, env, force).await {
+                    ctx.say(&format!("the cancel was not taken ({err}); reading {env}"));
+                }
+                continue;
+            }
+            Step::ChainInterrupt if promotes < ROLLBACK_SENDS_MAX => {
+                promotes += 1;
+                acted = true;
+                // Chains have no cancel: promote the previous deployment;
+                // while one promotion is in flight the platform refuses a
+                // second, and then ending ours is the way back.
+                ctx.promotion_event("", &format!("promote {prev} back into {env}"));
+                match ctx
+                    .api
+                    .promote(owner, owner_id, env, prev, flags(ctx))
+                    .await
+                {
+                    Ok(id) => back = Some(id),
+                    Err(ApiError::Permanent { .. }) => {
+                        ctx.say(&format!(
+                            "{env} refused a second promotion while {ours} is in flight: deactivating {ours} (this run's) so that its promotion ends"
+                        ));
+                        if let Err(err) = ctx.api.deactivate_chain(owner_id, ours).await {
+                            ctx.say(&format!(
+                                "deactivating {ours} failed ({err}); reading {env}"
+                            ));
+                        }
+                    }
+                    Err(err) => ctx.say(&format!(
+                        "the promote of {prev} got no usable answer ({err}); reading {env}"
+                    )),
+                }
+                continue;
+            }
+            Step::PromoteBack if promotes < ROLLBACK_SENDS_MAX => {
+                promotes += 1;
+                acted = true;
+                if let Err(msg) = reactivate(ctx, owner, owner_id, prev).await {
+                    return (false, format!("{msg}; {}", e.describe(env)));
+                }
+                ctx.promotion_event("", &format!("promote {prev} back into {env}"));
+                match promote_once(ctx, owner, owner_id, env, prev, e.current.as_deref()).await {
+                    Ok(id) => back = Some(id),
+                    Err(f) => {
+                        return (
+                            false,
+                            format!(
+                                "the rollback failed ({f}): promote {prev} again in the Baseten UI"
+                            ),
+                        );
+                    }
+                }
+                continue;
+            }
+            Step::Cancel { .. } | Step::ChainInterrupt | Step::PromoteBack => {
+                return (
+                    false,
+                    format!(
+                        "the rollback was tried {ROLLBACK_SENDS_MAX} times and {}: promote {prev} again in the Baseten UI",
+                        e.describe(env)
+                    ),
+                );
             }
         }
-        let mut last_percent: Option<String> = None;
-        poll_until(ctx, until, &format!("the rollback of {env}"), async || {
-            let json = ctx.api.environment_of(c.owner, c.owner_id, env).await?;
-            let line = json
-                .pointer("/in_progress_promotion/status")
-                .and_then(Value::as_str)
-                .map(|s| {
-                    let p = json
-                        .pointer("/in_progress_promotion/percent_traffic_to_new_version")
-                        .and_then(Value::as_f64);
-                    match p {
-                        Some(p) => format!("rollback: {s}, {p:.0}% of traffic on {promoted}"),
-                        None => format!("rollback: {s}"),
-                    }
-                });
-            if let Some(line) = line.filter(|l| last_percent.as_ref() != Some(l)) {
-                ctx.say(&line);
-                ctx.promotion_event("", &line);
-                last_percent = Some(line);
-            }
-            Ok(if promotion::settled_on(&json, prev) {
-                Poll::Ready
-            } else {
-                Poll::Wait
-            })
-        })
-        .await
-        .map_err(|f| f.to_string())?;
-        return Ok(Back::Moved(prev.to_string()));
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return (false, unfinished(&e.describe(env), env, hurry));
+        }
+        if let Some(line) = e.flight.as_ref().map(|f| match f.percent {
+            Some(p) => format!("rollback: {}, {p:.0}% of traffic on {ours}", f.status),
+            None => format!("rollback: {}", f.status),
+        }) && last.as_ref().and_then(|l| l.flight.as_ref()) != e.flight.as_ref()
+        {
+            ctx.say(&line);
+            ctx.promotion_event("", &line);
+        }
+        last = Some(e);
+        tokio::time::sleep(ctx.cfg.poll_interval.min(left)).await;
     }
-    promote_back(ctx, c, env, prev, until).await
 }
 
-/// Promotes `prev` into `env` again and waits until whatever the platform
-/// promotes for it serves.
-async fn promote_back(
-    ctx: &Ctx<'_>,
-    c: &Candidate<'_>,
-    env: &str,
-    prev: &str,
-    until: Instant,
-) -> Result<Back, String> {
-    ctx.promotion_event("", &format!("promote {prev} back into {env}"));
-    let back = promote_once(ctx, c, env, prev, None)
+/// A rollback out of time, with the last read.
+fn unfinished(seen: &str, env: &str, hurry: bool) -> String {
+    let budget = if hurry {
+        "the seconds a cancelled run has"
+    } else {
+        "the run's budget"
+    };
+    format!(
+        "the rollback did not finish within {budget}: {seen}; the platform may still finish it — check {env} in the Baseten UI"
+    )
+}
+
+/// A deployment the environment's cleanup strategy deactivated cannot be
+/// promoted: a model's is activated first (documented); a chain's cannot
+/// be (there is no chain activate), which the error says.
+async fn reactivate(ctx: &Ctx<'_>, owner: Owner, owner_id: &str, prev: &str) -> Result<(), String> {
+    let status = ctx
+        .api
+        .deployment_status_of(owner, owner_id, prev)
         .await
-        .map_err(|f| f.to_string())?;
-    let mut track = PromotionTrack::timeline();
-    poll_until(ctx, until, &format!("the rollback of {env}"), async || {
-        let json = ctx.api.environment_of(c.owner, c.owner_id, env).await;
-        check_promotion(ctx, &mut track, &back, env, json)
-    })
-    .await
-    .map_err(|f| f.to_string())?;
-    Ok(Back::Moved(back))
+        .unwrap_or_default();
+    if !matches!(status.as_str(), "INACTIVE" | "DEACTIVATING") {
+        return Ok(());
+    }
+    match owner {
+        Owner::Model => {
+            ctx.say(&format!(
+                "the previous deployment {prev} is {status} (the environment's cleanup strategy deactivated it): activating it first"
+            ));
+            ctx.promotion_event("", &format!("activate {prev}"));
+            ctx.api.activate(owner_id, prev).await.map_err(|e| {
+                format!("the previous deployment {prev} is {status} and activating it failed ({e})")
+            })
+        }
+        Owner::Chain => Err(format!(
+            "the previous chain deployment {prev} is {status} (the environment's cleanup strategy deactivated it) and chains cannot be re-activated through the API: redeploy it or promote another one in the Baseten UI"
+        )),
+    }
 }
 
-/// A signal arrived while a gated promotion was under way: a promotion
-/// still moving traffic is force-cancelled (the previous deployment takes
-/// all traffic back at once); a promoted deployment whose environment test
-/// had not passed is replaced by the previous one again (started, not
-/// awaited: the runner allows seconds). Anything else is left alone.
+/// A signal arrived while a gated promotion was under way: the rollback
+/// runs with a signal's short budget (a promotion in flight is cancelled —
+/// force-cancelled only when rolling — a chain's is ended by promoting the
+/// previous deployment or deactivating ours, a promoted deployment whose
+/// environment test had not passed is replaced by the previous one), and
+/// the run reports what the last read shows.
 pub(crate) async fn cleanup_gated(ctx: &Ctx<'_>, cancelled: bool) {
     let gate = ctx.state.lock().unwrap().gate.clone();
     let Some(g) = gate else { return };
     if !cancelled || g.phase == Phase::Settled {
-        return;
-    }
-    if g.phase == Phase::RollingBack {
-        ctx.state.lock().unwrap().rolled_back = Some(false);
-        let prev = g.previous.as_deref().unwrap_or("the previous deployment");
-        let msg = format!(
-            "cancelled while {} was being rolled back to {prev}: the platform may still finish it; check the environment in the Baseten UI",
-            g.env
-        );
-        ctx.warn(&msg);
-        ctx.note(msg);
         return;
     }
     let Some(prev) = g.previous.clone() else {
@@ -471,52 +633,8 @@ pub(crate) async fn cleanup_gated(ctx: &Ctx<'_>, cancelled: bool) {
         ));
         return;
     };
-    ctx.api.set_deadline(Some(
-        Instant::now() + Duration::from_secs(CANCELLED_ROLLBACK_SECS),
-    ));
-    let (how, result) = match g.phase {
-        Phase::Promoting => (
-            "force-cancelled the promotion",
-            ctx.api
-                .cancel_promotion(g.owner, &g.owner_id, &g.env, true)
-                .await
-                .map(drop),
-        ),
-        _ => (
-            "started promoting the previous deployment back",
-            ctx.api
-                .promote(
-                    g.owner,
-                    &g.owner_id,
-                    &g.env,
-                    &prev,
-                    PromoteFlags {
-                        scale_down_previous_deployment: !ctx.cfg.preserve_previous_deployment,
-                        preserve_env_instance_type: ctx.cfg.preserve_env_instance_type,
-                    },
-                )
-                .await
-                .map(drop),
-        ),
-    };
-    let msg = match result {
-        Ok(()) => {
-            ctx.state.lock().unwrap().rolled_back = Some(true);
-            format!(
-                "cancelled during the promotion into {}: {how}; traffic goes back to the previous deployment {prev}",
-                g.env
-            )
-        }
-        Err(e) => {
-            ctx.state.lock().unwrap().rolled_back = Some(false);
-            format!(
-                "cancelled during the promotion into {}: the rollback to {prev} could not be started ({e}); check the environment in the Baseten UI",
-                g.env
-            )
-        }
-    };
-    ctx.promotion_event("", &msg);
-    ctx.say(&msg);
+    let ours = g.promoted.clone().unwrap_or_else(|| g.tested.clone());
+    let outcome = roll_back(ctx, g.owner, &g.owner_id, &g.env, &ours, Some(&prev), true).await;
+    let msg = format!("cancelled during the promotion into {}: {outcome}", g.env);
     ctx.note(msg);
-    set_phase(ctx, Phase::Settled);
 }

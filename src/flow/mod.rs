@@ -81,6 +81,10 @@ pub(crate) struct Ctx<'a> {
     /// Setup, upload, create and the wait all end by this moment: the start
     /// plus the wait budget.
     pub(crate) deploy_until: Instant,
+    /// Everything but cleanup ends by this moment: the start plus the wait
+    /// budget plus predict-timeout (the smoke tests, a gated promotion and
+    /// its rollback share what the deploy left).
+    pub(crate) run_until: Instant,
 }
 
 impl Ctx<'_> {

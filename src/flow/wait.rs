@@ -106,13 +106,36 @@ pub(crate) struct PromotionTrack {
     fallback_noted: bool,
     /// Record each step in the promotion's timeline too (a gated promotion).
     timeline: bool,
+    /// A gated promotion: what it replaces, and how far its own promotion
+    /// has been seen.
+    gate: Option<GateTrack>,
 }
 
+struct GateTrack {
+    previous: Option<String>,
+    /// Our deployment was seen as the candidate (a chain's only sign).
+    seen: bool,
+    /// Reads in a row that showed no promotion of ours.
+    unseen: u32,
+}
+
+/// Reads in a row after a chain's promote in which the environment shows
+/// no trace of it before the gate says so (a chain environment reports no
+/// promotion status to fail on).
+const CHAIN_UNSEEN_READS_MAX: u32 = 5;
+
 impl PromotionTrack {
-    /// A track whose steps also go to the promotion's timeline.
-    pub(crate) fn timeline() -> Self {
+    /// A gated promotion's track, its steps in the promotion's timeline:
+    /// passes only on evidence that ours serves, and stops when another
+    /// client's deployment takes the environment.
+    pub(crate) fn gate(previous: Option<String>) -> Self {
         Self {
             timeline: true,
+            gate: Some(GateTrack {
+                previous,
+                seen: false,
+                unseen: 0,
+            }),
             ..Self::default()
         }
     }
@@ -129,7 +152,11 @@ pub(crate) fn check_promotion(
     environment: Result<Value, ApiError>,
 ) -> Result<Poll, ApiError> {
     let json = environment?;
-    let view = promotion::read(&json, deployment_id);
+    let parsed = promotion::Env::parse(&json);
+    let view = match &track.gate {
+        Some(g) => promotion::read_gated(&parsed, deployment_id, g.previous.as_deref()),
+        None => promotion::read_env(&parsed, deployment_id),
+    };
     let line = match &view {
         promotion::View::Serving => {
             format!("environment {env} now serves deployment {deployment_id}")
@@ -144,6 +171,10 @@ pub(crate) fn check_promotion(
         promotion::View::NotYet { current } => format!(
             "environment {env} still serves {}; waiting for the promotion",
             current.as_deref().unwrap_or("no deployment")
+        ),
+        promotion::View::Displaced { by } => format!(
+            "{}: deployment {by} is not this run's",
+            parsed.describe(env)
         ),
         promotion::View::Unsupported => String::new(),
     };
@@ -162,12 +193,47 @@ pub(crate) fn check_promotion(
         }
         track.last = Some(line);
     }
+    if let Some(g) = track.gate.as_mut() {
+        match &view {
+            promotion::View::InFlight { .. } => {
+                g.seen = true;
+                g.unseen = 0;
+            }
+            // A chain environment reports no promotion status: ours ended
+            // without serving when its candidate is gone.
+            promotion::View::NotYet { current } if !parsed.reports_status => {
+                g.unseen += 1;
+                if g.seen || g.unseen >= CHAIN_UNSEEN_READS_MAX {
+                    let serving = current.as_deref().unwrap_or("no deployment");
+                    return Ok(Poll::Failed(Failure::Deploy(anyhow!(
+                        "the promotion of {deployment_id} into {env} ended without it serving: {env} serves {serving} and names no candidate"
+                    ))));
+                }
+            }
+            _ => {}
+        }
+    }
     Ok(match view {
         promotion::View::Serving => Poll::Ready,
         promotion::View::InFlight { .. } | promotion::View::NotYet { .. } => Poll::Wait,
         promotion::View::Failed { status, message } => Poll::Failed(Failure::Deploy(anyhow!(
             "the promotion into {env} ended {status}: {message}"
         ))),
+        promotion::View::Displaced { by } => Poll::Failed(Failure::Deploy(anyhow!(
+            "another client moved {env} during the promotion: {}; deployment {by} was not created by this run, so it is left as it is",
+            parsed.describe(env)
+        ))),
+        promotion::View::Unsupported if track.gate.is_some() => {
+            // Without the promotion fields, only the current deployment
+            // being ours is evidence: wait for it.
+            if !track.fallback_noted {
+                track.fallback_noted = true;
+                ctx.notice(&format!(
+                    "the environment API does not report promotions here: waiting until {env}'s current deployment is {deployment_id}"
+                ));
+            }
+            Poll::Wait
+        }
         promotion::View::Unsupported => {
             if !track.fallback_noted {
                 track.fallback_noted = true;

@@ -133,7 +133,7 @@ fn a_clean_gated_promotion_promotes_only_after_the_deployment_passed() {
             "Predict OK",
             "production serves deployment v1dep001 now: the rollback target",
             "Promoting deployment",
-            "promotion into production: RAMPING_UP, 25% of traffic",
+            "promotion into production: RAMPING_UP",
             "environment production now serves deployment",
             "Smoke test through production",
             "Predict OK",
@@ -259,30 +259,52 @@ fn a_promotion_that_creates_a_new_deployment_is_followed_and_proven() {
 
 #[test]
 fn a_signal_mid_promotion_cancels_it_and_puts_traffic_back() {
-    // A slow ramp: the signal arrives while traffic is split.
-    let fake = gated(
-        "promote:
+    // A slow ramp: the signal arrives while traffic is split. A rolling
+    // promotion is force-cancelled (documented for rolling ones only); any
+    // other is cancelled, and its traffic ramps back within the grace.
+    for (rolling, cancel) in [
+        (true, "rest.force_cancel_promotion"),
+        (false, "rest.cancel_promotion"),
+    ] {
+        let fake = gated(&format!(
+            "promote:
   default:
+    rolling_deploy: {rolling}
     steps:
-      - [0, {status: RELEASING}]
-      - [1, {status: RAMPING_UP, percent: 50}]
-      - [10000, {status: SUCCEEDED, percent: 100}]
-  ramp_down_seconds: 10000
-",
-    );
-    let run = run_gated(&fake).run_signalled_at("rest.promote", "INT");
-    assert_eq!(run.code, 130, "{run:?}");
-    assert_eq!(run.status(), "deploy_failed");
-    assert!(run.out("error-message").contains("SIGINT"));
-    assert_eq!(run.out("rolled-back"), "true", "{run:?}");
-    assert!(
-        endpoints(&fake)
-            .iter()
-            .any(|e| e == "rest.force_cancel_promotion")
-    );
-    assert_eq!(serving(&fake, "production"), "v1dep001");
-    let dep = run.out("deployment-id");
-    assert!(deactivated(&fake, dep), "{run:?}");
+      - [0, {{status: RELEASING}}]
+      - [1, {{status: RAMPING_UP, percent: 50}}]
+      - [10000, {{status: SUCCEEDED, percent: 100}}]
+  ramp_down_seconds: 1
+"
+        ));
+        let run = run_gated(&fake).run_signalled_at("rest.promote", "INT");
+        assert_eq!(run.code, 130, "{run:?}");
+        assert_eq!(run.status(), "deploy_failed");
+        assert!(run.out("error-message").contains("SIGINT"));
+        assert_eq!(run.out("rolled-back"), "true", "rolling={rolling}: {run:?}");
+        let called = endpoints(&fake);
+        assert!(called.iter().any(|e| e == cancel), "{called:?}");
+        let other = if rolling {
+            "rest.cancel_promotion"
+        } else {
+            "rest.force_cancel_promotion"
+        };
+        assert!(!called.iter().any(|e| e == other), "{called:?}");
+        assert_eq!(serving(&fake, "production"), "v1dep001");
+        assert!(
+            run.summary
+                .contains("rolled back: traffic is back on the previous deployment v1dep001"),
+            "{}",
+            run.summary
+        );
+        let dep = run.out("deployment-id");
+        assert!(deactivated(&fake, dep), "{run:?}");
+        // Within the runner's grace (SIGTERM follows SIGINT by 7.5 s).
+        assert!(
+            run.after_signal.unwrap() < std::time::Duration::from_millis(7500),
+            "{run:?}"
+        );
+    }
 }
 
 #[test]
@@ -469,7 +491,7 @@ fn a_promote_that_never_gets_through_fails_with_production_untouched() {
     assert_eq!(run.status(), "deploy_failed", "{run:?}");
     assert!(
         run.out("error-message")
-            .contains("nothing was promoted; production still serves v1dep001"),
+            .contains("nothing was promoted; production serves deployment v1dep001"),
         "{run:?}"
     );
     assert_eq!(serving(&fake, "production"), "v1dep001");
@@ -547,4 +569,385 @@ predict:
     // What serves is never deactivated: the new deployment still does.
     assert!(!deactivated(&fake, run.out("deployment-id")), "{run:?}");
     assert!(!deactivated(&fake, "v1dep001"));
+}
+
+// ---- Where traffic is comes from a read (lost answers, other clients) ----
+
+/// The fake's reading of `env` of the example model: (current, candidate).
+fn env_of(fake: &FakeBaseten, env: &str) -> (Option<String>, Option<String>) {
+    let v = fake
+        .environment("hello-truss-push", env)
+        .expect("the environment exists");
+    (v.current, v.candidate)
+}
+
+/// The environment test fails behind production (the deployment passes
+/// its own test).
+const ENV_TEST_FAILS: &str = "predict:\n  by_deployment:\n    - {created: 0, via: environment, status: 500, response: {error: wrong answer behind production}}\n";
+
+#[test]
+fn a_rollback_whose_promote_never_arrives_is_not_reported_as_rolled_back() {
+    use fake_baseten::proxy::{Fault, Rule};
+    // The first promote goes through; every later one (the rollback's) is
+    // reset before it reaches the platform.
+    let fake = gated(&format!("{RAMP}{ENV_TEST_FAILS}"));
+    let run = through_proxy(
+        &fake,
+        Rule::new("rollback-lost", Fault::ResetBeforeForward)
+            .path(PROMOTE_PATH)
+            .when(fake_baseten::proxy::When::Nth(2)),
+    );
+    // One reset, then the lookup sees nothing moved and sends it again: a
+    // true rollback, confirmed by a read.
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    assert_eq!(run.out("rolled-back"), "true", "{run:?}");
+    assert_eq!(env_of(&fake, "production").0.as_deref(), Some("v1dep001"));
+
+    // Now every rollback promote is lost: production still serves the
+    // deployment that failed, and the run says so.
+    let fake = gated(&format!("{RAMP}{ENV_TEST_FAILS}"));
+    let rule = Rule::new("rollback-lost", Fault::ResetBeforeForward)
+        .path(PROMOTE_PATH)
+        .after(1);
+    let run = through_proxy(&fake, rule);
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    let ours = run.out("deployment-id").to_string();
+    assert_eq!(run.out("rolled-back"), "false", "{run:?}");
+    assert_eq!(
+        env_of(&fake, "production").0.as_deref(),
+        Some(ours.as_str())
+    );
+    let msg = run.out("error-message");
+    assert!(
+        msg.contains(&format!("production serves deployment {ours}")),
+        "{msg}"
+    );
+    assert!(!msg.contains("rolled back:"), "{msg}");
+    assert!(!deactivated(&fake, &ours), "what serves is kept");
+}
+
+#[test]
+fn a_promote_answered_without_a_readable_id_is_looked_up_not_taken_as_nothing() {
+    use fake_baseten::proxy::{DeclaredLength, Fault, Rule};
+    let cut = Fault::TruncatedJson {
+        keep: Some(3),
+        content_length: DeclaredLength::Truncated,
+    };
+    // Applied and reused: the lookup finds our own deployment promoted.
+    let fake = gated(RAMP);
+    let run = through_proxy(
+        &fake,
+        Rule::new("cut", cut.clone()).path(PROMOTE_PATH).nth(1),
+    );
+    assert_eq!(run.status(), "success", "{run:?}");
+    let ours = run.out("deployment-id");
+    assert_eq!(ours, run.out("tested-deployment-id"));
+    assert_eq!(env_of(&fake, "production").0.as_deref(), Some(ours));
+    assert_eq!(
+        endpoints(&fake)
+            .iter()
+            .filter(|e| *e == "rest.promote")
+            .count(),
+        1,
+        "never sent twice"
+    );
+
+    // Applied, but the platform promotes a copy with a new id: a copy
+    // names no source, so the run cannot claim it and says what serves.
+    let fake = gated(&format!("{RAMP}  redeploy_on_promotion: [production]\n"));
+    let run = through_proxy(&fake, Rule::new("cut", cut).path(PROMOTE_PATH).nth(1));
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    let (current, candidate) = env_of(&fake, "production");
+    let copy = candidate.or(current).expect("the copy is promoted");
+    let tested = run.out("tested-deployment-id");
+    assert_ne!(copy, tested);
+    let msg = run.out("error-message");
+    assert!(msg.contains(&copy), "{msg}");
+    assert!(msg.contains("cannot be confirmed as this run's"), "{msg}");
+    assert_eq!(run.out("rolled-back"), "false");
+    assert!(
+        !deactivated(&fake, &copy),
+        "never deactivated: not provably ours"
+    );
+    assert!(
+        !endpoints(&fake).iter().any(|e| e.contains("cancel")),
+        "never cancelled: not provably ours"
+    );
+}
+
+/// The example model with a second deployment `theirs01` another client
+/// will promote.
+fn gated_with_theirs(extra: &str) -> FakeBaseten {
+    fake(&format!(
+        "time_scale: 20
+models:
+  - id: gatedmdl
+    name: hello-truss-push
+    environments: [staging]
+    deployments: [{{id: v1dep001, name: v1, environment: production}}, {{id: theirs01, name: theirs}}]
+deployments:
+  default: [[0, BUILDING], [1, DEPLOYING], [2, ACTIVE]]
+{extra}"
+    ))
+}
+
+#[test]
+fn another_runs_promotion_is_never_adopted_when_ours_is_lost() {
+    use fake_baseten::proxy::{Fault, Rule};
+    // The gate reads production (2nd environment read: the first is the
+    // check before anything is created); right after it another client
+    // starts promoting its deployment; our promote never arrives.
+    let fake = gated_with_theirs(&format!(
+        "{RAMP}others:
+  - on: rest.get_environment
+    nth: 2
+    action: {{promote: {{deployment: theirs01, environment: production, steps: [[0, {{status: RAMPING_UP, percent: 10}}], [10000, {{status: SUCCEEDED, percent: 100}}]]}}}}
+"
+    ));
+    let run = through_proxy(
+        &fake,
+        Rule::new("lost", Fault::ResetBeforeForward).path(PROMOTE_PATH),
+    );
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    let tested = run.out("tested-deployment-id");
+    assert_eq!(
+        run.out("deployment-id"),
+        tested,
+        "theirs is never named ours"
+    );
+    let msg = run.out("error-message");
+    assert!(
+        msg.contains("theirs01") && msg.contains("v1dep001"),
+        "{msg}"
+    );
+    assert_eq!(
+        env_of(&fake, "production"),
+        (Some("v1dep001".into()), Some("theirs01".into())),
+        "their promotion goes on untouched"
+    );
+    assert!(!deactivated(&fake, "theirs01"));
+    assert!(!endpoints(&fake).iter().any(|e| e.contains("cancel")));
+    assert!(
+        deactivated(&fake, tested),
+        "ours, unpromoted, is cleaned up"
+    );
+}
+
+#[test]
+fn a_promote_refused_for_another_promotion_names_both_deployments() {
+    let fake = gated_with_theirs(&format!(
+        "{RAMP}others:
+  - on: rest.get_environment
+    nth: 2
+    action: {{promote: {{deployment: theirs01, environment: production, steps: [[0, {{status: RAMPING_UP, percent: 10}}], [10000, {{status: SUCCEEDED, percent: 100}}]]}}}}
+"
+    ));
+    let run = run_gated(&fake).run();
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    let msg = run.out("error-message");
+    assert!(
+        msg.contains("production serves deployment v1dep001, with a promotion of theirs01"),
+        "{msg}"
+    );
+    assert!(!deactivated(&fake, "theirs01"));
+    assert_eq!(env_of(&fake, "production").1.as_deref(), Some("theirs01"));
+}
+
+#[test]
+fn a_rollback_never_displaces_another_clients_deployment() {
+    // Ours is promoted and fails its environment test; as that test
+    // answers, another client promotes its own deployment, which takes
+    // production at once. Rolling back to v1dep001 would take production
+    // from them.
+    // (Theirs fails behind production too, so that a retry of our test
+    // reaching theirs cannot pass it.)
+    let fake = gated_with_theirs(&format!(
+        "{RAMP}{ENV_TEST_FAILS}    - {{name: theirs, via: environment, status: 500, response: {{error: theirs}}}}
+others:
+  - on: inference.predict
+    nth: 2
+    action: {{promote: {{deployment: theirs01, environment: production, steps: [[0, {{status: SUCCEEDED, percent: 100}}]]}}}}
+"
+    ));
+    let run = run_gated(&fake).run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    assert_eq!(run.out("rolled-back"), "false");
+    let msg = run.out("error-message");
+    assert!(msg.contains("another client moved production"), "{msg}");
+    assert!(msg.contains("theirs01"), "{msg}");
+    assert_eq!(env_of(&fake, "production").0.as_deref(), Some("theirs01"));
+    assert_eq!(
+        endpoints(&fake)
+            .iter()
+            .filter(|e| *e == "rest.promote")
+            .count(),
+        1,
+        "no rollback promote"
+    );
+    assert!(!deactivated(&fake, "theirs01"));
+    assert!(!deactivated(&fake, "v1dep001"));
+}
+
+#[test]
+fn the_loser_of_two_first_deploys_pushes_a_version_of_the_model() {
+    // No model yet; another run creates it just before our create arrives.
+    let fake = fake(
+        "time_scale: 20
+deployments:
+  default: [[0, BUILDING], [1, ACTIVE]]
+others:
+  - on: graphql.create_model_from_truss
+    before: true
+    action: {create_model: {name: hello-truss-push, deployment: theirs01}}
+",
+    );
+    let run = Invocation::new(&fake).model(example_model()).run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let calls = endpoints(&fake);
+    let first = calls
+        .iter()
+        .position(|e| e == "graphql.create_model_from_truss")
+        .expect("tried to create the model");
+    let version = calls
+        .iter()
+        .position(|e| e == "graphql.create_model_version_from_truss")
+        .expect("pushed a version instead");
+    assert!(first < version, "{calls:?}");
+    let model = fake
+        .deployments()
+        .into_iter()
+        .find(|d| d.id == "theirs01")
+        .expect("their deployment")
+        .model_id;
+    assert_eq!(run.out("model-id"), model);
+    assert_ne!(run.out("deployment-id"), "theirs01");
+    assert!(!deactivated(&fake, "theirs01"), "theirs is left alone");
+    assert!(
+        format!("{}{}", run.stdout, run.stderr).contains("was created by someone else"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn without_promotion_fields_the_gate_waits_for_ours_to_be_current() {
+    // The environment reports no promotion fields; the old deployment
+    // answers 500 behind production. Passing at once would test it.
+    let fake = gated(&format!(
+        "{RAMP}omit_promotion_fields: true
+predict:
+  by_deployment:
+    - {{name: v1, via: environment, status: 500, response: {{error: the previous deployment answered}}}}
+"
+    ));
+    let run = run_gated(&fake).run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(
+        run.stdout
+            .contains("waiting until production's current deployment is"),
+        "{run:?}"
+    );
+    assert_eq!(
+        env_of(&fake, "production").0.as_deref(),
+        Some(run.out("deployment-id"))
+    );
+}
+
+#[test]
+fn a_gated_run_ends_within_one_budget_when_nothing_settles() {
+    // The promotion never ends and its cancel ramps down forever.
+    let fake = gated(
+        "promote:
+  default:
+    steps: [[0, {status: RELEASING}], [1, {status: RAMPING_UP, percent: 10}]]
+  ramp_down_seconds: 1000000
+",
+    );
+    let (wait, predict) = (4.0, 2.0);
+    let run = run_gated(&fake)
+        .arg("wait-timeout-seconds", wait.to_string())
+        .arg("predict-timeout", predict.to_string())
+        .run();
+    assert_eq!(run.status(), "deploy_timeout", "{run:?}");
+    assert_eq!(run.out("rolled-back"), "false");
+    let msg = run.out("error-message");
+    assert!(msg.contains("the rollback did not finish"), "{msg}");
+    assert!(msg.contains("RAMPING_DOWN"), "{msg}");
+    // The documented bound: wait budget + predict-timeout + 60 s.
+    let bound = std::time::Duration::from_secs_f64(wait + predict + 60.0);
+    assert!(run.elapsed <= bound, "{:?} > {bound:?}", run.elapsed);
+    let calls = endpoints(&fake);
+    let cancel = calls.iter().position(|e| e == "rest.cancel_promotion");
+    let promote = calls.iter().position(|e| e == "rest.promote");
+    assert!(promote < cancel, "{calls:?}");
+}
+
+#[test]
+fn a_previous_deployment_deactivated_by_the_cleanup_strategy_is_activated_then_promoted_back() {
+    let fake = gated(&format!(
+        "{RAMP}  deactivate_previous: [production]\n{ENV_TEST_FAILS}"
+    ));
+    let run = run_gated(&fake).run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    assert_eq!(run.out("rolled-back"), "true", "{run:?}");
+    assert_eq!(env_of(&fake, "production").0.as_deref(), Some("v1dep001"));
+    let calls = endpoints(&fake);
+    let activate = calls
+        .iter()
+        .position(|e| e == "rest.activate_deployment")
+        .expect("activated");
+    let back = calls
+        .iter()
+        .rposition(|e| e == "rest.promote")
+        .expect("promoted back");
+    assert!(activate < back, "{calls:?}");
+    assert!(!deactivated(&fake, "v1dep001"));
+}
+
+#[test]
+fn a_signal_during_a_chain_promotion_puts_the_previous_chain_deployment_back() {
+    // A slow chain promotion; the signal arrives while it is in flight.
+    // Chains have no cancel: the run promotes the previous deployment,
+    // and when the platform refuses a second promotion it ends ours by
+    // deactivating the candidate (its own).
+    use crate::chain_harness::{chain_run, fixture};
+    let fake = crate::harness::fake(
+        "time_scale: 20
+chainlets:
+  default: [[0, BUILDING_MODEL], [1, MODEL_READY]]
+promote:
+  default:
+    steps: [[0, {status: RELEASING}], [1, {status: RAMPING_UP, percent: 10}], [10000, {status: SUCCEEDED, percent: 100}]]
+",
+    );
+    let chain = fixture("chains/two/two_chain.py");
+    let first = chain_run(&fake, &chain)
+        .arg("predict-payload", r#"{"x": 21}"#)
+        .run();
+    assert_eq!(first.status(), "success", "{first:?}");
+    let previous = first.out("deployment-id").to_string();
+    let name = first.out("model-name").to_string();
+    let run = chain_run(&fake, &chain)
+        .arg("deployment-name", "gated")
+        .arg("predict-payload", r#"{"x": 21}"#)
+        .arg("promotion", "after-predict")
+        .arg("promote", "true")
+        .arg("predict-timeout", "2")
+        .run_signalled_at("rest.promote_chain", "INT");
+    assert_eq!(run.code, 130, "{run:?}");
+    assert_eq!(run.out("rolled-back"), "true", "{run:?}");
+    let view = fake.environment(&name, "production").expect("chain env");
+    assert_eq!(view.current.as_deref(), Some(previous.as_str()));
+    assert_eq!(view.candidate, None);
+    let calls = endpoints(&fake);
+    assert!(!calls.iter().any(|e| e.contains("cancel")), "{calls:?}");
+    assert!(
+        calls
+            .iter()
+            .any(|e| e == "rest.deactivate_chain_deployment"),
+        "{calls:?}"
+    );
+    assert!(
+        run.after_signal.unwrap() < std::time::Duration::from_millis(7500),
+        "{run:?}"
+    );
 }

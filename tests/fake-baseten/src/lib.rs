@@ -372,6 +372,27 @@ impl FakeBaseten {
         self.shared.take_violations()
     }
 
+    /// What environment `env` of the model (or else the chain) named
+    /// `name` shows now: current and candidate deployment, promotion.
+    pub fn environment(&self, name: &str, env: &str) -> Option<crate::state::EnvView> {
+        let now = self.shared.clock.now();
+        let mut p = self.shared.platform();
+        p.settle(now);
+        let envs = p
+            .models
+            .iter()
+            .find(|m| m.name == name && m.origin != "CHAINS")
+            .map(|m| &m.environments)
+            .or_else(|| {
+                p.chains
+                    .iter()
+                    .find(|c| c.name == name)
+                    .map(|c| &c.environments)
+            })?;
+        let e = envs.iter().find(|e| e.name == env)?;
+        Some(p.view(e, now))
+    }
+
     /// Adds a fault while running.
     pub fn add_fault(&self, fault: Fault) {
         self.shared.faults.add(fault);

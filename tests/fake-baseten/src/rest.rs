@@ -11,7 +11,7 @@
 //!
 //! - `promote`, body `{"deployment_id": str (required), "scale_down_previous_deployment": bool = true,
 //!   "preserve_env_instance_type": bool = true}` (the chain form documents
-//!   only the first two; the third is accepted there too). Answers 200 with
+//!   only the first two; the third is ignored there). Answers 200 with
 //!   the promoted deployment — `DeploymentV1` for models,
 //!   `ChainDeploymentV1` for chains — whose id is new when the promotion
 //!   had to create a deployment (rules in [`crate::scenario`]). Refused
@@ -19,13 +19,18 @@
 //!   deployment, a promotion already in flight in that environment, the
 //!   environment's current deployment itself; 404: unknown model, chain,
 //!   environment or deployment.
-//! - `cancel_promotion`, no body: 200 `{"status": "CANCELED" | "RAMPING_DOWN", "message": str}`;
+//! - `cancel_promotion` (models only), no body: 200 `{"status": "CANCELED" | "RAMPING_DOWN", "message": str}`;
 //!   400 `VALIDATION_ERROR` when nothing is in flight.
-//! - `force_cancel_promotion`, no body: 200 `{"success": true}`, the
+//! - `force_cancel_promotion` (models only), no body: 200 `{"success": true}`, the
 //!   promotion is CANCELED at once and the previous deployment keeps
-//!   serving; 400 as above when nothing is in flight. The platform
-//!   describes it for rolling promotions; the fake accepts any promotion in
-//!   flight.
+//!   serving; 400 as above when nothing is in flight, and for a promotion
+//!   that is not rolling (the platform documents it for rolling
+//!   promotions only).
+//!
+//! Chains have no cancel endpoint and their environment no
+//! `in_progress_promotion` (`ChainEnvironmentV1`): those paths answer 404.
+//! `POST /v1/models/{model_id}/deployments/{deployment_id}/activate`
+//! answers `{"success": true}` and re-activates an inactive deployment.
 
 use axum::http::{Method, StatusCode};
 use serde_json::{Map, Value, json};
@@ -43,6 +48,7 @@ pub enum Route {
     ListDeployments(String),
     GetDeployment(String, String),
     DeactivateDeployment(String, String),
+    ActivateDeployment(String, String),
     Logs(String, String),
     ListEnvironments(String),
     GetEnvironment(String, String),
@@ -52,8 +58,9 @@ pub enum Route {
     ListChainEnvironments(String),
     GetChainEnvironment(String, String),
     Promote(Owner, String),
-    CancelPromotion(Owner, String),
-    ForceCancelPromotion(Owner, String),
+    /// Models only: the platform has no chain cancel.
+    CancelPromotion(String, String),
+    ForceCancelPromotion(String, String),
     ListSecrets,
     ListTeamSecrets(String),
     MethodNotAllowed,
@@ -68,6 +75,7 @@ impl Route {
             Route::ListDeployments(..) => "rest.list_deployments",
             Route::GetDeployment(..) => "rest.get_deployment",
             Route::DeactivateDeployment(..) => "rest.deactivate_deployment",
+            Route::ActivateDeployment(..) => "rest.activate_deployment",
             Route::Logs(..) => "rest.get_logs",
             Route::ListEnvironments(..) => "rest.list_environments",
             Route::GetEnvironment(..) => "rest.get_environment",
@@ -78,10 +86,8 @@ impl Route {
             Route::GetChainEnvironment(..) => "rest.get_chain_environment",
             Route::Promote(Owner::Model(_), _) => "rest.promote",
             Route::Promote(Owner::Chain(_), _) => "rest.promote_chain",
-            Route::CancelPromotion(Owner::Model(_), _) => "rest.cancel_promotion",
-            Route::CancelPromotion(Owner::Chain(_), _) => "rest.cancel_chain_promotion",
-            Route::ForceCancelPromotion(Owner::Model(_), _) => "rest.force_cancel_promotion",
-            Route::ForceCancelPromotion(Owner::Chain(_), _) => "rest.force_cancel_chain_promotion",
+            Route::CancelPromotion(..) => "rest.cancel_promotion",
+            Route::ForceCancelPromotion(..) => "rest.force_cancel_promotion",
             Route::ListSecrets => "rest.list_secrets",
             Route::ListTeamSecrets(..) => "rest.list_team_secrets",
             Route::MethodNotAllowed => "rest.method_not_allowed",
@@ -114,6 +120,10 @@ pub fn route(method: &Method, path: &str) -> Route {
             Route::DeactivateDeployment(m.to_string(), d.to_string()),
             post,
         ),
+        ["v1", "models", m, "deployments", d, "activate"] => (
+            Route::ActivateDeployment(m.to_string(), d.to_string()),
+            post,
+        ),
         ["v1", "models", m, "deployments", d, "logs"] => {
             (Route::Logs(m.to_string(), d.to_string()), get || post)
         }
@@ -140,18 +150,28 @@ pub fn route(method: &Method, path: &str) -> Route {
             id,
             "environments",
             e,
-            action @ ("promote" | "cancel_promotion" | "force_cancel_promotion"),
+            "promote",
         ] => {
             let owner = if *kind == "models" {
                 Owner::Model(id.to_string())
             } else {
                 Owner::Chain(id.to_string())
             };
-            let env = e.to_string();
-            let route = match *action {
-                "promote" => Route::Promote(owner, env),
-                "cancel_promotion" => Route::CancelPromotion(owner, env),
-                _ => Route::ForceCancelPromotion(owner, env),
+            (Route::Promote(owner, e.to_string()), post)
+        }
+        [
+            "v1",
+            "models",
+            m,
+            "environments",
+            e,
+            action @ ("cancel_promotion" | "force_cancel_promotion"),
+        ] => {
+            let (m, e) = (m.to_string(), e.to_string());
+            let route = if *action == "cancel_promotion" {
+                Route::CancelPromotion(m, e)
+            } else {
+                Route::ForceCancelPromotion(m, e)
             };
             (route, post)
         }
@@ -365,8 +385,14 @@ pub fn handle(
             (StatusCode::OK, json!({"success": true}))
         }
         Route::Promote(owner, env) => {
-            let promoted = match promote_request(body).and_then(|r| p.promote(owner, env, &r, now))
-            {
+            let request = promote_request(body).map(|mut r| {
+                // The chain request has no preserve_env_instance_type.
+                if matches!(owner, Owner::Chain(_)) {
+                    r.preserve_env_instance_type = true;
+                }
+                r
+            });
+            let promoted = match request.and_then(|r| p.promote(owner, env, &r, now)) {
                 Ok(id) => id,
                 Err(e) => return refusal(e),
             };
@@ -378,15 +404,28 @@ pub fn handle(
             };
             (StatusCode::OK, answer.unwrap_or(Value::Null))
         }
-        Route::CancelPromotion(owner, env) => match p.cancel_promotion(owner, env, false, now) {
-            Ok(o) => (
-                StatusCode::OK,
-                json!({"status": o.status, "message": o.message}),
-            ),
-            Err(e) => refusal(e),
-        },
-        Route::ForceCancelPromotion(owner, env) => {
-            match p.cancel_promotion(owner, env, true, now) {
+        Route::ActivateDeployment(m, d) => {
+            if let Err(a) = check_body(body) {
+                return a;
+            }
+            let id = match find_deployment(p, m, d, now) {
+                Ok(dep) => dep.id.clone(),
+                Err(a) => return a,
+            };
+            p.activate(&id, now);
+            (StatusCode::OK, json!({"success": true}))
+        }
+        Route::CancelPromotion(m, env) => {
+            match p.cancel_promotion(&Owner::Model(m.clone()), env, false, now) {
+                Ok(o) => (
+                    StatusCode::OK,
+                    json!({"status": o.status, "message": o.message}),
+                ),
+                Err(e) => refusal(e),
+            }
+        }
+        Route::ForceCancelPromotion(m, env) => {
+            match p.cancel_promotion(&Owner::Model(m.clone()), env, true, now) {
                 Ok(_) => (StatusCode::OK, json!({"success": true})),
                 Err(e) => refusal(e),
             }
@@ -567,12 +606,14 @@ fn promotion_fields(
     );
 }
 
-/// `PromotionSettingsV1`, model and chain environments alike.
-fn promotion_settings(p: &Platform, env: &Environment) -> Value {
+/// `PromotionSettingsV1` as the scenario sets the environment up.
+fn promotion_settings(p: &Platform, env: &str) -> Value {
+    let spec = &p.scenario.promote;
+    let listed = |l: &[String]| l.iter().any(|e| e == env);
     json!({
-        "redeploy_on_promotion": p.scenario.promote.redeploy_on_promotion.contains(&env.name),
+        "redeploy_on_promotion": listed(&spec.redeploy_on_promotion),
         "rolling_deploy": false,
-        "promotion_cleanup_strategy": "SCALE_TO_ZERO",
+        "promotion_cleanup_strategy": if listed(&spec.deactivate_previous) { "DEACTIVATE" } else { "SCALE_TO_ZERO" },
         "rolling_deploy_config": null,
         "ramp_up_while_promoting": false,
         "ramp_up_duration_seconds": 600,
@@ -596,7 +637,10 @@ fn environment_v1(p: &Platform, model_id: &str, env: &Environment, now: f64) -> 
     );
     promotion_fields(p, &mut out, &view, render);
     out.insert("autoscaling_settings".into(), autoscaling_settings());
-    out.insert("promotion_settings".into(), promotion_settings(p, env));
+    out.insert(
+        "promotion_settings".into(),
+        promotion_settings(p, &env.name),
+    );
     out.insert(
         "instance_type".into(),
         json!({
@@ -668,10 +712,23 @@ fn chain_environment_v1(p: &Platform, chain_id: &str, env: &Environment, now: f6
     out.insert("chain_id".into(), json!(chain_id));
     out.insert(
         "current_deployment".into(),
-        view.current.as_deref().map(render).unwrap_or(Value::Null),
+        view.current.as_deref().map(&render).unwrap_or(Value::Null),
     );
-    promotion_fields(p, &mut out, &view, render);
-    out.insert("promotion_settings".into(), promotion_settings(p, env));
+    // ChainEnvironmentV1 has a candidate deployment but no promotion
+    // status: a chain's promotion is seen only through those two fields.
+    if !p.scenario.omit_promotion_fields {
+        out.insert(
+            "candidate_deployment".into(),
+            view.candidate
+                .as_deref()
+                .map(&render)
+                .unwrap_or(Value::Null),
+        );
+    }
+    out.insert(
+        "promotion_settings".into(),
+        promotion_settings(p, &env.name),
+    );
     out.insert("chainlet_settings".into(), json!([]));
     Value::Object(out)
 }
@@ -840,12 +897,12 @@ mod tests {
             (
                 &post,
                 "/v1/chains/c1/environments/production/cancel_promotion",
-                "rest.cancel_chain_promotion",
+                "rest.not_found",
             ),
             (
                 &post,
                 "/v1/chains/c1/environments/production/force_cancel_promotion",
-                "rest.force_cancel_chain_promotion",
+                "rest.not_found",
             ),
             (
                 &post,
@@ -873,6 +930,11 @@ mod tests {
             ),
             (&g, "/v1/secrets", "rest.list_secrets"),
             (&g, "/v1/teams/t1/secrets", "rest.list_team_secrets"),
+            (
+                &post,
+                "/v1/models/m1/deployments/d1/activate",
+                "rest.activate_deployment",
+            ),
         ] {
             assert_eq!(route(m, path).endpoint(), want, "{m} {path}");
             // Every route the fake serves is published, or excepted with

@@ -40,7 +40,11 @@
 //!   instance_type_differs: []   # environments whose instance type differs from the deployments': a new deployment unless preserve_env_instance_type is false
 //!   new_deployment_timeline: [[0, DEPLOYING], [5, LOADING_MODEL], [10, ACTIVE]]  # the new deployment's statuses (public)
 //!   ramp_down_seconds: 5   # a cancel after traffic moved is RAMPING_DOWN this long, then CANCELED
+//!   deactivate_previous: []     # environments whose promotion_cleanup_strategy is DEACTIVATE: the deployment a promotion replaces becomes INACTIVE once it succeeds
+//! others:                  # another client at work on the same workspace (a second CI run), see below
+//!   - {on: rest.promote, nth: 1, before: false, action: {promote: {deployment: v2other, environment: production}}}
 //! omit_promotion_fields: false  # true: EnvironmentV1 without candidate_deployment/in_progress_promotion
+//! activation_seconds: 2    # an activated deployment is DEPLOYING this long, then ACTIVE
 //! deactivation_seconds: 2  # DEACTIVATING lasts this long, then INACTIVE
 //! wake_seconds: 0          # a predict on a scaled-to-zero deployment waits this long
 //! truss_validation: {success: true, warnings: [], errors: []}
@@ -75,6 +79,23 @@
 //! deployment once a promotion in progress has moved at least half the
 //! traffic, by the current deployment otherwise: deterministic, so a test
 //! knows which one answered.
+//!
+//! # Another client
+//!
+//! `others` lists actions another client (a second CI run, a person in the
+//! UI) takes on the same workspace, each applied when the fake handles the
+//! `nth` (1-based, default 1) request to the endpoint `on` — `before` it is
+//! handled (default: after), so a test places it exactly between two of the
+//! binary's requests. Actions:
+//!
+//! - `promote: {deployment, environment, steps}`: promotes a model or chain
+//!   deployment (by id) into an environment of its owner, as a promote call
+//!   would (refused silently when the platform would refuse it); `steps`
+//!   scripts the promotion like `promote.default` (without: it follows the
+//!   deployment's readiness);
+//! - `create_model: {name, deployment}`: creates a model of that name in the
+//!   default team with one ACTIVE deployment (id `deployment`) serving
+//!   production — another run's first deploy of the same new model.
 //!
 //! # Predict answers per deployment
 //!
@@ -129,7 +150,9 @@ pub struct Scenario {
     pub promotions: Promotions,
     pub promote: PromoteSpec,
     pub omit_promotion_fields: bool,
+    pub others: Vec<OtherClient>,
     pub deactivation_seconds: f64,
+    pub activation_seconds: f64,
     pub wake_seconds: f64,
     pub truss_validation: ValidationSpec,
     pub predict: PredictSpec,
@@ -169,7 +192,9 @@ impl Default for Scenario {
             promotions: Promotions::default(),
             promote: PromoteSpec::default(),
             omit_promotion_fields: false,
+            others: Vec::new(),
             deactivation_seconds: 2.0,
+            activation_seconds: 2.0,
             wake_seconds: 0.0,
             truss_validation: ValidationSpec::default(),
             predict: PredictSpec::default(),
@@ -474,6 +499,8 @@ pub struct PromoteSpec {
     /// promote call on.
     pub new_deployment_timeline: Timeline,
     pub ramp_down_seconds: f64,
+    /// Environments whose promotion cleanup strategy is DEACTIVATE.
+    pub deactivate_previous: Vec<String>,
 }
 
 impl Default for PromoteSpec {
@@ -490,6 +517,7 @@ impl Default for PromoteSpec {
                 (10.0, "ACTIVE".into()),
             ],
             ramp_down_seconds: 5.0,
+            deactivate_previous: Vec::new(),
         }
     }
 }
@@ -504,6 +532,41 @@ impl PromoteSpec {
             .or(self.default.as_ref())
             .cloned()
     }
+}
+
+/// One action of another client, at the `nth` request to `on`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OtherClient {
+    /// Endpoint name, as in the request log (`rest.promote`).
+    pub on: String,
+    #[serde(default = "first")]
+    pub nth: u32,
+    /// Apply before the request is handled (default: after).
+    #[serde(default)]
+    pub before: bool,
+    /// `{promote: {...}}` or `{create_model: {...}}`.
+    #[serde(with = "serde_yaml::with::singleton_map")]
+    pub action: OtherAction,
+}
+
+fn first() -> u32 {
+    1
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum OtherAction {
+    Promote {
+        deployment: String,
+        environment: String,
+        #[serde(default)]
+        steps: Option<Vec<(f64, PromotionStep)>>,
+    },
+    CreateModel {
+        name: String,
+        deployment: String,
+    },
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

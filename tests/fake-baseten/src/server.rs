@@ -307,6 +307,11 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
         return resp;
     }
 
+    // Another client's actions placed around this request (`others`).
+    let nth = shared
+        .platform()
+        .before_request(&entry.endpoint, shared.clock.now());
+
     let resp = if !auth_ok {
         let msg = "Invalid or missing API key: send `Authorization: Api-Key <key>`";
         match kind {
@@ -351,6 +356,9 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
             },
         }
     };
+    shared
+        .platform()
+        .after_request(&entry.endpoint, nth, shared.clock.now());
     entry.status = Some(resp.status().as_u16());
     shared.log.push(entry);
     resp

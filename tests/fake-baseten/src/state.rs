@@ -5,7 +5,7 @@
 //! Nothing here reads a clock: every function takes the scenario time `now`,
 //! so the rules can be tested at chosen instants.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -18,6 +18,7 @@ use crate::status;
 
 pub const PRODUCTION: &str = "production";
 
+mod others;
 mod promote;
 
 /// A platform error as GraphQL reports it (`extensions.code`).
@@ -92,6 +93,9 @@ pub struct Promotion {
     pub script: Option<PromotionScript>,
     /// Set by a cancel or force cancel; wins over the script from then on.
     pub cancel: Option<Cancel>,
+    /// The deployment this promotion replaces, when the environment's
+    /// cleanup strategy deactivates it once the promotion succeeded.
+    pub replaces: Option<String>,
 }
 
 /// A cancel of a promotion in flight: traffic falls from `from_percent`
@@ -184,6 +188,7 @@ impl Deployment {
                 r.failed_at = Some((*t, p));
             }
         }
+        r.deactivated_at = self.deactivated_at;
         r
     }
 
@@ -218,6 +223,8 @@ pub fn status_at(steps: &[(f64, String)], now: f64) -> String {
 pub struct Readiness {
     pub ready_at: Option<f64>,
     pub failed_at: Option<(f64, String)>,
+    /// When it was deactivated (a chain deployment: its first chainlet).
+    pub deactivated_at: Option<f64>,
 }
 
 #[derive(Clone, Debug)]
@@ -292,6 +299,30 @@ impl EnvView {
 /// The promotion's state at `now` from its script or, without one, from
 /// the target's readiness.
 pub fn promotion_state(p: &Promotion, readiness: &Readiness, now: f64) -> PromotionState {
+    // A target deactivated before its promotion succeeded ends it: nothing
+    // is left to move traffic to.
+    if let Some(t) = readiness.deactivated_at
+        && t <= now
+        && t >= p.started_at
+        && p.cancel.as_ref().is_none_or(|c| c.at > t)
+    {
+        let alive = Readiness {
+            deactivated_at: None,
+            ..readiness.clone()
+        };
+        let at_deactivation = promotion_state(p, &alive, t);
+        if at_deactivation.status != "SUCCEEDED" {
+            return PromotionState {
+                status: "FAILED".into(),
+                percent_traffic_to_new_version: 0,
+                error_message: Some(format!(
+                    "Deployment {} was deactivated during its promotion",
+                    p.target_id
+                )),
+                rolling_deploy: at_deactivation.rolling_deploy,
+            };
+        }
+    }
     if let Some(c) = &p.cancel
         && now >= c.at
     {
@@ -522,6 +553,9 @@ pub struct Platform {
     created_model_deployments: usize,
     created_chain_deployments: usize,
     promote_calls: usize,
+    /// Requests handled so far, by endpoint name (another client's actions
+    /// are placed by them).
+    request_counts: BTreeMap<String, u32>,
     /// `{prefix}` and `{id}` placeholders, e.g. `http://127.0.0.1:PORT/{prefix}-{id}`.
     pub hostname_template: String,
     pub clock: Arc<Clock>,
@@ -542,6 +576,7 @@ impl Platform {
             created_model_deployments: 0,
             created_chain_deployments: 0,
             promote_calls: 0,
+            request_counts: BTreeMap::new(),
             hostname_template,
         };
         p.load_scenario();
@@ -573,59 +608,7 @@ impl Platform {
             });
         }
         for m in &sc.models {
-            let team_id = self.team_id_by_name(m.team.as_deref());
-            let model_id = m.id.clone().unwrap_or_else(|| self.ids.next(8));
-            let mut envs = vec![Environment::new(PRODUCTION, 0.0)];
-            for e in &m.environments {
-                if !envs.iter().any(|x| &x.name == e) {
-                    envs.push(Environment::new(e, 0.0));
-                }
-            }
-            let mut model = Model {
-                id: model_id.clone(),
-                name: m.name.clone(),
-                team_id,
-                origin: "BASETEN".into(),
-                created_at: 0.0,
-                environments: envs,
-                development: None,
-            };
-            for d in &m.deployments {
-                let dep_id = d.id.clone().unwrap_or_else(|| self.ids.next(7));
-                if let Some(env) = &d.environment {
-                    match model.environments.iter_mut().find(|e| &e.name == env) {
-                        Some(e) => e.initial_current = Some(dep_id.clone()),
-                        None => {
-                            let mut e = Environment::new(env, 0.0);
-                            e.initial_current = Some(dep_id.clone());
-                            model.environments.push(e);
-                        }
-                    }
-                }
-                if d.is_draft {
-                    model.development = Some(dep_id.clone());
-                }
-                self.deployments.push(Deployment {
-                    id: dep_id,
-                    model_id: model_id.clone(),
-                    name: d.name.clone(),
-                    created_at: 0.0,
-                    steps: vec![(0.0, d.status.clone())],
-                    raw: false,
-                    is_draft: d.is_draft,
-                    labels: None,
-                    s3_key: None,
-                    config: json!({"model_name": m.name}),
-                    semver: "0.0.1".into(),
-                    instance_type_name: "1x2".into(),
-                    deploy_timeout_minutes: None,
-                    chain_deployment_id: None,
-                    deactivated_at: None,
-                    created_index: None,
-                    copied_from: None,
-                });
-            }
-            self.models.push(model);
+            self.add_model_spec(m, 0.0);
         }
         for c in &sc.chains {
             let team_id = self.team_id_by_name(c.team.as_deref());
@@ -644,6 +627,64 @@ impl Platform {
                 environments: envs,
             });
         }
+    }
+
+    /// A model as the scenario (or another client) describes it, with its
+    /// deployments, created at `now`.
+    pub(crate) fn add_model_spec(&mut self, m: &crate::scenario::ModelSpec, now: f64) {
+        let team_id = self.team_id_by_name(m.team.as_deref());
+        let model_id = m.id.clone().unwrap_or_else(|| self.ids.next(8));
+        let mut envs = vec![Environment::new(PRODUCTION, now)];
+        for e in &m.environments {
+            if !envs.iter().any(|x| &x.name == e) {
+                envs.push(Environment::new(e, now));
+            }
+        }
+        let mut model = Model {
+            id: model_id.clone(),
+            name: m.name.clone(),
+            team_id,
+            origin: "BASETEN".into(),
+            created_at: now,
+            environments: envs,
+            development: None,
+        };
+        for d in &m.deployments {
+            let dep_id = d.id.clone().unwrap_or_else(|| self.ids.next(7));
+            if let Some(env) = &d.environment {
+                match model.environments.iter_mut().find(|e| &e.name == env) {
+                    Some(e) => e.initial_current = Some(dep_id.clone()),
+                    None => {
+                        let mut e = Environment::new(env, now);
+                        e.initial_current = Some(dep_id.clone());
+                        model.environments.push(e);
+                    }
+                }
+            }
+            if d.is_draft {
+                model.development = Some(dep_id.clone());
+            }
+            self.deployments.push(Deployment {
+                id: dep_id,
+                model_id: model_id.clone(),
+                name: d.name.clone(),
+                created_at: now,
+                steps: vec![(now, d.status.clone())],
+                raw: false,
+                is_draft: d.is_draft,
+                labels: None,
+                s3_key: None,
+                config: json!({"model_name": m.name}),
+                semver: "0.0.1".into(),
+                instance_type_name: "1x2".into(),
+                deploy_timeout_minutes: None,
+                chain_deployment_id: None,
+                deactivated_at: None,
+                created_index: None,
+                copied_from: None,
+            });
+        }
+        self.models.push(model);
     }
 
     fn team_id_by_name(&self, name: Option<&str>) -> String {
@@ -710,11 +751,15 @@ impl Platform {
         if let Some(cd) = self.chain_deployment(target_id) {
             let mut ready_at: Option<f64> = Some(f64::MIN);
             let mut failed_at: Option<(f64, String)> = None;
+            let mut deactivated_at: Option<f64> = None;
             for c in &cd.chainlets {
                 let r = self
                     .deployment(&c.deployment_id)
                     .map(Deployment::readiness)
                     .unwrap_or_default();
+                if let Some(t) = r.deactivated_at {
+                    deactivated_at = Some(deactivated_at.map_or(t, |d: f64| d.min(t)));
+                }
                 ready_at = match (ready_at, r.ready_at) {
                     (Some(a), Some(b)) => Some(a.max(b)),
                     _ => None,
@@ -728,6 +773,7 @@ impl Platform {
             return Readiness {
                 ready_at: ready_at.filter(|t| *t > f64::MIN),
                 failed_at,
+                deactivated_at,
             };
         }
         Readiness::default()
@@ -982,6 +1028,7 @@ impl Platform {
                     started_at: now,
                     script,
                     cancel: None,
+                    replaces: None,
                 });
             }
         }
@@ -1224,6 +1271,7 @@ impl Platform {
                 started_at: now,
                 script,
                 cancel: None,
+                replaces: None,
             });
         }
         Ok(cd_id)
@@ -1395,20 +1443,37 @@ mod tests {
             started_at: 0.0,
             script: None,
             cancel: None,
+            replaces: None,
         };
         let ready = Readiness {
             ready_at: Some(12.9),
             failed_at: None,
+            deactivated_at: None,
         };
         assert_eq!(promotion_state(&p, &ready, 5.0).status, "RELEASING");
         assert_eq!(promotion_state(&p, &ready, 13.0).status, "SUCCEEDED");
         let failed = Readiness {
             ready_at: None,
             failed_at: Some((20.0, "BUILD_FAILED".into())),
+            deactivated_at: None,
         };
         let s = promotion_state(&p, &failed, 21.0);
         assert_eq!(s.status, "FAILED");
         assert!(s.error_message.unwrap().contains("BUILD_FAILED"));
+        // Deactivated before it was ready: the promotion fails; after it
+        // succeeded, the success stands.
+        let deactivated = Readiness {
+            deactivated_at: Some(8.0),
+            ..ready.clone()
+        };
+        let s = promotion_state(&p, &deactivated, 9.0);
+        assert_eq!(s.status, "FAILED");
+        assert!(s.error_message.unwrap().contains("deactivated"));
+        let late = Readiness {
+            deactivated_at: Some(14.0),
+            ..ready
+        };
+        assert_eq!(promotion_state(&p, &late, 15.0).status, "SUCCEEDED");
     }
 
     #[test]
@@ -1442,6 +1507,7 @@ mod tests {
                 started_at: 100.0,
                 script: Some(script),
                 cancel: None,
+                replaces: None,
             }],
         };
         let r = |_: &str| Readiness::default();
@@ -1468,10 +1534,12 @@ mod tests {
                 from_percent: 80,
                 until: 20.0,
             }),
+            replaces: None,
         };
         let ready = Readiness {
             ready_at: Some(0.0),
             failed_at: None,
+            deactivated_at: None,
         };
         let at = |now| {
             let s = promotion_state(&p, &ready, now);

@@ -125,6 +125,11 @@ impl Rule {
         self.when(When::First(n))
     }
 
+    /// Fires on every matching request after the first `n`.
+    pub fn after(self, n: u32) -> Self {
+        self.when(When::After(n))
+    }
+
     fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(
             !self.faults.is_empty(),
@@ -206,6 +211,8 @@ pub enum When {
     Nth(u32),
     /// The first n.
     First(u32),
+    /// Every one after the first n.
+    After(u32),
     /// Each with this probability, drawn from the seeded generator.
     Probability(f64),
 }
@@ -388,6 +395,7 @@ enum WhenRepr {
     Word(String),
     Nth { nth: u32 },
     First { first: u32 },
+    After { after: u32 },
     Probability { probability: f64 },
 }
 
@@ -398,11 +406,12 @@ impl TryFrom<WhenRepr> for When {
             WhenRepr::Word(w) if w == "every" => When::Every,
             WhenRepr::Word(w) => {
                 return Err(format!(
-                    "`when` is `every`, {{nth: N}}, {{first: N}} or {{probability: P}}, got {w:?}"
+                    "`when` is `every`, {{nth: N}}, {{first: N}}, {{after: N}} or {{probability: P}}, got {w:?}"
                 ));
             }
             WhenRepr::Nth { nth } => When::Nth(nth),
             WhenRepr::First { first } => When::First(first),
+            WhenRepr::After { after } => When::After(after),
             WhenRepr::Probability { probability } => When::Probability(probability),
         })
     }
@@ -414,6 +423,7 @@ impl From<When> for WhenRepr {
             When::Every => WhenRepr::Word("every".into()),
             When::Nth(nth) => WhenRepr::Nth { nth },
             When::First(first) => WhenRepr::First { first },
+            When::After(after) => WhenRepr::After { after },
             When::Probability(probability) => WhenRepr::Probability { probability },
         }
     }
@@ -559,6 +569,7 @@ impl Book {
                 When::Every => true,
                 When::Nth(n) => *count == n,
                 When::First(n) => *count <= n,
+                When::After(n) => *count > n,
                 When::Probability(p) => self.rng.f64() < p,
             };
             if fires && !rule.faults.is_empty() {

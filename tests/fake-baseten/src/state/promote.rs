@@ -7,11 +7,12 @@ use super::{
     ApiErr, Cancel, CancelOutcome, Chainlet, Deployment, Environment, Owner, Platform,
     PromoteRequest, Promotion, promotion_state,
 };
+use crate::scenario::PromotionScript;
 use crate::status;
 
 impl Platform {
     /// The name (scripts are picked by it) and environments of `owner`.
-    fn owner_envs(&self, owner: &Owner) -> Result<(String, &[Environment]), ApiErr> {
+    pub(super) fn owner_envs(&self, owner: &Owner) -> Result<(String, &[Environment]), ApiErr> {
         match owner {
             Owner::Model(id) => self
                 .model(id)
@@ -38,7 +39,7 @@ impl Platform {
         })
     }
 
-    fn owner_env_mut(&mut self, owner: &Owner, env: &str) -> Option<&mut Environment> {
+    pub(super) fn owner_env_mut(&mut self, owner: &Owner, env: &str) -> Option<&mut Environment> {
         let envs = match owner {
             Owner::Model(id) => &mut self.models.iter_mut().find(|m| &m.id == id)?.environments,
             Owner::Chain(id) => &mut self.chains.iter_mut().find(|c| &c.id == id)?.environments,
@@ -88,8 +89,27 @@ impl Platform {
         req: &PromoteRequest,
         now: f64,
     ) -> Result<String, ApiErr> {
+        let (name, _) = self.owner_envs(owner)?;
+        let script = self.scenario.promote.pick(&name, self.promote_calls);
+        let r = self.start_promotion(owner, env, req, script, now);
+        if r.is_ok() {
+            self.promote_calls += 1;
+        }
+        r
+    }
+
+    /// A promotion under the platform's rules, following `script` (`None`:
+    /// the target's readiness). Every client's promote comes through here.
+    pub(super) fn start_promotion(
+        &mut self,
+        owner: &Owner,
+        env: &str,
+        req: &PromoteRequest,
+        script: Option<PromotionScript>,
+        now: f64,
+    ) -> Result<String, ApiErr> {
         let dep = req.deployment_id.as_str();
-        let (name, envs) = self.owner_envs(owner)?;
+        let (_, envs) = self.owner_envs(owner)?;
         let target_env = Self::owner_env(envs, owner, env)?;
         let statuses = self.promotable_statuses(owner, dep, now)?;
         if statuses
@@ -120,8 +140,12 @@ impl Platform {
         let needs_new = tied_elsewhere
             || listed(&spec.redeploy_on_promotion)
             || (req.preserve_env_instance_type && listed(&spec.instance_type_differs));
-        let script = spec.pick(&name, self.promote_calls);
-        self.promote_calls += 1;
+        // Cleanup strategy DEACTIVATE: what this promotion replaces is
+        // deactivated once it succeeded (`Platform::settle`).
+        let replaces = view
+            .current
+            .clone()
+            .filter(|_| listed(&spec.deactivate_previous) && req.scale_down_previous_deployment);
         let target = match (needs_new, owner) {
             (false, _) => dep.to_string(),
             (true, Owner::Model(_)) => self.copy_deployment(dep, None, now),
@@ -135,6 +159,7 @@ impl Platform {
             started_at: now,
             script,
             cancel: None,
+            replaces,
         });
         Ok(target)
     }
@@ -228,6 +253,13 @@ impl Platform {
                 "Environment {env} has no in progress promotion."
             )));
         };
+        // The platform documents the force cancel for rolling promotions
+        // only: the fake refuses it for any other.
+        if force && state.rolling_deploy != Some(true) {
+            return Err(ApiErr::invalid(format!(
+                "The promotion to {env} is not a rolling promotion: use cancel_promotion"
+            )));
+        }
         let ramp_secs = self.scenario.promote.ramp_down_seconds;
         let percent = state.percent_traffic_to_new_version;
         let Some(p) = self

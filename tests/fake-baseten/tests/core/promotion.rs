@@ -412,8 +412,10 @@ async fn force_cancel_rolls_back_at_once() {
     let extra = format!(
         r#"
 promote:
-  default:
-    steps: [[0, {{status: RAMPING_UP, percent: 100}}], [60, {{status: SUCCEEDED, percent: 100}}]]
+  sequence:
+    - rolling_deploy: true
+      steps: [[0, {{status: RAMPING_UP, percent: 100}}], [60, {{status: SUCCEEDED, percent: 100}}]]
+    - steps: [[0, {{status: RAMPING_UP, percent: 10}}], [600, {{status: SUCCEEDED, percent: 100}}]]
 {SERVED_BY_NAME}"#
     );
     let fake = FakeBaseten::start(scenario(&extra)).await.unwrap();
@@ -433,6 +435,14 @@ promote:
     assert_eq!(served_by_production(&c, &fake).await, "old");
     let (s, v) = cancel(&c, "production", true).await;
     assert_refused(s, &v, 400, "no in progress promotion");
+    // Documented for rolling promotions only: any other is refused and
+    // stays in flight.
+    let (s, v) = promote(&c, "production", json!({"deployment_id": "new00001"})).await;
+    assert_eq!(s, 200, "{v}");
+    let (s, v) = cancel(&c, "production", true).await;
+    assert_refused(s, &v, 400, "not a rolling promotion");
+    let e = env(&c, "production").await;
+    assert_eq!(e["candidate_deployment"]["id"], "new00001", "{e}");
 }
 
 #[tokio::test]
@@ -500,7 +510,7 @@ async fn deploy_chain(c: &Client, fake: &FakeBaseten, name: &str) -> (String, St
 }
 
 #[tokio::test]
-async fn chains_promote_cancel_and_force_cancel_the_same_way() {
+async fn chains_promote_as_documented_with_no_cancel_and_no_promotion_status() {
     let sc = Scenario::from_yaml(
         r#"
 manual_clock: true
@@ -532,10 +542,13 @@ predict:
     };
     assert_eq!(run("production").await, "first");
 
-    let (s, v) = c
-        .post(&format!("{base}/production/cancel_promotion"), None)
-        .await;
-    assert_refused(s.as_u16(), &v, 400, "no in progress promotion");
+    // The published API has no chain cancel: both paths are unknown.
+    for action in ["cancel_promotion", "force_cancel_promotion"] {
+        let (s, _) = c.post(&format!("{base}/production/{action}"), None).await;
+        assert_eq!(s.as_u16(), 404, "{action}");
+    }
+    // The schema check recorded both as unknown paths.
+    assert_eq!(fake.take_violations().len(), 2);
 
     // Promote the second chain deployment: scripted at 60 % at once.
     let (s, d) = c
@@ -558,22 +571,37 @@ predict:
     assert_eq!(d["id"], second.as_str());
     assert_eq!(d["environment"], "production");
     let (_, e) = c.get(&format!("{base}/production")).await;
-    assert_eq!(e["in_progress_promotion"]["status"], "RAMPING_UP");
+    // ChainEnvironmentV1: a candidate and the promotion settings, no
+    // promotion status.
+    assert!(e.get("in_progress_promotion").is_none(), "{e}");
+    assert!(e["promotion_settings"].is_object(), "{e}");
     assert_eq!(e["candidate_deployment"]["id"], second.as_str());
     assert_eq!(e["current_deployment"]["id"], first.as_str());
     assert_eq!(run("production").await, "second");
 
+    // A second promotion while one is in flight is refused; deactivating
+    // the candidate ends its promotion, and the first serves again.
     let (s, v) = c
-        .post(&format!("{base}/production/force_cancel_promotion"), None)
+        .post(
+            &format!("{base}/production/promote"),
+            Some(json!({"deployment_id": first})),
+        )
         .await;
-    assert_eq!((s.as_u16(), v), (200, json!({"success": true})));
+    assert_refused(s.as_u16(), &v, 400, "already has a promotion in progress");
+    let (s, _) = c
+        .post(
+            &format!("/v1/chains/{chain}/deployments/{second}/deactivate"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(s, 200);
     let (_, e) = c.get(&format!("{base}/production")).await;
-    assert_eq!(e["in_progress_promotion"]["status"], "CANCELED");
+    assert_eq!(e["candidate_deployment"], Value::Null, "{e}");
     assert_eq!(e["current_deployment"]["id"], first.as_str());
     assert_eq!(run("production").await, "first");
 
     // The first serves production, so staging gets a copy of it (unscripted:
-    // RELEASING until the copy is ready).
+    // the copy's readiness decides).
     let (s, d) = c
         .post(
             &format!("{base}/staging/promote"),
@@ -586,33 +614,12 @@ predict:
     assert_eq!(d["status"], "DEPLOYING");
     assert_eq!(d["chainlets"][0]["name"], "Hello");
     let (_, e) = c.get(&format!("{base}/staging")).await;
-    assert_eq!(e["in_progress_promotion"]["status"], "RELEASING");
-    let (s, v) = c
-        .post(&format!("{base}/staging/cancel_promotion"), None)
-        .await;
-    assert_eq!((s.as_u16(), v["status"].as_str()), (200, Some("CANCELED")));
-    let (s, d) = c
-        .post(
-            &format!("{base}/staging/promote"),
-            Some(json!({"deployment_id": first})),
-        )
-        .await;
-    assert_eq!(s, 200, "{d}");
-    let copy = d["id"].as_str().unwrap().to_string();
+    assert_eq!(e["candidate_deployment"]["id"], copy.as_str(), "{e}");
     fake.clock().set(10.0);
     let (_, e) = c.get(&format!("{base}/staging")).await;
     assert_eq!(e["current_deployment"]["id"], copy.as_str(), "{e}");
     assert_eq!(run("environments/staging").await, "first");
     assert_eq!(run("production").await, "first");
-
-    let endpoints: Vec<String> = fake.requests().into_iter().map(|e| e.endpoint).collect();
-    for name in [
-        "rest.promote_chain",
-        "rest.cancel_chain_promotion",
-        "rest.force_cancel_chain_promotion",
-    ] {
-        assert!(endpoints.iter().any(|e| e == name), "{name}: {endpoints:?}");
-    }
 }
 
 #[tokio::test]
