@@ -15,6 +15,7 @@ mod gated;
 mod github;
 mod model_deploy;
 mod network;
+mod official_client;
 mod outputs;
 mod props;
 mod published_api;

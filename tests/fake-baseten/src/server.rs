@@ -192,6 +192,7 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
         mutation: false,
         user_agent: header_text(&req, header::USER_AGENT),
         content_length: header_text(&req, header::CONTENT_LENGTH),
+        body: None,
         violations: Vec::new(),
     };
     let auth_ok = authorized(
@@ -291,6 +292,7 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
 
     match &kind {
         Kind::Rest(_) => {
+            entry.body = serde_json::from_slice(&body).ok();
             let whats = schema::published().check_request(&entry.method, &path, uri.query(), &body);
             shared.record(&mut entry, whats);
         }
