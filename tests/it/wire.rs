@@ -240,4 +240,27 @@ fn the_config_sent_equals_what_the_real_truss_push_sends() {
     assert_eq!(a, b, "truss sent:\n{a:#}\ntruss-push sent:\n{b:#}");
     assert_eq!(b["resources"]["use_gpu"], true);
     assert_eq!(b["environment_variables"]["COUNT"], "3");
+
+    // truss_user_env: the same fields in the same order with the same JSON
+    // types; the client version is the one we reproduce, and the Python and
+    // pydantic versions we do not have are empty, not made up.
+    let user_env = |fake| -> Value {
+        let args = graphql_calls(fake, "create_model_from_truss");
+        serde_json::from_str(args[0]["truss_user_env"].as_str().expect("a string")).unwrap()
+    };
+    let (a, b) = (user_env(&theirs), user_env(&ours));
+    let shape = |v: &Value| -> Vec<(String, bool, bool)> {
+        v.as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.is_string(), v.is_object()))
+            .collect()
+    };
+    assert_eq!(shape(&a), shape(&b), "truss: {a}\ntruss-push: {b}");
+    assert_eq!(a["truss_client_version"], b["truss_client_version"]);
+    assert_eq!(
+        (&b["python_version"], &b["pydantic_version"]),
+        (&"".into(), &"".into())
+    );
+    assert_eq!(b["mypy_version"], Value::Null);
 }
