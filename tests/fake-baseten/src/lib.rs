@@ -11,8 +11,14 @@
 //! | addressed to the bucket (path-style `/{bucket}/…` or `Host: {bucket}.…`) | S3 ([`s3`], SigV4-verified) | `s3.put_object`, `s3.upload_part`, … |
 //! | `Host: model-{id}.…` / `chain-{id}.…` / `model-{id}-{env}.…`, or the same as a path prefix (`/model-{id}/deployment/{dep}/predict`, `/model-{id}-{env}/predict`, `/chain-{id}/…/run_remote`) | inference ([`inference`]) | `inference.predict`, `inference.run_remote`, `inference.wake` |
 //! | `POST /graphql/` | GraphQL ([`graphql`], [`resolve`]) | `graphql.<first root field>`, `graphql.invalid` |
-//! | `/v1/…` | REST ([`rest`]) | `rest.get_deployment`, `rest.deactivate_deployment`, `rest.get_logs`, `rest.get_environment`, `rest.get_chain_deployment`, `rest.promote`, `rest.cancel_promotion`, `rest.force_cancel_promotion` (chains: `rest.promote_chain`, `rest.cancel_chain_promotion`, `rest.force_cancel_chain_promotion`), … |
+//! | `/v1/…` | REST ([`rest`]) | `rest.get_deployment`, `rest.deactivate_deployment`, `rest.get_logs`, `rest.get_environment`, `rest.get_chain_deployment`, `rest.promote`, `rest.cancel_promotion`, `rest.force_cancel_promotion` (chains: `rest.promote_chain`), `rest.list_secrets`, `rest.list_team_secrets`, … |
 //! | `/__fake/requests`, `/__fake/objects/{key}`, `/__fake/deployments`, `/__fake/clock` | admin, no auth, not logged | — |
+//!
+//! Every REST request and answer is checked against the published
+//! management API as it is served ([`schema`]); a dropped fake fails the
+//! test that started it over a mismatch (an unknown path included) the test
+//! did not claim with [`FakeBaseten::take_violations`]. What the fake
+//! decides where the docs are silent is listed in `GUESSES.md`.
 //!
 //! Everything but S3 and admin needs `Authorization: Api-Key <key>` or
 //! `Bearer <key>` with the scenario's key; anything else is 401 (GraphQL

@@ -10,7 +10,7 @@
 //! only deviations allowed, each with its reason.
 //!
 //! The OpenAPI documents no error answers; the fake's error body is a guess
-//! (see [`crate::guesses`]) checked here against [`error_schema`].
+//! (listed in `GUESSES.md`) checked here against [`error_schema`].
 
 pub mod exceptions;
 
