@@ -166,7 +166,7 @@ fn a_deployment_that_fails_its_own_smoke_test_is_never_promoted() {
         "the failed deployment is cleaned up"
     );
     assert!(!deactivated(&fake, "v1dep001"));
-    assert_eq!(run.out("rolled-back"), "");
+    assert_eq!(run.out("rolled-back"), "false");
 }
 
 #[test]
