@@ -548,6 +548,48 @@ impl Cli {
         Ok(Self::from_matches(command().try_get_matches_from(args)?))
     }
 
+    /// What can still be read from a command line clap refused (an unknown
+    /// flag, a missing value): the flags it holds that parse, so that a
+    /// parse error is reported where the user asked (`--json`,
+    /// `--output-file`) and with the secrets it names masked.
+    pub fn salvage() -> Self {
+        Self::salvage_from(std::env::args_os())
+    }
+
+    /// [`Cli::salvage`] over `args` (the first is the program name).
+    pub fn salvage_from<I, T>(args: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        // Each refusal names the argument it stumbled on: drop it and read
+        // the rest again, until clap accepts them or names nothing more.
+        while args.len() > 1 {
+            let e = match command().try_get_matches_from(&args) {
+                Ok(m) => return Self::from_matches(m),
+                Err(e) => e,
+            };
+            let bad = match e.get(clap::error::ContextKind::InvalidArg) {
+                Some(clap::error::ContextValue::String(a)) => a.clone(),
+                _ => break,
+            };
+            let flag = bad.split([' ', '=']).next().unwrap_or_default().to_string();
+            let Some(at) = args.iter().skip(1).position(|a| {
+                let a = a.to_string_lossy();
+                a == bad.as_str() || a == flag.as_str() || a.starts_with(&format!("{flag}="))
+            }) else {
+                break;
+            };
+            args.remove(at + 1);
+        }
+        command()
+            .ignore_errors(true)
+            .try_get_matches_from(&args)
+            .map(Self::from_matches)
+            .unwrap_or_default()
+    }
+
     /// Like `try_parse_from`, panicking on a parse error (tests).
     pub fn parse_from<I, T>(args: I) -> Self
     where
@@ -741,6 +783,26 @@ mod tests {
             "{:?}",
             got.problems()
         );
+    }
+
+    #[test]
+    fn a_refused_command_line_keeps_the_flags_that_parse() {
+        for args in [
+            &["truss-push", "--json", "--bogus", "--output-file", "o.json"][..],
+            &[
+                "truss-push",
+                "--output-file=o.json",
+                "--json",
+                "true",
+                "stray",
+            ],
+            &["truss-push", "--json", "--output-file=o.json", "--team"],
+        ] {
+            assert!(Cli::try_parse_from(args).is_err(), "{args:?}");
+            let got = Cli::salvage_from(args).gather(&unset);
+            assert_eq!(got.get("json"), Some("true"), "{args:?}");
+            assert_eq!(got.get("output-file"), Some("o.json"), "{args:?}");
+        }
     }
 
     #[test]

@@ -115,6 +115,17 @@ pub(crate) fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String
     (settings, err.or(json_err))
 }
 
+/// Whether stdout carries a document (`print-config`, `plan`) rather than
+/// the log: then every log line, `::add-mask::` included, goes to stderr.
+/// A value that is not a boolean is refused later; here it counts as off.
+pub(crate) fn stdout_is_data(inputs: &Inputs) -> bool {
+    ["print-config", "plan"].iter().any(|name| {
+        inputs
+            .trimmed(name)
+            .is_some_and(|v| parse_bool(name, v) == Ok(true))
+    })
+}
+
 fn output_file_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
     let Some(path) = inputs.trimmed("output-file") else {
         return (OutputSettings::default(), None);
@@ -189,13 +200,37 @@ fn check_environment(v: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Characters that change how text around them is displayed without being
+/// seen: bidirectional overrides, embeddings and isolates (U+202E turns
+/// `model-exe.txt` around), zero-width characters, and the Unicode line and
+/// paragraph separators. In a name they make a PR comment or a summary
+/// show something other than what was deployed.
+fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{61c}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{2069}'
+            | '\u{feff}'
+    )
+}
+
 /// Checks a model or team name given as free text. Line feeds pass because
 /// every place a name is shown escapes them; other control characters
-/// (terminal escapes, carriage returns, NUL) would reach logs raw.
+/// (terminal escapes, carriage returns, NUL) would reach logs raw, and
+/// invisible formatting characters would disguise the name.
 fn check_name(what: &str, v: &str) -> Result<(), String> {
     if let Some(c) = v.chars().find(|&c| c.is_control() && c != '\n') {
         return Err(format!(
             "{what} contains a control character ({c:?}) in {v:?}: remove it"
+        ));
+    }
+    if let Some((at, c)) = v.chars().enumerate().find(|&(_, c)| is_invisible_format(c)) {
+        return Err(format!(
+            "{what} contains an invisible formatting character (U+{:04X}, e.g. a right-to-left override) at character {}: it makes the name display as something it is not; remove it",
+            u32::from(c),
+            at + 1
         ));
     }
     if v.chars().count() > NAME_MAX_CHARS {
@@ -879,6 +914,11 @@ mod tests {
             "a\0",
             "a\tb",
             "a\u{9b}b",
+            "model\u{202e}txt.exe",
+            "a\u{200b}b",
+            "a\u{2066}b\u{2069}",
+            "a\u{2028}b",
+            "\u{feff}a",
             &"n".repeat(257),
         ] {
             assert!(check_name("team", bad).is_err(), "{bad:?}");

@@ -53,11 +53,15 @@ fn non_empty(v: Option<String>) -> Option<String> {
 /// real event.
 pub(crate) const EVENT_FILE_MAX_MIB: u64 = 25;
 
-/// Reads the head sha of a GitHub pull request from the event payload.
-/// A missing or unreadable payload gives `None` (the caller falls back to
-/// `GITHUB_SHA`); one that is not a regular file or is too large is an
-/// error, because reading it could block forever or exhaust memory.
-fn github_pr_head_sha(event_path: &str) -> Result<Option<String>, String> {
+/// A pull request's number and head sha, as an event payload names them.
+type EventPullRequest = (Option<u64>, Option<String>);
+
+/// The pull request a GitHub event is about: its number and head sha, from
+/// `pull_request` in the payload (`pull_request`, `pull_request_target`,
+/// review events). A missing or unreadable payload, or another event, gives
+/// `None`; one that is not a regular file or is too large is an error,
+/// because reading it could block forever or exhaust memory.
+fn github_pull_request(event_path: &str) -> Result<Option<EventPullRequest>, String> {
     let bytes = match crate::files::read_regular_file(Path::new(event_path), EVENT_FILE_MAX_MIB) {
         Ok(b) => b,
         Err(ReadError::Io(_)) => return Ok(None),
@@ -71,10 +75,16 @@ fn github_pr_head_sha(event_path: &str) -> Result<Option<String>, String> {
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
         return Ok(None);
     };
-    Ok(v.pointer("/pull_request/head/sha")
+    let Some(pr) = v.get("pull_request").filter(|p| p.is_object()) else {
+        return Ok(None);
+    };
+    let number = pr.get("number").and_then(serde_json::Value::as_u64);
+    let head = pr
+        .pointer("/head/sha")
         .and_then(serde_json::Value::as_str)
         .filter(|s| !s.is_empty())
-        .map(str::to_string))
+        .map(str::to_string);
+    Ok(Some((number, head)))
 }
 
 /// The revision according to the CI system's variables (GitHub, GitLab,
@@ -85,23 +95,25 @@ pub(crate) fn ci_revision(
 ) -> Result<Option<Revision>, String> {
     let get = |k: &str| non_empty(env(k));
     if let Some(sha) = get(ev::GITHUB_SHA) {
-        let pr = get(ev::GITHUB_REF).and_then(|r| {
+        let from_ref = get(ev::GITHUB_REF).and_then(|r| {
             let rest = r.strip_prefix("refs/pull/")?;
             Some(rest.split('/').next()?.to_string())
         });
+        // GITHUB_SHA is the test-merge commit on pull_request and the base
+        // branch's commit on pull_request_target (whose GITHUB_REF is the
+        // base branch): the payload names the PR and the commit its author
+        // pushed, which the GitHub comment and statuses use too.
+        let event = match get(ev::GITHUB_EVENT_PATH) {
+            Some(p) => github_pull_request(&p)?,
+            None => None,
+        };
+        let pr = from_ref.or_else(|| event.as_ref()?.0.map(|n| n.to_string()));
+        let head = event.and_then(|(_, head)| head);
         return Ok(Some(match pr {
-            Some(n) => {
-                // GITHUB_SHA is the test-merge commit on pull_request; the
-                // payload names the commit the author pushed.
-                let head = match get(ev::GITHUB_EVENT_PATH) {
-                    Some(p) => github_pr_head_sha(&p)?,
-                    None => None,
-                };
-                Revision {
-                    change: Some(format!("PR-{n}")),
-                    sha: Some(head.unwrap_or(sha)),
-                }
-            }
+            Some(n) => Revision {
+                change: Some(format!("PR-{n}")),
+                sha: Some(head.unwrap_or(sha)),
+            },
             None => Revision {
                 change: None,
                 sha: Some(sha),

@@ -12,7 +12,7 @@ fn main() -> ExitCode {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
-        Err(e) => (Cli::default(), Some(e.to_string().trim().to_string())),
+        Err(e) => (Cli::salvage(), Some(e.to_string().trim().to_string())),
     };
     if let Ok(filter) = std::env::var(truss_push::env_vars::TRUSS_PUSH_LOG) {
         tracing_subscriber::fmt()

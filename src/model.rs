@@ -87,7 +87,8 @@ pub(crate) async fn deploy(
     // What already carries this deployment name, so that a create whose
     // answer is lost can tell its own deployment from earlier ones.
     let list = async |model_id: &str| ctx.api.deployment_ids(model_id, &cfg.deployment_name).await;
-    let trace = Trace::take(existing.as_ref().map(|m| m.id.as_str()), &list).await;
+    let trace =
+        std::cell::RefCell::new(Trace::take(existing.as_ref().map(|m| m.id.as_str()), &list).await);
     let request = CreateRequest {
         existing_model_id: existing.as_ref().map(|m| m.id.as_str()),
         model_name: name,
@@ -134,6 +135,9 @@ pub(crate) async fn deploy(
                 ctx.note(format!(
                     "model {name:?} was created meanwhile by another client; this deployment is a version of it"
                 ));
+                // What the model holds now, so that a lost answer to the
+                // version is never taken for the other run's deployment.
+                *trace.borrow_mut() = Trace::take(Some(&model_id), &list).await;
                 let version = CreateRequest {
                     existing_model_id: Some(&model_id),
                     ..request.clone()
@@ -143,6 +147,7 @@ pub(crate) async fn deploy(
             r => r,
         },
         async || {
+            let trace = trace.borrow().clone();
             let found = trace.find_new(find_model, &list).await?;
             Ok(found.map(|(model_id, deployment_id)| Created {
                 model_id,

@@ -34,7 +34,7 @@ pub(crate) fn wanted(inputs: &Inputs) -> bool {
 }
 
 /// A target ready to deploy.
-struct Planned {
+pub(crate) struct Planned {
     index: usize,
     found: Found,
     cfg: Config,
@@ -110,11 +110,12 @@ pub(crate) async fn run(
     finish(inputs, &sel, &planned, done, state, halt_signal)
 }
 
-type Prepared = (Selection, Vec<Planned>, usize, bool);
+pub(crate) type Prepared = (Selection, Vec<Planned>, usize, bool);
 
 /// Every input check, before any request: the targets, each target's own
-/// config, its files, and the several-target inputs.
-fn prepare(
+/// config, its files, and the several-target inputs. Plan mode runs the
+/// same checks.
+pub(crate) fn prepare(
     inputs: &Inputs,
     env: EnvLookup<'_>,
     lookup: &dyn Fn(&str) -> Option<String>,
@@ -328,7 +329,9 @@ fn finish(
         for n in &d.state.notes {
             details.push(format!("{}: {n}", p.found.path.display()));
         }
+        // Both secrets, whatever a target's message quoted.
         out.redact(key);
+        out.redact(inputs.trimmed("github-token").unwrap_or_default());
         let mut fields = vec![
             ("target", p.found.path.to_string_lossy().into_owned()),
             ("kind", p.found.kind.as_str().to_string()),

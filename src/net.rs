@@ -1,6 +1,8 @@
 //! The one HTTP client: bundled public roots plus the CAs named by
 //! `SSL_CERT_FILE`/`SSL_CERT_DIR` (TLS-intercepting proxies), proxies from
-//! `HTTPS_PROXY`/`NO_PROXY`, and sane timeouts.
+//! `HTTPS_PROXY`/`NO_PROXY`, and sane timeouts; and the reading of every
+//! answer body within a cap, so no server can make the run hold more than
+//! what it needs.
 
 use std::path::Path;
 use std::time::Duration;
@@ -20,20 +22,101 @@ pub(crate) fn user_agent() -> String {
     )
 }
 
-fn pem_certs(path: &Path) -> Result<Vec<reqwest::Certificate>> {
-    let bytes =
-        std::fs::read(path).with_context(|| format!("reading CA file {}", path.display()))?;
-    reqwest::Certificate::from_pem_bundle(&bytes)
-        .with_context(|| format!("{} holds no PEM certificates", path.display()))
+const PEM_BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+const PEM_END: &str = "-----END CERTIFICATE-----";
+
+/// The `CERTIFICATE` blocks of a PEM text, each on its own so that one
+/// broken block cannot hide the others.
+fn pem_blocks(text: &str) -> Vec<&str> {
+    let mut blocks = Vec::new();
+    let mut rest = text;
+    while let Some(begin) = rest.find(PEM_BEGIN) {
+        let block = &rest[begin..];
+        match block.find(PEM_END) {
+            Some(end) => {
+                blocks.push(&block[..end + PEM_END.len()]);
+                rest = &block[end + PEM_END.len()..];
+            }
+            None => {
+                blocks.push(block);
+                break;
+            }
+        }
+    }
+    blocks
+}
+
+/// One PEM block as a root the TLS stack accepts, or `None`. Whether the
+/// DER inside is a certificate only shows when a client is built with it,
+/// so a client with this root alone is built to find out.
+fn usable_root(block: &str) -> Option<reqwest::Certificate> {
+    let cert = reqwest::Certificate::from_pem(block.as_bytes()).ok()?;
+    reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(cert.clone())
+        .build()
+        .ok()
+        .map(|_| cert)
+}
+
+/// Extra CA certificates from the environment, and what was skipped.
+#[derive(Debug, Default)]
+pub(crate) struct ExtraRoots {
+    pub(crate) certs: Vec<reqwest::Certificate>,
+    /// `path (certificate n)` for each block that could not be used.
+    pub(crate) skipped: Vec<String>,
+}
+
+impl ExtraRoots {
+    /// The one warning about skipped certificates, if any were.
+    pub(crate) fn warning(&self) -> Option<String> {
+        let (first, rest) = self.skipped.split_first()?;
+        let more = match rest.len() {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        Some(format!(
+            "skipped {} certificate(s) that cannot be parsed: {first}{more}; the other {} extra CA certificate(s) are used (fix or remove the broken ones in SSL_CERT_FILE / SSL_CERT_DIR)",
+            self.skipped.len(),
+            self.certs.len()
+        ))
+    }
+
+    /// Adds the usable certificates of one PEM file. A file with no
+    /// certificate block at all is not a CA file (c_rehash directories
+    /// hold other files) and is passed over quietly.
+    fn add_file(&mut self, path: &Path, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes);
+        for (i, block) in pem_blocks(&text).into_iter().enumerate() {
+            match usable_root(block) {
+                Some(c) => self.certs.push(c),
+                None => self
+                    .skipped
+                    .push(format!("{} (certificate {})", path.display(), i + 1)),
+            }
+        }
+    }
 }
 
 /// Extra CA certificates from the environment, on top of the bundled roots.
-pub(crate) fn extra_roots(
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<reqwest::Certificate>> {
-    let mut certs = Vec::new();
+/// A certificate that cannot be parsed is skipped (and listed) rather than
+/// failing every request: one stale entry in a corporate bundle must not
+/// stop deploys that never needed it. An unreadable `SSL_CERT_FILE` is an
+/// error: the user named that file.
+pub(crate) fn extra_roots(env: &dyn Fn(&str) -> Option<String>) -> Result<ExtraRoots> {
+    let mut roots = ExtraRoots::default();
     if let Some(file) = env(ev::SSL_CERT_FILE).filter(|s| !s.is_empty()) {
-        certs.extend(pem_certs(Path::new(&file)).context("SSL_CERT_FILE")?);
+        let bytes = std::fs::read(&file)
+            .with_context(|| format!("reading CA file {file}"))
+            .context("SSL_CERT_FILE")?;
+        let found = roots.certs.len() + roots.skipped.len();
+        roots.add_file(Path::new(&file), &bytes);
+        if roots.certs.len() + roots.skipped.len() == found {
+            anyhow::bail!(
+                "SSL_CERT_FILE: {file} holds no PEM certificate (-----BEGIN CERTIFICATE-----): point it at a PEM bundle"
+            );
+        }
     }
     if let Some(dir) = env(ev::SSL_CERT_DIR).filter(|s| !s.is_empty()) {
         for d in std::env::split_paths(&dir) {
@@ -47,15 +130,13 @@ pub(crate) fn extra_roots(
                 .collect();
             paths.sort();
             for p in paths {
-                // c_rehash directories hold hash-named links next to other
-                // files; anything that is not PEM is skipped, not fatal.
-                if let Ok(c) = pem_certs(&p) {
-                    certs.extend(c);
+                if let Ok(bytes) = std::fs::read(&p) {
+                    roots.add_file(&p, &bytes);
                 }
             }
         }
     }
-    Ok(certs)
+    Ok(roots)
 }
 
 /// Redirects the API client follows: a few, and only within one origin
@@ -101,10 +182,105 @@ fn builder(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::ClientBuilde
         .user_agent(user_agent())
         .connect_timeout(Duration::from_secs(CONNECT_TIMEOUT_SECS))
         .pool_idle_timeout(Duration::from_secs(30));
-    for cert in extra_roots(env)? {
+    for cert in extra_roots(env)?.certs {
         b = b.add_root_certificate(cert);
     }
     Ok(b)
+}
+
+/// Why an answer body could not be read whole.
+#[derive(Debug)]
+pub(crate) enum BodyError {
+    /// It is longer than `cap` bytes, the most its kind may need.
+    TooLarge { cap: usize },
+    /// The connection failed while the body was read.
+    Read(reqwest::Error),
+}
+
+impl BodyError {
+    /// What went wrong, naming the cap when that was it.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            BodyError::TooLarge { cap } => format!(
+                "the answer is larger than {}, the most truss-push reads for it",
+                size(*cap)
+            ),
+            BodyError::Read(e) => format!("the answer could not be read: {e}"),
+        }
+    }
+}
+
+/// `cap` bytes for people (caps are whole KiB or MiB).
+pub(crate) fn size(cap: usize) -> String {
+    if cap >= 1 << 20 && cap.is_multiple_of(1 << 20) {
+        format!("{} MiB", cap >> 20)
+    } else if cap >= 1 << 10 && cap.is_multiple_of(1 << 10) {
+        format!("{} KiB", cap >> 10)
+    } else {
+        format!("{cap} bytes")
+    }
+}
+
+/// Reads the whole body, refusing it once it passes `cap` bytes; a declared
+/// length over the cap is refused before any of it is read.
+pub(crate) async fn read_capped(
+    resp: &mut reqwest::Response,
+    cap: usize,
+) -> Result<Vec<u8>, BodyError> {
+    if resp.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(BodyError::TooLarge { cap });
+    }
+    // The chunks are kept as they came and joined once at the end: a
+    // growing buffer would double (and copy) on the way to the cap.
+    let mut chunks = Vec::new();
+    let mut len = 0;
+    while let Some(chunk) = resp.chunk().await.map_err(BodyError::Read)? {
+        len += chunk.len();
+        if len > cap {
+            return Err(BodyError::TooLarge { cap });
+        }
+        chunks.push(chunk);
+    }
+    let mut body = Vec::with_capacity(len);
+    for c in chunks {
+        body.extend_from_slice(&c);
+    }
+    Ok(body)
+}
+
+/// Reads the body's first `keep` bytes. With `drain` the rest is read and
+/// only counted (the call ends when the server's answer does, as a smoke
+/// test should); without, reading stops there (an error page, of which a
+/// few hundred characters are shown). Returns the head and how many bytes
+/// were read in all.
+pub(crate) async fn read_head(
+    resp: &mut reqwest::Response,
+    keep: usize,
+    drain: bool,
+) -> Result<(Vec<u8>, u64), reqwest::Error> {
+    let mut head = Vec::new();
+    let mut total = 0u64;
+    while let Some(chunk) = resp.chunk().await? {
+        total += chunk.len() as u64;
+        let room = keep.saturating_sub(head.len());
+        head.extend_from_slice(&chunk[..room.min(chunk.len())]);
+        if head.len() >= keep && !drain {
+            break;
+        }
+    }
+    Ok((head, total))
+}
+
+/// The first `max` bytes of a body for a message: escaped (a line break or
+/// a control character in it cannot start a log line of its own) and
+/// quoted, or `an empty body`.
+pub(crate) fn show_bytes(bytes: &[u8], max: usize) -> String {
+    if bytes.is_empty() {
+        return "an empty body".into();
+    }
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(max)]);
+    let more = if bytes.len() > max { "…" } else { "" };
+    format!("{:?}{more}", head.as_ref())
 }
 
 #[cfg(test)]
@@ -143,9 +319,11 @@ mod tests {
             "SSL_CERT_DIR" => Some(d.clone()),
             _ => None,
         };
-        assert_eq!(extra_roots(&env).unwrap().len(), 2);
+        let roots = extra_roots(&env).unwrap();
+        assert_eq!((roots.certs.len(), roots.skipped.len()), (2, 0));
+        assert!(roots.warning().is_none());
         assert!(client(&env).is_ok());
-        assert!(extra_roots(&|_| None).unwrap().is_empty());
+        assert!(extra_roots(&|_| None).unwrap().certs.is_empty());
     }
 
     #[test]
@@ -156,5 +334,45 @@ mod tests {
             err.contains("SSL_CERT_FILE") && err.contains("/nonexistent/ca.pem"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_broken_certificate_is_skipped_and_the_rest_used() {
+        let good = std::fs::read_to_string(CA).unwrap();
+        let broken_base64 = format!("{PEM_BEGIN}\nnot base64 at all!!\n{PEM_END}\n");
+        let not_der = format!("{PEM_BEGIN}\nAAECAwQFBgcICQ==\n{PEM_END}\n");
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("bundle.pem");
+        std::fs::write(&bundle, format!("{broken_base64}{good}{not_der}")).unwrap();
+        let file = bundle.to_str().unwrap().to_string();
+        let env = |k: &str| (k == "SSL_CERT_FILE").then(|| file.clone());
+        let roots = extra_roots(&env).unwrap();
+        assert_eq!(roots.certs.len(), 1);
+        assert_eq!(
+            roots.skipped,
+            [
+                format!("{file} (certificate 1)"),
+                format!("{file} (certificate 3)")
+            ]
+        );
+        let w = roots.warning().unwrap();
+        assert!(
+            w.contains("skipped 2 certificate(s)") && w.contains("and 1 more"),
+            "{w}"
+        );
+        assert!(client(&env).is_ok());
+    }
+
+    #[test]
+    fn bodies_are_shown_escaped_and_cut() {
+        assert_eq!(show_bytes(b"", 10), "an empty body");
+        assert_eq!(
+            show_bytes(b"\xEF\xBB\xBF<html>\r\n::error::x", 64),
+            r#""\u{feff}<html>\r\n::error::x""#
+        );
+        assert_eq!(show_bytes(b"abcdef", 3), "\"abc\"…");
+        assert_eq!(size(16 << 20), "16 MiB");
+        assert_eq!(size(64 << 10), "64 KiB");
+        assert_eq!(size(100), "100 bytes");
     }
 }

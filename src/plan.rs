@@ -9,10 +9,17 @@ use serde_json::json;
 
 use crate::changes;
 use crate::ci::{Cell, Reporter};
-use crate::cli::Inputs;
+use crate::cli::{EnvLookup, Inputs};
 use crate::outcome::Failure;
 use crate::report::Fanout;
 use crate::targets::{self, Found};
+
+/// GitHub Actions refuses a matrix that expands to more jobs than this.
+pub(crate) const GITHUB_MATRIX_JOBS_MAX: usize = 256;
+/// Stand-ins for the inputs only a deploy job needs, so that a plan checks
+/// everything else exactly as that job will; neither is ever sent.
+const PLAN_KEY_STAND_IN: &str = "plan-sends-nothing";
+const PLAN_NAME_STAND_IN: &str = "plan";
 
 /// The targets a run deploys, and why.
 #[derive(Debug)]
@@ -132,12 +139,26 @@ pub(crate) fn matrix(chosen: &[(Found, Option<String>)]) -> String {
 /// request is made and no key is needed.
 pub(crate) fn run(
     inputs: &Inputs,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: EnvLookup<'_>,
     rep: &Arc<Mutex<Reporter>>,
     json: bool,
 ) -> (Result<(), Failure>, Option<Fanout>) {
-    let sel = match select(inputs, env) {
-        Ok(s) => s,
+    let lookup = |k: &str| env(k).ok();
+    // Every input a deploy job would refuse is refused here, so a matrix
+    // never fans out into jobs that all fail on the same input. Two
+    // inputs are the deploy jobs' own: the key (a plan needs none) and
+    // the default deployment name (made from each deploy job's commit).
+    let mut checked = inputs.clone();
+    for (name, stand_in) in [
+        ("baseten-api-key", PLAN_KEY_STAND_IN),
+        ("deployment-name", PLAN_NAME_STAND_IN),
+    ] {
+        if checked.trimmed(name).is_none() {
+            checked = checked.with(name, stand_in);
+        }
+    }
+    let sel = match crate::multi::prepare(&checked, env, &lookup) {
+        Ok((sel, ..)) => sel,
         Err(e) => return (Err(Failure::InvalidInput(e)), None),
     };
     let matrix = matrix(&sel.chosen);
@@ -146,6 +167,11 @@ pub(crate) fn run(
     }
     say_selection(&sel, rep);
     let n = sel.chosen.len();
+    if n > GITHUB_MATRIX_JOBS_MAX {
+        rep.lock().unwrap().warning(&format!(
+            "the plan has {n} targets, but a GitHub Actions matrix runs at most {GITHUB_MATRIX_JOBS_MAX} jobs: the workflow would fail with this matrix. Split truss-directory across several plan steps (e.g. one per folder) or use changed-since"
+        ));
+    }
     rep.lock().unwrap().line(&format!(
         "Plan: {n} target{} to deploy; nothing was sent",
         if n == 1 { "" } else { "s" }

@@ -92,12 +92,11 @@ impl Env {
     }
 
     /// Traffic is still moving (a promotion or a cancelled one ramping
-    /// down). A chain's promotion shows only as a candidate.
+    /// down), or a candidate is still named (an ended promotion whose
+    /// deployment the platform has not swapped in yet; a chain's promotion,
+    /// which shows only as a candidate).
     pub(crate) fn moving(&self) -> bool {
-        match &self.flight {
-            Some(f) => !f.ended(),
-            None => self.candidate.is_some(),
-        }
+        self.candidate.is_some() || self.flight.as_ref().is_some_and(|f| !f.ended())
     }
 
     /// `id` serves the environment with nothing left moving traffic: the
@@ -257,6 +256,10 @@ pub(crate) enum Step {
     /// the previous deployment again, and if the platform refuses while one
     /// is in flight, deactivate our candidate so that it ends.
     ChainInterrupt,
+    /// Our chain promotion is in flight but the environment serves another
+    /// client's deployment: only end ours (deactivate our candidate), never
+    /// promote the previous one over theirs.
+    ChainEndOurs,
     /// Ours serves: promote the previous deployment back.
     PromoteBack,
     /// Another client moved the environment: leave it.
@@ -286,8 +289,16 @@ pub(crate) fn rollback_step(
         if c != ours {
             return Step::Displaced { by: c.to_string() };
         }
+        let foreign_current = e
+            .current
+            .as_deref()
+            .is_some_and(|cur| !restored(cur) && cur != ours);
         if chain {
-            return Step::ChainInterrupt;
+            return if foreign_current {
+                Step::ChainEndOurs
+            } else {
+                Step::ChainInterrupt
+            };
         }
         return match &e.flight {
             Some(f) if f.is(RAMPING_DOWN) => Step::Wait,
@@ -587,6 +598,19 @@ mod tests {
             (chain("ours", None), false, true, Step::PromoteBack),
             (chain("prev", None), false, true, Step::Done),
             (chain("ours", Some("prev")), false, true, Step::Wait),
+            (
+                chain("theirs", Some("ours")),
+                true,
+                true,
+                Step::ChainEndOurs,
+            ),
+            // An ended promotion still naming its candidate is not settled.
+            (
+                e("prev", Some("ours"), flight("SUCCEEDED", None)),
+                true,
+                false,
+                Step::Cancel { force: false },
+            ),
         ];
         for (env, hurry, is_chain, want) in cases {
             assert_eq!(

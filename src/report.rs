@@ -5,7 +5,8 @@
 use std::sync::{Arc, Mutex, TryLockError};
 
 use crate::ci::{
-    self, Cell, CiEnv, DeployKind, Level, Outputs, Reporter, SummaryInput, TableSummary,
+    self, Cell, CiEnv, DeployKind, Level, Outputs, Reporter, StatusEvent, SummaryInput,
+    TableSummary,
 };
 use crate::cli::Inputs;
 use crate::config::{Config, OutputSettings};
@@ -171,7 +172,9 @@ pub(crate) fn report(
             outputs.redact(inputs.trimmed(secret).unwrap_or_default());
         }
     }
-    let key = inputs.trimmed("baseten-api-key").unwrap_or_default();
+    // Every secret, whatever quoted it: the key and the GitHub token.
+    let secrets =
+        ["baseten-api-key", "github-token"].map(|n| inputs.trimmed(n).unwrap_or_default());
     let mut r = rep.lock().unwrap();
     r.finish();
     if let Err(f) = result {
@@ -195,7 +198,7 @@ pub(crate) fn report(
         outputs_lost(&mut r, "GITHUB_OUTPUT", e);
     }
     if let (Some(path), Some(f)) = (&ci_env.github_step_summary, fanout) {
-        let clean = |t: &str| ci::redact(t, key).into_owned();
+        let clean = |t: &str| secret::redact(t, &secrets).into_owned();
         let rows: Vec<Vec<Cell>> = f
             .rows
             .iter()
@@ -231,14 +234,15 @@ pub(crate) fn report(
             (Some(cfg), None, Some(c)) => cfg.endpoints.chain_page(c),
             _ => String::new(),
         };
-        let page = ci::redact(&page, key);
+        let page = secret::redact(&page, &secrets);
         let notes: Vec<String> = st
             .notes
             .iter()
-            .map(|n| ci::redact(n, key).into_owned())
+            .map(|n| secret::redact(n, &secrets).into_owned())
             .collect();
-        let history: Vec<_> = st.history.iter().map(|e| e.redacted(key)).collect();
-        let promotion: Vec<_> = st.promotion.iter().map(|e| e.redacted(key)).collect();
+        let redacted = |e: &StatusEvent| secrets.iter().fold(e.clone(), |e, s| e.redacted(s));
+        let history: Vec<_> = st.history.iter().map(redacted).collect();
+        let promotion: Vec<_> = st.promotion.iter().map(redacted).collect();
         let input = SummaryInput {
             kind,
             outputs: &outputs,
@@ -272,7 +276,11 @@ pub(crate) fn report(
             .iter()
             .map(|n| secret::redact_registered(n))
             .collect();
-        let history: Vec<_> = st.history.iter().map(|e| e.redacted(key)).collect();
+        let history: Vec<_> = st
+            .history
+            .iter()
+            .map(|e| secrets.iter().fold(e.clone(), |e, s| e.redacted(s)))
+            .collect();
         r.data(&ci::render_result(&outputs, code, &history, &notes));
     }
     code

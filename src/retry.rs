@@ -29,8 +29,15 @@ pub(crate) trait Classify {
 }
 
 /// HTTP statuses worth another try for a read: throttling, timeouts,
-/// server faults.
+/// server faults. A read changes nothing, so even a 500 may be a blip.
 pub(crate) const RETRYABLE_STATUSES: &[u16] = &[408, 425, 429, 500, 502, 503, 504];
+
+/// The statuses that say the request did not reach the code it was for:
+/// throttled (429), or a gateway that could not reach it (502, 503, 504).
+/// A 500 or a 4xx is the answer of that code itself (a model's own error,
+/// a deactivation the platform refused), and the same request gets the
+/// same answer: it fails at once.
+pub(crate) const GATEWAY_STATUSES: &[u16] = &[429, 502, 503, 504];
 
 /// First backoff delay.
 pub(crate) const BACKOFF_BASE_MILLIS: u64 = 500;
@@ -78,8 +85,28 @@ impl Policy {
         ..Policy::READ
     };
 
-    /// A mutation that may safely be applied twice (deactivating).
+    /// A mutation that may safely be applied twice, where a 500 is a
+    /// server's blip (an S3 part upload, cancelling a promotion).
     pub(crate) const IDEMPOTENT: Policy = Policy::READ;
+
+    /// Deactivating a deployment: safe to apply twice, so sent again when
+    /// it may not have arrived or a gateway stood in the way; never after
+    /// the platform's own error answer (a 500 would be said again, and a
+    /// cleanup that retries it only delays the verdict).
+    pub(crate) const DEACTIVATE: Policy = Policy {
+        retry_statuses: GATEWAY_STATUSES,
+        ..Policy::READ
+    };
+
+    /// A smoke-test call (predict, `run_remote`): safe to repeat, so a
+    /// lost connection or a gateway's answer is tried again until the
+    /// predict deadline; the model's own error answer (4xx, 500) fails at
+    /// once, because the model would only say it again.
+    pub(crate) const PREDICT: Policy = Policy {
+        attempts: 12,
+        retry_statuses: GATEWAY_STATUSES,
+        ..Policy::READ
+    };
 
     /// The same policy with every delay zero, for tests.
     pub(crate) const fn instant(self) -> Policy {
@@ -182,6 +209,21 @@ pub(crate) async fn run_noting<T, E: Classify, F: Future<Output = Result<T, E>>>
     }
 }
 
+/// The log line for one retry: what failed, which try comes next, and how
+/// long until it. Said for every retry, so a slow run explains itself.
+pub(crate) fn retry_line(
+    err: &impl std::fmt::Display,
+    failed: u32,
+    wait: Duration,
+    attempts: u32,
+) -> String {
+    format!(
+        "{err}; retrying in {:.1}s (try {} of {attempts})",
+        wait.as_secs_f64(),
+        failed + 1
+    )
+}
+
 /// Reads a `Retry-After` header: delta-seconds only (an HTTP date falls
 /// back to backoff; not worth a date parser). Policies cap the value.
 pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
@@ -244,25 +286,31 @@ mod tests {
     }
 
     #[test]
-    fn which_kinds_retry_for_reads_and_mutations() {
+    fn which_kinds_retry_for_each_kind_of_call() {
         let t = |status| Kind::Transient { status };
-        for (kind, read, mutation) in [
-            (Kind::NotSent, true, true),
-            (Kind::Ambiguous, true, false),
-            (t(429), true, true),
-            (t(500), true, false),
-            (t(502), true, false),
-            (t(503), true, false),
-            (t(504), true, false),
-            (t(408), true, false),
-            (Kind::Permanent, false, false),
+        // (failure, read and idempotent, mutation, deactivate, predict)
+        for (kind, read, mutation, deactivate, predict) in [
+            (Kind::NotSent, true, true, true, true),
+            (Kind::Ambiguous, true, false, true, true),
+            (t(429), true, true, true, true),
+            (t(500), true, false, false, false),
+            (t(502), true, false, true, true),
+            (t(503), true, false, true, true),
+            (t(504), true, false, true, true),
+            (t(408), true, false, false, false),
+            (t(425), true, false, false, false),
+            (t(404), false, false, false, false),
+            (Kind::Permanent, false, false, false, false),
         ] {
-            assert_eq!(Policy::READ.retries(kind), read, "read {kind:?}");
-            assert_eq!(
-                Policy::MUTATION.retries(kind),
-                mutation,
-                "mutation {kind:?}"
-            );
+            for (policy, name, want) in [
+                (Policy::READ, "read", read),
+                (Policy::IDEMPOTENT, "idempotent", read),
+                (Policy::MUTATION, "mutation", mutation),
+                (Policy::DEACTIVATE, "deactivate", deactivate),
+                (Policy::PREDICT, "predict", predict),
+            ] {
+                assert_eq!(policy.retries(kind), want, "{name} {kind:?}");
+            }
         }
     }
 
@@ -317,6 +365,20 @@ mod tests {
             .map(|failed| (failed, Duration::ZERO))
             .collect();
         assert_eq!(noted, expected);
+    }
+
+    #[test]
+    fn a_retry_line_names_the_failure_the_next_try_and_the_wait() {
+        let line = retry_line(
+            &"predict answered HTTP 503",
+            1,
+            Duration::from_millis(1500),
+            12,
+        );
+        assert_eq!(
+            line,
+            "predict answered HTTP 503; retrying in 1.5s (try 2 of 12)"
+        );
     }
 
     #[test]

@@ -145,17 +145,18 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     let ci_env = CiEnv::from_lookup(|k| env(k).ok());
     let rep = Arc::new(Mutex::new(io.reporter));
     let inputs = cli.gather(&*env);
+    let (out_settings, out_err) = config::output_settings(&inputs);
+    if out_settings.json || config::stdout_is_data(&inputs) {
+        // Nothing but the document goes to stdout from here on, masks
+        // included (the runner reads commands on stderr too): an empty
+        // piece of data turns every log line to stderr.
+        rep.lock().unwrap().data("");
+    }
     for secret in ["baseten-api-key", "github-token"] {
         if let Some(k) = inputs.trimmed(secret) {
             rep.lock().unwrap().mask(k);
             crate::secret::register(k);
         }
-    }
-    let (out_settings, out_err) = config::output_settings(&inputs);
-    if out_settings.json {
-        // Nothing but the JSON result goes to stdout from here on: an empty
-        // piece of data turns every log line to stderr.
-        rep.lock().unwrap().data("");
     }
     let started = Instant::now();
     let state = Arc::new(Mutex::new(State {
@@ -179,14 +180,13 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     // Several targets, a plan or change detection take their own road; one
     // target named plainly takes today's, unchanged.
     if early.is_none() {
-        let lookup = |k: &str| env(k).ok();
         let plan = inputs
             .trimmed("plan")
             .map(|v| config::parse_bool("plan", v))
             .transpose();
         let fan = match plan {
             Err(e) => Some((Err(Failure::InvalidInput(e)), None)),
-            Ok(Some(true)) => Some(crate::plan::run(&inputs, &lookup, &rep, out_settings.json)),
+            Ok(Some(true)) => Some(crate::plan::run(&inputs, &*env, &rep, out_settings.json)),
             Ok(_) if crate::multi::wanted(&inputs) => {
                 Some(crate::multi::run(&inputs, &*env, &rep, &state, &mut signals).await)
             }
@@ -282,7 +282,16 @@ pub(crate) async fn execute(
     }
     let http = net::client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
     let s3_http = net::s3_client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
-    let api = baseten::Api::new(http, cfg.endpoints.clone(), cfg.api_key.clone());
+    // One warning for CA certificates that could not be used (they are
+    // skipped, the rest are used).
+    if let Some(w) = net::extra_roots(env).ok().and_then(|r| r.warning()) {
+        rep.lock().unwrap().warning(&w);
+    }
+    // Each retry of a platform call is said in the run's log.
+    let retry_log = Arc::clone(rep);
+    let api = baseten::Api::new(http, cfg.endpoints.clone(), cfg.api_key.clone()).with_retry_notes(
+        Arc::new(move |line: &str| retry_log.lock().unwrap().line(line)),
+    );
     // The run's budget: setup, upload, create and the wait share the wait
     // budget from the start; the smoke tests, a gated promotion and its
     // rollback end by the wait budget plus predict-timeout; cleanup has its
@@ -318,6 +327,7 @@ pub(crate) async fn execute(
         r = deploying => (r, false),
         sig = stop.flow() => {
             rep.lock().unwrap().finish();
+            state.lock().unwrap().cancelled_at = Some(Instant::now());
             (Err(Failure::Cancelled(sig)), true)
         }
     };

@@ -12,6 +12,9 @@ use crate::retry::{self, Classify, Kind};
 
 /// Characters of an error body kept in a message.
 const ERROR_BODY_MAX_CHARS: usize = 300;
+/// Bytes of an error body read: enough for the REST `message` of any real
+/// error answer; a larger one is cut there (and shown by its start).
+pub(crate) const ERROR_BODY_READ_BYTES: usize = 64 << 10;
 
 /// A failed call; the message is for people, the variant for code.
 #[derive(Debug, thiserror::Error)]
@@ -114,14 +117,19 @@ pub(crate) fn unreadable(what: &str, e: &reqwest::Error) -> ApiError {
 
 /// Reads a non-2xx answer into an error: the REST `message` when there is
 /// one, else the start of the body.
-pub(crate) async fn from_status(what: &str, resp: Response) -> ApiError {
+pub(crate) async fn from_status(what: &str, mut resp: Response) -> ApiError {
     let status = resp.status();
     let retry_after = resp
         .headers()
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .and_then(retry::parse_retry_after);
-    let body = resp.text().await.unwrap_or_default();
+    let (head, _) = crate::net::read_head(&mut resp, ERROR_BODY_READ_BYTES, false)
+        .await
+        .unwrap_or_default();
+    // Secrets are removed before the body is cut: a cut could keep part
+    // of one, which no later redaction would recognise.
+    let body = crate::secret::redact_registered(&String::from_utf8_lossy(&head));
     let detail = serde_json::from_str::<Value>(&body)
         .ok()
         .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))

@@ -6,12 +6,21 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 use serde_json::Value;
 
+use super::error::ERROR_BODY_READ_BYTES;
 use super::sse::Decoder;
 use super::{Api, ApiError};
+use crate::net;
 use crate::retry::{self, Classify, Kind, Policy};
 
 /// Characters of an error answer kept in the message.
 const ERROR_HEAD_CHARS: usize = 500;
+/// Bytes of a smoke-test answer kept: the outputs keep 4096 characters of
+/// it, and what is kept beyond serves checks of the answer. The rest is
+/// read to its end and counted, never held.
+pub(crate) const ANSWER_KEPT_BYTES: usize = 1 << 20;
+/// The largest streamed event (one SSE `data` payload): a token is a few
+/// bytes, and a stream that never ends its line must not grow without end.
+pub(crate) const STREAM_EVENT_MAX_BYTES: usize = 1 << 20;
 
 /// What a smoke-test call answered.
 #[derive(Clone, Debug)]
@@ -31,9 +40,11 @@ pub(crate) struct StreamStats {
 impl Api {
     /// POSTs `payload` to `url` and reads the answer: the whole body, or
     /// with `streaming` the SSE tokens. `label` names the call in messages
-    /// (`predict`, `run_remote`). A smoke test is safe to repeat, so every
-    /// transient failure (no answer, 429, 5xx, a broken stream) is tried
-    /// again until `deadline`; the caller also holds it as a hard limit.
+    /// (`predict`, `run_remote`). A smoke test is safe to repeat, so what
+    /// did not reach the model (no connection, a reset, a broken stream,
+    /// 429, 502, 503, 504) is tried again until `deadline`, each retry said
+    /// in the log; the model's own error answer (4xx, 500) fails at once
+    /// (`Policy::PREDICT`). The caller also holds `deadline` as a hard limit.
     pub(crate) async fn invoke(
         &self,
         label: &str,
@@ -44,8 +55,7 @@ impl Api {
         deadline: Instant,
     ) -> anyhow::Result<Answer> {
         let url = reqwest::Url::parse(url).map_err(|e| anyhow!("bad {label} URL {url}: {e}"))?;
-        let policy = self.policy(Policy::READ);
-        retry::run(&policy, Some(deadline), |_| {
+        self.retrying(Policy::PREDICT, Some(deadline), |_| {
             self.invoke_once(label, url.clone(), payload, streaming, max_chars)
         })
         .await
@@ -65,18 +75,29 @@ impl Api {
     ) -> Result<Answer, Attempt> {
         let started = Instant::now();
         let req = self.http.post(url).json(payload);
-        let resp = self.send_authed(label, req).await.map_err(Attempt::Api)?;
+        let mut resp = self.send_authed(label, req).await.map_err(Attempt::Api)?;
         let status = resp.status();
         if !status.is_success() {
-            let body = resp.text().await.unwrap_or_default();
-            let head: String = body.chars().take(ERROR_HEAD_CHARS).collect();
+            let retry_after = resp
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(retry::parse_retry_after);
+            let (body, _) = net::read_head(&mut resp, ERROR_BODY_READ_BYTES, false)
+                .await
+                .unwrap_or_default();
+            // Redacted before it is cut, so no part of a secret survives.
+            let head: String = crate::secret::redact_registered(&String::from_utf8_lossy(&body))
+                .chars()
+                .take(ERROR_HEAD_CHARS)
+                .collect();
             let message = format!("{label} answered HTTP {status}: {head}");
             let code = status.as_u16();
             return Err(Attempt::Api(if retry::RETRYABLE_STATUSES.contains(&code) {
                 ApiError::Transient {
                     status: code,
                     message,
-                    retry_after: None,
+                    retry_after,
                 }
             } else {
                 ApiError::Permanent {
@@ -88,8 +109,11 @@ impl Api {
         if streaming {
             read_stream(resp, started, max_chars).await
         } else {
-            match resp.text().await {
-                Ok(text) => Ok(Answer { text, stream: None }),
+            match net::read_head(&mut resp, ANSWER_KEPT_BYTES, true).await {
+                Ok((kept, _)) => Ok(Answer {
+                    text: String::from_utf8_lossy(&kept).into_owned(),
+                    stream: None,
+                }),
                 Err(e) => Err(Attempt::Api(ApiError::Ambiguous {
                     message: format!("reading the {label} response: {e}"),
                 })),
@@ -150,7 +174,14 @@ async fn read_stream(
                 message: format!("reading the predict stream: {e}"),
             })
         })?;
-        for event in decoder.feed(&chunk) {
+        let events = decoder.feed(&chunk);
+        if decoder.pending_bytes() > STREAM_EVENT_MAX_BYTES {
+            return Err(Attempt::Read(anyhow!(
+                "the predict stream sent an event larger than {}, the most truss-push reads for one event: is this an OpenAI-style token stream?",
+                net::size(STREAM_EVENT_MAX_BYTES)
+            )));
+        }
+        for event in events {
             let data = event.data.trim();
             if data == "[DONE]" {
                 break 'read;

@@ -15,6 +15,7 @@ mod sse;
 mod urls;
 mod wire;
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,7 +23,8 @@ use reqwest::{RequestBuilder, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::retry::{self, Policy};
+use crate::net::{self, BodyError};
+use crate::retry::{self, Classify, Policy};
 use crate::secret::Secret;
 
 pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest};
@@ -53,6 +55,22 @@ const GRAPHQL_TIMEOUT_SECS: u64 = 120;
 const REST_TIMEOUT_SECS: u64 = 60;
 /// A deactivation waits this long for an answer.
 const DEACTIVATE_TIMEOUT_SECS: u64 = 30;
+/// The largest REST or GraphQL answer read: far above any answer's real
+/// size (a workspace's model list, a page of logs), far below what would
+/// matter to a CI runner's memory.
+pub(crate) const ANSWER_MAX_BYTES: usize = 16 << 20;
+/// Readable-looking 2xx answers that are not the JSON expected, in a row for
+/// one kind of call, before the call is failed for good: a proxy page or a
+/// captive portal answers every time, and waiting out a 45-minute deadline
+/// would only hide it. The wait polls at least one poll interval apart:
+/// about ten seconds at the default 2 s, a minute at 10 s.
+pub(crate) const GARBLED_ANSWERS_MAX: u32 = 5;
+/// Bytes of an unreadable answer quoted in its message.
+const GARBLED_SHOWN_BYTES: usize = 80;
+
+/// Where retries are said: the run's log (they also go to the `tracing`
+/// debug log).
+pub(crate) type Notes = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Escapes `s` as a GraphQL string literal (JSON's escapes are a subset of
 /// GraphQL's, so a JSON string is a valid GraphQL string).
@@ -113,6 +131,9 @@ pub(crate) struct Api {
     /// No request runs past this moment (each request's timeout is cut to
     /// what is left, retries stop); the run moves it from phase to phase.
     deadline: Arc<Mutex<Option<Instant>>>,
+    /// Unreadable 2xx answers in a row, by what the call was for.
+    garbled: Arc<Mutex<HashMap<String, u32>>>,
+    notes: Option<Notes>,
 }
 
 impl Api {
@@ -123,6 +144,97 @@ impl Api {
             key,
             zero_delays: false,
             deadline: Arc::new(Mutex::new(None)),
+            garbled: Arc::default(),
+            notes: None,
+        }
+    }
+
+    /// The same client, saying each retry through `notes`.
+    pub(crate) fn with_retry_notes(mut self, notes: Notes) -> Self {
+        self.notes = Some(notes);
+        self
+    }
+
+    /// Runs `op` under `policy` until `deadline`, saying each retry.
+    async fn retrying<T, E, F>(
+        &self,
+        policy: Policy,
+        deadline: Option<Instant>,
+        op: impl FnMut(u32) -> F,
+    ) -> Result<T, E>
+    where
+        E: Classify + std::fmt::Display,
+        F: Future<Output = Result<T, E>>,
+    {
+        let policy = self.policy(policy);
+        let note = |failed: u32, wait: Duration, err: &E| {
+            let line = retry::retry_line(err, failed, wait, policy.attempts);
+            tracing::debug!("{line}");
+            if let Some(say) = &self.notes {
+                say(&line);
+            }
+        };
+        retry::run_noting(&policy, deadline, note, op).await
+    }
+
+    /// Reads a 2xx answer's body, within [`ANSWER_MAX_BYTES`].
+    async fn body(&self, what: &str, mut resp: Response) -> Result<Vec<u8>, ApiError> {
+        net::read_capped(&mut resp, ANSWER_MAX_BYTES)
+            .await
+            .map_err(|e| match e {
+                BodyError::Read(e) => error::unreadable(what, &e),
+                too_large => ApiError::permanent(format!("{what}: {}", too_large.describe())),
+            })
+    }
+
+    /// The first bytes of an answer for a message, secrets removed before
+    /// it is cut (a cut could otherwise keep part of one), then escaped.
+    fn shown_head(&self, bytes: &[u8]) -> String {
+        let end = bytes.len().min(GARBLED_SHOWN_BYTES + 1024);
+        let text = String::from_utf8_lossy(&bytes[..end]);
+        let text = crate::secret::redact(&text, &[self.key.expose()]);
+        let text = crate::secret::redact_registered(&text);
+        let mut shown = net::show_bytes(text.as_bytes(), GARBLED_SHOWN_BYTES);
+        if end < bytes.len() && !shown.ends_with('…') {
+            shown.push('…');
+        }
+        shown
+    }
+
+    /// Reads a 2xx answer's JSON as `T`. A body that is not that JSON (an
+    /// HTML page, nothing, another shape) is retried like a lost answer,
+    /// until [`GARBLED_ANSWERS_MAX`] in a row for `what` make it final; the
+    /// message quotes the body's first bytes. A UTF-8 byte order mark is
+    /// passed over, as Python's `requests` does for the official client.
+    fn decode<T: serde::de::DeserializeOwned>(
+        &self,
+        what: &str,
+        bytes: &[u8],
+    ) -> Result<T, ApiError> {
+        let json = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+        let e = match serde_json::from_slice(json) {
+            Ok(v) => {
+                self.garbled.lock().unwrap().remove(what);
+                return Ok(v);
+            }
+            Err(e) => e,
+        };
+        let in_a_row = {
+            let mut g = self.garbled.lock().unwrap();
+            let n = g.entry(what.to_string()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let message = format!(
+            "{what}: the platform answered with a body that is not the JSON expected ({e}); it begins {}",
+            self.shown_head(bytes)
+        );
+        if in_a_row >= GARBLED_ANSWERS_MAX {
+            Err(ApiError::permanent(format!(
+                "{message}; {in_a_row} such answers in a row: something between truss-push and Baseten (a proxy, a captive portal) answers in its place; check HTTPS_PROXY and the api-url/app-url inputs"
+            )))
+        } else {
+            Err(ApiError::Ambiguous { message })
         }
     }
 
@@ -214,7 +326,7 @@ impl Api {
             .timeout(Duration::from_secs(GRAPHQL_TIMEOUT_SECS))
             .json(&body);
         let resp = self.send(what, req).await?;
-        let v: Value = resp.json().await.map_err(|e| error::unreadable(what, &e))?;
+        let v: Value = self.decode(what, &self.body(what, resp).await?)?;
         if let Some(errs) = v
             .get("errors")
             .and_then(Value::as_array)
@@ -238,7 +350,7 @@ impl Api {
         query: &str,
         variables: Option<Value>,
     ) -> Result<Value, ApiError> {
-        retry::run(&self.policy(policy), self.deadline(), |_| {
+        self.retrying(policy, self.deadline(), |_| {
             self.graphql_once(what, query, variables.as_ref())
         })
         .await
@@ -260,12 +372,20 @@ impl Api {
         what: &str,
         url: reqwest::Url,
     ) -> Result<T, ApiError> {
-        let req = self
-            .http
-            .get(url)
-            .timeout(Duration::from_secs(REST_TIMEOUT_SECS));
+        self.rest_get_within(what, url, Duration::from_secs(REST_TIMEOUT_SECS))
+            .await
+    }
+
+    /// One REST GET that waits at most `timeout` for its answer.
+    async fn rest_get_within<T: serde::de::DeserializeOwned>(
+        &self,
+        what: &str,
+        url: reqwest::Url,
+        timeout: Duration,
+    ) -> Result<T, ApiError> {
+        let req = self.http.get(url).timeout(timeout);
         let resp = self.send(what, req).await?;
-        resp.json().await.map_err(|e| error::unreadable(what, &e))
+        self.decode(what, &self.body(what, resp).await?)
     }
 
     /// A REST GET retried under the read policy.
@@ -274,7 +394,7 @@ impl Api {
         what: &str,
         url: reqwest::Url,
     ) -> Result<T, ApiError> {
-        retry::run(&self.policy(Policy::READ), self.deadline(), |_| {
+        self.retrying(Policy::READ, self.deadline(), |_| {
             self.rest_get(what, url.clone())
         })
         .await
@@ -300,7 +420,7 @@ impl Api {
         url: reqwest::Url,
         body: Option<Value>,
     ) -> Result<Value, ApiError> {
-        retry::run(&self.policy(policy), self.deadline(), |_| {
+        self.retrying(policy, self.deadline(), |_| {
             let mut req = self
                 .http
                 .post(url.clone())
@@ -314,8 +434,13 @@ impl Api {
                     .body(Vec::new()),
             };
             async move {
-                let resp = self.send(what, req).await?;
-                let bytes = resp.bytes().await.unwrap_or_default();
+                let mut resp = self.send(what, req).await?;
+                // The answer only informs (a promotion's new id, read by
+                // the caller); a missing or odd body is not the mutation's
+                // failure, and it is never read past the cap.
+                let bytes = net::read_capped(&mut resp, ANSWER_MAX_BYTES)
+                    .await
+                    .unwrap_or_default();
                 Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
             }
         })
@@ -416,6 +541,29 @@ mod tests {
             seen.load(Ordering::SeqCst),
             1 + Policy::READ.attempts as usize
         );
+    }
+
+    #[test]
+    fn unreadable_answers_are_retried_until_too_many_in_a_row() {
+        let api = api("http://127.0.0.1:9");
+        let bom: Value = api.decode("x", b"\xEF\xBB\xBF{\"a\": 1}").unwrap();
+        assert_eq!(bom["a"], 1, "a byte order mark is passed over");
+        for round in 0..2 {
+            for n in 1..GARBLED_ANSWERS_MAX {
+                let e = api.decode::<Value>("x", b"<html>").unwrap_err();
+                assert!(
+                    matches!(e, ApiError::Ambiguous { .. }),
+                    "{round} {n}: {e:?}"
+                );
+                // Another call's garbage is counted apart.
+                let _ = api.decode::<Value>("y", b"");
+            }
+            let e = api.decode::<Value>("x", b"").unwrap_err();
+            assert!(matches!(e, ApiError::Permanent { .. }), "{e:?}");
+            assert!(e.to_string().contains("an empty body"), "{e}");
+            // A readable answer starts the count again.
+            let _: Value = api.decode("x", b"{}").unwrap();
+        }
     }
 
     #[test]

@@ -1,11 +1,17 @@
 //! REST v1 on the API host: deployment and chain deployment reads,
 //! environments, logs, and deactivation.
 
+use std::time::Duration;
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Api, ApiError};
 use crate::retry::Policy;
+
+/// The secrets check waits this long for its answer: it only informs, and
+/// a hung endpoint must not hold the deploy it is meant to speed up.
+pub(crate) const SECRETS_CHECK_TIMEOUT_SECS: u64 = 5;
 
 /// A deployment as REST v1 describes it (fields truss-push reads).
 #[derive(Clone, Debug, Deserialize)]
@@ -102,13 +108,19 @@ impl Api {
             Wrapped { secrets: Vec<Named> },
             Bare(Vec<Named>),
         }
-        // One try: the check only informs, and a long retry would delay
-        // the deploy it is meant to speed up.
+        // One short try: the check only informs, and a long wait or retry
+        // would delay the deploy it is meant to speed up.
         let url = match team_id {
             Some(team) => self.endpoints.rest(&["teams", team, "secrets"]),
             None => self.endpoints.rest(&["secrets"]),
         };
-        let answer: Answer = self.rest_get("listing secrets", url).await?;
+        let answer: Answer = self
+            .rest_get_within(
+                "listing secrets",
+                url,
+                Duration::from_secs(SECRETS_CHECK_TIMEOUT_SECS),
+            )
+            .await?;
         let list = match answer {
             Answer::Wrapped { secrets } | Answer::Bare(secrets) => secrets,
         };
@@ -162,8 +174,8 @@ impl Api {
         Ok(l.logs)
     }
 
-    /// Deactivates a model deployment; safe to send twice, so every
-    /// transient failure is retried.
+    /// Deactivates a model deployment; safe to send twice, so a lost
+    /// answer or a gateway's error is retried, the platform's own 500 not.
     pub(crate) async fn deactivate(
         &self,
         model_id: &str,
@@ -176,7 +188,7 @@ impl Api {
             deployment_id,
             "deactivate",
         ]);
-        self.rest_post(Policy::IDEMPOTENT, "deactivating the deployment", url, None)
+        self.rest_post(Policy::DEACTIVATE, "deactivating the deployment", url, None)
             .await
     }
 
@@ -194,7 +206,7 @@ impl Api {
             "deactivate",
         ]);
         self.rest_post(
-            Policy::IDEMPOTENT,
+            Policy::DEACTIVATE,
             "deactivating the chain deployment",
             url,
             Some(json!({})),

@@ -23,6 +23,12 @@ pub(crate) struct Decoder {
 }
 
 impl Decoder {
+    /// Bytes held for the event not yet complete (its line and data), for
+    /// a reader that bounds them.
+    pub(crate) fn pending_bytes(&self) -> usize {
+        self.line.len() + self.data.len()
+    }
+
     /// Decodes `chunk`, returning the events it completed.
     pub(crate) fn feed(&mut self, chunk: &[u8]) -> Vec<Event> {
         let mut events = Vec::new();

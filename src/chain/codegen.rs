@@ -8,6 +8,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde::Deserialize;
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::flow::{TRUSS_COMPAT_VERSION, human};
 
@@ -61,6 +62,82 @@ enum HelperAnswer {
 
 /// Lines of the helper's stderr shown when it fails without a verdict.
 const STDERR_TAIL_LINES: usize = 15;
+/// The end of the helper's stdout that is kept: its answer is the last
+/// line, a manifest of a few kilobytes per chainlet.
+const STDOUT_TAIL_BYTES: usize = 4 << 20;
+/// The end of the helper's stderr that is kept: enough for the lines shown.
+const STDERR_TAIL_BYTES: usize = 64 << 10;
+/// Once the helper has exited and its group is stopped, its pipes are read
+/// to their end for at most this long (a process that left the group could
+/// hold them open).
+const PIPE_DRAIN_SECS: u64 = 2;
+
+/// The helper's process group (its pid; the helper leads it). Dropping it
+/// stops every process in it: the helper and whatever the chain's import
+/// started, when the helper is done, fails, times out, or the run is
+/// cancelled (the future holding this is dropped).
+struct Group(Option<rustix::process::Pid>);
+
+impl Group {
+    fn stop(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // ESRCH (every member already gone) is the usual, fine outcome.
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Reads `pipe` to its end, keeping only its last `keep` bytes, so a chain
+/// that prints without end costs no memory.
+async fn read_tail(mut pipe: impl AsyncRead + Unpin, keep: usize) -> Vec<u8> {
+    let mut tail = Vec::with_capacity(keep.min(64 << 10));
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > keep * 2 {
+            // Trimmed only now and then: each byte is moved about once.
+            tail.drain(..tail.len() - keep);
+        }
+    }
+    if tail.len() > keep {
+        tail.drain(..tail.len() - keep);
+    }
+    tail
+}
+
+/// A task reading one of the helper's pipes; aborted if the run stops
+/// waiting for it.
+struct Reader(tokio::task::JoinHandle<Vec<u8>>);
+
+impl Reader {
+    fn spawn(pipe: impl AsyncRead + Unpin + Send + 'static, keep: usize) -> Self {
+        Self(tokio::spawn(read_tail(pipe, keep)))
+    }
+
+    /// What was read, waiting at most `limit` for the pipe's end.
+    async fn finish(mut self, limit: Duration) -> Vec<u8> {
+        match tokio::time::timeout(limit, &mut self.0).await {
+            Ok(Ok(bytes)) => bytes,
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
 
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.trim_end().lines().collect();
@@ -137,15 +214,29 @@ pub(crate) async fn generate(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        // Its own process group, so the helper and everything the chain's
+        // import starts can be stopped together.
+        .process_group(0)
         .kill_on_drop(true);
-    let child = cmd.spawn().map_err(|e| match e.kind() {
+    let mut child = cmd.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!(
             "{python} was not found: chains need Python with truss=={PINNED_TRUSS_VERSION} and ruff installed (pip install truss=={PINNED_TRUSS_VERSION} ruff); put python3 on PATH or set {PYTHON_ENV_VAR} to the interpreter"
         ),
         _ => format!("cannot run {python}: {e}"),
     })?;
-    let out = tokio::time::timeout(CODEGEN_TIMEOUT, child.wait_with_output())
-        .await
+    let mut group = Group(
+        child
+            .id()
+            .and_then(|id| rustix::process::Pid::from_raw(id as i32)),
+    );
+    let stdout = Reader::spawn(child.stdout.take().expect("piped"), STDOUT_TAIL_BYTES);
+    let stderr = Reader::spawn(child.stderr.take().expect("piped"), STDERR_TAIL_BYTES);
+    // The helper's exit is the end of code generation, whoever still holds
+    // its pipes: a process the chain's import started is stopped with the
+    // group rather than waited for.
+    let exited = tokio::time::timeout(CODEGEN_TIMEOUT, child.wait()).await;
+    group.stop();
+    exited
         .map_err(|_| {
             format!(
                 "chain code generation did not finish within {}",
@@ -153,9 +244,13 @@ pub(crate) async fn generate(
             )
         })?
         .map_err(|e| format!("running {python}: {e}"))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    parse_helper_output(&stdout, &stderr)
+    let drain = Duration::from_secs(PIPE_DRAIN_SECS);
+    let stdout = stdout.finish(drain).await;
+    let stderr = stderr.finish(drain).await;
+    parse_helper_output(
+        &String::from_utf8_lossy(&stdout),
+        &String::from_utf8_lossy(&stderr),
+    )
 }
 
 #[cfg(test)]
@@ -190,6 +285,18 @@ mod tests {
 
         let no_entry = ok.replace("true", "false");
         assert!(parse_helper_output(&no_entry, "").is_err());
+    }
+
+    #[tokio::test]
+    async fn only_the_tail_of_a_pipe_is_kept() {
+        let text: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        let tail = read_tail(&text[..], 100).await;
+        assert_eq!(tail.len(), 100);
+        assert!(text.ends_with(&tail));
+        assert!(String::from_utf8(tail).unwrap().ends_with("line 199999\n"));
+        assert_eq!(read_tail(&b"short"[..], 100).await, b"short");
     }
 
     #[test]

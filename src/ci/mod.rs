@@ -15,6 +15,8 @@
 //! - `summary`: the Markdown step summary, capped at GitHub's 1 MiB.
 //! - `reporter`: the `Reporter` that owns stdout and stderr — groups,
 //!   annotations, masking and upload progress in the CI system's own form.
+//! - `runner_text`: where GitHub's runner ends a line and what it reads
+//!   as a workflow command, for the reporter's sink.
 //! - `json`: the `--json` result, one object on stdout.
 //! - `format`: durations, byte sizes and UTC times as people read them.
 //!
@@ -26,6 +28,7 @@ mod format;
 mod json;
 mod outputs;
 mod reporter;
+mod runner_text;
 mod summary;
 
 pub(crate) use detect::CiEnv;
@@ -33,7 +36,7 @@ pub(crate) use format::format_deploy_time;
 pub(crate) use format::{format_bytes, format_utc, human_duration as human};
 pub(crate) use json::render_result;
 pub(crate) use outputs::OutputsFormat;
-pub(crate) use outputs::{Outputs, append_github_output, redact, write_outputs_file};
+pub(crate) use outputs::{Outputs, append_github_output, write_outputs_file};
 pub(crate) use reporter::{Level, Reporter, Sink};
 pub(crate) use summary::{Cell, TableSummary, append_table_summary};
 pub(crate) use summary::{DeployKind, StreamStats, SummaryInput, append_step_summary};

@@ -8,6 +8,7 @@ use std::io::{IsTerminal, Write};
 
 use super::detect::CiKind;
 use super::format::format_bytes;
+use super::runner_text::{is_line_break, json_for_runner, looks_like_command, runner_lines};
 
 /// Escapes a workflow command's data (message): `%`, CR, LF.
 fn escape_data(value: &str) -> String {
@@ -74,13 +75,6 @@ fn group_start(kind: CiKind, title: &str) -> String {
         CiKind::GitHub => workflow_command("group", &[], title),
         _ => format!("==> {title}"),
     }
-}
-
-/// Whether GitHub's runner would read `line` as a workflow command: it
-/// starts with `::` after leading whitespace, or holds the legacy `##[`
-/// form, which the runner matches anywhere in a line.
-fn looks_like_command(line: &str) -> bool {
-    line.trim_start().starts_with("::") || line.contains("##[")
 }
 
 /// Where the reporter writes; tests pass an in-memory buffer.
@@ -182,50 +176,85 @@ impl Reporter {
         }
     }
 
+    /// The sink every log line goes through. On GitHub the text is cut
+    /// where the runner (or a viewer) ends a line, and each line that the
+    /// runner would take for a workflow command (a model's log printing
+    /// `::set-output`, `loading\r::error`, a directory name) is fenced with
+    /// `stop-commands`, so it is shown, never executed. Elsewhere lines end
+    /// at `\n` only, as given.
     fn write_out(&mut self, text: &str) {
-        if self.lines_to_stderr {
-            return self.write_err(text);
+        let text = self.neutralize(text);
+        self.emit(&text, false);
+    }
+
+    /// Like [`Self::write_out`], on stderr (outside GitHub: errors, warnings).
+    fn write_err(&mut self, text: &str) {
+        let text = self.neutralize(text);
+        self.emit(&text, true);
+    }
+
+    /// A workflow command this reporter built (escaped: one runner line).
+    fn command(&mut self, line: &str) {
+        self.emit(&format!("{line}\n"), false);
+    }
+
+    fn neutralize(&mut self, text: &str) -> String {
+        if self.kind != CiKind::GitHub {
+            return text.to_owned();
         }
+        // One trailing break is the line's end, not an empty line after it.
+        let body = text
+            .strip_suffix("\r\n")
+            .or_else(|| text.strip_suffix(is_line_break))
+            .unwrap_or(text);
+        let mut out = String::with_capacity(body.len() + 1);
+        for line in runner_lines(body) {
+            if looks_like_command(line) {
+                let token = format!("{:032x}", self.rng.u128(..));
+                let _ = write!(out, "::stop-commands::{token}\n{line}\n::{token}::\n");
+            } else {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// Writes finished text: to stderr when asked or when stdout carries
+    /// data, else to stdout.
+    fn emit(&mut self, text: &str, to_err: bool) {
         self.end_bar();
-        let _ = self.out.write_all(text.as_bytes());
-        let _ = self.out.flush();
+        if to_err || self.lines_to_stderr {
+            let _ = self.out.flush();
+            let _ = self.err.write_all(text.as_bytes());
+            let _ = self.err.flush();
+        } else {
+            let _ = self.out.write_all(text.as_bytes());
+            let _ = self.out.flush();
+        }
     }
 
     /// Writes `text` to stdout as data (redacted, not a log line), and sends
-    /// every log line after it to stderr so stdout stays parseable.
+    /// every log line after it to stderr so stdout stays parseable. The data
+    /// is JSON; on GitHub it is escaped so that no line of it can read as a
+    /// command or be shown as two lines.
     pub(crate) fn data(&mut self, text: &str) {
-        let text = self.redact(text).into_owned();
+        let mut text = self.redact(text).into_owned();
+        if self.kind == CiKind::GitHub {
+            text = json_for_runner(&text);
+        }
         let _ = self.out.write_all(text.as_bytes());
         let _ = self.out.flush();
         self.lines_to_stderr = true;
     }
 
-    fn write_err(&mut self, text: &str) {
-        self.end_bar();
-        let _ = self.out.flush();
-        let _ = self.err.write_all(text.as_bytes());
-        let _ = self.err.flush();
-    }
-
-    /// A plain log line (may hold several lines). On GitHub, a line the
-    /// runner would take for a workflow command (e.g. streamed model logs
-    /// printing `::set-output`) is fenced with `stop-commands` so it is shown,
-    /// not executed.
+    /// A plain log line (may hold several lines), through the sink that
+    /// keeps it from reading as a workflow command on GitHub.
     pub(crate) fn line(&mut self, msg: &str) {
         let msg = self.redact(msg).into_owned();
         // One trailing newline is the caller's line end, not an extra blank line.
         let msg = msg.strip_suffix('\n').unwrap_or(&msg);
-        let mut text = String::new();
-        for line in msg.split('\n') {
-            if self.kind == CiKind::GitHub && looks_like_command(line) {
-                let token = format!("{:032x}", self.rng.u128(..));
-                let _ = write!(text, "::stop-commands::{token}\n{line}\n::{token}::\n");
-            } else {
-                text.push_str(line);
-                text.push('\n');
-            }
-        }
-        self.write_out(&text);
+        self.write_out(&format!("{msg}\n"));
     }
 
     /// Starts a collapsible group (a heading outside GitHub). GitHub does not
@@ -234,7 +263,10 @@ impl Reporter {
         self.end_group();
         let title = self.redact(title).into_owned();
         let line = group_start(self.kind, &title);
-        self.write_out(&format!("{line}\n"));
+        match self.kind {
+            CiKind::GitHub => self.command(&line),
+            _ => self.write_out(&format!("{line}\n")),
+        }
         self.group_open = true;
     }
 
@@ -243,7 +275,7 @@ impl Reporter {
         if self.group_open {
             self.group_open = false;
             if self.kind == CiKind::GitHub {
-                self.write_out("::endgroup::\n");
+                self.command("::endgroup::");
             }
         }
     }
@@ -254,7 +286,7 @@ impl Reporter {
         let title = title.map(|t| self.redact(t).into_owned());
         if self.kind == CiKind::GitHub {
             let line = annotation_command(level, title.as_deref(), &msg);
-            self.write_out(&format!("{line}\n"));
+            self.command(&line);
         } else {
             let line = annotation_line(level, title.as_deref(), &msg);
             match level {
@@ -282,7 +314,7 @@ impl Reporter {
         }
         if self.kind == CiKind::GitHub {
             let line = workflow_command("add-mask", &[], secret);
-            self.write_out(&format!("{line}\n"));
+            self.command(&line);
         }
         self.secrets.push(secret.to_owned());
     }
@@ -549,6 +581,90 @@ mod tests {
         let (mut r, out, _) = reporter(CiKind::Local, false);
         r.line("::set-output name=status::success");
         assert_eq!(out.text(), "::set-output name=status::success\n");
+    }
+
+    /// The commands the runner would execute reading `log`, fences left
+    /// out: what remains is what the output meant to say.
+    fn meant(log: &str) -> Vec<(String, String)> {
+        let commands = fake_baseten::workflow_log::workflow_commands(log);
+        let fence = |name: &str| name.len() == 32 && name.chars().all(|c| c.is_ascii_hexdigit());
+        commands
+            .into_iter()
+            .filter(|c| !(fence(&c.name) || c.name == "stop-commands" && fence(&c.data)))
+            .map(|c| (c.name, c.data))
+            .collect()
+    }
+
+    /// Hostile text: fragments that end lines or start commands for the
+    /// runner, mixed with any character.
+    fn hostile() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop_oneof![
+            Just("\r".to_string()),
+            Just("\n".to_string()),
+            Just("\r\n".to_string()),
+            Just("\u{2028}".to_string()),
+            Just("\u{2029}".to_string()),
+            Just("\u{85}".to_string()),
+            Just("%0D".to_string()),
+            Just("%0A%25".to_string()),
+            Just("::".to_string()),
+            Just("::error::FORGED".to_string()),
+            Just("::add-mask::FORGED".to_string()),
+            Just("::stop-commands::abc".to_string()),
+            Just("##[error]FORGED".to_string()),
+            Just(" \t".to_string()),
+            any::<char>().prop_map(String::from),
+        ];
+        proptest::collection::vec(piece, 0..24).prop_map(|v| v.concat())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 256,
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+
+        /// Whatever a log line, a token, a path or a message holds, the
+        /// runner executes exactly the commands the reporter meant, on
+        /// stdout and (once stdout carries data) on stderr.
+        #[test]
+        fn hostile_text_never_becomes_a_workflow_command(text in hostile()) {
+            let (mut r, out, err) = reporter(CiKind::GitHub, false);
+            r.mask("sk-secret");
+            r.group(&text);
+            r.line(&text);
+            r.upload_started(&text, 10);
+            r.upload_progress(10);
+            r.upload_finished();
+            r.annotate(Level::Error, Some(&text), &text);
+            r.end_group();
+            r.data(&serde_json::json!({"v": text}).to_string());
+            r.line(&text);
+            r.warning(&text);
+            r.finish();
+            let names = |log: &str| meant(log).into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+            proptest::prop_assert_eq!(
+                names(&out.text()),
+                ["add-mask", "group", "error", "endgroup"]
+            );
+            let masked = meant(&out.text())[0].1.clone();
+            proptest::prop_assert_eq!(masked.as_str(), "sk-secret");
+            proptest::prop_assert_eq!(names(&err.text()), ["warning"]);
+            let json = out.text().lines().last().unwrap_or_default().to_string();
+            let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+            proptest::prop_assert_eq!(v["v"].as_str(), Some(text.as_str()));
+        }
+    }
+
+    #[test]
+    fn a_carriage_return_cannot_start_a_command() {
+        let (mut r, out, _) = reporter(CiKind::GitHub, false);
+        r.line("loading\r::error::forged\u{2028}::warning::also");
+        let text = out.text();
+        assert!(meant(&text).is_empty(), "{text:?}");
+        assert!(text.starts_with("loading\n::stop-commands::"), "{text:?}");
     }
 
     #[test]

@@ -16,6 +16,9 @@ pub(crate) const CLEANUP_ALLOWANCE_SECS: u64 = 60;
 /// How long cleanup may take once the run is cancelled (GitHub sends
 /// SIGTERM 7.5 s after SIGINT, and kills 2.5 s later).
 const CANCELLED_CLEANUP_BUDGET_SECS: u64 = 3;
+/// Everything after a signal — a gated rollback and every deactivation —
+/// ends this long after it, a second before the runner's SIGTERM.
+pub(crate) const CANCELLED_TAIL_MILLIS: u64 = 6_500;
 
 /// Whether a deployment may be serving traffic.
 pub(crate) enum Serving {
@@ -53,8 +56,13 @@ async fn cleanup_deployment(
     };
     // A rollback that ran past the run's end took from this minute: the
     // whole run still ends by its end plus the cleanup allowance.
-    let end = (Instant::now() + Duration::from_secs(allowance))
+    let mut end = (Instant::now() + Duration::from_secs(allowance))
         .min(ctx.run_until + Duration::from_secs(CLEANUP_ALLOWANCE_SECS));
+    // After a signal, one deadline for the rollback and every deployment's
+    // cleanup together.
+    if let Some(at) = ctx.state.lock().unwrap().cancelled_at {
+        end = end.min(at + Duration::from_millis(CANCELLED_TAIL_MILLIS));
+    }
     ctx.api.set_deadline(Some(end));
     ctx.group("Cleanup");
     // `cleanup: true` deactivates even a serving deployment, except behind
@@ -68,7 +76,7 @@ async fn cleanup_deployment(
         Serving::No => None,
         Serving::Environment(env) => Some(format!("it serves the {env} environment")),
         Serving::Unknown(e) => Some(format!(
-            "could not check whether it serves an environment ({e})"
+            "could not check whether it serves an environment ({e}), so it is left running: deactivate it in Baseten if nothing uses it"
         )),
     };
     let result = match why {

@@ -34,6 +34,7 @@ fn maybe_applied(e: &ApiError) -> bool {
 /// Where a created deployment shows up: its owner (the model or chain, when
 /// it existed before) and the deployment ids the owner already had, so that
 /// after a lost answer a new deployment is told apart from earlier ones.
+#[derive(Clone)]
 pub(crate) struct Trace {
     owner: Option<String>,
     /// `None` when the list could not be read: nothing can then be adopted.
@@ -77,10 +78,18 @@ impl Trace {
             },
         };
         let ids = list(&owner).await?;
-        Ok(ids
-            .into_iter()
-            .find(|id| !before.contains(id))
-            .map(|id| (owner, id)))
+        let new: Vec<String> = ids.into_iter().filter(|id| !before.contains(id)).collect();
+        match new.as_slice() {
+            [] => Ok(None),
+            [id] => Ok(Some((owner, id.clone()))),
+            // Another client created one with the same name meanwhile:
+            // which is ours cannot be told, so none is adopted.
+            _ => Err(ApiError::permanent(format!(
+                "{} new deployments carry this deployment's name ({}), so which one is this run's cannot be told",
+                new.len(),
+                new.join(", ")
+            ))),
+        }
     }
 }
 

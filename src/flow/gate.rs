@@ -59,8 +59,12 @@ pub(crate) struct Gate {
     pub(crate) previous: Option<String>,
     /// The deployment that passed its own smoke test.
     pub(crate) tested: String,
-    /// The deployment the platform promotes (ours, or one it created).
+    /// The deployment the platform promotes (ours, or one it created);
+    /// `None` while the promote's answer has not come.
     pub(crate) promoted: Option<String>,
+    /// What our promote of the previous deployment answered, during a
+    /// rollback (a copy of it, when the platform made one).
+    pub(crate) back: Option<String>,
     pub(crate) phase: Phase,
 }
 
@@ -168,6 +172,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
             previous: previous.clone(),
             tested: c.tested.to_string(),
             promoted: None,
+            back: None,
             phase: Phase::Promoting,
         });
     }
@@ -299,6 +304,7 @@ async fn promote_once(
     target: &str,
     before: Option<&str>,
 ) -> Result<String, Failure> {
+    let mut lost_before = false;
     for _ in 0..PROMOTE_ROUNDS {
         ctx.say(&format!("Promoting deployment {target} into {env}"));
         let e = match ctx
@@ -315,7 +321,18 @@ async fn promote_once(
             Err(e) => {
                 // Refused: say what the environment shows (another
                 // client's promotion in flight names both deployments).
+                // After a lost answer, the refusal may be our own first
+                // promote, applied late: looked up by identity once more.
                 let now = read(ctx, owner, owner_id, env).await;
+                if lost_before
+                    && let Ok(n) = &now
+                    && promotion::lookup(n, target, before) == Lookup::Applied
+                {
+                    ctx.say(&format!(
+                        "the promotion did start: {env} is taking {target}"
+                    ));
+                    return Ok(target.to_string());
+                }
                 let place = match now {
                     Ok(n) => format!("nothing was promoted; {}", n.describe(env)),
                     Err(_) => "nothing was promoted".to_string(),
@@ -323,6 +340,7 @@ async fn promote_once(
                 return Err(with_outcome(deploy_error(e), place));
             }
         };
+        lost_before = true;
         ctx.say(&format!(
             "the promote request got no usable answer ({e}); looking at {env}"
         ));
@@ -383,7 +401,8 @@ pub(crate) async fn roll_back(
     };
     let now = Instant::now();
     let until = if hurry {
-        now + Duration::from_secs(CANCELLED_ROLLBACK_SECS)
+        let signalled = ctx.state.lock().unwrap().cancelled_at.unwrap_or(now);
+        signalled + Duration::from_secs(CANCELLED_ROLLBACK_SECS)
     } else {
         ctx.run_until
             .max(now + Duration::from_secs(ROLLBACK_FLOOR_SECS))
@@ -424,8 +443,21 @@ async fn put_back(
     until: Instant,
 ) -> (bool, String) {
     let chain = owner == Owner::Chain;
-    // The id our promote of `prev` answered (a platform copy of it).
-    let mut back: Option<String> = None;
+    // The id our promote of `prev` answered (a platform copy of it), kept
+    // in the gate's state so that a rollback resumed after a signal knows it.
+    let (mut back, ours_known) = {
+        let st = ctx.state.lock().unwrap();
+        let g = st.gate.as_ref();
+        (
+            g.and_then(|g| g.back.clone()),
+            g.is_none_or(|g| g.promoted.is_some()),
+        )
+    };
+    let remember = |id: &str| {
+        if let Some(g) = ctx.state.lock().unwrap().gate.as_mut() {
+            g.back = Some(id.to_string());
+        }
+    };
     let mut acted = false;
     let (mut cancels, mut promotes) = (0u32, 0u32);
     let mut last: Option<Env> = None;
@@ -470,6 +502,15 @@ async fn put_back(
                     )
                 };
             }
+            Step::Displaced { by } if !ours_known => {
+                return (
+                    false,
+                    format!(
+                        "not rolled back: {}; the promote's answer never came, so deployment {by} cannot be confirmed as this run's (the platform may have copied ours, or another client promoted it): it is left as it is — check {env} in the Baseten UI",
+                        e.describe(env)
+                    ),
+                );
+            }
             Step::Displaced { by } => {
                 return (
                     false,
@@ -510,21 +551,28 @@ async fn put_back(
                     .promote(owner, owner_id, env, prev, flags(ctx))
                     .await
                 {
-                    Ok(id) => back = Some(id),
+                    Ok(id) => {
+                        remember(&id);
+                        back = Some(id);
+                    }
                     Err(ApiError::Permanent { .. }) => {
-                        ctx.say(&format!(
-                            "{env} refused a second promotion while {ours} is in flight: deactivating {ours} (this run's) so that its promotion ends"
-                        ));
-                        if let Err(err) = ctx.api.deactivate_chain(owner_id, ours).await {
-                            ctx.say(&format!(
-                                "deactivating {ours} failed ({err}); reading {env}"
-                            ));
+                        // Read again: only a candidate that is still ours
+                        // is ended.
+                        let again = read(ctx, owner, owner_id, env).await;
+                        if again.is_ok_and(|a| a.candidate.as_deref() == Some(ours)) {
+                            end_chain_candidate(ctx, owner_id, env, ours).await;
                         }
                     }
                     Err(err) => ctx.say(&format!(
                         "the promote of {prev} got no usable answer ({err}); reading {env}"
                     )),
                 }
+                continue;
+            }
+            Step::ChainEndOurs if promotes < ROLLBACK_SENDS_MAX => {
+                promotes += 1;
+                acted = true;
+                end_chain_candidate(ctx, owner_id, env, ours).await;
                 continue;
             }
             Step::PromoteBack if promotes < ROLLBACK_SENDS_MAX => {
@@ -535,7 +583,10 @@ async fn put_back(
                 }
                 ctx.promotion_event("", &format!("promote {prev} back into {env}"));
                 match promote_once(ctx, owner, owner_id, env, prev, e.current.as_deref()).await {
-                    Ok(id) => back = Some(id),
+                    Ok(id) => {
+                        remember(&id);
+                        back = Some(id);
+                    }
                     Err(f) => {
                         return (
                             false,
@@ -547,7 +598,7 @@ async fn put_back(
                 }
                 continue;
             }
-            Step::Cancel { .. } | Step::ChainInterrupt | Step::PromoteBack => {
+            Step::Cancel { .. } | Step::ChainInterrupt | Step::ChainEndOurs | Step::PromoteBack => {
                 return (
                     false,
                     format!(
@@ -571,6 +622,20 @@ async fn put_back(
         }
         last = Some(e);
         tokio::time::sleep(ctx.cfg.poll_interval.min(left)).await;
+    }
+}
+
+/// Ends our own chain promotion by deactivating our candidate (chains
+/// have no cancel endpoint).
+async fn end_chain_candidate(ctx: &Ctx<'_>, chain_id: &str, env: &str, ours: &str) {
+    ctx.say(&format!(
+        "{env} cannot be handed back while {ours} is being promoted: deactivating {ours} (this run's) so that its promotion ends"
+    ));
+    ctx.promotion_event("", &format!("deactivate {ours} to end its promotion"));
+    if let Err(err) = ctx.api.deactivate_chain(chain_id, ours).await {
+        ctx.say(&format!(
+            "deactivating {ours} failed ({err}); reading {env}"
+        ));
     }
 }
 

@@ -66,6 +66,8 @@ pub(crate) struct State {
     pub(crate) promotion: Vec<StatusEvent>,
     /// Where a gated promotion stands (`promotion: after-predict`).
     pub(crate) gate: Option<gate::Gate>,
+    /// When a signal stopped the flow: what follows shares one deadline.
+    pub(crate) cancelled_at: Option<Instant>,
     pub(crate) notes: Vec<String>,
 }
 

@@ -119,10 +119,10 @@ struct GateTrack {
     unseen: u32,
 }
 
-/// Reads in a row after a chain's promote in which the environment shows
-/// no trace of it before the gate says so (a chain environment reports no
-/// promotion status to fail on).
-const CHAIN_UNSEEN_READS_MAX: u32 = 5;
+/// Reads in a row after a promote in which the environment shows no trace
+/// of it before the gate says so (a chain environment reports no promotion
+/// status to fail on, and a model's may be cleared once it ended).
+const UNSEEN_READS_MAX: u32 = 5;
 
 impl PromotionTrack {
     /// A gated promotion's track, its steps in the promotion's timeline:
@@ -194,21 +194,33 @@ pub(crate) fn check_promotion(
         track.last = Some(line);
     }
     if let Some(g) = track.gate.as_mut() {
+        let ours_named = parsed.candidate.as_deref() == Some(deployment_id);
         match &view {
             promotion::View::InFlight { .. } => {
                 g.seen = true;
                 g.unseen = 0;
             }
-            // A chain environment reports no promotion status: ours ended
-            // without serving when its candidate is gone.
-            promotion::View::NotYet { current } if !parsed.reports_status => {
-                g.unseen += 1;
-                if g.seen || g.unseen >= CHAIN_UNSEEN_READS_MAX {
-                    let serving = current.as_deref().unwrap_or("no deployment");
+            // An ended promotion that names no candidate is ours only once
+            // ours was seen in flight (else it may be an earlier run's);
+            // ours ended without serving when its candidate is gone (a
+            // chain environment reports no status at all).
+            promotion::View::NotYet { .. } | promotion::View::Failed { .. } if !ours_named => {
+                if !g.seen {
+                    g.unseen += 1;
+                }
+                if g.seen || g.unseen >= UNSEEN_READS_MAX {
+                    let how = match &view {
+                        promotion::View::Failed { status, message } => {
+                            format!("ended {status}: {message}")
+                        }
+                        _ => "ended without it serving".to_string(),
+                    };
                     return Ok(Poll::Failed(Failure::Deploy(anyhow!(
-                        "the promotion of {deployment_id} into {env} ended without it serving: {env} serves {serving} and names no candidate"
+                        "the promotion of {deployment_id} into {env} {how}; {}",
+                        parsed.describe(env)
                     ))));
                 }
+                return Ok(Poll::Wait);
             }
             _ => {}
         }

@@ -15,6 +15,10 @@ use crate::secret::Secret;
 const REQUEST_TIMEOUT_SECS: u64 = 10;
 /// The REST API version the requests are written against.
 const API_VERSION: &str = "2022-11-28";
+/// The largest GitHub answer read: a page of 100 comments at GitHub's own
+/// limit of 65,536 characters each fits; anything larger is not an answer
+/// to what was asked, and is never held whole.
+pub(crate) const ANSWER_MAX_BYTES: usize = 8 << 20;
 
 /// A create that would show twice if applied twice (a deployment, a
 /// comment): sent again only when it surely never arrived.
@@ -146,6 +150,16 @@ impl Client {
         url
     }
 
+    /// `GET {api}/user`: who the token is, for the tokens that may ask.
+    pub(super) async fn authenticated_user(&self) -> Result<Value, GhError> {
+        let mut url = self.base.clone();
+        if let Ok(mut segs) = url.path_segments_mut() {
+            segs.pop_if_empty();
+            segs.push("user");
+        }
+        self.send_to(&REPEATABLE, Method::GET, url, None).await
+    }
+
     /// Sends one request under `policy` and returns the answer's JSON
     /// (`null` for an empty body).
     pub(super) async fn send(
@@ -161,6 +175,16 @@ impl Client {
             url.query_pairs_mut()
                 .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
         }
+        self.send_to(policy, method, url, body).await
+    }
+
+    async fn send_to(
+        &self,
+        policy: &Policy,
+        method: Method,
+        url: Url,
+        body: Option<&Value>,
+    ) -> Result<Value, GhError> {
         if !may_carry_token(&url) {
             return Err(GhError::Refused(format!(
                 "refusing to send the GitHub token to {} over plain HTTP",
@@ -204,10 +228,14 @@ impl Client {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(retry::parse_retry_after);
-        let text = resp
-            .text()
+        let mut resp = resp;
+        let body = crate::net::read_capped(&mut resp, ANSWER_MAX_BYTES)
             .await
-            .map_err(|e| GhError::Ambiguous(describe(&e)))?;
+            .map_err(|e| match e {
+                crate::net::BodyError::Read(e) => GhError::Ambiguous(describe(&e)),
+                too_large => GhError::Refused(format!("GitHub: {}", too_large.describe())),
+            })?;
+        let text = String::from_utf8_lossy(&body);
         if !(200..300).contains(&status) {
             let message = serde_json::from_str::<Value>(&text)
                 .ok()

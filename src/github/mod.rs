@@ -11,6 +11,8 @@
 
 mod client;
 mod comment;
+mod pr_comment;
+mod replaced;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -222,6 +224,10 @@ pub(crate) struct Session {
     early_name: String,
     /// The GitHub deployment, once created.
     deployment_id: Mutex<Option<u64>>,
+    /// Whether GitHub counts its environment as production (its answer's
+    /// `production_environment`): then GitHub leaves earlier deployments
+    /// active, and this run marks the one it replaces inactive.
+    production: Mutex<bool>,
     /// Whether `begin` ran: a run refused before it reports nothing.
     begun: Mutex<bool>,
     /// Features GitHub refused (401, 403, 404): asking again would only
@@ -291,12 +297,17 @@ impl Session {
         };
         let (kind, early_name) = match &cfg.target {
             Target::Model { .. } => (DeployKind::Model, cfg.model_name.clone()),
+            // A chain's name is the one in its code, read as the plan reads
+            // it (codegen confirms it later): every `chain.py` gets its own
+            // environment and commit-status context from the start.
             Target::Chain { file } => (
                 DeployKind::Chain,
                 if cfg.model_name.is_empty() {
-                    file.file_stem()
-                        .map(|s| s.to_string_lossy().into_owned())
-                        .unwrap_or_default()
+                    crate::targets::chain_name(file).unwrap_or_else(|_| {
+                        file.file_stem()
+                            .map(|s| s.to_string_lossy().into_owned())
+                            .unwrap_or_default()
+                    })
                 } else {
                     cfg.model_name.clone()
                 },
@@ -330,6 +341,7 @@ impl Session {
             environment: cfg.environment.clone(),
             early_name,
             deployment_id: Mutex::new(None),
+            production: Mutex::new(false),
             begun: Mutex::new(false),
             refused: Mutex::new(BTreeSet::new()),
         })
@@ -398,6 +410,10 @@ impl Session {
                 Ok(v) => match v.get("id").and_then(Value::as_u64) {
                     Some(id) => {
                         *self.deployment_id.lock().unwrap() = Some(id);
+                        *self.production.lock().unwrap() = v
+                            .get("production_environment")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(false);
                         self.say(&format!(
                             "GitHub: deployment {id} in environment {environment}"
                         ));
@@ -522,7 +538,12 @@ impl Session {
                 .send(&REPEATABLE, Method::POST, &path, &[], Some(&body))
                 .await
             {
-                Ok(_) => self.say(&format!("GitHub: deployment {id} is {state}")),
+                Ok(_) => {
+                    self.say(&format!("GitHub: deployment {id} is {state}"));
+                    if state == "success" && *self.production.lock().unwrap() {
+                        self.retire_replaced(id).await;
+                    }
+                }
                 Err(e) => self.warn(Feature::Deployment, "set the deployment's status", &e),
             }
         }
@@ -545,8 +566,18 @@ impl Session {
             && self.open_for(Feature::CommitStatus)
             && let Some(sha) = self.sha.as_deref()
         {
-            self.commit_status(sha, state, &name, &description, link)
+            self.commit_status(sha, state, &name, &description, link.clone())
                 .await;
+            // The name codegen found differs from the one the code reads
+            // as: the pending status opened under the early name ends too.
+            if name != self.early_name {
+                let moved = comment::cut(
+                    &format!("{description} (see {})", self.context(&name)),
+                    comment::DESCRIPTION_MAX_CHARS,
+                );
+                self.commit_status(sha, state, &self.early_name, &moved, link)
+                    .await;
+            }
         }
     }
 
@@ -580,86 +611,6 @@ impl Session {
             .await
         {
             self.warn(Feature::CommitStatus, "set the commit status", &e);
-        }
-    }
-
-    /// Edits the comment that carries `marker`, or creates it when there
-    /// is none.
-    async fn upsert_comment(&self, pr: u64, marker: &str, body: &str) {
-        // Whatever the outputs held, neither secret reaches a comment.
-        let body = crate::secret::redact_registered(body);
-        let pr_s = pr.to_string();
-        let mut found = None;
-        'pages: for page in 1..=COMMENT_PAGES_MAX {
-            let query = [
-                ("per_page", COMMENTS_PER_PAGE.to_string()),
-                ("page", page.to_string()),
-            ];
-            let listed = match self
-                .client
-                .send(
-                    &REPEATABLE,
-                    Method::GET,
-                    &["issues", &pr_s, "comments"],
-                    &query,
-                    None,
-                )
-                .await
-            {
-                Ok(v) => v,
-                Err(e) => {
-                    // Creating one blind could duplicate it: skip instead.
-                    self.warn(Feature::Comment, "read the pull request's comments", &e);
-                    return;
-                }
-            };
-            let items = listed.as_array().cloned().unwrap_or_default();
-            for c in &items {
-                let body = c.get("body").and_then(Value::as_str).unwrap_or_default();
-                if comment::is_ours(body, marker)
-                    && let Some(id) = c.get("id").and_then(Value::as_u64)
-                {
-                    found = Some(id);
-                    break 'pages;
-                }
-            }
-            if items.len() < COMMENTS_PER_PAGE {
-                break;
-            }
-        }
-        let payload = json!({ "body": body });
-        let (what, sent) = match found {
-            Some(id) => (
-                "update the pull-request comment",
-                self.client
-                    .send(
-                        &REPEATABLE,
-                        Method::PATCH,
-                        &["issues", "comments", &id.to_string()],
-                        &[],
-                        Some(&payload),
-                    )
-                    .await,
-            ),
-            None => (
-                "comment on the pull request",
-                self.client
-                    .send(
-                        &CREATE,
-                        Method::POST,
-                        &["issues", &pr_s, "comments"],
-                        &[],
-                        Some(&payload),
-                    )
-                    .await,
-            ),
-        };
-        match sent {
-            Ok(_) => self.say(&format!(
-                "GitHub: pull request #{pr} comment {}",
-                if found.is_some() { "updated" } else { "added" }
-            )),
-            Err(e) => self.warn(Feature::Comment, what, &e),
         }
     }
 }

@@ -143,7 +143,7 @@ fn a_clean_gated_promotion_promotes_only_after_the_deployment_passed() {
     // Never deactivated: it serves production.
     assert!(!names(&log).contains(&"rest.deactivate_deployment"));
     assert!(run.summary.contains("### Promotion"), "{}", run.summary);
-    assert!(run.summary.contains("25% of traffic"), "{}", run.summary);
+    assert!(run.summary.contains("% of traffic"), "{}", run.summary);
 }
 
 #[test]
@@ -829,6 +829,46 @@ others:
 }
 
 #[test]
+fn the_loser_of_a_first_deploy_race_never_adopts_the_winners_deployment() {
+    use fake_baseten::proxy::{Fault, Rule};
+    // As above, the other run's deployment carries our very name (two CI
+    // runs of one commit), and the answer to our version push is lost.
+    let fake = fake(
+        "time_scale: 20
+deployments:
+  default: [[0, BUILDING], [1, ACTIVE]]
+others:
+  - on: graphql.create_model_from_truss
+    before: true
+    action: {create_model: {name: hello-truss-push, deployment: theirs01, deployment_name: ci-test}}
+",
+    );
+    let proxy = fake_baseten::proxy::FaultProxy::builder(fake.addr())
+        .rule(
+            Rule::new("lost", Fault::DropAfterForward)
+                .graphql("create_model_version_from_truss")
+                .nth(1),
+        )
+        .start_in_background()
+        .expect("proxy starts");
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("app-url", proxy.graphql_base())
+        .arg("api-url", proxy.rest_base())
+        .arg("inference-url", proxy.inference_template())
+        .arg("s3-endpoint", proxy.s3_endpoint())
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let ours = run.out("deployment-id");
+    assert_ne!(ours, "theirs01", "{run:?}");
+    assert!(!deactivated(&fake, "theirs01"), "theirs is never touched");
+    assert!(
+        deactivated(&fake, ours),
+        "ours, adopted after the lost answer, is cleaned up"
+    );
+}
+
+#[test]
 fn without_promotion_fields_the_gate_waits_for_ours_to_be_current() {
     // The environment reports no promotion fields; the old deployment
     // answers 500 behind production. Passing at once would test it.
@@ -872,9 +912,14 @@ fn a_gated_run_ends_within_one_budget_when_nothing_settles() {
     let msg = run.out("error-message");
     assert!(msg.contains("the rollback did not finish"), "{msg}");
     assert!(msg.contains("RAMPING_DOWN"), "{msg}");
-    // The documented bound: wait budget + predict-timeout + 60 s.
+    // The documented bound is wait budget + predict-timeout + 60 s; this
+    // run has nothing to clean up slowly, so it ends within the budget, the
+    // rollback's 10 s floor and a few seconds of start-up and cleanup —
+    // three separate budgets (the old behaviour) would not.
     let bound = std::time::Duration::from_secs_f64(wait + predict + 60.0);
     assert!(run.elapsed <= bound, "{:?} > {bound:?}", run.elapsed);
+    let tight = std::time::Duration::from_secs_f64(wait + predict + 10.0 + 6.0);
+    assert!(run.elapsed <= tight, "{:?} > {tight:?}", run.elapsed);
     let calls = endpoints(&fake);
     let cancel = calls.iter().position(|e| e == "rest.cancel_promotion");
     let promote = calls.iter().position(|e| e == "rest.promote");
@@ -938,12 +983,49 @@ promote:
     let view = fake.environment(&name, "production").expect("chain env");
     assert_eq!(view.current.as_deref(), Some(previous.as_str()));
     assert_eq!(view.candidate, None);
-    let calls = endpoints(&fake);
-    assert!(!calls.iter().any(|e| e.contains("cancel")), "{calls:?}");
+    let log = fake.requests();
+    let calls = names(&log);
+    assert!(!calls.contains(&"rest.not_found"), "{calls:?}");
+    // The rollback's promote of the previous deployment is refused (one
+    // promotion at a time), then ours is deactivated to end its promotion.
+    let refused = log
+        .iter()
+        .position(|e| e.endpoint == "rest.promote_chain" && e.status == Some(400))
+        .expect("the previous deployment's promote, refused");
     assert!(
-        calls
+        log[refused..]
             .iter()
-            .any(|e| e == "rest.deactivate_chain_deployment"),
+            .any(|e| e.endpoint == "rest.deactivate_chain_deployment"),
+        "{calls:?}"
+    );
+    assert!(
+        run.after_signal.unwrap() < std::time::Duration::from_millis(7500),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn a_signal_during_the_environment_test_promotes_the_previous_deployment_back() {
+    // Ours serves, and the environment's test takes 3 s: the signal comes
+    // as soon as production's current deployment is ours.
+    let fake = gated(&format!(
+        "{RAMP}faults: [{{endpoint: inference.predict, after: 1, times: 1, delay_ms: 3000}}]\n"
+    ));
+    let served_by_ours = || {
+        env_of(&fake, "production")
+            .0
+            .is_some_and(|d| d != "v1dep001")
+    };
+    let run = run_gated(&fake)
+        .arg("predict-timeout", "10")
+        .run_signalled_when(served_by_ours, "INT");
+    assert_eq!(run.code, 130, "{run:?}");
+    assert_eq!(run.out("rolled-back"), "true", "{run:?}");
+    assert_eq!(env_of(&fake, "production").0.as_deref(), Some("v1dep001"));
+    let calls = endpoints(&fake);
+    assert_eq!(
+        calls.iter().filter(|e| *e == "rest.promote").count(),
+        2,
         "{calls:?}"
     );
     assert!(

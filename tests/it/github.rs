@@ -555,12 +555,21 @@ fn a_403_on_any_one_call_is_one_warning_naming_its_permission() {
         ("create_deployment_status", "deployments: write"),
         ("list_comments", "pull-requests: write"),
         ("create_comment", "pull-requests: write"),
-        ("update_comment", "pull-requests: write"),
+        // The token may comment (it did before): the edit of that one
+        // comment was refused, and a new comment carries the verdict.
+        (
+            "update_comment",
+            "so a new comment carries this run's verdict",
+        ),
         ("create_commit_status", "statuses: write"),
     ] {
         let gh = github();
         if endpoint == "update_comment" {
-            gh.add_comment(5, &format!("<!-- truss-push: model {MODEL} -->\nearlier"));
+            gh.add_comment_by(
+                5,
+                &format!("<!-- truss-push: model {MODEL} -->\nearlier"),
+                "github-actions[bot]",
+            );
         }
         gh.fail(endpoint, 403);
         let run = on_pull_request(&fake, &gh, 5)

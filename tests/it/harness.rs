@@ -58,6 +58,10 @@ pub struct Outcome {
     pub elapsed: Duration,
     /// From the signal a test sent to the exit, when it sent one.
     pub after_signal: Option<Duration>,
+    /// The binary's peak resident memory in KiB (`VmHWM`), as last read
+    /// from /proc while it ran: the high-water mark only grows, so the last
+    /// read before the exit holds every earlier peak.
+    pub peak_rss_kib: u64,
 }
 
 impl Outcome {
@@ -274,6 +278,7 @@ impl<'a> Invocation<'a> {
             stderr,
             started,
             signalled: None,
+            peak_rss_kib: 0,
         }
     }
 }
@@ -300,11 +305,17 @@ struct Running {
     started: Instant,
     /// When a test signalled the run.
     signalled: Option<Instant>,
+    peak_rss_kib: u64,
 }
 
 impl Running {
     fn exited(&mut self) -> bool {
         if self.exit.is_none() {
+            // Read before the exit check: a process that has exited has no
+            // memory figures left.
+            if let Some(kib) = peak_rss_kib(self.child.id()) {
+                self.peak_rss_kib = self.peak_rss_kib.max(kib);
+            }
             self.exit = self.child.try_wait().expect("the child can be waited on");
         }
         self.exit.is_some()
@@ -341,8 +352,16 @@ impl Running {
                 .and_then(|p| std::fs::read_to_string(p).ok()),
             elapsed,
             after_signal: self.signalled.map(|t| t.elapsed()),
+            peak_rss_kib: self.peak_rss_kib,
         }
     }
+}
+
+/// `VmHWM` of a running process, in KiB.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {

@@ -4,9 +4,11 @@
 mod harness;
 
 mod bad_input;
+mod bounded;
 mod cancel;
 mod chain_deploy;
 mod chain_harness;
+mod ci_reads;
 mod config_parity;
 mod environment;
 mod fanout;

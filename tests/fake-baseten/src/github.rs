@@ -11,6 +11,15 @@
 //! | `POST …/issues/{n}/comments` | `create_comment` |
 //! | `PATCH …/issues/comments/{id}` | `update_comment` |
 //! | `POST …/statuses/{sha}` | `create_commit_status` |
+//! | `GET {prefix}/user` | `get_authenticated_user` |
+//! | `GET …/deployments?environment&per_page` | `list_deployments` |
+//!
+//! Who the token is follows GitHub: a token starting `ghs_` is a GitHub App
+//! installation token, like the job's `GITHUB_TOKEN`: `GET /user` answers
+//! 403 `Resource not accessible by integration`, and what it writes is
+//! authored by `github-actions[bot]` (type `Bot`, with
+//! `performed_via_github_app`). Any other token is the user the builder
+//! names (`octocat` by default, type `User`).
 //!
 //! The API may live under a path prefix (`/api/v3`, as on GitHub Enterprise
 //! Server); a request outside it is a 404. Every request needs
@@ -129,6 +138,8 @@ pub struct Deployment {
     pub transient_environment: bool,
     pub production_environment: bool,
     pub description: String,
+    /// As sent (`{}` when none).
+    pub payload: Value,
     pub statuses: Vec<DeploymentStatus>,
 }
 
@@ -139,11 +150,23 @@ impl Deployment {
     }
 }
 
+/// A comment's author, as GitHub shows it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct GhUser {
+    pub login: String,
+    /// `User` or `Bot`.
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Comment {
     pub id: u64,
     pub issue: u64,
     pub body: String,
+    pub user: GhUser,
+    /// The app that wrote it (`github-actions` for the job's token).
+    pub performed_via_github_app: Option<Value>,
     /// How many times it was edited.
     pub edits: u32,
 }
@@ -175,6 +198,8 @@ impl Data {
 
 struct Inner {
     token: String,
+    /// The login of a token that is not an installation token.
+    user: String,
     repository: String,
     prefix: String,
     log: Mutex<Vec<GhRequest>>,
@@ -190,6 +215,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Clone, Debug)]
 pub struct GhBuilder {
     token: String,
+    user: String,
     repository: String,
     prefix: String,
 }
@@ -207,6 +233,12 @@ impl GhBuilder {
         self
     }
 
+    /// The user a token that is not an installation token belongs to.
+    pub fn user(mut self, login: &str) -> Self {
+        self.user = login.to_string();
+        self
+    }
+
     /// Starts serving on a runtime of its own.
     pub fn start_in_background(self) -> anyhow::Result<FakeGitHub> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -217,6 +249,7 @@ impl GhBuilder {
             .context("while starting the fake GitHub's runtime")?;
         let inner = Arc::new(Inner {
             token: self.token,
+            user: self.user,
             repository: self.repository,
             prefix: self.prefix,
             log: Mutex::new(Vec::new()),
@@ -264,6 +297,7 @@ impl FakeGitHub {
     pub fn builder(token: &str) -> GhBuilder {
         GhBuilder {
             token: token.to_string(),
+            user: "octocat".into(),
             repository: "octo/repo".into(),
             prefix: String::new(),
         }
@@ -317,14 +351,23 @@ impl FakeGitHub {
         lock(&self.inner.data).commit_statuses.clone()
     }
 
-    /// Adds a comment as someone else would have written it.
+    /// Adds a comment as someone else (the user `someone-else`) wrote it.
     pub fn add_comment(&self, issue: u64, body: &str) -> u64 {
+        self.add_comment_by(issue, body, "someone-else")
+    }
+
+    /// Adds a comment written by `login` (`github-actions[bot]`: the job's
+    /// token, as GitHub shows it).
+    pub fn add_comment_by(&self, issue: u64, body: &str, login: &str) -> u64 {
+        let (user, app) = author(login);
         let mut d = lock(&self.inner.data);
         let id = d.id();
         d.comments.push(Comment {
             id,
             issue,
             body: body.into(),
+            user,
+            performed_via_github_app: app,
             edits: 0,
         });
         id
@@ -340,6 +383,36 @@ impl Drop for FakeGitHub {
     }
 }
 
+/// The login GitHub Actions' installation token writes as.
+const ACTIONS_BOT: &str = "github-actions[bot]";
+
+/// A comment's `user` and `performed_via_github_app` for `login`.
+fn author(login: &str) -> (GhUser, Option<Value>) {
+    if login == ACTIONS_BOT {
+        let app = json!({"id": 15368, "slug": "github-actions", "name": "GitHub Actions"});
+        (
+            GhUser {
+                login: login.into(),
+                kind: "Bot".into(),
+            },
+            Some(app),
+        )
+    } else {
+        (
+            GhUser {
+                login: login.into(),
+                kind: "User".into(),
+            },
+            None,
+        )
+    }
+}
+
+/// Whether `token` is a GitHub App installation token (`ghs_…`).
+fn is_installation_token(token: &str) -> bool {
+    token.starts_with("ghs_")
+}
+
 fn message(status: StatusCode, text: &str) -> Response {
     (status, axum::Json(json!({ "message": text }))).into_response()
 }
@@ -348,6 +421,7 @@ fn message(status: StatusCode, text: &str) -> Response {
 fn endpoint_of(method: &Method, rest: &[&str]) -> &'static str {
     match (method.as_str(), rest) {
         ("POST", ["deployments"]) => "create_deployment",
+        ("GET", ["deployments"]) => "list_deployments",
         ("POST", ["deployments", _, "statuses"]) => "create_deployment_status",
         ("GET", ["deployments", _, "statuses"]) => "list_deployment_statuses",
         ("GET", ["issues", _, "comments"]) => "list_comments",
@@ -393,6 +467,9 @@ async fn handle(inner: &Inner, req: Request) -> Response {
                 format!("{owner}/{name}") == inner.repository,
                 rest.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
             )
+        }
+        Some([user]) if user == "user" && parts.method == Method::GET => {
+            ("get_authenticated_user", true, Vec::new())
         }
         _ => ("unknown", false, Vec::new()),
     };
@@ -470,7 +547,44 @@ fn answer(
     let long = |k: &str| text(k).is_some_and(|d| d.chars().count() > DESCRIPTION_MAX_CHARS);
     let mut d = lock(&inner.data);
     let num = |i: usize| rest.get(i).and_then(|s| s.parse::<u64>().ok());
+    let installation = is_installation_token(&inner.token);
+    let me = if installation {
+        ACTIONS_BOT
+    } else {
+        inner.user.as_str()
+    };
+    let param = |k: &str| {
+        query
+            .unwrap_or_default()
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(key, _)| *key == k)
+            .map(|(_, v)| v.to_string())
+    };
     match endpoint {
+        "get_authenticated_user" if installation => message(
+            StatusCode::FORBIDDEN,
+            "Resource not accessible by integration",
+        ),
+        "get_authenticated_user" => {
+            axum::Json(json!({"login": me, "id": 1, "type": "User"})).into_response()
+        }
+        "list_deployments" => {
+            // Newest first, as GitHub lists them.
+            let per_page = param("per_page")
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(30)
+                .clamp(1, 100);
+            let env = param("environment");
+            let list: Vec<&Deployment> = d
+                .deployments
+                .iter()
+                .rev()
+                .filter(|x| env.as_deref().is_none_or(|e| x.environment == e))
+                .take(per_page)
+                .collect();
+            axum::Json(json!(list)).into_response()
+        }
         "create_deployment" => {
             let Some(r#ref) = text("ref") else {
                 return message(
@@ -495,6 +609,7 @@ fn answer(
                 production_environment: production,
                 environment,
                 description: text("description").unwrap_or_default(),
+                payload: json.get("payload").cloned().unwrap_or_else(|| json!({})),
                 statuses: Vec::new(),
             };
             d.deployments.push(dep.clone());
@@ -555,16 +670,9 @@ fn answer(
         }
         "list_comments" => {
             let issue = num(1).unwrap_or(0);
-            let param = |k: &str| {
-                query
-                    .unwrap_or_default()
-                    .split('&')
-                    .filter_map(|kv| kv.split_once('='))
-                    .find(|(key, _)| *key == k)
-                    .and_then(|(_, v)| v.parse::<usize>().ok())
-            };
-            let per_page = param("per_page").unwrap_or(30).clamp(1, 100);
-            let page = param("page").unwrap_or(1).max(1);
+            let number = |k: &str| param(k).and_then(|v| v.parse::<usize>().ok());
+            let per_page = number("per_page").unwrap_or(30).clamp(1, 100);
+            let page = number("page").unwrap_or(1).max(1);
             let list: Vec<&Comment> = d
                 .comments
                 .iter()
@@ -579,10 +687,13 @@ fn answer(
                 return message(StatusCode::UNPROCESSABLE_ENTITY, "Validation Failed");
             };
             let id = d.id();
+            let (user, app) = author(me);
             let c = Comment {
                 id,
                 issue,
                 body,
+                user,
+                performed_via_github_app: app,
                 edits: 0,
             };
             d.comments.push(c.clone());
@@ -634,6 +745,10 @@ mod tests {
             endpoint_of(&Method::PATCH, &["issues", "comments", "3"]),
             "update_comment"
         );
-        assert_eq!(endpoint_of(&Method::GET, &["deployments"]), "unknown");
+        assert_eq!(
+            endpoint_of(&Method::GET, &["deployments"]),
+            "list_deployments"
+        );
+        assert_eq!(endpoint_of(&Method::DELETE, &["deployments"]), "unknown");
     }
 }

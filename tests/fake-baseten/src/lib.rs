@@ -96,6 +96,7 @@ pub mod server;
 pub mod sigv4;
 pub mod state;
 pub mod status;
+pub mod workflow_log;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};

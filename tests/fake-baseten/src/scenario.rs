@@ -93,8 +93,9 @@
 //!   would (refused silently when the platform would refuse it); `steps`
 //!   scripts the promotion like `promote.default` (without: it follows the
 //!   deployment's readiness);
-//! - `create_model: {name, deployment}`: creates a model of that name in the
-//!   default team with one ACTIVE deployment (id `deployment`) serving
+//! - `create_model: {name, deployment, deployment_name}`: creates a model of
+//!   that name in the default team with one ACTIVE deployment (id
+//!   `deployment`, named `deployment_name`, default `other-run`) serving
 //!   production — another run's first deploy of the same new model.
 //!
 //! # Predict answers per deployment
@@ -566,6 +567,9 @@ pub enum OtherAction {
     CreateModel {
         name: String,
         deployment: String,
+        /// The deployment's name (`other-run` by default).
+        #[serde(default)]
+        deployment_name: Option<String>,
     },
 }
 

@@ -62,7 +62,11 @@ impl Platform {
                     // client's problem, not the test's.
                     let _ = self.start_promotion(&owner, &environment, &req, script, now);
                 }
-                OtherAction::CreateModel { name, deployment } => {
+                OtherAction::CreateModel {
+                    name,
+                    deployment,
+                    deployment_name,
+                } => {
                     if self.models.iter().any(|m| m.name == name) {
                         continue;
                     }
@@ -73,7 +77,7 @@ impl Platform {
                         environments: self.scenario.new_model_environments.clone(),
                         deployments: vec![ExistingDeploymentSpec {
                             id: Some(deployment),
-                            name: "other-run".into(),
+                            name: deployment_name.unwrap_or_else(|| "other-run".into()),
                             status: "ACTIVE".into(),
                             environment: Some(super::PRODUCTION.into()),
                             is_draft: false,
