@@ -26,6 +26,13 @@ pub(crate) enum Unit {
     Minutes,
     /// A count of deploys running at once.
     Targets,
+    /// A count of requests.
+    Requests,
+    Milliseconds,
+    /// A share of requests, from 0 to 1.
+    Share,
+    /// A factor, e.g. 1.2 for 20 % more.
+    Times,
 }
 
 impl Unit {
@@ -35,6 +42,10 @@ impl Unit {
             Unit::Seconds => "seconds",
             Unit::Minutes => "minutes",
             Unit::Targets => "targets",
+            Unit::Requests => "requests",
+            Unit::Milliseconds => "milliseconds",
+            Unit::Share => "(a share of requests)",
+            Unit::Times => "times",
         }
     }
 }
@@ -89,7 +100,10 @@ impl Kind {
             Kind::Number(r) => match r.unit {
                 Unit::Seconds => "SECONDS",
                 Unit::Minutes => "MINUTES",
-                Unit::Targets => "N",
+                Unit::Targets | Unit::Requests => "N",
+                Unit::Milliseconds => "MS",
+                Unit::Share => "SHARE",
+                Unit::Times => "FACTOR",
             },
         }
     }
@@ -119,6 +133,16 @@ const OUTPUTS: Option<&str> = Some("Outputs");
 const PROMOTION: Option<&str> = Some("Promotion");
 const GITHUB: Option<&str> = Some("GitHub");
 const TARGETS: Option<&str> = Some("Several targets");
+const EVIDENCE: Option<&str> = Some("Evidence");
+
+const fn number(unit: Unit, min: f64, max: f64, whole: bool) -> Kind {
+    Kind::Number(Range {
+        unit,
+        min,
+        max,
+        whole,
+    })
+}
 
 const fn seconds(min: f64, max: f64, whole: bool) -> Kind {
     Kind::Number(Range {
@@ -460,6 +484,72 @@ pub const INPUTS: &[InputSpec] = &[
         default: Some("false"),
         help: "With several targets: the first failure cancels (and cleans up) the others",
         heading: TARGETS,
+    },
+    InputSpec {
+        name: "predict-cases",
+        plain_env: "TRUSS_PUSH_PREDICT_CASES",
+        kind: Kind::Path,
+        default: None,
+        help: "Contract cases: a YAML list (or .jsonl) of named payloads and what each answer must hold; relative to the repository root",
+        heading: EVIDENCE,
+    },
+    InputSpec {
+        name: "predict-requests",
+        plain_env: "TRUSS_PUSH_PREDICT_REQUESTS",
+        // Each request costs inference time; a thousand already gives
+        // exact percentiles to a tenth of a percent.
+        kind: number(Unit::Requests, 1.0, 1000.0, true),
+        default: None,
+        help: "Counted requests to the candidate, cases cycled (a baseline gets as many) (default: one per case)",
+        heading: EVIDENCE,
+    },
+    InputSpec {
+        name: "predict-concurrency",
+        plain_env: "TRUSS_PUSH_PREDICT_CONCURRENCY",
+        kind: number(Unit::Requests, 1.0, 16.0, true),
+        default: Some("1"),
+        help: "Evidence requests in flight at once",
+        heading: EVIDENCE,
+    },
+    InputSpec {
+        name: "predict-warmup",
+        plain_env: "TRUSS_PUSH_PREDICT_WARMUP",
+        kind: number(Unit::Requests, 0.0, 100.0, true),
+        default: Some("1"),
+        help: "Requests sent first and not counted, so a cold start is not a regression",
+        heading: EVIDENCE,
+    },
+    InputSpec {
+        name: "max-error-rate",
+        plain_env: "TRUSS_PUSH_MAX_ERROR_RATE",
+        kind: number(Unit::Share, 0.0, 1.0, false),
+        default: Some("0"),
+        help: "Largest share of requests that may fail (no answer, 429, 5xx), e.g. 0.01",
+        heading: EVIDENCE,
+    },
+    InputSpec {
+        name: "max-latency-p95-ms",
+        plain_env: "TRUSS_PUSH_MAX_LATENCY_P95_MS",
+        kind: number(Unit::Milliseconds, 1.0, 3_600_000.0, false),
+        default: None,
+        help: "Fail when the candidate's p95 latency exceeds this (also bounds real traffic during a rolling promotion)",
+        heading: EVIDENCE,
+    },
+    InputSpec {
+        name: "max-latency-regression",
+        plain_env: "TRUSS_PUSH_MAX_LATENCY_REGRESSION",
+        kind: number(Unit::Times, 1.0, 100.0, false),
+        default: None,
+        help: "Fail when the candidate's p95 exceeds this many times the serving deployment's and a one-sided Mann-Whitney U test (0.05) says it is slower",
+        heading: EVIDENCE,
+    },
+    InputSpec {
+        name: "analysis-file",
+        plain_env: "TRUSS_PUSH_ANALYSIS_FILE",
+        kind: Kind::Path,
+        default: None,
+        help: "Write every evidence number here as JSON",
+        heading: EVIDENCE,
     },
 ];
 

@@ -79,6 +79,8 @@ pub(crate) struct Config {
     pub cleanup: Cleanup,
     /// `None`: no payload configured, predict is skipped.
     pub predict_payload: Option<Value>,
+    /// Cases, objectives and the baseline; `None`: one smoke request.
+    pub evidence: Option<crate::evidence::Settings>,
     pub deploy_timeout_minutes: u32,
     pub wait_timeout: Duration,
     pub predict_timeout: Duration,
@@ -533,7 +535,7 @@ impl Config {
             },
         };
 
-        let predict_payload = match inputs.trimmed("predict-payload") {
+        let mut predict_payload = match inputs.trimmed("predict-payload") {
             Some(raw) => {
                 let v: Value = serde_json::from_str(raw).map_err(|e| {
                     format!("predict-payload is not valid JSON ({e}): set it to a JSON object like '{{\"prompt\":\"hi\"}}'")
@@ -555,6 +557,8 @@ impl Config {
         }
         // An empty payload means "no predict", as in the anchor action.
         .filter(|v| !is_falsy(v));
+        // Cases are read from the working directory: the repository root.
+        let evidence = crate::evidence::settings(inputs, &mut predict_payload, Path::new("."))?;
         if promotion == Promotion::AfterPredict && predict_payload.is_none() {
             return Err(
                 "promotion is after-predict but there is no predict payload to gate on: set predict-payload (or model_metadata.example_model_input in config.yaml)".into(),
@@ -651,6 +655,7 @@ impl Config {
             deployment_name,
             cleanup,
             predict_payload,
+            evidence,
             deploy_timeout_minutes,
             wait_timeout,
             predict_timeout,

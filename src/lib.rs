@@ -13,6 +13,7 @@ mod ci;
 pub mod cli;
 mod config;
 pub mod env_vars;
+mod evidence;
 mod files;
 mod flow;
 mod git;

@@ -42,6 +42,7 @@ pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Ou
     outputs.previous_deployment_id = st.previous_deployment_id.clone().unwrap_or_default();
     outputs.tested_deployment_id = st.tested_deployment_id.clone().unwrap_or_default();
     outputs.rolled_back = st.rolled_back;
+    outputs.evidence = crate::evidence::output_entries(&st.evidence);
     if let Some(cfg) = cfg {
         outputs.logs_url = match (&st.model_id, &st.chain_id, &st.deployment_id) {
             (Some(m), _, Some(d)) => cfg.endpoints.logs_page(m, d),
@@ -256,6 +257,10 @@ pub(crate) fn report(
             r.warning(&format!(
                 "could not write the step summary (GITHUB_STEP_SUMMARY): {e:#}"
             ));
+        } else if let Err(e) = crate::evidence::append_summary(path, &st.evidence, &secrets) {
+            r.warning(&format!(
+                "could not write the evidence to the step summary: {e}"
+            ));
         }
     }
     if let Some((path, format)) = &out.file
@@ -281,7 +286,8 @@ pub(crate) fn report(
             .iter()
             .map(|e| secrets.iter().fold(e.clone(), |e, s| e.redacted(s)))
             .collect();
-        r.data(&ci::render_result(&outputs, code, &history, &notes));
+        let doc = ci::render_result(&outputs, code, &history, &notes);
+        r.data(&crate::evidence::with_json(doc, &st.evidence));
     }
     code
 }

@@ -9,6 +9,7 @@ mod chains;
 mod error;
 mod inference;
 mod models;
+mod probe;
 mod promote;
 mod rest;
 mod sse;

@@ -75,6 +75,8 @@ pub(crate) struct Outputs {
     pub(crate) targets_count: Option<usize>,
     /// Several targets: a JSON array with every target's outputs.
     pub(crate) results: Option<String>,
+    /// The evidence outputs (`cases-passed` …), only when evidence ran.
+    pub(crate) evidence: Vec<(&'static str, String)>,
 }
 
 impl Outputs {
@@ -99,6 +101,7 @@ impl Outputs {
             matrix: None,
             targets_count: None,
             results: None,
+            evidence: Vec::new(),
         }
     }
 
@@ -177,6 +180,7 @@ impl Outputs {
         if let Some(r) = &self.results {
             entries.push(("results", r.clone()));
         }
+        entries.extend(self.evidence.iter().cloned());
         entries
     }
 }

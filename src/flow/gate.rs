@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 use serde_json::Value;
 
-use super::{Ctx, PromotionTrack, check_promotion, deploy_error, human, poll_until, smoke_test};
+use super::{
+    Ctx, Poll, PromotionTrack, check_promotion, deploy_error, human, poll_until, smoke_test,
+};
 use crate::baseten::{ApiError, Owner, PromoteFlags};
 use crate::outcome::Failure;
 use crate::promotion::{self, Env, Lookup, Step};
@@ -211,12 +213,20 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
     ctx.promotion_event("", &format!("promotion of {promoted} into {env} started"));
 
     let mut track = PromotionTrack::gate(previous.clone());
+    let mut live = crate::evidence::Watch::default();
     let waited = poll_until(
         ctx,
         until,
         &format!("the promotion into {env}"),
         async || {
             let json = ctx.api.environment_of(c.owner, c.owner_id, env).await;
+            // Real traffic breaking an objective cancels a rolling promotion.
+            let seen = json.as_ref().ok();
+            if let Some(f) =
+                crate::evidence::watch(ctx, &mut live, c.owner, c.owner_id, env, seen).await
+            {
+                return Ok(Poll::Failed(f));
+            }
             check_promotion(ctx, &mut track, &promoted, env, json)
         },
     )

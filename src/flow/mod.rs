@@ -69,6 +69,8 @@ pub(crate) struct State {
     /// When a signal stopped the flow: what follows shares one deadline.
     pub(crate) cancelled_at: Option<Instant>,
     pub(crate) notes: Vec<String>,
+    /// Each evidence analysis, in the order they ran.
+    pub(crate) evidence: Vec<crate::evidence::Analysis>,
 }
 
 /// Shared handles for one run.

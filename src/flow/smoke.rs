@@ -72,11 +72,14 @@ pub(crate) async fn smoke_test(
         "  response: {}",
         shown.chars().take(SHOWN_RESPONSE_CHARS).collect::<String>()
     ));
-    let mut st = ctx.state.lock().unwrap();
-    st.predict_response = Some(shown);
-    st.predict = Some(PredictStats {
-        total_secs: total,
-        stream,
-    });
-    Ok(())
+    {
+        let mut st = ctx.state.lock().unwrap();
+        st.predict_response = Some(shown);
+        st.predict = Some(PredictStats {
+            total_secs: total,
+            stream,
+        });
+    }
+    // With evidence inputs: the sample and its verdict.
+    crate::evidence::after_smoke(ctx, label, url).await
 }

@@ -11,6 +11,7 @@ mod chain_harness;
 mod ci_reads;
 mod config_parity;
 mod environment;
+mod evidence;
 mod fanout;
 mod faults;
 mod gated;

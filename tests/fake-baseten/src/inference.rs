@@ -324,6 +324,12 @@ pub async fn handle(shared: &Shared, route: &Route, body: Bytes) -> Response {
             None => {}
         }
     }
+    // Latency, errors and answers by payload (models; a chain deployment
+    // is not a model deployment).
+    let model_dep = (route.entity == Entity::Model).then_some(target.served.as_str());
+    if let Some(resp) = crate::traffic::answer(shared, model_dep, &payload).await {
+        return resp;
+    }
     let spec = shared.platform().scenario.predict.clone();
     if route.entity == Entity::Model && payload.get("stream").and_then(Value::as_bool) == Some(true)
     {

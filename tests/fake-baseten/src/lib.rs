@@ -84,6 +84,7 @@ pub mod faults;
 pub mod github;
 pub mod graphql;
 pub mod inference;
+pub mod metrics;
 pub mod proxy;
 pub mod reqlog;
 pub mod resolve;
@@ -96,6 +97,7 @@ pub mod server;
 pub mod sigv4;
 pub mod state;
 pub mod status;
+pub mod traffic;
 pub mod workflow_log;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

@@ -56,6 +56,7 @@ pub enum Route {
     Logs(String, String),
     ListEnvironments(String),
     GetEnvironment(String, String),
+    EnvironmentMetrics(String, String),
     ListChainDeployments(String),
     GetChainDeployment(String, String),
     DeactivateChainDeployment(String, String),
@@ -83,6 +84,7 @@ impl Route {
             Route::Logs(..) => "rest.get_logs",
             Route::ListEnvironments(..) => "rest.list_environments",
             Route::GetEnvironment(..) => "rest.get_environment",
+            Route::EnvironmentMetrics(..) => "rest.get_environment_metrics",
             Route::ListChainDeployments(..) => "rest.list_chain_deployments",
             Route::GetChainDeployment(..) => "rest.get_chain_deployment",
             Route::DeactivateChainDeployment(..) => "rest.deactivate_chain_deployment",
@@ -134,6 +136,9 @@ pub fn route(method: &Method, path: &str) -> Route {
         ["v1", "models", m, "environments"] => (Route::ListEnvironments(m.to_string()), get),
         ["v1", "models", m, "environments", e] => {
             (Route::GetEnvironment(m.to_string(), e.to_string()), get)
+        }
+        ["v1", "models", m, "environments", e, "metrics"] => {
+            (Route::EnvironmentMetrics(m.to_string(), e.to_string()), get)
         }
         ["v1", "chains", c, "deployments"] => (Route::ListChainDeployments(c.to_string()), get),
         ["v1", "chains", c, "deployments", d] => {
@@ -361,6 +366,7 @@ pub fn handle(
                 None => not_found(format!("Environment {e} not found for model {m}")),
             }
         }
+        Route::EnvironmentMetrics(m, e) => crate::metrics::environment(p, now, m, e, query),
         Route::ListChainDeployments(c) => {
             if p.chain(c).is_none() {
                 return not_found(format!("Chain {c} not found"));
@@ -610,6 +616,11 @@ mod tests {
             ),
             (&g, "/v1/secrets", "rest.list_secrets"),
             (&g, "/v1/teams/t1/secrets", "rest.list_team_secrets"),
+            (
+                &g,
+                "/v1/models/m1/environments/production/metrics",
+                "rest.get_environment_metrics",
+            ),
             (
                 &post,
                 "/v1/models/m1/deployments/d1/activate",

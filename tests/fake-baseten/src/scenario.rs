@@ -49,6 +49,7 @@
 //! wake_seconds: 0          # a predict on a scaled-to-zero deployment waits this long
 //! truss_validation: {success: true, warnings: [], errors: []}
 //! predict: {response: null, by_model: {}, chain_response: null, by_deployment: [], stream: {tokens: 5, token: "tok", token_delay_ms: 0}}
+//! traffic: {seed: 0, deployments: [], by_payload: [], metrics: true}   # see crate::traffic
 //! logs: [{at: 1.0, message: "Building image", replica: null, model: null}]
 //! faults: [{endpoint: rest.get_deployment, status: 429, retry_after: 1, after: 0, times: 1}]
 //! require_upload: true     # create mutations need the uploaded object
@@ -157,6 +158,8 @@ pub struct Scenario {
     pub wake_seconds: f64,
     pub truss_validation: ValidationSpec,
     pub predict: PredictSpec,
+    /// Latency, error rate, answers by payload and live metrics.
+    pub traffic: crate::traffic::TrafficSpec,
     pub logs: Vec<LogLineSpec>,
     pub faults: Vec<Fault>,
     pub require_upload: bool,
@@ -199,6 +202,7 @@ impl Default for Scenario {
             wake_seconds: 0.0,
             truss_validation: ValidationSpec::default(),
             predict: PredictSpec::default(),
+            traffic: Default::default(),
             logs: Vec::new(),
             faults: Vec::new(),
             require_upload: true,

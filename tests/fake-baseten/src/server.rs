@@ -45,6 +45,7 @@ pub struct Shared {
     /// Mismatches with the published REST API, oldest first, until a test
     /// claims them (`FakeBaseten::take_violations`).
     violations: Mutex<Vec<Violation>>,
+    pub traffic: crate::traffic::Counters,
 }
 
 impl Shared {
@@ -64,6 +65,7 @@ impl Shared {
             log,
             faults,
             violations: Mutex::new(Vec::new()),
+            traffic: Default::default(),
         }
     }
 

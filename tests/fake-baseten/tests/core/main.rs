@@ -9,6 +9,7 @@ mod faults;
 mod flow;
 mod graphql;
 mod inference;
+mod metrics;
 mod promotion;
 mod published;
 mod request_log;

@@ -1,0 +1,449 @@
+//! Promote on evidence: contract cases, latency and error objectives over
+//! a sample, a side-by-side baseline, and real traffic read during a
+//! rolling promotion. `cases`, `check`, `stats`, `metrics` and `verdict`
+//! are pure; `sampler` sends; this module wires them into the run from
+//! two hooks: after each smoke test ([`after_smoke`]) and during a gated
+//! promotion's wait ([`watch`]).
+
+mod cases;
+mod check;
+mod metrics;
+mod sampler;
+mod stats;
+mod verdict;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::anyhow;
+use serde_json::{Value, json};
+
+pub(crate) use verdict::Analysis;
+
+use crate::baseten::{ApiError, Owner};
+use crate::cli::Inputs;
+use crate::config::number;
+use crate::flow::Ctx;
+use crate::outcome::Failure;
+use crate::promotion;
+use cases::Case;
+use sampler::Plan;
+use verdict::Objectives;
+
+/// The inputs that turn the evidence on; without any of them the smoke
+/// test stays one request.
+const EVIDENCE_INPUTS: &[&str] = &[
+    "predict-cases",
+    "predict-requests",
+    "max-error-rate",
+    "max-latency-p95-ms",
+    "max-latency-regression",
+    "analysis-file",
+];
+
+/// The evidence inputs, validated.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub(crate) cases: Vec<Case>,
+    /// Counted requests to the candidate (a baseline gets as many).
+    pub(crate) requests: usize,
+    pub(crate) concurrency: usize,
+    pub(crate) warmup: usize,
+    pub(crate) objectives: Objectives,
+    pub(crate) analysis_file: Option<PathBuf>,
+}
+
+/// Reads the evidence inputs (every number is checked even when the
+/// evidence is off, so a typo is never ignored). `payload` is the one-case
+/// shorthand (`predict-payload`); when only cases are given, the first
+/// case's payload becomes the smoke test's.
+pub(crate) fn settings(
+    inputs: &Inputs,
+    payload: &mut Option<Value>,
+    root: &Path,
+) -> Result<Option<Settings>, String> {
+    let given = |n: &str| inputs.trimmed(n).is_some();
+    let requests = given("predict-requests")
+        .then(|| number(inputs, "predict-requests"))
+        .transpose()?
+        .map(|n| n as usize);
+    let concurrency = number(inputs, "predict-concurrency")? as usize;
+    let warmup = number(inputs, "predict-warmup")? as usize;
+    let max_error_rate = number(inputs, "max-error-rate")?;
+    let max_latency_p95_ms = given("max-latency-p95-ms")
+        .then(|| number(inputs, "max-latency-p95-ms"))
+        .transpose()?;
+    let max_latency_regression = given("max-latency-regression")
+        .then(|| number(inputs, "max-latency-regression"))
+        .transpose()?;
+    if !EVIDENCE_INPUTS.iter().any(|n| given(n)) {
+        return Ok(None);
+    }
+    let cases = match (inputs.trimmed("predict-cases"), payload.as_ref()) {
+        (Some(path), _) => cases::load(Path::new(path), root)?,
+        (None, Some(p)) => vec![Case {
+            name: "predict-payload".into(),
+            payload: p.clone(),
+            status: 200,
+            json: None,
+            pointers: Vec::new(),
+            contains: None,
+            stream: p.get("stream").and_then(Value::as_bool) == Some(true),
+            max_ms: None,
+        }],
+        (None, None) => {
+            return Err(
+                "the evidence inputs need something to send: set predict-cases (a cases file) or predict-payload".into(),
+            );
+        }
+    };
+    if payload.is_none() {
+        *payload = Some(cases[0].payload.clone());
+    }
+    Ok(Some(Settings {
+        requests: requests.unwrap_or(cases.len()),
+        cases,
+        concurrency,
+        warmup,
+        objectives: Objectives {
+            max_error_rate,
+            max_latency_p95_ms,
+            max_latency_regression,
+        },
+        analysis_file: inputs.trimmed("analysis-file").map(PathBuf::from),
+    }))
+}
+
+/// Whether `v` says the environment promotes with a rolling deploy.
+fn is_rolling(environment: &Value) -> bool {
+    [
+        "/in_progress_promotion/rolling_deploy",
+        "/promotion_settings/rolling_deploy",
+    ]
+    .iter()
+    .any(|p| environment.pointer(p).and_then(Value::as_bool) == Some(true))
+}
+
+/// Where the sample goes: the phase, the URL, and the baseline's
+/// deployment and URL when the environment is served by another one.
+async fn target(ctx: &Ctx<'_>, url: &str) -> (&'static str, String, Option<(String, String)>) {
+    let cfg = ctx.cfg;
+    let (env_url, owner, ours) = {
+        let st = ctx.state.lock().unwrap();
+        let owner = match (&st.model_id, &st.chain_id) {
+            (Some(m), _) => Some((Owner::Model, m.clone())),
+            (None, Some(c)) => Some((Owner::Chain, c.clone())),
+            _ => None,
+        };
+        (st.environment_url.clone(), owner, st.deployment_id.clone())
+    };
+    if env_url.as_deref() == Some(url) {
+        return ("environment", url.into(), None);
+    }
+    let Some(env) = cfg.environment.as_deref() else {
+        return ("deployment", url.into(), None);
+    };
+    if cfg.gated_environment().is_none() {
+        // At create the platform already moved the environment to this
+        // deployment: test it where users reach it. The previous one no
+        // longer serves, so there is nothing to compare with.
+        return ("environment", env_url.unwrap_or_else(|| url.into()), None);
+    }
+    let (Some((kind, id)), Some(ours)) = (owner, ours) else {
+        return ("deployment", url.into(), None);
+    };
+    let serving = match ctx.api.read_environment(kind, &id, env).await {
+        Ok(json) => promotion::Env::parse(&json).current.filter(|d| *d != ours),
+        Err(e) => {
+            ctx.warn(&format!(
+                "no baseline: reading {env} failed ({e}); the candidate is judged on its own"
+            ));
+            None
+        }
+    };
+    let baseline = serving.map(|d| {
+        let u = match kind {
+            Owner::Model => cfg.endpoints.model_predict(&id, &d, None),
+            Owner::Chain => cfg.endpoints.chain_run_remote(&id, &d, None),
+        };
+        (d, u)
+    });
+    ("deployment", url.into(), baseline)
+}
+
+/// The hook after a smoke test passed on `url`: with evidence inputs, the
+/// sample runs there (and on the baseline beside it) and is judged. A
+/// failed objective fails the predict, naming what broke.
+pub(crate) async fn after_smoke(ctx: &Ctx<'_>, label: &str, url: &str) -> Result<(), Failure> {
+    let Some(s) = &ctx.cfg.evidence else {
+        return Ok(());
+    };
+    let (phase, url, baseline) = target(ctx, url).await;
+    ctx.say(&format!(
+        "Evidence on {url}: {} warm-up and {} counted requests at concurrency {} (they cost inference time){}",
+        s.warmup,
+        s.requests,
+        s.concurrency,
+        match &baseline {
+            Some((d, _)) => format!(", side by side with the serving deployment {d}"),
+            None => String::new(),
+        }
+    ));
+    let first = ctx.state.lock().unwrap().evidence.is_empty();
+    if first && baseline.is_none() && s.objectives.max_latency_regression.is_some() {
+        let msg = "max-latency-regression is not judged here: the baseline is the deployment serving the environment, measured before a promotion: after-predict promote, and there is none";
+        ctx.notice(msg);
+        ctx.note(msg.into());
+    }
+    let plan = Plan {
+        api: ctx.api,
+        label,
+        candidate: &url,
+        baseline: baseline.as_ref().map(|(_, u)| u.as_str()),
+        cases: &s.cases,
+        warmup: s.warmup,
+        requests: s.requests,
+        concurrency: s.concurrency,
+        timeout: ctx.cfg.predict_timeout,
+    };
+    let samples = sampler::run(&plan).await;
+    let (cases, candidate, base, regression, reasons) =
+        verdict::judge(&s.cases, &samples, &s.objectives, baseline.is_some());
+    let (baseline_deployment_id, baseline_url) = baseline.unzip();
+    let analysis = Analysis {
+        phase: phase.into(),
+        url: url.clone(),
+        baseline_deployment_id,
+        baseline_url,
+        warmup: s.warmup,
+        concurrency: s.concurrency,
+        objectives: s.objectives.clone(),
+        cases,
+        candidate,
+        baseline: base,
+        regression,
+        live: Vec::new(),
+        passed: reasons.is_empty(),
+        reasons,
+    };
+    for c in &analysis.cases {
+        ctx.say(&format!(
+            "  case {:?}: {} ({} requests, p50 {} ms, p95 {} ms)",
+            c.name,
+            if c.passed { "pass" } else { "FAIL" },
+            c.requests,
+            c.p50_ms.map_or("–".into(), |v| format!("{v:.1}")),
+            c.p95_ms.map_or("–".into(), |v| format!("{v:.1}")),
+        ));
+    }
+    let line = analysis.verdict_line();
+    ctx.say(&line);
+    let failure = (!analysis.passed).then(|| failure_message(&analysis));
+    record(ctx, analysis);
+    match failure {
+        Some(m) => Err(Failure::Predict(anyhow!(m))),
+        None => Ok(()),
+    }
+}
+
+/// The failure message: every reason, then each failing case with what
+/// it expected and a short diff of what came back.
+fn failure_message(a: &Analysis) -> String {
+    let mut m = format!(
+        "evidence failed on the {}: {}",
+        a.phase,
+        a.reasons.join("; ")
+    );
+    for c in a.cases.iter().filter(|c| !c.passed) {
+        for x in &c.mismatches {
+            m.push_str(&format!("\ncase {:?}: {x}", c.name));
+        }
+    }
+    m
+}
+
+/// Keeps an analysis for the outputs, the summary and `analysis-file`.
+fn record(ctx: &Ctx<'_>, analysis: Analysis) {
+    let all = {
+        let mut st = ctx.state.lock().unwrap();
+        st.evidence.push(analysis);
+        st.evidence.clone()
+    };
+    write_file(ctx, &all);
+}
+
+fn write_file(ctx: &Ctx<'_>, all: &[Analysis]) {
+    let Some(path) = ctx
+        .cfg
+        .evidence
+        .as_ref()
+        .and_then(|s| s.analysis_file.as_ref())
+    else {
+        return;
+    };
+    let doc = json!({ "analyses": all });
+    let text = serde_json::to_string_pretty(&doc).expect("plain data serializes");
+    // An answer quoted in a diff could echo a secret back.
+    let text = crate::secret::redact_registered(&text);
+    if let Err(e) = std::fs::write(path, text + "\n") {
+        ctx.warn(&format!(
+            "could not write analysis-file {}: {e}",
+            path.display()
+        ));
+    }
+}
+
+/// What the metrics watcher remembers between polls.
+#[derive(Debug, Default)]
+pub(crate) struct Watch {
+    /// The endpoint is missing or its answer unknown: stop asking.
+    off: bool,
+}
+
+/// The hook in a gated promotion's wait: while a rolling promotion moves
+/// traffic, read the environment's metrics and answer the failure that
+/// cancels the promotion when real traffic breaks an objective. Without
+/// evidence inputs, for chains (the endpoint is a model's), or when the
+/// promotion is not rolling, it reads nothing. A missing endpoint or an
+/// unknown answer is said once; the synthetic evidence then decides.
+pub(crate) async fn watch(
+    ctx: &Ctx<'_>,
+    w: &mut Watch,
+    owner: Owner,
+    owner_id: &str,
+    env: &str,
+    environment: Option<&Value>,
+) -> Option<Failure> {
+    let s = ctx.cfg.evidence.as_ref()?;
+    if w.off || owner != Owner::Model || !environment.is_some_and(is_rolling) {
+        return None;
+    }
+    let why = match ctx.api.environment_metrics(owner_id, env).await {
+        Ok(v) => match metrics::read(&v) {
+            Ok(live) => {
+                let breach = metrics::breach(
+                    &live,
+                    s.objectives.max_error_rate,
+                    s.objectives.max_latency_p95_ms,
+                );
+                ctx.say(&format!(
+                    "live traffic in {env}: {:.0} requests, 5xx {}, p95 {}",
+                    live.requests,
+                    live.error_rate
+                        .map_or("–".into(), |r| format!("{:.1}%", r * 100.0)),
+                    live.p95_ms.map_or("–".into(), |p| format!("{p:.0} ms")),
+                ));
+                let all = {
+                    let mut st = ctx.state.lock().unwrap();
+                    if let Some(a) = st.evidence.last_mut() {
+                        a.live.push(live);
+                        if let Some(b) = &breach {
+                            a.passed = false;
+                            a.reasons.push(format!("during the rolling promotion: {b}"));
+                        }
+                    }
+                    st.evidence.clone()
+                };
+                write_file(ctx, &all);
+                return breach.map(|b| {
+                    Failure::Predict(anyhow!(
+                        "real traffic during the rolling promotion into {env} broke an objective: {b}"
+                    ))
+                });
+            }
+            Err(why) => format!("its answer has an unknown shape ({why})"),
+        },
+        Err(e @ ApiError::Permanent { .. }) => format!("it is not available ({e})"),
+        // A failed read is tried again at the next poll.
+        Err(_) => return None,
+    };
+    w.off = true;
+    let msg = format!(
+        "the environment metrics of {env} cannot be read: {why}; the synthetic evidence decides"
+    );
+    ctx.notice(&msg);
+    ctx.note(msg);
+    None
+}
+
+/// The evidence outputs (`cases-passed`, `cases-failed`,
+/// `latency-p50-ms`, `latency-p95-ms`, `baseline-p95-ms`) from the
+/// analysis that decided: the first that failed, else the first (the one
+/// with the baseline beside it). None without evidence.
+pub(crate) fn output_entries(all: &[Analysis]) -> Vec<(&'static str, String)> {
+    let Some(a) = all.iter().find(|a| !a.passed).or(all.first()) else {
+        return Vec::new();
+    };
+    let ms = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.1}"));
+    let passed = a.cases.iter().filter(|c| c.passed).count();
+    let baseline = a
+        .baseline
+        .as_ref()
+        .or_else(|| all.iter().find_map(|a| a.baseline.as_ref()))
+        .and_then(|b| b.p95_ms);
+    vec![
+        ("cases-passed", passed.to_string()),
+        ("cases-failed", (a.cases.len() - passed).to_string()),
+        ("latency-p50-ms", ms(a.candidate.p50_ms)),
+        ("latency-p95-ms", ms(a.candidate.p95_ms)),
+        ("baseline-p95-ms", ms(baseline)),
+    ]
+}
+
+/// The step summary's evidence sections, one per analysis.
+pub(crate) fn markdown(all: &[Analysis]) -> String {
+    all.iter().map(Analysis::markdown).collect()
+}
+
+/// The `--json` document with the analyses added as `evidence`.
+pub(crate) fn with_json(doc: String, all: &[Analysis]) -> String {
+    let Some(end) = doc.rfind('}').filter(|_| !all.is_empty()) else {
+        return doc;
+    };
+    let body = doc[..end].trim_end();
+    let list = crate::secret::redact_registered(
+        &serde_json::to_string(all).expect("plain data serializes"),
+    );
+    format!("{body},\n  \"evidence\": {list}\n{}", &doc[end..])
+}
+
+/// Appends the evidence sections to the step summary file.
+pub(crate) fn append_summary(
+    path: &Path,
+    all: &[Analysis],
+    secrets: &[&str],
+) -> std::io::Result<()> {
+    use std::io::Write;
+    if all.is_empty() {
+        return Ok(());
+    }
+    let secrets: Vec<&str> = secrets.iter().copied().filter(|s| !s.is_empty()).collect();
+    let text = crate::secret::redact(&markdown(all), &secrets).into_owned();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)?
+        .write_all(text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_gains_the_analyses_as_one_key() {
+        let doc = "{\n  \"status\": \"success\",\n  \"notes\": []\n}\n".to_string();
+        assert_eq!(with_json(doc.clone(), &[]), doc);
+    }
+
+    #[test]
+    fn rolling_is_read_from_the_promotion_or_the_settings() {
+        assert!(is_rolling(
+            &json!({"in_progress_promotion": {"rolling_deploy": true}})
+        ));
+        assert!(is_rolling(
+            &json!({"promotion_settings": {"rolling_deploy": true}})
+        ));
+        assert!(!is_rolling(
+            &json!({"in_progress_promotion": {"rolling_deploy": null}})
+        ));
+    }
+}

@@ -1,0 +1,486 @@
+//! Promote on evidence: contract cases, objectives over a sample, a
+//! baseline side by side, and real traffic during a rolling promotion.
+//! The fake gives each deployment a latency distribution drawn from a
+//! fixed seed (a few real milliseconds, so these runs stay fast) and
+//! answers chosen by the payload; assertions are on exit codes, outputs,
+//! and the order of what the fake recorded.
+
+use std::path::{Path, PathBuf};
+
+use fake_baseten::FakeBaseten;
+use fake_baseten::reqlog::LogEntry;
+
+use crate::harness::*;
+
+/// The example model exists and `v1dep001` (named v1) serves production.
+/// `traffic` is the fake's traffic section; `promote` its promotions.
+fn served(traffic: &str, promote: &str) -> FakeBaseten {
+    fake(&format!(
+        "time_scale: 20
+models:
+  - id: evmodel1
+    name: hello-truss-push
+    deployments: [{{id: v1dep001, name: v1, environment: production}}]
+deployments:
+  default: [[0, BUILDING], [1, DEPLOYING], [2, ACTIVE]]
+traffic:
+{traffic}
+{promote}"
+    ))
+}
+
+const QUICK_PROMOTION: &str = "promote:
+  default:
+    steps: [[0, {status: RELEASING}], [1, {status: SUCCEEDED, percent: 100}]]
+";
+
+/// A cases file in a directory of its own (kept alive with the path).
+fn cases_file(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    (d, p)
+}
+
+const CASES: &str = r#"
+- name: classify
+  payload: {task: classify, text: "I love this phone"}
+  json: {labels: [{name: positive}]}
+  pointer:
+    /labels/0/score: {type: number}
+- name: summarize
+  payload: {task: summarize, text: "long text"}
+  pointer:
+    /choices/0/text: {matches: "^Summary: "}
+  contains: Summary
+"#;
+
+/// Answers for the two cases; `score` is the classify score as YAML.
+fn answers(score: &str) -> String {
+    format!(
+        "  by_payload:
+    - {{when: {{task: classify}}, response: {{labels: [{{name: positive, score: {score}}}]}}}}
+    - {{when: {{task: summarize}}, response: {{choices: [{{text: 'Summary: short'}}]}}}}
+"
+    )
+}
+
+fn gated_run<'a>(fake: &'a FakeBaseten, cases: &Path) -> Invocation<'a> {
+    Invocation::new(fake)
+        .model(example_model())
+        .arg("promotion", "after-predict")
+        .arg("environment", "production")
+        .arg("predict-timeout", "5")
+        .arg("predict-cases", cases.to_str().unwrap())
+}
+
+fn position(log: &[LogEntry], endpoint: &str) -> Option<usize> {
+    log.iter().position(|e| e.endpoint == endpoint)
+}
+
+fn predicts_to<'l>(log: &'l [LogEntry], deployment: &str) -> Vec<&'l LogEntry> {
+    let path = format!("/deployment/{deployment}/predict");
+    log.iter().filter(|e| e.path.ends_with(&path)).collect()
+}
+
+/// Which deployment serves `env`, read from the fake's own state.
+fn serving(fake: &FakeBaseten, env: &str) -> Vec<String> {
+    fake.deployments()
+        .into_iter()
+        .filter(|d| d.environment.as_deref() == Some(env))
+        .map(|d| d.id)
+        .collect()
+}
+
+#[test]
+fn a_case_failing_a_pointer_expectation_fails_the_predict_before_any_promote() {
+    let fake = served(&format!("  seed: 1\n{}", answers("high")), QUICK_PROMOTION);
+    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let run = gated_run(&fake, &cases).run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    assert_eq!(run.code, 4);
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        said.contains("case \"classify\": pointer /labels/0/score: expected type number"),
+        "{said}"
+    );
+    assert!(said.contains("\"high\" (string)"), "{said}");
+    assert_eq!(run.out("cases-failed"), "1");
+    assert_eq!(run.out("cases-passed"), "1");
+    let log = fake.requests();
+    assert_eq!(position(&log, "rest.promote"), None, "nothing promoted");
+    assert_eq!(serving(&fake, "production"), ["v1dep001"]);
+    assert!(run.summary.contains("❌ fail"), "{}", run.summary);
+    assert!(run.summary.contains("```diff"), "{}", run.summary);
+}
+
+#[test]
+fn a_candidate_twice_as_slow_as_the_baseline_is_a_regression_and_is_not_promoted() {
+    let fake = served(
+        &format!(
+            "  seed: 3
+  deployments:
+    - {{name: v1, median_ms: 10, spread: 0.1}}
+    - {{created: 0, median_ms: 20, spread: 0.1}}
+{}",
+            answers("0.9")
+        ),
+        QUICK_PROMOTION,
+    );
+    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let run = gated_run(&fake, &cases)
+        .arg("predict-requests", "40")
+        .arg("predict-concurrency", "4")
+        .arg("max-latency-regression", "1.2")
+        .run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(said.contains("latency regression: p95 is"), "{said}");
+    assert!(said.contains("Mann–Whitney U ="), "{said}");
+    let p95: f64 = run.out("latency-p95-ms").parse().unwrap();
+    let base: f64 = run.out("baseline-p95-ms").parse().unwrap();
+    // The outputs agree with the verdict (the machine's own noise is on
+    // top of both, so only the limit is asserted).
+    assert!(p95 > 1.2 * base, "{p95} vs {base}");
+    let log = fake.requests();
+    assert_eq!(position(&log, "rest.promote"), None, "not promoted");
+    assert_eq!(serving(&fake, "production"), ["v1dep001"]);
+    // The baseline got as many requests as the candidate (plus the
+    // candidate's smoke test), interleaved: the first evidence request to
+    // the baseline comes before the candidate's last.
+    let cand = run.out("deployment-id");
+    let to_cand = predicts_to(&log, cand);
+    let to_base = predicts_to(&log, "v1dep001");
+    assert_eq!(to_base.len(), 41, "warm-up and 40 counted");
+    assert_eq!(to_cand.len(), 42, "smoke test, warm-up and 40 counted");
+    assert!(to_base[0].seq < to_cand.last().unwrap().seq);
+}
+
+/// Latencies of tens of milliseconds keep the loaded test machine's own
+/// jitter (a few milliseconds) small beside the distribution's spread.
+#[test]
+fn equal_distributions_over_twenty_seeds_never_regress() {
+    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let cases = &cases;
+                s.spawn(move || {
+                    let mut bad = Vec::new();
+                    for seed in (1..=20).filter(|n| n % 4 == t) {
+                        let fake = served(
+                            &format!(
+                                "  seed: {seed}
+  deployments:
+    - {{name: v1, median_ms: 30, spread: 0.2}}
+    - {{created: 0, median_ms: 30, spread: 0.2}}
+{}",
+                                answers("0.9")
+                            ),
+                            QUICK_PROMOTION,
+                        );
+                        let run = gated_run(&fake, cases)
+                            .arg("predict-requests", "60")
+                            .arg("predict-concurrency", "8")
+                            .arg("max-latency-regression", "1.2")
+                            .run();
+                        if run.status() != "success" {
+                            bad.push(format!("seed {seed}: {}", run.stdout));
+                        }
+                    }
+                    bad
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A rolling promotion that stays at 20% of traffic for 60 scenario
+/// seconds (3 real seconds).
+const ROLLING: &str = "promote:
+  default:
+    rolling_deploy: true
+    steps:
+      - [0, {status: RELEASING}]
+      - [1, {status: RAMPING_UP, percent: 20}]
+      - [60, {status: SUCCEEDED, percent: 100}]
+  ramp_down_seconds: 2
+";
+
+#[test]
+fn real_traffic_breaking_the_error_rate_cancels_a_rolling_promotion() {
+    let fake = served(
+        &format!(
+            "  seed: 5
+  deployments:
+    - {{name: v1, median_ms: 1}}
+    - {{created: 0, median_ms: 1, live: {{median_ms: 1, error_rate: 0.5}}}}
+{}",
+            answers("0.9")
+        ),
+        ROLLING,
+    );
+    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let run = gated_run(&fake, &cases).run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        said.contains(
+            "real traffic during the rolling promotion into production broke an objective"
+        ),
+        "{said}"
+    );
+    assert_eq!(run.out("rolled-back"), "true");
+    let log = fake.requests();
+    let read = position(&log, "rest.get_environment_metrics").expect("metrics read");
+    let cancel = position(&log, "rest.cancel_promotion").expect("a cancel");
+    let promote = position(&log, "rest.promote").expect("promoted first");
+    assert!(promote < read && read < cancel, "{promote} {read} {cancel}");
+    // The platform's own state, read back: the previous deployment serves.
+    assert_eq!(serving(&fake, "production"), ["v1dep001"]);
+}
+
+#[test]
+fn without_the_metrics_endpoint_one_notice_and_the_synthetic_verdict_decides() {
+    let fake = served(
+        &format!("  seed: 6\n  metrics: false\n{}", answers("0.9")),
+        &ROLLING.replace("[60,", "[3,"),
+    );
+    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let run = gated_run(&fake, &cases).run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    let notice = "the environment metrics of production cannot be read";
+    assert_eq!(said.matches(notice).count(), 1, "{said}");
+    let log = fake.requests();
+    let reads = log
+        .iter()
+        .filter(|e| e.endpoint == "rest.get_environment_metrics")
+        .count();
+    assert_eq!(reads, 1, "asked once, then left alone");
+    assert_eq!(serving(&fake, "production"), [run.out("deployment-id")]);
+    assert_eq!(run.out("cases-passed"), "2");
+}
+
+#[test]
+fn a_passing_sample_reports_every_number() {
+    let fake = served(
+        &format!(
+            "  seed: 9
+  deployments:
+    - {{name: v1, median_ms: 3, spread: 0.1}}
+    - {{created: 0, median_ms: 3, spread: 0.1}}
+{}",
+            answers("0.9")
+        ),
+        QUICK_PROMOTION,
+    );
+    let (d, cases) = cases_file("cases.jsonl", "");
+    std::fs::write(
+        &cases,
+        "{\"name\": \"classify\", \"payload\": {\"task\": \"classify\"}, \"pointer\": {\"/labels/0/score\": {\"type\": \"number\"}}}\n",
+    )
+    .unwrap();
+    let analysis = d.path().join("analysis.json");
+    let run = gated_run(&fake, &cases)
+        .arg("predict-requests", "10")
+        .arg("max-latency-regression", "1.5")
+        .arg("max-latency-p95-ms", "5000")
+        .arg("analysis-file", analysis.to_str().unwrap())
+        .arg("json", "true")
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_eq!(run.out("cases-passed"), "1");
+    assert_eq!(run.out("cases-failed"), "0");
+    for k in ["latency-p50-ms", "latency-p95-ms", "baseline-p95-ms"] {
+        let v: f64 = run.out(k).parse().unwrap_or_else(|_| panic!("{k}"));
+        assert!(v > 0.0, "{k}");
+    }
+    // Before the promote against the deployment with the baseline beside
+    // it, after it through the environment.
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&analysis).unwrap()).unwrap();
+    let phases: Vec<&str> = doc["analyses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, ["deployment", "environment"]);
+    assert_eq!(doc["analyses"][0]["baseline_deployment_id"], "v1dep001");
+    assert!(doc["analyses"][0]["regression"]["u"].is_number());
+    assert!(doc["analyses"][0]["regression"]["p_value"].is_number());
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).expect("stdout is JSON");
+    assert_eq!(json["evidence"], doc["analyses"]);
+    assert_eq!(json["cases-passed"], "1");
+    // The summary: the verdict line on top of its section, a row per case,
+    // and the chart.
+    let section = run
+        .summary
+        .split("### ✅ Evidence passed (deployment)")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{}", run.summary));
+    assert!(section.contains("| classify | ✅ pass | 10 |"), "{section}");
+    assert!(section.contains("```mermaid\nxychart-beta"), "{section}");
+    assert!(section.contains("    line ["), "{section}");
+}
+
+#[test]
+fn bad_evidence_inputs_exit_2_before_any_request() {
+    let (_d, unknown) = cases_file("a.yaml", "- {name: a, payload: {}, colour: red}");
+    let (_e, pointer) = cases_file(
+        "b.yaml",
+        "- {name: a, payload: {}, pointer: {a/b: {type: number}}}",
+    );
+    let (_f, outside) = cases_file("c.yaml", "- {name: a, payload: ../../etc/passwd}");
+    let (_g, good) = cases_file("d.yaml", "- {name: a, payload: {}}");
+    let bad: Vec<(&str, &str, String)> = vec![
+        (
+            "predict-cases",
+            "unknown field `colour`",
+            unknown.display().to_string(),
+        ),
+        (
+            "predict-cases",
+            "not an RFC 6901",
+            pointer.display().to_string(),
+        ),
+        (
+            "predict-cases",
+            "leaves the repository",
+            outside.display().to_string(),
+        ),
+        (
+            "predict-cases",
+            "cannot be read",
+            "/no/such/cases.yaml".into(),
+        ),
+        ("predict-requests", "between 1 and 1000", "1001".into()),
+        ("predict-concurrency", "between 1 and 16", "17".into()),
+        ("max-error-rate", "between 0 and 1", "1.5".into()),
+        ("max-latency-regression", "between 1 and 100", "0.5".into()),
+    ];
+    for (input, why, value) in bad {
+        let fake = served("  seed: 1", "");
+        let mut inv = Invocation::new(&fake)
+            .model(example_model())
+            .arg(input, &value);
+        if input != "predict-cases" {
+            inv = inv.arg("predict-cases", good.to_str().unwrap());
+        }
+        let run = inv.run();
+        assert_eq!(run.code, 2, "{input}={value}: {run:?}");
+        assert!(run.stderr.contains(why), "{input}: {}", run.stderr);
+        assert!(fake.requests().is_empty(), "{input}: a request was sent");
+    }
+}
+
+#[test]
+fn a_plain_deploy_samples_the_deployment_and_at_create_the_environment() {
+    let (d, cases) = cases_file("cases.yaml", CASES);
+    let traffic = format!("  seed: 2\n{}", answers("0.9"));
+    for (env, phase, path) in [
+        (None, "deployment", "/deployment/"),
+        (Some("production"), "environment", "/production/predict"),
+    ] {
+        let fake = served(&traffic, "");
+        let analysis = d.path().join(format!("{phase}.json"));
+        let mut inv = Invocation::new(&fake)
+            .model(example_model())
+            .arg("predict-cases", cases.to_str().unwrap())
+            .arg("predict-requests", "4")
+            .arg("max-latency-regression", "1.2")
+            .arg("analysis-file", analysis.to_str().unwrap());
+        if let Some(e) = env {
+            inv = inv.arg("environment", e);
+        }
+        let run = inv.run();
+        assert_eq!(run.status(), "success", "{run:?}");
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&analysis).unwrap()).unwrap();
+        let a = &doc["analyses"][0];
+        assert_eq!(a["phase"], phase);
+        assert!(a["url"].as_str().unwrap().contains(path), "{a}");
+        assert!(a["baseline_url"].is_null(), "no baseline: {a}");
+        // Asked for a regression check with nothing to compare: said once.
+        let said = format!("{}{}", run.stdout, run.stderr);
+        assert_eq!(
+            said.matches("max-latency-regression is not judged here")
+                .count(),
+            1,
+            "{said}"
+        );
+        assert_eq!(run.out("baseline-p95-ms"), "");
+        let sampled = fake
+            .requests()
+            .iter()
+            .filter(|e| e.endpoint == "inference.predict" && e.path.contains(path))
+            .count();
+        assert!(
+            sampled >= 5,
+            "warm-up and 4 counted through {path}: {sampled}"
+        );
+    }
+}
+
+#[test]
+fn a_streaming_case_is_checked_on_the_assembled_stream() {
+    let fake = served("  seed: 4", "");
+    let (_d, cases) = cases_file(
+        "cases.yaml",
+        "- {name: stream, payload: {prompt: hi, stream: true}, stream: true, contains: toktoktok}\n\
+         - {name: stream-too-long, payload: {prompt: hi, stream: true}, stream: true, contains: tokx}\n",
+    );
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("predict-cases", cases.to_str().unwrap())
+        .run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(said.contains("case \"stream\": pass"), "{said}");
+    assert!(
+        said.contains("case \"stream-too-long\": contains: expected text containing \"tokx\""),
+        "{said}"
+    );
+    assert_eq!(run.out("cases-passed"), "1");
+}
+
+#[test]
+fn the_error_rate_and_the_p95_are_judged_against_their_limits() {
+    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let traffic = format!(
+        "  seed: 8\n  deployments:\n    - {{created: 0, median_ms: 2, error_rate: 0.25}}\n{}",
+        answers("0.9")
+    );
+    let run_with = |extra: &[(&str, &str)]| {
+        let fake = served(&traffic, "");
+        let mut inv = Invocation::new(&fake)
+            .model(example_model())
+            .arg("predict-cases", cases.to_str().unwrap())
+            .arg("predict-requests", "40")
+            .arg("predict-warmup", "0");
+        for (k, v) in extra {
+            inv = inv.arg(k, v);
+        }
+        // The smoke test retries a 500 and may itself be unlucky; the
+        // evidence is what these runs look at.
+        inv.arg("predict-timeout", "5").run()
+    };
+    let strict = run_with(&[]);
+    assert_eq!(strict.status(), "predict_failed", "{strict:?}");
+    let said = format!("{}{}", strict.stdout, strict.stderr);
+    assert!(said.contains("is above max-error-rate 0.0%"), "{said}");
+
+    let lenient = run_with(&[("max-error-rate", "0.6")]);
+    assert_eq!(lenient.status(), "success", "{lenient:?}");
+
+    let slow = run_with(&[("max-error-rate", "0.6"), ("max-latency-p95-ms", "1")]);
+    assert_eq!(slow.status(), "predict_failed", "{slow:?}");
+    let said = format!("{}{}", slow.stdout, slow.stderr);
+    assert!(said.contains("is above max-latency-p95-ms 1"), "{said}");
+}
