@@ -182,7 +182,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         .map(chainlet_config)
         .collect::<Result<Vec<_>, _>>()?;
     let wanted = configs.iter().flat_map(flow::secret_names).collect();
-    flow::preflight_secrets(ctx, &wanted).await;
+    flow::preflight_secrets(ctx, team.as_ref(), &wanted).await;
     let mut pushed = Vec::with_capacity(manifest.chainlets.len());
     for (c, config) in manifest.chainlets.iter().zip(&configs) {
         pushed.push(push_chainlet(ctx, c, config, &user_env).await?);

@@ -62,7 +62,7 @@ pub(crate) async fn deploy(
 
     let config_b64 = encode_config(config);
     flow::validate_config(ctx, &config_b64, &truss_user_env(None), "config.yaml").await?;
-    flow::preflight_secrets(ctx, &flow::secret_names(config)).await;
+    flow::preflight_secrets(ctx, team.as_ref(), &flow::secret_names(config)).await;
     let creds = ctx
         .api
         .model_upload_credentials()

@@ -90,9 +90,14 @@ impl Api {
         Ok(l.deployments.into_iter().map(|d| d.id).collect())
     }
 
-    /// Names of the secrets the key's workspace holds (never their values).
-    /// The list is read from `{"secrets": [...]}` or a bare array.
-    pub(crate) async fn secret_names(&self) -> Result<Vec<String>, ApiError> {
+    /// Names of the secrets a deploy in team `team_id` can use (never
+    /// their values): the team's own list when the team is known, as the
+    /// official client asks, else the key's whole list, which spans every
+    /// team the key belongs to. Read from `{"secrets": [...]}` or a bare array.
+    pub(crate) async fn secret_names(
+        &self,
+        team_id: Option<&str>,
+    ) -> Result<Vec<String>, ApiError> {
         #[derive(Deserialize)]
         struct Named {
             name: String,
@@ -105,7 +110,10 @@ impl Api {
         }
         // One short try: the check only informs, and a long wait or retry
         // would delay the deploy it is meant to speed up.
-        let url = self.endpoints.rest(&["secrets"]);
+        let url = match team_id {
+            Some(team) => self.endpoints.rest(&["teams", team, "secrets"]),
+            None => self.endpoints.rest(&["secrets"]),
+        };
         let answer: Answer = self
             .rest_get_within(
                 "listing secrets",

@@ -282,7 +282,23 @@ impl Ctx<'_> {
     }
 }
 
-/// TrussUserEnv, fields in the client's order.
+/// `TrussUserEnv` as the official client's model declares it (fields in
+/// its order, every one required; `mypy_version` and `git_info` may be
+/// null). What it says about this client:
+/// - `truss_client_version`: the truss release whose archive and wire
+///   format we reproduce ([`TRUSS_COMPAT_VERSION`]), so the platform reads
+///   the upload as that client's. This is the field the platform may use
+///   to decide how to treat a push (the official client sends its own
+///   version here and nowhere else in the push).
+/// - `python_version`, `pydantic_version`: empty. No Python interpreter and
+///   no pydantic take part in a truss-push model deploy, and a made-up
+///   version would mislead whoever reads it; the model types them as
+///   strings, and an empty one says "none".
+/// - `mypy_version`: null, as the official client sends it without mypy.
+/// - `git_info`: the repository facts when `include-git-info` is on (the
+///   platform shows them with the deployment), else null.
+///
+/// truss-push names itself in the `User-Agent` of every request instead.
 #[derive(serde::Serialize)]
 struct TrussUserEnv<'a> {
     truss_client_version: &'a str,
@@ -296,8 +312,8 @@ struct TrussUserEnv<'a> {
 pub(crate) fn truss_user_env(git_info: Option<&git::GitInfo>) -> String {
     serde_json::to_string(&TrussUserEnv {
         truss_client_version: TRUSS_COMPAT_VERSION,
-        python_version: "3.11.7",
-        pydantic_version: "2.11.7",
+        python_version: "",
+        pydantic_version: "",
         mypy_version: None,
         git_info,
     })

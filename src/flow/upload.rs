@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, anyhow};
 
 use super::{Ctx, deploy_error, human};
-use crate::baseten::UploadCredentials;
+use crate::baseten::{Team, UploadCredentials};
 use crate::ci::format_bytes;
 use crate::outcome::Failure;
 use crate::{archive, s3};
@@ -52,14 +52,19 @@ pub(crate) fn secret_names(config: &serde_json::Value) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
-/// Looks up the secrets the config names before the long build starts:
-/// missing ones get one warning naming them and where to add them. Never
-/// fails the deploy (a secret may be optional); a failed lookup is a notice.
-pub(crate) async fn preflight_secrets(ctx: &Ctx<'_>, wanted: &BTreeSet<String>) {
+/// Looks up the secrets the config names before the long build starts, in
+/// the team the deploy goes to when it is known: missing ones get one
+/// warning naming them and where to add them. Never fails the deploy (a
+/// secret may be optional); a failed lookup is a notice.
+pub(crate) async fn preflight_secrets(
+    ctx: &Ctx<'_>,
+    team: Option<&Team>,
+    wanted: &BTreeSet<String>,
+) {
     if wanted.is_empty() {
         return;
     }
-    match ctx.api.secret_names().await {
+    match ctx.api.secret_names(team.map(|t| t.id.as_str())).await {
         Ok(have) => {
             let missing: Vec<&str> = wanted
                 .iter()
@@ -67,8 +72,12 @@ pub(crate) async fn preflight_secrets(ctx: &Ctx<'_>, wanted: &BTreeSet<String>) 
                 .map(String::as_str)
                 .collect();
             if !missing.is_empty() {
+                let holder = match team {
+                    Some(t) => format!("team {:?}", t.name),
+                    None => "this workspace".to_string(),
+                };
                 ctx.warn(&format!(
-                    "the truss config names secrets this workspace does not have: {}; add them at {} before the model needs them (or ignore this if it treats them as optional)",
+                    "the truss config names secrets {holder} does not have: {}; add them at {} before the model needs them (or ignore this if it treats them as optional)",
                     missing.join(", "),
                     ctx.cfg.endpoints.secrets_page()
                 ));

@@ -316,7 +316,7 @@ fn a_broken_certificate_in_ssl_cert_file_is_skipped_with_one_warning() {
 #[test]
 fn a_hung_secrets_check_holds_the_deploy_a_few_seconds_at_most() {
     let fake = fake(ACTIVE);
-    let proxy = through(&fake, Rule::new("hang", Fault::Hang).path("/v1/secrets"));
+    let proxy = through(&fake, Rule::new("hang", Fault::Hang).path("/v1/teams/"));
     let dir = model_dir("model_name: secretive\nsecrets:\n  openai_key: null\n");
     let run = Invocation::new(&fake)
         .model(dir.path())

@@ -242,4 +242,10 @@ fn the_key_echoed_by_the_platform_stays_out_of_the_summary() {
         run.summary
     );
     assert!(run.summary.contains("***"), "{}", run.summary);
+    // That status is no published one: served on purpose, claimed here.
+    assert!(
+        fake.take_violations()
+            .iter()
+            .all(|v| v.what.contains("'/status'"))
+    );
 }

@@ -115,7 +115,7 @@ fn missing_secrets_are_named_once_before_the_upload_and_never_fail_the_deploy() 
     let warnings: Vec<&str> = run
         .stderr
         .lines()
-        .filter(|l| l.contains("secrets this workspace does not have"))
+        .filter(|l| l.contains("secrets team \"default\" does not have"))
         .collect();
     assert_eq!(warnings.len(), 1, "{}", run.stderr);
     assert!(
@@ -127,9 +127,68 @@ fn missing_secrets_are_named_once_before_the_upload_and_never_fail_the_deploy() 
     assert!(warnings[0].contains("/settings/secrets"));
     // Asked before anything was uploaded.
     let order = endpoints(&fake);
-    let asked = order.iter().position(|e| e == "rest.list_secrets").unwrap();
+    let asked = order
+        .iter()
+        .position(|e| e == "rest.list_team_secrets")
+        .unwrap();
     let uploaded = order.iter().position(|e| e.starts_with("s3.put")).unwrap();
     assert!(asked < uploaded, "{order:?}");
+}
+
+/// The team's own list decides, as the official client asks it: a secret
+/// another team holds is still missing for this deploy.
+#[test]
+fn secrets_are_looked_up_in_the_team_the_deploy_goes_to() {
+    let fake = fake(
+        "teams: [{id: teamaaaa, name: research}, {id: teambbbb, name: serving}]\nsecrets: [{name: hf_access_token, team: research}, {name: openai_key, team: serving}]\ndeployments:\n  default: [[0, ACTIVE]]\n",
+    );
+    let dir =
+        model_dir("model_name: secretive\nsecrets:\n  hf_access_token: null\n  openai_key: null\n");
+    let run = Invocation::new(&fake)
+        .model(dir.path())
+        .arg("team", "serving")
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let asked: Vec<String> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/secrets"))
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(asked, ["/v1/teams/teambbbb/secrets"]);
+    assert!(
+        run.stderr.contains(
+            "the truss config names secrets team \"serving\" does not have: hf_access_token;"
+        ),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A key that lists no teams has no team to ask about: the key's whole
+/// list answers.
+#[test]
+fn without_a_team_the_key_s_secrets_are_looked_up() {
+    let fake =
+        fake("teams: []\nsecrets: [hf_access_token]\ndeployments:\n  default: [[0, ACTIVE]]\n");
+    let dir =
+        model_dir("model_name: secretive\nsecrets:\n  hf_access_token: null\n  openai_key: null\n");
+    // The fake then refuses the create ("No team available"); the secrets
+    // check came before it either way.
+    let run = Invocation::new(&fake).model(dir.path()).run();
+    let asked: Vec<String> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/secrets"))
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(asked, ["/v1/secrets"], "{run:?}");
+    assert!(
+        run.stderr
+            .contains("the truss config names secrets this workspace does not have: openai_key;"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -145,7 +204,7 @@ fn a_failed_secrets_lookup_is_a_notice_and_the_deploy_goes_on() {
                     echo: None,
                 },
             )
-            .path("/v1/secrets"),
+            .path("/v1/teams/"),
         )
         .start_in_background()
         .unwrap();
@@ -181,4 +240,27 @@ fn the_config_sent_equals_what_the_real_truss_push_sends() {
     assert_eq!(a, b, "truss sent:\n{a:#}\ntruss-push sent:\n{b:#}");
     assert_eq!(b["resources"]["use_gpu"], true);
     assert_eq!(b["environment_variables"]["COUNT"], "3");
+
+    // truss_user_env: the same fields in the same order with the same JSON
+    // types; the client version is the one we reproduce, and the Python and
+    // pydantic versions we do not have are empty, not made up.
+    let user_env = |fake| -> Value {
+        let args = graphql_calls(fake, "create_model_from_truss");
+        serde_json::from_str(args[0]["truss_user_env"].as_str().expect("a string")).unwrap()
+    };
+    let (a, b) = (user_env(&theirs), user_env(&ours));
+    let shape = |v: &Value| -> Vec<(String, bool, bool)> {
+        v.as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.is_string(), v.is_object()))
+            .collect()
+    };
+    assert_eq!(shape(&a), shape(&b), "truss: {a}\ntruss-push: {b}");
+    assert_eq!(a["truss_client_version"], b["truss_client_version"]);
+    assert_eq!(
+        (&b["python_version"], &b["pydantic_version"]),
+        (&"".into(), &"".into())
+    );
+    assert_eq!(b["mypy_version"], Value::Null);
 }

@@ -11,8 +11,14 @@
 //! | addressed to the bucket (path-style `/{bucket}/…` or `Host: {bucket}.…`) | S3 ([`s3`], SigV4-verified) | `s3.put_object`, `s3.upload_part`, … |
 //! | `Host: model-{id}.…` / `chain-{id}.…` / `model-{id}-{env}.…`, or the same as a path prefix (`/model-{id}/deployment/{dep}/predict`, `/model-{id}-{env}/predict`, `/chain-{id}/…/run_remote`) | inference ([`inference`]) | `inference.predict`, `inference.run_remote`, `inference.wake` |
 //! | `POST /graphql/` | GraphQL ([`graphql`], [`resolve`]) | `graphql.<first root field>`, `graphql.invalid` |
-//! | `/v1/…` | REST ([`rest`]) | `rest.get_deployment`, `rest.deactivate_deployment`, `rest.get_logs`, `rest.get_environment`, `rest.get_chain_deployment`, `rest.promote`, `rest.cancel_promotion`, `rest.force_cancel_promotion` (chains: `rest.promote_chain`, `rest.cancel_chain_promotion`, `rest.force_cancel_chain_promotion`), … |
+//! | `/v1/…` | REST ([`rest`]) | `rest.get_deployment`, `rest.deactivate_deployment`, `rest.get_logs`, `rest.get_environment`, `rest.get_chain_deployment`, `rest.promote`, `rest.cancel_promotion`, `rest.force_cancel_promotion` (chains: `rest.promote_chain`), `rest.list_secrets`, `rest.list_team_secrets`, … |
 //! | `/__fake/requests`, `/__fake/objects/{key}`, `/__fake/deployments`, `/__fake/clock` | admin, no auth, not logged | — |
+//!
+//! Every REST request and answer is checked against the published
+//! management API as it is served ([`schema`]); a dropped fake fails the
+//! test that started it over a mismatch (an unknown path included) the test
+//! did not claim with [`FakeBaseten::take_violations`]. What the fake
+//! decides where the docs are silent is listed in `GUESSES.md`.
 //!
 //! Everything but S3 and admin needs `Authorization: Api-Key <key>` or
 //! `Bearer <key>` with the scenario's key; anything else is 401 (GraphQL
@@ -86,6 +92,7 @@ pub mod rest;
 pub mod runner;
 pub mod s3;
 pub mod scenario;
+pub mod schema;
 pub mod server;
 pub mod sigv4;
 pub mod state;
@@ -117,9 +124,18 @@ pub struct Builder {
     port: u16,
     store_dir: Option<PathBuf>,
     request_log: Option<PathBuf>,
+    fail_on_violations: bool,
 }
 
 impl Builder {
+    /// `false`: a dropped fake does not panic over unclaimed violations of
+    /// the published REST API (the `fake-baseten` binary, which records
+    /// them in its request log instead). Tests keep the default, `true`.
+    pub fn fail_on_violations(mut self, fail: bool) -> Self {
+        self.fail_on_violations = fail;
+        self
+    }
+
     pub fn host(mut self, host: IpAddr) -> Self {
         self.host = host;
         self
@@ -172,6 +188,7 @@ impl Builder {
         let addr = listener
             .local_addr()
             .context("while reading the bound address")?;
+        let fail_on_violations = self.fail_on_violations;
         let (shared, store) = self.shared(addr)?;
         let (tx, rx) = watch::channel(false);
         tokio::spawn(server::serve(listener, shared.clone(), rx));
@@ -181,6 +198,7 @@ impl Builder {
             shutdown: tx,
             runtime: None,
             store,
+            fail_on_violations,
         })
     }
 
@@ -257,13 +275,16 @@ struct Store {
     remove_on_drop: bool,
 }
 
-/// A running fake. Stops serving when dropped.
+/// A running fake. Stops serving when dropped, and then fails the test
+/// (panics) if it recorded exchanges that depart from the published REST
+/// API and the test did not claim them with [`FakeBaseten::take_violations`].
 pub struct FakeBaseten {
     shared: Arc<Shared>,
     addr: SocketAddr,
     shutdown: watch::Sender<bool>,
     runtime: Option<tokio::runtime::Runtime>,
     store: Store,
+    fail_on_violations: bool,
 }
 
 impl FakeBaseten {
@@ -284,6 +305,7 @@ impl FakeBaseten {
             port: 0,
             store_dir: None,
             request_log: None,
+            fail_on_violations: true,
         }
     }
 
@@ -352,6 +374,13 @@ impl FakeBaseten {
         self.shared.platform().snapshot(now)
     }
 
+    /// The exchanges so far that depart from the published REST API
+    /// ([`schema`]), cleared: a test that provokes one on purpose claims
+    /// it here, so the fake does not fail the test when dropped.
+    pub fn take_violations(&self) -> Vec<schema::Violation> {
+        self.shared.take_violations()
+    }
+
     /// What environment `env` of the model (or else the chain) named
     /// `name` shows now: current and candidate deployment, promotion.
     pub fn environment(&self, name: &str, env: &str) -> Option<crate::state::EnvView> {
@@ -412,6 +441,19 @@ impl Drop for FakeBaseten {
         }
         if self.store.remove_on_drop {
             let _ = std::fs::remove_dir_all(&self.store.dir);
+        }
+        // Last, so the fake is stopped and cleaned up either way; never
+        // while already unwinding (a second panic would abort the tests).
+        if self.fail_on_violations && !std::thread::panicking() {
+            let left = self.shared.take_violations();
+            if !left.is_empty() {
+                let lines: Vec<String> = left.iter().map(|v| format!("  {v}")).collect();
+                panic!(
+                    "the fake served or received {} exchange(s) that the published Baseten REST API does not allow (tests/fake-baseten/src/schema; claim deliberate ones with take_violations()):\n{}",
+                    left.len(),
+                    lines.join("\n")
+                );
+            }
         }
     }
 }

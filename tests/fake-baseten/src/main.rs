@@ -81,6 +81,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async {
         let mut b = FakeBaseten::builder(scenario)
+            .fail_on_violations(false)
             .host(args.host)
             .port(args.port);
         if let Some(k) = args.api_key {

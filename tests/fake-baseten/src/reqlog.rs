@@ -51,6 +51,14 @@ pub struct LogEntry {
     /// body without one).
     #[serde(default)]
     pub content_length: Option<String>,
+    /// A REST request's JSON body, as sent (REST bodies hold ids and
+    /// flags, never the key); `None` for no body or any other request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+    /// Where this exchange departs from the published REST API
+    /// ([`crate::schema`]); empty when it matches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<String>,
 }
 
 #[derive(Debug, Default)]

@@ -1,5 +1,6 @@
-//! REST v1 (`/v1/...`): deployments, environments, logs, deactivation,
-//! chain deployments and promotions, in the platform's shapes. Errors are
+//! REST v1 (`/v1/...`): routing, the handlers for deployments,
+//! environments, deactivation, chain deployments, secrets and promotions,
+//! and the refusals; answer shapes in `rest/answers.rs`, logs in `rest/logs.rs`. Errors are
 //! `{"message": ...}` with the HTTP status; the promotion endpoints also
 //! send `code` (`VALIDATION_ERROR` with 400, `RESOURCE_NOT_FOUND` with 404),
 //! as the platform's examples for them do.
@@ -33,13 +34,16 @@
 //! answers `{"success": true}` and re-activates an inactive deployment.
 
 use axum::http::{Method, StatusCode};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::state::{
-    ApiErr, ChainDeployment, Deployment, EnvView, Environment, Owner, PRODUCTION, Platform,
-    PromoteRequest,
+    ApiErr, ChainDeployment, Deployment, Owner, PRODUCTION, Platform, PromoteRequest,
 };
-use crate::status;
+mod answers;
+mod logs;
+
+use answers::*;
+use logs::logs;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Route {
@@ -63,6 +67,7 @@ pub enum Route {
     CancelPromotion(String, String),
     ForceCancelPromotion(String, String),
     ListSecrets,
+    ListTeamSecrets(String),
     MethodNotAllowed,
     NotFound,
 }
@@ -90,6 +95,7 @@ impl Route {
             Route::CancelPromotion(..) => "rest.cancel_promotion",
             Route::ForceCancelPromotion(..) => "rest.force_cancel_promotion",
             Route::ListSecrets => "rest.list_secrets",
+            Route::ListTeamSecrets(..) => "rest.list_team_secrets",
             Route::MethodNotAllowed => "rest.method_not_allowed",
             Route::NotFound => "rest.not_found",
         }
@@ -110,6 +116,7 @@ pub fn route(method: &Method, path: &str) -> Route {
     let (route, allowed) = match seg.as_slice() {
         ["v1", "models"] => (Route::ListModels, get),
         ["v1", "secrets"] => (Route::ListSecrets, get),
+        ["v1", "teams", t, "secrets"] => (Route::ListTeamSecrets(t.to_string()), get),
         ["v1", "models", m] => (Route::GetModel(m.to_string()), get),
         ["v1", "models", m, "deployments"] => (Route::ListDeployments(m.to_string()), get),
         ["v1", "models", m, "deployments", d] => {
@@ -293,17 +300,12 @@ pub fn handle(
                 .collect();
             (StatusCode::OK, json!({ "models": models }))
         }
-        // SecretV1 (name, created_at, team_name) per secret; values are
-        // never returned by the platform.
-        Route::ListSecrets => {
-            let team = p.teams.first().map(|t| t.name.clone()).unwrap_or_default();
-            let secrets: Vec<Value> = p
-                .scenario
-                .secrets
-                .iter()
-                .map(|name| json!({"name": name, "created_at": "2026-01-01T00:00:00Z", "team_name": team}))
-                .collect();
-            (StatusCode::OK, json!({ "secrets": secrets }))
+        Route::ListSecrets => (StatusCode::OK, json!({ "secrets": secrets_v1(p, None) })),
+        Route::ListTeamSecrets(t) => {
+            if !p.teams.iter().any(|team| &team.id == t) {
+                return not_found(format!("Team {t} not found"));
+            }
+            (StatusCode::OK, json!({ "secrets": secrets_v1(p, Some(t)) }))
         }
         Route::GetModel(m) => match p.model(m) {
             Some(_) => (StatusCode::OK, model_v1(p, m, now)),
@@ -509,302 +511,6 @@ fn find_chain_deployment<'p>(
         .ok_or_else(|| not_found(format!("Chain deployment {d} not found for chain {c}")))
 }
 
-fn autoscaling_settings() -> Value {
-    json!({
-        "min_replica": 0,
-        "max_replica": 1,
-        "autoscaling_window": 60,
-        "scale_down_delay": 900,
-        "concurrency_target": 1,
-        "target_utilization_percentage": 70,
-    })
-}
-
-fn deployment_v1(p: &Platform, d: &Deployment, now: f64) -> Value {
-    let status = d.public_status(now);
-    let environment = p.environment_of(d, now);
-    let deployed = d
-        .steps
-        .iter()
-        .any(|(t, s)| *t <= now && status::is_ready(&status::as_public(s)));
-    let replicas = u32::from(matches!(status.as_str(), "ACTIVE" | "UPDATING"));
-    json!({
-        "id": d.id,
-        "created_at": p.scenario_iso(d.created_at),
-        "name": d.name,
-        "model_id": d.model_id,
-        "is_production": environment.as_deref() == Some(PRODUCTION),
-        "is_development": d.is_draft,
-        "status": status,
-        "active_replica_count": replicas,
-        "autoscaling_settings": if deployed { autoscaling_settings() } else { Value::Null },
-        "instance_type_name": d.instance_type_name,
-        "environment": environment,
-        "labels": d.labels,
-        "region": null,
-        "request_backpressure_settings": {"policy": null},
-    })
-}
-
-fn model_v1(p: &Platform, m: &str, now: f64) -> Value {
-    let Some(model) = p.model(m) else {
-        return Value::Null;
-    };
-    json!({
-        "id": model.id,
-        "created_at": p.scenario_iso(model.created_at),
-        "name": model.name,
-        "deployments_count": p.model_deployments(&model.id).count(),
-        "production_deployment_id": p.env_current(&model.id, PRODUCTION, now),
-        "development_deployment_id": model.development,
-        "instance_type_name": "1x2",
-    })
-}
-
-fn promotion_fields(
-    p: &Platform,
-    out: &mut Map<String, Value>,
-    view: &EnvView,
-    render: impl Fn(&str) -> Value,
-) {
-    if p.scenario.omit_promotion_fields {
-        return;
-    }
-    out.insert(
-        "candidate_deployment".into(),
-        view.candidate
-            .as_deref()
-            .map(&render)
-            .unwrap_or(Value::Null),
-    );
-    out.insert(
-        "in_progress_promotion".into(),
-        view.promotion
-            .as_ref()
-            .map(|s| serde_json::to_value(s).unwrap_or(Value::Null))
-            .unwrap_or(Value::Null),
-    );
-}
-
-/// `PromotionSettingsV1` as the scenario sets the environment up.
-fn promotion_settings(p: &Platform, env: &str) -> Value {
-    let spec = &p.scenario.promote;
-    let listed = |l: &[String]| l.iter().any(|e| e == env);
-    json!({
-        "redeploy_on_promotion": listed(&spec.redeploy_on_promotion),
-        "rolling_deploy": false,
-        "promotion_cleanup_strategy": if listed(&spec.deactivate_previous) { "DEACTIVATE" } else { "SCALE_TO_ZERO" },
-        "rolling_deploy_config": null,
-        "ramp_up_while_promoting": false,
-        "ramp_up_duration_seconds": 600,
-    })
-}
-
-fn environment_v1(p: &Platform, model_id: &str, env: &Environment, now: f64) -> Value {
-    let view = p.view(env, now);
-    let render = |id: &str| {
-        p.deployment(id)
-            .map(|d| deployment_v1(p, d, now))
-            .unwrap_or(Value::Null)
-    };
-    let mut out = Map::new();
-    out.insert("name".into(), json!(env.name));
-    out.insert("created_at".into(), json!(p.scenario_iso(env.created_at)));
-    out.insert("model_id".into(), json!(model_id));
-    out.insert(
-        "current_deployment".into(),
-        view.current.as_deref().map(render).unwrap_or(Value::Null),
-    );
-    promotion_fields(p, &mut out, &view, render);
-    out.insert("autoscaling_settings".into(), autoscaling_settings());
-    out.insert(
-        "promotion_settings".into(),
-        promotion_settings(p, &env.name),
-    );
-    out.insert(
-        "instance_type".into(),
-        json!({
-            "id": "1x2",
-            "name": "1x2",
-            "memory_limit_mib": 2048,
-            "millicpu_limit": 1000,
-            "gpu_count": 0,
-            "gpu_type": null,
-            "gpu_memory_limit_mib": null,
-        }),
-    );
-    out.insert(
-        "request_backpressure_settings".into(),
-        json!({"policy": null}),
-    );
-    out.insert("autoscaling_schedules".into(), Value::Null);
-    Value::Object(out)
-}
-
-fn chain_deployment_v1(p: &Platform, cd: &ChainDeployment, now: f64) -> Value {
-    let mut statuses = Vec::new();
-    let chainlets: Vec<Value> = cd
-        .chainlets
-        .iter()
-        .map(|c| {
-            let dep = p.deployment(&c.deployment_id);
-            let status = dep
-                .map(|d| d.public_status(now))
-                .unwrap_or_else(|| "UNKNOWN".into());
-            statuses.push(status.clone());
-            json!({
-                "id": c.id,
-                "name": c.name,
-                "autoscaling_settings": if status::is_ready(&status) { autoscaling_settings() } else { Value::Null },
-                "instance_type_name": dep.map(|d| d.instance_type_name.clone()),
-                "active_replica_count": u32::from(status == "ACTIVE"),
-                "status": status,
-            })
-        })
-        .collect();
-    let environment = p.chain(&cd.chain_id).and_then(|c| {
-        c.environments.iter().find_map(|e| {
-            let v = p.view(e, now);
-            (v.current.as_deref() == Some(&cd.id) || v.candidate.as_deref() == Some(&cd.id))
-                .then(|| e.name.clone())
-        })
-    });
-    json!({
-        "id": cd.id,
-        "created_at": p.scenario_iso(cd.created_at),
-        "chain_id": cd.chain_id,
-        "environment": environment,
-        "chainlets": chainlets,
-        "status": status::chain_status(&statuses),
-    })
-}
-
-fn chain_environment_v1(p: &Platform, chain_id: &str, env: &Environment, now: f64) -> Value {
-    let view = p.view(env, now);
-    let render = |id: &str| {
-        p.chain_deployment(id)
-            .map(|cd| chain_deployment_v1(p, cd, now))
-            .unwrap_or(Value::Null)
-    };
-    let mut out = Map::new();
-    out.insert("name".into(), json!(env.name));
-    out.insert("created_at".into(), json!(p.scenario_iso(env.created_at)));
-    out.insert("chain_id".into(), json!(chain_id));
-    out.insert(
-        "current_deployment".into(),
-        view.current.as_deref().map(&render).unwrap_or(Value::Null),
-    );
-    // ChainEnvironmentV1 has a candidate deployment but no promotion
-    // status: a chain's promotion is seen only through those two fields.
-    if !p.scenario.omit_promotion_fields {
-        out.insert(
-            "candidate_deployment".into(),
-            view.candidate
-                .as_deref()
-                .map(&render)
-                .unwrap_or(Value::Null),
-        );
-    }
-    out.insert(
-        "promotion_settings".into(),
-        promotion_settings(p, &env.name),
-    );
-    out.insert("chainlet_settings".into(), json!([]));
-    Value::Object(out)
-}
-
-/// Log options from the query string (GET) or JSON body (POST).
-#[derive(Debug, Default, PartialEq)]
-struct LogQuery {
-    start_ms: Option<u64>,
-    end_ms: Option<u64>,
-    limit: Option<usize>,
-    ascending: bool,
-}
-
-fn log_query(query: Option<&str>, body: &[u8]) -> Result<LogQuery, String> {
-    let mut q = LogQuery::default();
-    let mut pairs: Vec<(String, Value)> = parse_query(query)
-        .into_iter()
-        .map(|(k, v)| (k, Value::String(v)))
-        .collect();
-    if !body.iter().all(u8::is_ascii_whitespace) {
-        match serde_json::from_slice::<Value>(body) {
-            Ok(Value::Object(o)) => pairs.extend(o),
-            _ => return Err("Request body must be a JSON object".into()),
-        }
-    }
-    let num = |k: &str, v: &Value| -> Result<u64, String> {
-        v.as_u64()
-            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-            .ok_or_else(|| format!("{k} must be an integer"))
-    };
-    for (k, v) in pairs {
-        match k.as_str() {
-            "start_epoch_millis" if !v.is_null() => q.start_ms = Some(num(&k, &v)?),
-            "end_epoch_millis" if !v.is_null() => q.end_ms = Some(num(&k, &v)?),
-            "limit" if !v.is_null() => {
-                let n = num(&k, &v)?;
-                if !(1..=1000).contains(&n) {
-                    return Err("limit must be between 1 and 1000".into());
-                }
-                q.limit = Some(n as usize);
-            }
-            "direction" => match v.as_str() {
-                Some("asc") => q.ascending = true,
-                Some("desc") | None => q.ascending = false,
-                Some(other) => return Err(format!("direction must be asc or desc, got {other}")),
-            },
-            _ => {}
-        }
-    }
-    Ok(q)
-}
-
-/// Lines scripted for this deployment that have happened by `now`, inside
-/// the window (default: the 30 minutes before now), newest first unless
-/// `direction=asc`.
-fn logs(
-    p: &Platform,
-    d: &Deployment,
-    now: f64,
-    query: Option<&str>,
-    body: &[u8],
-) -> Result<Value, String> {
-    let q = log_query(query, body)?;
-    let model_name = p.model(&d.model_id).map(|m| m.name.as_str()).unwrap_or("");
-    let end_ms = q.end_ms.unwrap_or_else(|| p.clock.epoch_ms(now));
-    let start_ms = q.start_ms.unwrap_or(end_ms.saturating_sub(30 * 60 * 1000));
-    let mut lines: Vec<(u64, &crate::scenario::LogLineSpec)> = p
-        .scenario
-        .logs
-        .iter()
-        .filter(|l| l.model.as_deref().is_none_or(|m| m == model_name))
-        .map(|l| (d.created_at + l.at, l))
-        .filter(|(t, _)| *t <= now)
-        .map(|(t, l)| (p.clock.epoch_ms(t), l))
-        .filter(|(ms, _)| *ms >= start_ms && *ms <= end_ms)
-        .collect();
-    lines.sort_by_key(|(ms, _)| *ms);
-    if !q.ascending {
-        lines.reverse();
-    }
-    lines.truncate(q.limit.unwrap_or(500));
-    let logs: Vec<Value> = lines
-        .iter()
-        .map(|(ms, l)| {
-            json!({
-                "timestamp": (u128::from(*ms) * 1_000_000).to_string(),
-                "message": l.message,
-                "replica": l.replica,
-                "request_id": null,
-                "level": l.level,
-            })
-        })
-        .collect();
-    Ok(json!({ "logs": logs }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -890,8 +596,46 @@ mod tests {
                 "rest.not_found",
             ),
             (&g, "/v1/nothing", "rest.not_found"),
+            (&g, "/v1/models", "rest.list_models"),
+            (&g, "/v1/models/m1", "rest.get_model"),
+            (&g, "/v1/models/m1/deployments", "rest.list_deployments"),
+            (
+                &g,
+                "/v1/models/m1/deployments/production",
+                "rest.get_deployment",
+            ),
+            (
+                &g,
+                "/v1/chains/c1/deployments",
+                "rest.list_chain_deployments",
+            ),
+            (
+                &g,
+                "/v1/chains/c1/environments",
+                "rest.list_chain_environments",
+            ),
+            (&g, "/v1/secrets", "rest.list_secrets"),
+            (&g, "/v1/teams/t1/secrets", "rest.list_team_secrets"),
+            (
+                &g,
+                "/v1/models/m1/environments/production/metrics",
+                "rest.get_environment_metrics",
+            ),
+            (
+                &post,
+                "/v1/models/m1/deployments/d1/activate",
+                "rest.activate_deployment",
+            ),
         ] {
             assert_eq!(route(m, path).endpoint(), want, "{m} {path}");
+            // Every route the fake serves is published, or excepted with
+            // its reason; the two refusals are for everything else.
+            let served = !want.ends_with("not_found") && !want.ends_with("method_not_allowed");
+            assert_eq!(
+                crate::schema::published().covers(m.as_str(), path.trim_end_matches('/')),
+                served,
+                "{m} {path}"
+            );
         }
     }
 
@@ -921,28 +665,6 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
-    }
-
-    #[test]
-    fn log_options_from_query_or_body() {
-        assert_eq!(
-            log_query(Some("start_epoch_millis=5&limit=2&direction=asc"), b"").unwrap(),
-            LogQuery {
-                start_ms: Some(5),
-                end_ms: None,
-                limit: Some(2),
-                ascending: true
-            }
-        );
-        assert_eq!(
-            log_query(None, br#"{"end_epoch_millis": 9}"#)
-                .unwrap()
-                .end_ms,
-            Some(9)
-        );
-        assert!(log_query(Some("limit=0"), b"").is_err());
-        assert!(log_query(Some("direction=sideways"), b"").is_err());
-        assert!(log_query(None, b"[1]").is_err());
     }
 
     #[test]

@@ -53,7 +53,8 @@
 //! logs: [{at: 1.0, message: "Building image", replica: null, model: null}]
 //! faults: [{endpoint: rest.get_deployment, status: 429, retry_after: 1, after: 0, times: 1}]
 //! require_upload: true     # create mutations need the uploaded object
-//! secrets: [hf_access_token]   # secret names the workspace holds (values are never served)
+//! secrets: [hf_access_token, {name: wandb_key, team: research}]   # the workspace's secrets; a bare name belongs to the first team (values are never served)
+//! answer_edits: [{endpoint: rest.get_deployment, pointer: /status, value: READY}]   # test-only: change one field of a REST answer before it is served (and checked)
 //! ```
 //!
 //! # Promotions through the API
@@ -162,8 +163,11 @@ pub struct Scenario {
     pub logs: Vec<LogLineSpec>,
     pub faults: Vec<Fault>,
     pub require_upload: bool,
-    /// Names of the workspace's secrets (`GET /v1/secrets`).
-    pub secrets: Vec<String>,
+    /// The workspace's secrets (`GET /v1/secrets`, `GET /v1/teams/{id}/secrets`).
+    pub secrets: Vec<SecretSpec>,
+    /// Changes made to REST answers before they are served: the way a test
+    /// proves the schema check fails on an answer the API does not publish.
+    pub answer_edits: Vec<AnswerEdit>,
     /// Seeds the id generator so two runs of a scenario hand out the same ids.
     pub id_seed: u64,
 }
@@ -203,6 +207,7 @@ impl Default for Scenario {
             faults: Vec::new(),
             require_upload: true,
             secrets: Vec::new(),
+            answer_edits: Vec::new(),
             id_seed: 0,
         }
     }
@@ -256,13 +261,30 @@ impl Scenario {
         self
     }
 
+    /// Applies the `answer_edits` for `endpoint` to a REST answer.
+    pub fn edit_answer(&self, endpoint: &str, answer: &mut Value) {
+        for e in self.answer_edits.iter().filter(|e| e.endpoint == endpoint) {
+            if let Some(v) = answer.pointer_mut(&e.pointer) {
+                *v = e.value.clone();
+            }
+        }
+    }
+
     fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(
             self.time_scale.is_finite() && self.time_scale > 0.0,
             "time_scale must be a positive number, got {}: use e.g. 1 (real time) or 100",
             self.time_scale
         );
-        anyhow::ensure!(!self.teams.is_empty(), "teams must list at least one team");
+        for s in &self.secrets {
+            if let Some(team) = s.team() {
+                anyhow::ensure!(
+                    self.teams.iter().any(|t| t.name == team),
+                    "secret {:?} names team {team:?}, which is not in teams",
+                    s.name()
+                );
+            }
+        }
         let timelines = std::iter::once(&self.deployments.default)
             .chain(&self.deployments.sequence)
             .chain(self.deployments.by_model.values())
@@ -293,6 +315,40 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// A secret: a bare name (the first team's) or `{name, team}`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum SecretSpec {
+    Name(String),
+    InTeam { name: String, team: String },
+}
+
+impl SecretSpec {
+    pub fn name(&self) -> &str {
+        match self {
+            SecretSpec::Name(n) | SecretSpec::InTeam { name: n, .. } => n,
+        }
+    }
+
+    /// The team's name; `None` for the first team.
+    pub fn team(&self) -> Option<&str> {
+        match self {
+            SecretSpec::Name(_) => None,
+            SecretSpec::InTeam { team, .. } => Some(team),
+        }
+    }
+}
+
+/// One change to a REST answer: `value` replaces what `pointer` (a JSON
+/// pointer) names in every answer of `endpoint` (e.g. `rest.get_deployment`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerEdit {
+    pub endpoint: String,
+    pub pointer: String,
+    pub value: Value,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

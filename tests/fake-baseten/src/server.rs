@@ -28,6 +28,7 @@ use crate::resolve::{self, Exec};
 use crate::rest;
 use crate::s3::FakeS3;
 use crate::scenario::Fault;
+use crate::schema::{self, Violation};
 use crate::state::Platform;
 
 /// Largest GraphQL/REST/inference body read into memory (S3 streams).
@@ -41,6 +42,9 @@ pub struct Shared {
     pub s3: FakeS3,
     pub log: RequestLog,
     pub faults: Faults,
+    /// Mismatches with the published REST API, oldest first, until a test
+    /// claims them (`FakeBaseten::take_violations`).
+    violations: Mutex<Vec<Violation>>,
     pub traffic: crate::traffic::Counters,
 }
 
@@ -60,8 +64,30 @@ impl Shared {
             s3,
             log,
             faults,
+            violations: Mutex::new(Vec::new()),
             traffic: Default::default(),
         }
+    }
+
+    /// Records mismatches with the published API, on the log entry too.
+    fn record(&self, entry: &mut LogEntry, whats: Vec<String>) {
+        if whats.is_empty() {
+            return;
+        }
+        let mut v = self.violations.lock().unwrap_or_else(|e| e.into_inner());
+        for what in whats {
+            v.push(Violation {
+                method: entry.method.clone(),
+                path: entry.path.clone(),
+                what: what.clone(),
+            });
+            entry.violations.push(what);
+        }
+    }
+
+    /// The violations recorded so far, cleared.
+    pub fn take_violations(&self) -> Vec<Violation> {
+        std::mem::take(&mut *self.violations.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     pub fn platform(&self) -> MutexGuard<'_, Platform> {
@@ -168,6 +194,8 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
         mutation: false,
         user_agent: header_text(&req, header::USER_AGENT),
         content_length: header_text(&req, header::CONTENT_LENGTH),
+        body: None,
+        violations: Vec::new(),
     };
     let auth_ok = authorized(
         req.headers()
@@ -264,6 +292,21 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
         }
     };
 
+    match &kind {
+        Kind::Rest(_) => {
+            entry.body = serde_json::from_slice(&body).ok();
+            let whats = schema::published().check_request(&entry.method, &path, uri.query(), &body);
+            shared.record(&mut entry, whats);
+        }
+        Kind::Unknown => shared.record(
+            &mut entry,
+            vec![format!(
+                "unknown path: {method} {path} is no endpoint the fake serves"
+            )],
+        ),
+        _ => {}
+    }
+
     if let Some(resp) = apply_fault(shared, &mut entry, &kind, kill).await {
         return resp;
     }
@@ -285,8 +328,16 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
             Kind::Unknown => json_response(StatusCode::NOT_FOUND, json!({"message": "Not found"})),
             Kind::Rest(route) => {
                 let now = shared.clock.now();
-                let (status, v) =
-                    rest::handle(&mut shared.platform(), now, &route, uri.query(), &body);
+                let (status, v) = {
+                    let mut platform = shared.platform();
+                    let (status, mut v) =
+                        rest::handle(&mut platform, now, &route, uri.query(), &body);
+                    platform.scenario.edit_answer(route.endpoint(), &mut v);
+                    (status, v)
+                };
+                let whats =
+                    schema::published().check_answer(&entry.method, &path, status.as_u16(), &v);
+                shared.record(&mut entry, whats);
                 json_response(status, v)
             }
             Kind::Inference(route) => inference::handle(shared, &route, body).await,

@@ -174,6 +174,9 @@ async fn graphql_lives_at_exactly_slash_graphql_slash() {
             .unwrap();
         assert_eq!(r.status(), 404, "{path}");
     }
+    // Both were recorded as unknown paths, which fail a test unless claimed.
+    let unknown: Vec<String> = fake.take_violations().into_iter().map(|v| v.path).collect();
+    assert_eq!(unknown, ["/graphql", "//graphql/"]);
     let (status, body) = c.gql("{ teams { id } }", Value::Null).await;
     assert_eq!(status, 200, "{body}");
 }

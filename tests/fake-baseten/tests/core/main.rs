@@ -11,5 +11,6 @@ mod graphql;
 mod inference;
 mod metrics;
 mod promotion;
+mod published;
 mod request_log;
 mod timeline;

@@ -155,6 +155,9 @@ async fn promote_answers_with_the_deployment_and_refuses_as_the_platform_does() 
         ))
         .await;
     assert_eq!(s, 405);
+    // The three malformed bodies and the GET depart from the published API
+    // on purpose; the schema check recorded each.
+    assert_eq!(fake.take_violations().len(), 4);
 
     let (s, d) = promote(
         &c,
@@ -544,6 +547,8 @@ predict:
         let (s, _) = c.post(&format!("{base}/production/{action}"), None).await;
         assert_eq!(s.as_u16(), 404, "{action}");
     }
+    // The schema check recorded both as unknown paths.
+    assert_eq!(fake.take_violations().len(), 2);
 
     // Promote the second chain deployment: scripted at 60 % at once.
     let (s, d) = c
