@@ -231,7 +231,9 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
         },
     )
     .await;
-    if let Err(f) = waited {
+    // A failure from here on puts the previous deployment back first, and
+    // says where traffic is.
+    let rolled_back = async |f: Failure| -> Result<(), Failure> {
         let outcome = roll_back(
             ctx,
             c.owner,
@@ -242,7 +244,10 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
             false,
         )
         .await;
-        return Err(with_outcome(f, outcome));
+        Err(with_outcome(f, outcome))
+    };
+    if let Err(f) = waited {
+        return rolled_back(f).await;
     }
     set_phase(ctx, Phase::Serving);
 
@@ -275,17 +280,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
         }
         Err(f) => {
             ctx.promotion_event("", &format!("{env} failed its smoke test on {promoted}"));
-            let outcome = roll_back(
-                ctx,
-                c.owner,
-                c.owner_id,
-                env,
-                &promoted,
-                previous.as_deref(),
-                false,
-            )
-            .await;
-            Err(with_outcome(f, outcome))
+            rolled_back(f).await
         }
     }
 }
