@@ -11,13 +11,12 @@ use std::path::Path;
 use anyhow::{Context, anyhow};
 use serde_json::Value;
 
-use crate::baseten::{
-    ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest, Owner, Team,
-};
+use crate::baseten::{ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest, Team};
 use crate::flow::{
     self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
 };
 use crate::git;
+use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::status::{self, Readiness};
 
@@ -201,7 +200,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         .await
         .map_err(deploy_error)?;
     let existing = flow::existing(ctx, "Chain", &name, chains);
-    flow::check_gate_target(ctx, Owner::Chain, existing.as_ref().map(|c| c.id.as_str())).await?;
+    flow::check_gate_target(ctx, Kind::Chain, existing.as_ref().map(|c| c.id.as_str())).await?;
     let (entrypoint, dependencies) = pushed
         .split_first()
         .expect("the manifest has an entrypoint");
@@ -298,7 +297,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
     r?;
     if cfg.gated_environment().is_some() {
         let candidate = flow::Candidate {
-            owner: Owner::Chain,
+            owner: Kind::Chain,
             owner_id: chain_id,
             tested: chain_deployment_id,
             endpoint: "run_remote",

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::env_vars as ev;
-use crate::targets::{Found, Kind};
+use crate::kind::Kind;
+use crate::targets::Found;
 
 /// Python files larger than this are not scanned for imports.
 const SOURCE_MAX_MIB: u64 = 4;

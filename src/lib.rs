@@ -18,6 +18,7 @@ mod files;
 mod flow;
 mod git;
 mod github;
+mod kind;
 mod model;
 mod multi;
 mod net;

@@ -12,13 +12,14 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::baseten::{
-    Api, ApiError, CreateRequest, Created, LogLine, OrderedObject, Owner, now_epoch_millis,
+    Api, ApiError, CreateRequest, Created, LogLine, OrderedObject, now_epoch_millis,
 };
 use crate::config::RAW_CONFIG_MAX_BYTES;
 use crate::flow::{
     self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
     truss_user_env,
 };
+use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::status::{self, Readiness};
 use crate::{ci::Reporter, git};
@@ -58,7 +59,7 @@ pub(crate) async fn deploy(
         .await
         .map_err(deploy_error)?;
     let existing = flow::existing(ctx, "Model", name, models);
-    flow::check_gate_target(ctx, Owner::Model, existing.as_ref().map(|m| m.id.as_str())).await?;
+    flow::check_gate_target(ctx, Kind::Model, existing.as_ref().map(|m| m.id.as_str())).await?;
 
     let config_b64 = encode_config(config);
     flow::validate_config(ctx, &config_b64, &truss_user_env(None), "config.yaml").await?;
@@ -216,7 +217,7 @@ pub(crate) async fn deploy(
     r?;
     if cfg.gated_environment().is_some() {
         let candidate = flow::Candidate {
-            owner: Owner::Model,
+            owner: Kind::Model,
             owner_id: &created.model_id,
             tested: &created.deployment_id,
             endpoint: "predict",

@@ -5,12 +5,12 @@
 use std::sync::{Arc, Mutex, TryLockError};
 
 use crate::ci::{
-    self, Cell, CiEnv, DeployKind, Level, Outputs, Reporter, StatusEvent, SummaryInput,
-    TableSummary,
+    self, Cell, CiEnv, Level, Outputs, Reporter, StatusEvent, SummaryInput, TableSummary,
 };
 use crate::cli::Inputs;
 use crate::config::{Config, OutputSettings};
 use crate::flow::State;
+use crate::kind::Kind;
 use crate::outcome::{EXIT_DEPLOY_FAILED, EXIT_OUTPUTS_NOT_WRITTEN, EXIT_SUCCESS, Failure, Status};
 use crate::secret;
 
@@ -151,7 +151,7 @@ pub(crate) fn report(
     ci_env: &CiEnv,
     out: &OutputSettings,
     state: &Mutex<State>,
-    kind: DeployKind,
+    kind: Kind,
     cfg: Option<&Config>,
     inputs: &Inputs,
     result: &Result<(), Failure>,

@@ -4,10 +4,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::ci::{self, CiEnv, DeployKind, Reporter};
+use crate::ci::{self, CiEnv, Reporter};
 use crate::cli::Cli;
 use crate::config::{self, Config, Target};
 use crate::flow::{self, Ctx, State};
+use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::report::{self, install_panic_hook, report};
 use crate::{archive, baseten, chain, github, model, net};
@@ -198,7 +199,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
                 &ci_env,
                 &out_settings,
                 &state,
-                DeployKind::Model,
+                Kind::Model,
                 None,
                 &inputs,
                 &result,
@@ -211,11 +212,11 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
         None => Config::from_inputs(&inputs, &*env),
     };
     let (result, kind, cfg) = match validated {
-        Err(e) => (Err(Failure::InvalidInput(e)), DeployKind::Model, None),
+        Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None),
         Ok(cfg) => {
             let kind = match cfg.target {
-                Target::Model { .. } => DeployKind::Model,
-                Target::Chain { .. } => DeployKind::Chain,
+                Target::Model { .. } => Kind::Model,
+                Target::Chain { .. } => Kind::Chain,
             };
             state.lock().unwrap().model_name = cfg.model_name.clone();
             for n in &cfg.notices {

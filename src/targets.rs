@@ -10,6 +10,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::Value;
 
 use crate::config::{self, Target};
+use crate::kind::Kind;
 
 /// Directories deeper than this below a searched directory are not looked
 /// into: a model tree is shallow, and a symlink loop must end.
@@ -17,22 +18,6 @@ const SEARCH_MAX_DEPTH: usize = 8;
 /// A search that visits more directories than this is pointed at the wrong
 /// place (a home directory, a `node_modules`), and says so.
 const SEARCH_MAX_DIRS: usize = 20_000;
-
-/// A model or a chain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Kind {
-    Model,
-    Chain,
-}
-
-impl Kind {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Kind::Model => "model",
-            Kind::Chain => "chain",
-        }
-    }
-}
 
 /// One target found.
 #[derive(Clone, Debug)]

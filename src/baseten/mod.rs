@@ -31,7 +31,7 @@ use crate::secret::Secret;
 pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest};
 pub(crate) use error::ApiError;
 pub(crate) use models::{CreateRequest, Created};
-pub(crate) use promote::{Owner, PromoteFlags};
+pub(crate) use promote::PromoteFlags;
 pub(crate) use rest::LogLine;
 use urls::is_safe_id;
 pub(crate) use urls::{Endpoints, is_loopback};

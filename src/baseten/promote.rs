@@ -4,30 +4,15 @@
 use serde_json::{Value, json};
 
 use super::{Api, ApiError};
+use crate::kind::Kind;
 use crate::retry::Policy;
 
-/// What owns the deployments: a model or a chain. Both have environments
-/// and the same promotion endpoints under their own path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Owner {
-    Model,
-    Chain,
-}
-
-impl Owner {
-    fn collection(self) -> &'static str {
-        match self {
-            Owner::Model => "models",
-            Owner::Chain => "chains",
-        }
-    }
-
-    /// `model` or `chain`, for messages and inference host names.
-    pub(crate) fn word(self) -> &'static str {
-        match self {
-            Owner::Model => "model",
-            Owner::Chain => "chain",
-        }
+/// Models and chains have environments and the same promotion endpoints,
+/// each under its own collection.
+fn collection(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Model => "models",
+        Kind::Chain => "chains",
     }
 }
 
@@ -43,7 +28,7 @@ impl Api {
     /// one try (the wait loops own retries).
     pub(crate) async fn environment_of(
         &self,
-        owner: Owner,
+        owner: Kind,
         owner_id: &str,
         env: &str,
     ) -> Result<Value, ApiError> {
@@ -54,7 +39,7 @@ impl Api {
     /// The environment, retried like every read.
     pub(crate) async fn read_environment(
         &self,
-        owner: Owner,
+        owner: Kind,
         owner_id: &str,
         env: &str,
     ) -> Result<Value, ApiError> {
@@ -65,12 +50,12 @@ impl Api {
     /// `…/{models|chains}/{id}/environments/{env}[/{action}]`.
     fn environment_url(
         &self,
-        owner: Owner,
+        owner: Kind,
         owner_id: &str,
         env: &str,
         action: Option<&str>,
     ) -> reqwest::Url {
-        let mut segments = vec![owner.collection(), owner_id, "environments", env];
+        let mut segments = vec![collection(owner), owner_id, "environments", env];
         segments.extend(action);
         self.endpoints.rest(&segments)
     }
@@ -84,7 +69,7 @@ impl Api {
     /// caller to look up.
     pub(crate) async fn promote(
         &self,
-        owner: Owner,
+        owner: Kind,
         owner_id: &str,
         env: &str,
         deployment_id: &str,
@@ -94,12 +79,12 @@ impl Api {
         // The chain request (`PromoteToChainEnvironmentRequestV1`) has no
         // `preserve_env_instance_type`.
         let body = match owner {
-            Owner::Model => json!({
+            Kind::Model => json!({
                 "deployment_id": deployment_id,
                 "scale_down_previous_deployment": flags.scale_down_previous_deployment,
                 "preserve_env_instance_type": flags.preserve_env_instance_type,
             }),
-            Owner::Chain => json!({
+            Kind::Chain => json!({
                 "deployment_id": deployment_id,
                 "scale_down_previous_deployment": flags.scale_down_previous_deployment,
             }),
@@ -138,7 +123,7 @@ impl Api {
         } else {
             "cancel_promotion"
         };
-        let url = self.environment_url(Owner::Model, model_id, env, Some(action));
+        let url = self.environment_url(Kind::Model, model_id, env, Some(action));
         self.rest_post_json(Policy::IDEMPOTENT, "cancelling the promotion", url, None)
             .await
     }
@@ -160,11 +145,11 @@ impl Api {
     /// The public status of a model deployment or a chain deployment.
     pub(crate) async fn deployment_status_of(
         &self,
-        owner: Owner,
+        owner: Kind,
         owner_id: &str,
         deployment_id: &str,
     ) -> Result<String, ApiError> {
-        let collection = owner.collection();
+        let collection = collection(owner);
         let url = self
             .endpoints
             .rest(&[collection, owner_id, "deployments", deployment_id]);

@@ -10,17 +10,11 @@ use super::format::{format_deploy_time, format_elapsed, format_utc};
 use super::outputs::{
     Outputs, append_file, lacks_final_newline, redact, truncate_bytes, truncate_chars,
 };
+use crate::kind::Kind;
 use crate::outcome::Status;
 
 /// GitHub drops a step summary larger than 1024 KiB (bytes on disk).
 const STEP_SUMMARY_MAX_BYTES: usize = 1024 * 1024;
-
-/// What was deployed; picks the heading word and the id row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum DeployKind {
-    Model,
-    Chain,
-}
 
 /// Timing of the predict check.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -65,7 +59,7 @@ impl StatusEvent {
 /// Everything the step summary shows.
 #[derive(Debug, Clone)]
 pub(crate) struct SummaryInput<'a> {
-    pub(crate) kind: DeployKind,
+    pub(crate) kind: Kind,
     pub(crate) outputs: &'a Outputs,
     pub(crate) predict: Option<PredictStats>,
     /// Model or chain page in the Baseten app; empty to omit the link.
@@ -112,8 +106,8 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
     let out = input.outputs;
     let ok = out.status == Status::Success;
     let (kind_word, id_label, id) = match input.kind {
-        DeployKind::Model => ("Model", "Model ID", &out.model_id),
-        DeployKind::Chain => ("Chain", "Chain ID", &out.chain_id),
+        Kind::Model => ("Model", "Model ID", &out.model_id),
+        Kind::Chain => ("Chain", "Chain ID", &out.chain_id),
     };
     let name = if out.model_name.is_empty() {
         "unknown"
@@ -498,7 +492,7 @@ mod tests {
         ];
         let notes = ["cleanup: deployment deactivated".to_string()];
         let input = SummaryInput {
-            kind: DeployKind::Model,
+            kind: Kind::Model,
             outputs: &outputs,
             predict: Some(PredictStats {
                 total_secs: 0.534,
@@ -552,7 +546,7 @@ mod tests {
         }];
         let notes = ["cleanup skipped: no deployment was created".to_string()];
         let input = SummaryInput {
-            kind: DeployKind::Chain,
+            kind: Kind::Chain,
             outputs: &outputs,
             predict: None,
             page_url: "",
@@ -594,7 +588,7 @@ last poll: HTTP 503 ```busy```
     fn summary_shows_streaming_figures() {
         let outputs = full_outputs();
         let input = SummaryInput {
-            kind: DeployKind::Model,
+            kind: Kind::Model,
             outputs: &outputs,
             predict: Some(PredictStats {
                 total_secs: 2.0,
@@ -629,7 +623,7 @@ last poll: HTTP 503 ```busy```
             })
             .collect();
         let input = SummaryInput {
-            kind: DeployKind::Model,
+            kind: Kind::Model,
             outputs: &outputs,
             predict: None,
             page_url: "",
@@ -653,7 +647,7 @@ last poll: HTTP 503 ```busy```
         let mut outputs = Outputs::new(Status::DeployFailed);
         outputs.error_message = "x".repeat(100_000);
         let input = SummaryInput {
-            kind: DeployKind::Model,
+            kind: Kind::Model,
             outputs: &outputs,
             predict: None,
             page_url: "",
@@ -674,7 +668,7 @@ last poll: HTTP 503 ```busy```
         std::fs::write(&path, "earlier text without newline").unwrap();
         let outputs = full_outputs();
         let input = SummaryInput {
-            kind: DeployKind::Model,
+            kind: Kind::Model,
             outputs: &outputs,
             predict: None,
             page_url: "",

@@ -19,10 +19,11 @@ use serde_json::{Value, json};
 
 pub(crate) use verdict::Analysis;
 
-use crate::baseten::{ApiError, Owner};
+use crate::baseten::ApiError;
 use crate::cli::Inputs;
 use crate::config::number;
 use crate::flow::Ctx;
+use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::promotion;
 use cases::Case;
@@ -130,8 +131,8 @@ async fn target(ctx: &Ctx<'_>, url: &str) -> (&'static str, String, Option<(Stri
     let (env_url, owner, ours) = {
         let st = ctx.state.lock().unwrap();
         let owner = match (&st.model_id, &st.chain_id) {
-            (Some(m), _) => Some((Owner::Model, m.clone())),
-            (None, Some(c)) => Some((Owner::Chain, c.clone())),
+            (Some(m), _) => Some((Kind::Model, m.clone())),
+            (None, Some(c)) => Some((Kind::Chain, c.clone())),
             _ => None,
         };
         (st.environment_url.clone(), owner, st.deployment_id.clone())
@@ -162,8 +163,8 @@ async fn target(ctx: &Ctx<'_>, url: &str) -> (&'static str, String, Option<(Stri
     };
     let baseline = serving.map(|d| {
         let u = match kind {
-            Owner::Model => cfg.endpoints.model_predict(&id, &d, None),
-            Owner::Chain => cfg.endpoints.chain_run_remote(&id, &d, None),
+            Kind::Model => cfg.endpoints.model_predict(&id, &d, None),
+            Kind::Chain => cfg.endpoints.chain_run_remote(&id, &d, None),
         };
         (d, u)
     });
@@ -308,13 +309,13 @@ pub(crate) struct Watch {
 pub(crate) async fn watch(
     ctx: &Ctx<'_>,
     w: &mut Watch,
-    owner: Owner,
+    owner: Kind,
     owner_id: &str,
     env: &str,
     environment: Option<&Value>,
 ) -> Option<Failure> {
     let s = ctx.cfg.evidence.as_ref()?;
-    if w.off || owner != Owner::Model || !environment.is_some_and(is_rolling) {
+    if w.off || owner != Kind::Model || !environment.is_some_and(is_rolling) {
         return None;
     }
     let why = match ctx.api.environment_metrics(owner_id, env).await {

@@ -22,7 +22,8 @@ use serde_json::Value;
 use super::{
     Ctx, Poll, PromotionTrack, check_promotion, deploy_error, human, poll_until, smoke_test,
 };
-use crate::baseten::{ApiError, Owner, PromoteFlags};
+use crate::baseten::{ApiError, PromoteFlags};
+use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::promotion::{self, Env, Lookup, Step};
 
@@ -54,7 +55,7 @@ pub(crate) enum Phase {
 /// A gated promotion in progress.
 #[derive(Clone, Debug)]
 pub(crate) struct Gate {
-    pub(crate) owner: Owner,
+    pub(crate) owner: Kind,
     pub(crate) owner_id: String,
     pub(crate) env: String,
     /// What served the environment before; the rollback target.
@@ -72,7 +73,7 @@ pub(crate) struct Gate {
 
 /// What the gate tests and promotes.
 pub(crate) struct Candidate<'a> {
-    pub(crate) owner: Owner,
+    pub(crate) owner: Kind,
     pub(crate) owner_id: &'a str,
     /// The deployment that passed its own smoke test.
     pub(crate) tested: &'a str,
@@ -101,7 +102,7 @@ pub(crate) async fn promote_after_predict(ctx: &Ctx<'_>, c: &Candidate<'_>) -> R
 /// be found only after a deployment was built for nothing.
 pub(crate) async fn check_gate_target(
     ctx: &Ctx<'_>,
-    owner: Owner,
+    owner: Kind,
     existing: Option<&str>,
 ) -> Result<(), Failure> {
     let (Some(env), Some(id)) = (ctx.cfg.gated_environment(), existing) else {
@@ -111,7 +112,7 @@ pub(crate) async fn check_gate_target(
         Ok(_) => Ok(()),
         Err(e) if e.permanent_status() == Some(404) => Err(Failure::Deploy(anyhow!(
             "the {} has no environment {env:?} to promote into ({e}): create it in the Baseten UI or fix environment; nothing was created",
-            owner.word()
+            owner.as_str()
         ))),
         Err(e) => Err(deploy_error(e)),
     }
@@ -131,14 +132,14 @@ fn flags(ctx: &Ctx<'_>) -> PromoteFlags {
 }
 
 /// One reading of the environment, typed.
-async fn read(ctx: &Ctx<'_>, owner: Owner, owner_id: &str, env: &str) -> Result<Env, ApiError> {
+async fn read(ctx: &Ctx<'_>, owner: Kind, owner_id: &str, env: &str) -> Result<Env, ApiError> {
     let v = ctx.api.read_environment(owner, owner_id, env).await?;
     Ok(Env::parse(&v))
 }
 
 async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure> {
     let cfg = ctx.cfg;
-    let word = c.owner.word();
+    let word = c.owner.as_str();
     {
         let mut st = ctx.state.lock().unwrap();
         st.tested_deployment_id = Some(c.tested.to_string());
@@ -303,7 +304,7 @@ fn with_outcome(f: Failure, outcome: String) -> Failure {
 /// was sent. Answers the id the platform promotes.
 async fn promote_once(
     ctx: &Ctx<'_>,
-    owner: Owner,
+    owner: Kind,
     owner_id: &str,
     env: &str,
     target: &str,
@@ -388,7 +389,7 @@ async fn promote_once(
 /// signal's short budget. Sets `rolled-back`; answers where traffic is.
 pub(crate) async fn roll_back(
     ctx: &Ctx<'_>,
-    owner: Owner,
+    owner: Kind,
     owner_id: &str,
     env: &str,
     ours: &str,
@@ -439,7 +440,7 @@ pub(crate) async fn roll_back(
 )]
 async fn put_back(
     ctx: &Ctx<'_>,
-    owner: Owner,
+    owner: Kind,
     owner_id: &str,
     env: &str,
     ours: &str,
@@ -447,7 +448,7 @@ async fn put_back(
     hurry: bool,
     until: Instant,
 ) -> (bool, String) {
-    let chain = owner == Owner::Chain;
+    let chain = owner == Kind::Chain;
     // The id our promote of `prev` answered (a platform copy of it), kept
     // in the gate's state so that a rollback resumed after a signal knows it.
     let (mut back, ours_known) = {
@@ -659,7 +660,7 @@ fn unfinished(seen: &str, env: &str, hurry: bool) -> String {
 /// A deployment the environment's cleanup strategy deactivated cannot be
 /// promoted: a model's is activated first (documented); a chain's cannot
 /// be (there is no chain activate), which the error says.
-async fn reactivate(ctx: &Ctx<'_>, owner: Owner, owner_id: &str, prev: &str) -> Result<(), String> {
+async fn reactivate(ctx: &Ctx<'_>, owner: Kind, owner_id: &str, prev: &str) -> Result<(), String> {
     let status = ctx
         .api
         .deployment_status_of(owner, owner_id, prev)
@@ -669,7 +670,7 @@ async fn reactivate(ctx: &Ctx<'_>, owner: Owner, owner_id: &str, prev: &str) -> 
         return Ok(());
     }
     match owner {
-        Owner::Model => {
+        Kind::Model => {
             ctx.say(&format!(
                 "the previous deployment {prev} is {status} (the environment's cleanup strategy deactivated it): activating it first"
             ));
@@ -678,7 +679,7 @@ async fn reactivate(ctx: &Ctx<'_>, owner: Owner, owner_id: &str, prev: &str) -> 
                 format!("the previous deployment {prev} is {status} and activating it failed ({e})")
             })
         }
-        Owner::Chain => Err(format!(
+        Kind::Chain => Err(format!(
             "the previous chain deployment {prev} is {status} (the environment's cleanup strategy deactivated it) and chains cannot be re-activated through the API: redeploy it or promote another one in the Baseten UI"
         )),
     }

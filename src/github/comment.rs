@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::ci::{DeployKind, Outputs, PredictStats};
+use crate::ci::{Outputs, PredictStats};
+use crate::kind::Kind;
 use crate::outcome::Status;
 
 /// GitHub cuts status descriptions at this many characters.
@@ -17,7 +18,7 @@ const COMMENT_ERROR_MAX_CHARS: usize = 2000;
 /// about, so the next run finds and edits it instead of adding another.
 /// The name is percent-encoded: whatever it holds, it cannot end the HTML
 /// comment or look like another model's marker.
-pub(super) fn marker(kind: DeployKind, name: &str) -> String {
+pub(super) fn marker(kind: Kind, name: &str) -> String {
     let mut encoded = String::new();
     for b in name.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') {
@@ -26,14 +27,7 @@ pub(super) fn marker(kind: DeployKind, name: &str) -> String {
             let _ = write!(encoded, "%{b:02X}");
         }
     }
-    format!("<!-- truss-push: {} {encoded} -->", kind_word(kind))
-}
-
-fn kind_word(kind: DeployKind) -> &'static str {
-    match kind {
-        DeployKind::Model => "model",
-        DeployKind::Chain => "chain",
-    }
+    format!("<!-- truss-push: {} {encoded} -->", kind.as_str())
 }
 
 /// Whether `body` is the comment that `marker` names: the marker is its
@@ -67,7 +61,7 @@ fn fenced(text: &str) -> String {
 
 /// Everything the comment shows besides the outputs.
 pub(super) struct View<'a> {
-    pub(super) kind: DeployKind,
+    pub(super) kind: Kind,
     pub(super) outputs: &'a Outputs,
     pub(super) predict: Option<PredictStats>,
     /// The model's or chain's page in the Baseten app; empty when unknown.
@@ -126,7 +120,7 @@ pub(super) fn render(v: &View<'_>) -> String {
     let _ = writeln!(
         text,
         "### {icon} Baseten {}: `{}` {}\n",
-        kind_word(v.kind),
+        v.kind.as_str(),
         cell(&o.model_name),
         verdict(o)
     );
@@ -202,27 +196,24 @@ mod tests {
     #[test]
     fn the_marker_names_the_model_and_cannot_be_closed_early() {
         assert_eq!(
-            marker(DeployKind::Model, "hello"),
+            marker(Kind::Model, "hello"),
             "<!-- truss-push: model hello -->"
         );
-        let m = marker(DeployKind::Chain, "a --> b\n<!--");
+        let m = marker(Kind::Chain, "a --> b\n<!--");
         assert_eq!(m.matches("-->").count(), 1, "{m}");
         assert!(m.starts_with("<!-- truss-push: chain a%20--%3E%20b%0A%3C%21--"));
-        assert_ne!(
-            marker(DeployKind::Model, "a b"),
-            marker(DeployKind::Model, "a%20b")
-        );
+        assert_ne!(marker(Kind::Model, "a b"), marker(Kind::Model, "a%20b"));
         let body = render(&View {
-            kind: DeployKind::Model,
+            kind: Kind::Model,
             outputs: &outputs(Status::Success),
             predict: None,
             page_url: "",
             sha: None,
             at: "2026-01-01 00:00:00",
         });
-        assert!(is_ours(&body, &marker(DeployKind::Model, "my model")));
-        assert!(!is_ours(&body, &marker(DeployKind::Model, "my")));
-        assert!(!is_ours(&body, &marker(DeployKind::Chain, "my model")));
+        assert!(is_ours(&body, &marker(Kind::Model, "my model")));
+        assert!(!is_ours(&body, &marker(Kind::Model, "my")));
+        assert!(!is_ours(&body, &marker(Kind::Chain, "my model")));
     }
 
     #[test]
@@ -230,7 +221,7 @@ mod tests {
         let mut o = outputs(Status::Success);
         o.environment_url = "https://model-m.api.example/environments/production/predict".into();
         let body = render(&View {
-            kind: DeployKind::Model,
+            kind: Kind::Model,
             outputs: &o,
             predict: Some(PredictStats {
                 total_secs: 0.5,
@@ -267,7 +258,7 @@ mod tests {
         o.last_status = "BUILD_FAILED".into();
         o.error_message = "build failed:\n```\npip error | x".into();
         let body = render(&View {
-            kind: DeployKind::Model,
+            kind: Kind::Model,
             outputs: &o,
             predict: None,
             page_url: "",

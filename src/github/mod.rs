@@ -22,11 +22,12 @@ use std::time::Duration;
 use reqwest::{Method, Url};
 use serde_json::{Value, json};
 
-use crate::ci::{DeployKind, Outputs, PredictStats, Reporter};
+use crate::ci::{Outputs, PredictStats, Reporter};
 use crate::cli::Inputs;
 use crate::config::{Config, Target, parse_bool};
 use crate::env_vars as ev;
 use crate::flow::State;
+use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::secret::Secret;
 use client::{CREATE, Client, GhError, REPEATABLE};
@@ -218,7 +219,7 @@ pub(crate) struct Session {
     commit_status: bool,
     sha: Option<String>,
     run_url: Option<String>,
-    kind: DeployKind,
+    kind: Kind,
     environment: Option<String>,
     /// The name known when the run starts (a chain's may come later).
     early_name: String,
@@ -296,12 +297,12 @@ impl Session {
             Err(e) => return warn(format!("GitHub: {e:#}, so GitHub is skipped.")),
         };
         let (kind, early_name) = match &cfg.target {
-            Target::Model { .. } => (DeployKind::Model, cfg.model_name.clone()),
+            Target::Model { .. } => (Kind::Model, cfg.model_name.clone()),
             // A chain's name is the one in its code, read as the plan reads
             // it (codegen confirms it later): every `chain.py` gets its own
             // environment and commit-status context from the start.
             Target::Chain { file } => (
-                DeployKind::Chain,
+                Kind::Chain,
                 if cfg.model_name.is_empty() {
                     crate::targets::chain_name(file).unwrap_or_else(|_| {
                         file.file_stem()
@@ -362,8 +363,8 @@ impl Session {
 
     fn context(&self, name: &str) -> String {
         let kind = match self.kind {
-            DeployKind::Model => "model",
-            DeployKind::Chain => "chain",
+            Kind::Model => "model",
+            Kind::Chain => "chain",
         };
         format!("truss-push / {kind} {name}")
     }
