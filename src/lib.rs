@@ -14,6 +14,7 @@ pub mod cli;
 mod config;
 pub mod env_vars;
 mod evidence;
+mod execute;
 mod files;
 mod flow;
 mod git;

@@ -1,6 +1,6 @@
 //! Several targets in one step: every target validated before any request,
 //! then at most `max-parallel` deploying at once, each with its own budget,
-//! wait, smoke test and cleanup (`run::execute`) and its own log, shown as
+//! wait, smoke test and cleanup (`execute`) and its own log, shown as
 //! one group when it ends (CI groups cannot interleave). A signal stops and
 //! cleans up every target in flight and starts no other; `fail-fast` does
 //! the same when one fails. The step's `status` is the worst of the
@@ -15,14 +15,14 @@ use futures_util::StreamExt;
 
 use crate::ci::{Cell, Level, Reporter};
 use crate::cli::{EnvLookup, Inputs};
-use crate::config::{self, Config, Target};
+
+use crate::execute::{self, Halt, Signals, Stop};
 use crate::flow::State;
 use crate::outcome::{Failure, Status};
-use crate::plan::{self, Selection};
+use crate::plan::{self, Planned, Selection};
 use crate::report::{self, Fanout, outputs_of};
-use crate::run::{self, Halt, Signals, Stop};
-use crate::targets::{self, Found};
-use crate::{archive, ci, github};
+use crate::targets;
+use crate::{ci, github};
 
 /// Whether the inputs ask for the several-target road: more than one
 /// target (a list, a glob, a folder of models) or change detection.
@@ -31,13 +31,6 @@ pub(crate) fn wanted(inputs: &Inputs) -> bool {
         || inputs
             .get("truss-directory")
             .is_some_and(targets::is_several)
-}
-
-/// A target ready to deploy.
-pub(crate) struct Planned {
-    index: usize,
-    found: Found,
-    cfg: Config,
 }
 
 /// A target's end.
@@ -81,7 +74,7 @@ pub(crate) async fn run(
 ) -> (Result<(), Failure>, Option<Fanout>) {
     let lookup = |k: &str| env(k).ok();
     state.lock().unwrap().model_name = String::new();
-    let (sel, planned, max_parallel, fail_fast) = match prepare(inputs, env, &lookup) {
+    let (sel, planned, max_parallel, fail_fast) = match plan::prepare(inputs, env, &lookup) {
         Ok(p) => p,
         Err(e) => return (Err(Failure::InvalidInput(e)), None),
     };
@@ -108,45 +101,6 @@ pub(crate) async fn run(
         _ => None,
     });
     finish(inputs, &sel, &planned, done, state, halt_signal)
-}
-
-pub(crate) type Prepared = (Selection, Vec<Planned>, usize, bool);
-
-/// Every input check, before any request: the targets, each target's own
-/// config, its files, and the several-target inputs. Plan mode runs the
-/// same checks.
-pub(crate) fn prepare(
-    inputs: &Inputs,
-    env: EnvLookup<'_>,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<Prepared, String> {
-    let max_parallel = config::number(inputs, "max-parallel")? as usize;
-    let fail_fast = config::parse_bool(
-        "fail-fast",
-        inputs.or_default("fail-fast").unwrap_or("false"),
-    )?;
-    if config::parse_bool(
-        "print-config",
-        inputs.or_default("print-config").unwrap_or("false"),
-    )? {
-        return Err("print-config shows one model's config: give truss-directory one model and no changed-since".into());
-    }
-    let sel = plan::select(inputs, lookup)?;
-    let mut planned = Vec::with_capacity(sel.chosen.len());
-    for (index, (found, _)) in sel.chosen.iter().enumerate() {
-        let path = found.path.to_string_lossy();
-        let cfg = Config::from_inputs(&inputs.with("truss-directory", &path), env)
-            .map_err(|e| format!("{path}: {e}"))?;
-        if let Target::Model { dir, .. } = &cfg.target {
-            archive::plan(dir).map_err(|e| format!("{path}: {e:#}"))?;
-        }
-        planned.push(Planned {
-            index,
-            found: found.clone(),
-            cfg,
-        });
-    }
-    Ok((sel, planned, max_parallel, fail_fast))
 }
 
 /// Runs the targets, `max_parallel` at a time, until all have ended.
@@ -239,7 +193,7 @@ async fn deploy_one(
     }
     // Each target is its own GitHub deployment, comment and status.
     let gh = github::Session::open(&p.cfg, env, &own);
-    let result = run::execute(&p.cfg, &own, &state, started, env, &mut stop, gh.as_ref()).await;
+    let result = execute::execute(&p.cfg, &own, &state, started, env, &mut stop, gh.as_ref()).await;
     if let Some(gh) = &gh {
         let outputs = report::target_outputs(&state.lock().unwrap(), &result, &p.cfg);
         gh.finish_within(&result, &outputs, &state, &p.cfg, stop.cleanup())

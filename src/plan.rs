@@ -7,9 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
+use crate::archive;
 use crate::changes;
 use crate::ci::{Cell, Reporter};
 use crate::cli::{EnvLookup, Inputs};
+use crate::config::{self, Config, Target};
 use crate::outcome::Failure;
 use crate::report::Fanout;
 use crate::targets::{self, Found};
@@ -133,6 +135,52 @@ pub(crate) fn matrix(chosen: &[(Found, Option<String>)]) -> String {
     json!({ "include": include }).to_string()
 }
 
+/// A target ready to deploy.
+pub(crate) struct Planned {
+    pub(crate) index: usize,
+    pub(crate) found: Found,
+    pub(crate) cfg: Config,
+}
+
+pub(crate) type Prepared = (Selection, Vec<Planned>, usize, bool);
+
+/// Every input check, before any request: the targets, each target's own
+/// config, its files, and the several-target inputs. Plan mode runs the
+/// same checks.
+pub(crate) fn prepare(
+    inputs: &Inputs,
+    env: EnvLookup<'_>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Prepared, String> {
+    let max_parallel = config::number(inputs, "max-parallel")? as usize;
+    let fail_fast = config::parse_bool(
+        "fail-fast",
+        inputs.or_default("fail-fast").unwrap_or("false"),
+    )?;
+    if config::parse_bool(
+        "print-config",
+        inputs.or_default("print-config").unwrap_or("false"),
+    )? {
+        return Err("print-config shows one model's config: give truss-directory one model and no changed-since".into());
+    }
+    let sel = select(inputs, lookup)?;
+    let mut planned = Vec::with_capacity(sel.chosen.len());
+    for (index, (found, _)) in sel.chosen.iter().enumerate() {
+        let path = found.path.to_string_lossy();
+        let cfg = Config::from_inputs(&inputs.with("truss-directory", &path), env)
+            .map_err(|e| format!("{path}: {e}"))?;
+        if let Target::Model { dir, .. } = &cfg.target {
+            archive::plan(dir).map_err(|e| format!("{path}: {e:#}"))?;
+        }
+        planned.push(Planned {
+            index,
+            found: found.clone(),
+            cfg,
+        });
+    }
+    Ok((sel, planned, max_parallel, fail_fast))
+}
+
 /// Plan mode: select, print the matrix on stdout (log lines go to stderr
 /// from then on; with `json` the result object carries it instead, so
 /// stdout stays one document), and fill the plan's outputs and summary. No
@@ -157,7 +205,7 @@ pub(crate) fn run(
             checked = checked.with(name, stand_in);
         }
     }
-    let sel = match crate::multi::prepare(&checked, env, &lookup) {
+    let sel = match prepare(&checked, env, &lookup) {
         Ok((sel, ..)) => sel,
         Err(e) => return (Err(Failure::InvalidInput(e)), None),
     };

@@ -1,0 +1,275 @@
+//! One target's deploy from a validated `Config` to its result: the
+//! checks a dry run or `print-config` stop at, the flow raced against the
+//! signals (or a several-target run's halt), and the cleanup that follows
+//! whatever happened. `run` calls it for one target, `multi` for each.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::ci::{self, Reporter};
+use crate::config::{Config, Target};
+use crate::flow::{self, Ctx, State};
+use crate::outcome::Failure;
+use crate::{archive, baseten, chain, github, model, net};
+
+/// The signals that stop a run: SIGINT (GitHub's cancel, Ctrl-C), SIGTERM
+/// (GitHub 7.5 s later, `docker stop`, Kubernetes) and SIGHUP (a closed
+/// terminal or a CI agent's session ending). Installed when the run starts,
+/// so no phase runs without them.
+pub(crate) struct Signals {
+    int: Option<tokio::signal::unix::Signal>,
+    term: Option<tokio::signal::unix::Signal>,
+    hup: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    pub(crate) fn install() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        Self {
+            int: signal(SignalKind::interrupt()).ok(),
+            term: signal(SignalKind::terminate()).ok(),
+            hup: signal(SignalKind::hangup()).ok(),
+        }
+    }
+
+    /// Waits for the next signal and names it. A signal whose handler could
+    /// not be installed keeps its default action (the process ends).
+    pub(crate) async fn next(&mut self) -> &'static str {
+        async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            _ = recv(&mut self.int) => "SIGINT",
+            _ = recv(&mut self.term) => "SIGTERM",
+            _ = recv(&mut self.hup) => "SIGHUP",
+        }
+    }
+}
+
+/// Why the targets of a several-target run should stop: the signals the
+/// process received, and whether `fail-fast` called the others off.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Halt {
+    pub(crate) signals: u32,
+    pub(crate) last_signal: &'static str,
+    pub(crate) fail_fast: bool,
+}
+
+/// What stops one deploy: the process's own signals (one target), or the
+/// [`Halt`] every target of a several-target run watches.
+pub(crate) enum Stop<'a> {
+    Process(&'a mut Signals),
+    Shared {
+        halt: tokio::sync::watch::Receiver<Halt>,
+        /// Signals already acted on.
+        seen: u32,
+    },
+}
+
+impl Stop<'_> {
+    /// Waits until the deploy must stop, and says why.
+    async fn flow(&mut self) -> &'static str {
+        match self {
+            Stop::Process(s) => s.next().await,
+            Stop::Shared { halt, seen } => {
+                let h = match halt.wait_for(|h| h.signals > 0 || h.fail_fast).await {
+                    Ok(h) => *h,
+                    Err(_) => return std::future::pending().await,
+                };
+                *seen = h.signals;
+                if h.signals > 0 {
+                    h.last_signal
+                } else {
+                    "fail-fast (another target failed)"
+                }
+            }
+        }
+    }
+
+    /// Waits for a signal not yet acted on: during cleanup only a signal
+    /// (a second one, after a cancel) stops it, never fail-fast.
+    pub(crate) async fn cleanup(&mut self) -> &'static str {
+        match self {
+            Stop::Process(s) => s.next().await,
+            Stop::Shared { halt, seen } => {
+                let before = *seen;
+                let h = match halt.wait_for(|h| h.signals > before).await {
+                    Ok(h) => *h,
+                    Err(_) => return std::future::pending().await,
+                };
+                *seen = h.signals;
+                h.last_signal
+            }
+        }
+    }
+}
+
+/// One target's whole deploy: checks, the flow raced against `stop` (and
+/// GitHub told of the start alongside), and its cleanup.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the run's handles, passed as they are; a struct would only rename them"
+)]
+pub(crate) async fn execute(
+    cfg: &Config,
+    rep: &Arc<Mutex<Reporter>>,
+    state: &Mutex<State>,
+    started: Instant,
+    env: &dyn Fn(&str) -> Option<String>,
+    stop: &mut Stop<'_>,
+    gh: Option<&github::Session>,
+) -> Result<(), Failure> {
+    // What the truss holds is the user's input too: a FIFO, a broken link
+    // or a name that is not UTF-8 is refused before any request.
+    if let Target::Model { dir, .. } = &cfg.target {
+        archive::plan(dir).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
+    }
+    if cfg.print_config {
+        return print_config(cfg, rep);
+    }
+    if cfg.dry_run {
+        return dry_run(cfg, rep);
+    }
+    let http = net::client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
+    let s3_http = net::s3_client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
+    // One warning for CA certificates that could not be used (they are
+    // skipped, the rest are used).
+    if let Some(w) = net::extra_roots(env).ok().and_then(|r| r.warning()) {
+        rep.lock().unwrap().warning(&w);
+    }
+    // Each retry of a platform call is said in the run's log.
+    let retry_log = Arc::clone(rep);
+    let api = baseten::Api::new(http, cfg.endpoints.clone(), cfg.api_key.clone()).with_retry_notes(
+        Arc::new(move |line: &str| retry_log.lock().unwrap().line(line)),
+    );
+    // The run's budget: setup, upload, create and the wait share the wait
+    // budget from the start; the smoke tests, a gated promotion and its
+    // rollback end by the wait budget plus predict-timeout; cleanup has its
+    // minute after that (flow::smoke_test, flow::gate, flow::cleanup_created).
+    let deploy_until = started + cfg.wait_timeout;
+    let run_until = deploy_until + cfg.predict_timeout;
+    api.set_deadline(Some(deploy_until));
+    if cfg.gated_environment().is_some() {
+        // A gated run says `rolled-back: false` unless a read proved a
+        // rollback, whatever phase it ends in.
+        state.lock().unwrap().rolled_back = Some(false);
+    }
+    let ctx = Ctx {
+        cfg,
+        api: &api,
+        s3_http: &s3_http,
+        rep: Arc::clone(rep),
+        state,
+        started,
+        deploy_until,
+        run_until,
+    };
+    // GitHub hears of the start alongside the deploy, never ahead of it.
+    let deploying = async {
+        let begin = async {
+            if let Some(gh) = gh {
+                gh.begin().await;
+            }
+        };
+        tokio::join!(begin, deploy(&ctx)).1
+    };
+    let (flow, cancelled) = tokio::select! {
+        r = deploying => (r, false),
+        sig = stop.flow() => {
+            rep.lock().unwrap().finish();
+            state.lock().unwrap().cancelled_at = Some(Instant::now());
+            (Err(Failure::Cancelled(sig)), true)
+        }
+    };
+    // Cleanup runs whatever happened, once something was created. A signal
+    // during cleanup (a second one, after a cancel) stops it at once: the
+    // outputs are still written.
+    let cleaned = tokio::select! {
+        r = cleanup(&ctx, cancelled) => r,
+        sig = stop.cleanup() => {
+            rep.lock().unwrap().finish();
+            if cancelled {
+                ctx.note(format!("cleanup abandoned: {sig} arrived during it"));
+                Ok(())
+            } else {
+                Err(Failure::Cancelled(sig))
+            }
+        }
+    };
+    match (flow, cleaned) {
+        (Ok(()), Err(e)) => Err(e),
+        (Err(f), Err(c)) => {
+            state
+                .lock()
+                .unwrap()
+                .notes
+                .push(format!("cleanup also failed: {c}"));
+            Err(f)
+        }
+        (flow, Ok(())) => flow,
+    }
+}
+
+/// The deploy flow for the target: a model or a chain.
+async fn deploy(ctx: &Ctx<'_>) -> Result<(), Failure> {
+    match &ctx.cfg.target {
+        Target::Model {
+            dir,
+            config,
+            raw_config,
+        } => model::deploy(ctx, dir, config, raw_config).await,
+        Target::Chain { file } => chain::deploy(ctx, file).await,
+    }
+}
+
+/// Cleanup for the target: model deployment or chain deployment.
+async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
+    flow::abort_unfinished_uploads(ctx, cancelled).await;
+    flow::cleanup_gated(ctx, cancelled).await;
+    match ctx.cfg.target {
+        Target::Model { .. } => model::cleanup(ctx, cancelled).await,
+        Target::Chain { .. } => chain::cleanup(ctx, cancelled).await,
+    }
+}
+
+/// Prints the config JSON the platform would receive (decoded from the
+/// payload, so it is exactly what is sent) on stdout; logs go to stderr.
+fn print_config(cfg: &Config, rep: &Arc<Mutex<Reporter>>) -> Result<(), Failure> {
+    let Target::Model { config, .. } = &cfg.target else {
+        return Err(Failure::InvalidInput(
+            "print-config shows a model's config.yaml; a chain's configs are generated by truss_chains at deploy time".into(),
+        ));
+    };
+    let sent = flow::encode_config(config);
+    let json = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, sent)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .expect("the payload is base64 of UTF-8 JSON");
+    rep.lock().unwrap().data(&format!("{json}\n"));
+    Ok(())
+}
+
+fn dry_run(cfg: &Config, rep: &Arc<Mutex<Reporter>>) -> Result<(), Failure> {
+    let Target::Model { dir, .. } = &cfg.target else {
+        return Ok(());
+    };
+    let tmp = flow::scratch_dir(dir).map_err(Failure::Deploy)?;
+    let a = archive::write(dir, &tmp.path().join("truss.tar")).map_err(Failure::Deploy)?;
+    let mut r = rep.lock().unwrap();
+    r.line(&format!(
+        "Dry run: inputs are valid; {} would be deployed as {:?} ({} files, {}). Nothing was uploaded or created.",
+        cfg.model_name,
+        cfg.deployment_name,
+        a.members.len(),
+        ci::format_bytes(a.size)
+    ));
+    for m in &a.members {
+        r.line(&format!("  {}", m.path));
+    }
+    Ok(())
+}
