@@ -31,6 +31,7 @@ mod retry;
 mod run;
 mod s3;
 mod secret;
+mod settings;
 mod status;
 mod targets;
 pub mod truss_config;

@@ -11,9 +11,10 @@ use crate::archive;
 use crate::changes;
 use crate::ci::{Cell, Reporter};
 use crate::cli::{EnvLookup, Inputs};
-use crate::config::{self, Config, Target};
+use crate::config::{Config, Target};
 use crate::outcome::Failure;
 use crate::report::Fanout;
+use crate::settings;
 use crate::targets::{self, Found};
 
 /// GitHub Actions refuses a matrix that expands to more jobs than this.
@@ -152,12 +153,12 @@ pub(crate) fn prepare(
     env: EnvLookup<'_>,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Prepared, String> {
-    let max_parallel = config::number(inputs, "max-parallel")? as usize;
-    let fail_fast = config::parse_bool(
+    let max_parallel = settings::number(inputs, "max-parallel")? as usize;
+    let fail_fast = settings::parse_bool(
         "fail-fast",
         inputs.or_default("fail-fast").unwrap_or("false"),
     )?;
-    if config::parse_bool(
+    if settings::parse_bool(
         "print-config",
         inputs.or_default("print-config").unwrap_or("false"),
     )? {

@@ -8,11 +8,12 @@ use crate::ci::{
     self, Cell, CiEnv, Level, Outputs, Reporter, StatusEvent, SummaryInput, TableSummary,
 };
 use crate::cli::Inputs;
-use crate::config::{Config, OutputSettings};
+use crate::config::Config;
 use crate::flow::State;
 use crate::kind::Kind;
 use crate::outcome::{EXIT_DEPLOY_FAILED, EXIT_OUTPUTS_NOT_WRITTEN, EXIT_SUCCESS, Failure, Status};
 use crate::secret;
+use crate::settings::OutputSettings;
 
 /// What a plan or a several-target run adds to its report: the outputs
 /// only these modes write, and a summary that is one table.

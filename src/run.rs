@@ -6,13 +6,14 @@ use std::time::Instant;
 
 use crate::ci::{CiEnv, Reporter};
 use crate::cli::Cli;
-use crate::config::{self, Config, Target};
+use crate::config::{Config, Target};
 use crate::execute::{Signals, Stop, execute};
 use crate::flow::State;
 use crate::github;
 use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::report::{self, install_panic_hook, report};
+use crate::settings::Early;
 
 /// Reads one environment variable as `std::env::var` does, so a value that
 /// is not UTF-8 is told apart from an unset one.
@@ -50,52 +51,46 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     let ci_env = CiEnv::from_lookup(|k| env(k).ok());
     let rep = Arc::new(Mutex::new(io.reporter));
     let inputs = cli.gather(&*env);
-    let (out_settings, out_err) = config::output_settings(&inputs);
-    if out_settings.json || config::stdout_is_data(&inputs) {
+    let early = Early::read(&inputs);
+    let out_settings = early.outputs.clone();
+    if early.stdout_is_data {
         // Nothing but the document goes to stdout from here on, masks
         // included (the runner reads commands on stderr too): an empty
         // piece of data turns every log line to stderr.
         rep.lock().unwrap().data("");
     }
-    for secret in ["baseten-api-key", "github-token"] {
-        if let Some(k) = inputs.trimmed(secret) {
-            rep.lock().unwrap().mask(k);
-            crate::secret::register(k);
-        }
+    for k in &early.secrets {
+        rep.lock().unwrap().mask(k);
+        crate::secret::register(k);
     }
     let started = Instant::now();
     let state = Arc::new(Mutex::new(State {
-        model_name: config::best_effort_model_name(&inputs),
+        model_name: early.model_name.clone(),
         ..State::default()
     }));
     if io.exit_on_panic {
-        let key = inputs.trimmed("baseten-api-key").unwrap_or_default();
         install_panic_hook(
             ci_env.clone(),
             out_settings.clone(),
             Arc::clone(&state),
-            key.to_string(),
+            early.api_key.clone(),
         );
     }
 
-    let early = match (parse_error, out_err) {
-        (Some(e), _) | (None, Some(e)) => Some(e),
-        (None, None) => None,
-    };
+    let plan = early.plan;
+    // A bad `plan` is an input error like the others found this early.
+    let early = parse_error
+        .or(early.outputs_error)
+        .or_else(|| plan.clone().err());
     // Several targets, a plan or change detection take their own road; one
     // target named plainly takes today's, unchanged.
     if early.is_none() {
-        let plan = inputs
-            .trimmed("plan")
-            .map(|v| config::parse_bool("plan", v))
-            .transpose();
-        let fan = match plan {
-            Err(e) => Some((Err(Failure::InvalidInput(e)), None)),
-            Ok(Some(true)) => Some(crate::plan::run(&inputs, &*env, &rep, out_settings.json)),
-            Ok(_) if crate::multi::wanted(&inputs) => {
-                Some(crate::multi::run(&inputs, &*env, &rep, &state, &mut signals).await)
-            }
-            Ok(_) => None,
+        let fan = if plan == Ok(true) {
+            Some(crate::plan::run(&inputs, &*env, &rep, out_settings.json))
+        } else if crate::multi::wanted(&inputs) {
+            Some(crate::multi::run(&inputs, &*env, &rep, &state, &mut signals).await)
+        } else {
+            None
         };
         if let Some((result, fanout)) = fan {
             return report(

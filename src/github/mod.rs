@@ -24,12 +24,13 @@ use serde_json::{Value, json};
 
 use crate::ci::{Outputs, PredictStats, Reporter};
 use crate::cli::Inputs;
-use crate::config::{Config, Target, parse_bool};
+use crate::config::{Config, Target};
 use crate::env_vars as ev;
 use crate::flow::State;
 use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::secret::Secret;
+use crate::settings::parse_bool;
 use client::{CREATE, Client, GhError, REPEATABLE};
 pub(crate) use client::{is_valid_repository, may_carry_token};
 

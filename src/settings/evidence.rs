@@ -1,0 +1,96 @@
+//! The evidence inputs (`predict-cases`, `predict-requests`, the
+//! objectives, `analysis-file`) read into `Settings`, the cases file
+//! checked whole before any request.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::number;
+use crate::cli::Inputs;
+use crate::evidence::cases::{self, Case};
+use crate::evidence::verdict::Objectives;
+
+/// The inputs that turn the evidence on; without any of them the smoke
+/// test stays one request.
+const EVIDENCE_INPUTS: &[&str] = &[
+    "predict-cases",
+    "predict-requests",
+    "max-error-rate",
+    "max-latency-p95-ms",
+    "max-latency-regression",
+    "analysis-file",
+];
+
+/// The evidence inputs, validated.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub(crate) cases: Vec<Case>,
+    /// Counted requests to the candidate (a baseline gets as many).
+    pub(crate) requests: usize,
+    pub(crate) concurrency: usize,
+    pub(crate) warmup: usize,
+    pub(crate) objectives: Objectives,
+    pub(crate) analysis_file: Option<PathBuf>,
+}
+
+/// Reads the evidence inputs (every number is checked even when the
+/// evidence is off, so a typo is never ignored). `payload` is the one-case
+/// shorthand (`predict-payload`); when only cases are given, the first
+/// case's payload becomes the smoke test's.
+pub(crate) fn parse(
+    inputs: &Inputs,
+    payload: &mut Option<Value>,
+    root: &Path,
+) -> Result<Option<Settings>, String> {
+    let given = |n: &str| inputs.trimmed(n).is_some();
+    let requests = given("predict-requests")
+        .then(|| number(inputs, "predict-requests"))
+        .transpose()?
+        .map(|n| n as usize);
+    let concurrency = number(inputs, "predict-concurrency")? as usize;
+    let warmup = number(inputs, "predict-warmup")? as usize;
+    let max_error_rate = number(inputs, "max-error-rate")?;
+    let max_latency_p95_ms = given("max-latency-p95-ms")
+        .then(|| number(inputs, "max-latency-p95-ms"))
+        .transpose()?;
+    let max_latency_regression = given("max-latency-regression")
+        .then(|| number(inputs, "max-latency-regression"))
+        .transpose()?;
+    if !EVIDENCE_INPUTS.iter().any(|n| given(n)) {
+        return Ok(None);
+    }
+    let cases = match (inputs.trimmed("predict-cases"), payload.as_ref()) {
+        (Some(path), _) => cases::load(Path::new(path), root)?,
+        (None, Some(p)) => vec![Case {
+            name: "predict-payload".into(),
+            payload: p.clone(),
+            status: 200,
+            json: None,
+            pointers: Vec::new(),
+            contains: None,
+            stream: p.get("stream").and_then(Value::as_bool) == Some(true),
+            max_ms: None,
+        }],
+        (None, None) => {
+            return Err(
+                "the evidence inputs need something to send: set predict-cases (a cases file) or predict-payload".into(),
+            );
+        }
+    };
+    if payload.is_none() {
+        *payload = Some(cases[0].payload.clone());
+    }
+    Ok(Some(Settings {
+        requests: requests.unwrap_or(cases.len()),
+        cases,
+        concurrency,
+        warmup,
+        objectives: Objectives {
+            max_error_rate,
+            max_latency_p95_ms,
+            max_latency_regression,
+        },
+        analysis_file: inputs.trimmed("analysis-file").map(PathBuf::from),
+    }))
+}
