@@ -1,0 +1,403 @@
+//! The command line and its environment fallbacks: stage one of the inputs.
+//!
+//! Every input can be given four ways: as a flag, as the GitHub
+//! Docker-action variable `INPUT_NAME-WITH-HYPHENS`, as
+//! `INPUT_NAME_WITH_UNDERSCORES`, or as a plain variable. Precedence is in
+//! that order and an empty value means "not given", because GitHub passes
+//! unset inputs as empty strings. Each input is declared once, in `INPUTS`:
+//! the clap definition, the environment names, the default and the kind of
+//! value all come from that table. This module only gathers raw strings;
+//! `crate::config` validates them.
+
+use std::collections::BTreeMap;
+use std::env::VarError;
+use std::ffi::OsString;
+
+use clap::{Arg, ArgAction, ArgMatches, Command};
+
+mod inputs;
+
+/// Reads one environment variable the way `std::env::var` does, so that a
+/// value which is not UTF-8 is told apart from an unset one.
+pub(crate) type EnvLookup<'a> = &'a dyn Fn(&str) -> Result<String, VarError>;
+
+pub(crate) use inputs::Kind;
+pub use inputs::{INPUTS, InputSpec};
+
+/// The spec of the input called `name`.
+///
+/// # Panics
+/// When `name` is not an input: a typo in the code, caught by any test that
+/// reads it.
+pub(crate) fn spec(name: &str) -> &'static InputSpec {
+    INPUTS
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("unknown input {name}"))
+}
+
+/// The environment names an input is read from, in precedence order.
+pub fn env_names(spec: &InputSpec) -> [String; 3] {
+    let upper = spec.name.to_ascii_uppercase();
+    [
+        format!("INPUT_{upper}"),
+        format!("INPUT_{}", upper.replace('-', "_")),
+        spec.plain_env.to_string(),
+    ]
+}
+
+/// The `--help` line of an input: its text, its range, its plain variable
+/// and its default.
+fn help_line(spec: &InputSpec) -> String {
+    let mut line = spec.help.to_string();
+    if let Kind::Number(r) = spec.kind {
+        line.push_str(&format!(" [range: {} to {}]", r.min, r.max));
+    }
+    line.push_str(&format!(" [env: {}]", spec.plain_env));
+    if let Some(d) = spec.default {
+        line.push_str(&format!(" [default: {d}]"));
+    }
+    line
+}
+
+/// The clap definition, built from `INPUTS`. Every flag takes its value as
+/// an OS string so that a value which is not UTF-8 reaches `gather`, which
+/// names the flag, instead of clap refusing it without saying which.
+pub(crate) fn command() -> Command {
+    let mut cmd = Command::new("truss-push")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about(env!("CARGO_PKG_DESCRIPTION"))
+        // Repeating a flag is not an error: the last value wins.
+        .args_override_self(true);
+    for spec in INPUTS {
+        let mut arg = Arg::new(spec.name)
+            .long(spec.name)
+            .value_name(spec.kind.value_name())
+            .value_parser(clap::value_parser!(OsString))
+            .action(ArgAction::Set)
+            .help(help_line(spec));
+        if let Some(heading) = spec.heading {
+            arg = arg.help_heading(heading);
+        }
+        if spec.kind == Kind::Switch {
+            arg = arg.num_args(0..=1).default_missing_value("true");
+        }
+        cmd = cmd.arg(arg);
+    }
+    cmd
+}
+
+/// The parsed command line: the flags that were given, by input name.
+#[derive(Debug, Default)]
+pub struct Cli {
+    flags: BTreeMap<&'static str, OsString>,
+}
+
+impl Cli {
+    /// Parses the process's arguments; `--help` and `--version` come back as
+    /// errors whose `use_stderr()` is false.
+    pub fn try_parse() -> Result<Self, clap::Error> {
+        Ok(Self::from_matches(command().try_get_matches()?))
+    }
+
+    /// Parses `args` (the first is the program name).
+    pub fn try_parse_from<I, T>(args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        Ok(Self::from_matches(command().try_get_matches_from(args)?))
+    }
+
+    /// What can still be read from a command line clap refused (an unknown
+    /// flag, a missing value): the flags it holds that parse, so that a
+    /// parse error is reported where the user asked (`--json`,
+    /// `--output-file`) and with the secrets it names masked.
+    pub fn salvage() -> Self {
+        Self::salvage_from(std::env::args_os())
+    }
+
+    /// [`Cli::salvage`] over `args` (the first is the program name).
+    pub fn salvage_from<I, T>(args: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        // Each refusal names the argument it stumbled on: drop it and read
+        // the rest again, until clap accepts them or names nothing more.
+        while args.len() > 1 {
+            let e = match command().try_get_matches_from(&args) {
+                Ok(m) => return Self::from_matches(m),
+                Err(e) => e,
+            };
+            let bad = match e.get(clap::error::ContextKind::InvalidArg) {
+                Some(clap::error::ContextValue::String(a)) => a.clone(),
+                _ => break,
+            };
+            let flag = bad.split([' ', '=']).next().unwrap_or_default().to_string();
+            let Some(at) = args.iter().skip(1).position(|a| {
+                let a = a.to_string_lossy();
+                a == bad.as_str() || a == flag.as_str() || a.starts_with(&format!("{flag}="))
+            }) else {
+                break;
+            };
+            args.remove(at + 1);
+        }
+        command()
+            .ignore_errors(true)
+            .try_get_matches_from(&args)
+            .map(Self::from_matches)
+            .unwrap_or_default()
+    }
+
+    /// Like `try_parse_from`, panicking on a parse error (tests).
+    pub fn parse_from<I, T>(args: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        Self::try_parse_from(args).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn from_matches(mut m: ArgMatches) -> Self {
+        let flags = INPUTS
+            .iter()
+            .filter_map(|spec| Some((spec.name, m.remove_one::<OsString>(spec.name)?)))
+            .collect();
+        Self { flags }
+    }
+
+    /// Gathers every input from flags and the environment. `env` is the
+    /// environment lookup (a parameter so tests need no `set_var`).
+    pub(crate) fn gather(&self, env: EnvLookup<'_>) -> Inputs {
+        let mut inputs = Inputs::default();
+        for spec in INPUTS {
+            let from_flag = self
+                .flags
+                .get(spec.name)
+                .map(|v| (format!("--{}", spec.name), v.clone().into_string()));
+            let from_env = env_names(spec).into_iter().map(|n| {
+                let v = env(&n).map_err(|e| match e {
+                    VarError::NotPresent => OsString::new(),
+                    VarError::NotUnicode(raw) => raw,
+                });
+                (n, v)
+            });
+            for (source, value) in from_flag.into_iter().chain(from_env) {
+                match value {
+                    Ok(v) if v.trim().is_empty() => {}
+                    Ok(v) => {
+                        inputs.values.insert(spec.name, v);
+                        break;
+                    }
+                    // Unset.
+                    Err(raw) if raw.is_empty() => {}
+                    // Never fall back to a later spelling: treating this one
+                    // as unset could turn a mangled dry-run into a real
+                    // deploy. The value itself is not shown: it may be the
+                    // key.
+                    Err(_) => {
+                        inputs.problems.push(format!(
+                            "{source} (input {}) is not valid UTF-8: inputs must be text; fix the value where it is set",
+                            spec.name
+                        ));
+                        break;
+                    }
+                }
+            }
+        }
+        inputs
+    }
+}
+
+/// Raw input values by input name; absent means not given.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    values: BTreeMap<&'static str, String>,
+    problems: Vec<String>,
+}
+
+impl Inputs {
+    /// The raw value, untrimmed (JSON and paths keep their spaces).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        debug_assert!(
+            INPUTS.iter().any(|s| s.name == name),
+            "unknown input {name}"
+        );
+        self.values.get(name).map(String::as_str)
+    }
+
+    /// The value trimmed of surrounding whitespace.
+    pub fn trimmed(&self, name: &str) -> Option<&str> {
+        self.get(name).map(str::trim)
+    }
+
+    /// The trimmed value, or the input's declared default.
+    pub(crate) fn or_default(&self, name: &str) -> Option<&str> {
+        self.trimmed(name).or(spec(name).default)
+    }
+
+    /// Inputs that could not be read at all (not UTF-8), one message each.
+    pub(crate) fn problems(&self) -> &[String] {
+        &self.problems
+    }
+
+    /// These inputs with `name` set to `value`: one target's inputs when a
+    /// run deploys several.
+    pub(crate) fn with(&self, name: &'static str, value: &str) -> Inputs {
+        let mut inputs = self.clone();
+        inputs.values.insert(spec(name).name, value.to_string());
+        inputs
+    }
+
+    #[cfg(test)]
+    pub fn from_pairs(pairs: &[(&'static str, &str)]) -> Self {
+        Self {
+            values: pairs.iter().map(|(k, v)| (*k, v.to_string())).collect(),
+            problems: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn lookup(pairs: &[(&'static str, &'static str)]) -> impl Fn(&str) -> Result<String, VarError> {
+        let env: HashMap<&str, &str> = pairs.iter().copied().collect();
+        move |k: &str| {
+            env.get(k)
+                .map(|v| v.to_string())
+                .ok_or(VarError::NotPresent)
+        }
+    }
+
+    fn unset(_: &str) -> Result<String, VarError> {
+        Err(VarError::NotPresent)
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        command().debug_assert();
+    }
+
+    #[test]
+    fn every_input_has_a_flag_and_a_valid_default() {
+        let cmd = command();
+        for spec in INPUTS {
+            assert!(
+                cmd.get_arguments().any(|a| a.get_long() == Some(spec.name)),
+                "no --{}",
+                spec.name
+            );
+            if let (Kind::Number(r), Some(d)) = (spec.kind, spec.default) {
+                let d: f64 = d.parse().unwrap();
+                assert!(r.min <= d && d <= r.max, "default of {}", spec.name);
+            }
+        }
+    }
+
+    #[test]
+    fn four_spellings_with_precedence_and_empty_as_unset() {
+        let lookup = lookup(&[
+            ("INPUT_MODEL-NAME", "hyphen"),
+            ("INPUT_MODEL_NAME", "underscore"),
+            ("MODEL_NAME", "plain"),
+            ("INPUT_TEAM", ""),
+            ("TEAM", "ml"),
+            ("INPUT_DEPLOY_TIMEOUT_MINUTES", "60"),
+            ("DEPLOY_TIMEOUT_MINUTES", "30"),
+            ("ENVIRONMENT", "   "),
+        ]);
+        let cli = Cli::parse_from(["truss-push", "--labels", "{}"]);
+        let got = cli.gather(&lookup);
+        assert_eq!(got.get("model-name"), Some("hyphen"));
+        assert_eq!(got.get("team"), Some("ml"));
+        assert_eq!(got.get("deploy-timeout-minutes"), Some("60"));
+        assert_eq!(got.get("environment"), None);
+        assert_eq!(got.get("labels"), Some("{}"));
+        let cli = Cli::parse_from(["truss-push", "--model-name", "flag"]);
+        assert_eq!(cli.gather(&lookup).get("model-name"), Some("flag"));
+        let cli = Cli::parse_from(["truss-push", "--model-name", ""]);
+        assert_eq!(cli.gather(&lookup).get("model-name"), Some("hyphen"));
+    }
+
+    #[test]
+    fn a_value_that_is_not_utf8_is_a_problem_not_a_fallback() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = || OsString::from_vec(b"tru\xffe".to_vec());
+        let env = |k: &str| match k {
+            "INPUT_DRY-RUN" => Err(VarError::NotUnicode(bad())),
+            "TRUSS_PUSH_DRY_RUN" => Ok("false".to_string()),
+            _ => Err(VarError::NotPresent),
+        };
+        let got = Cli::default().gather(&env);
+        assert_eq!(got.get("dry-run"), None);
+        assert_eq!(got.problems().len(), 1);
+        assert!(got.problems()[0].starts_with("INPUT_DRY-RUN (input dry-run)"));
+        let cli = Cli::parse_from([OsString::from("truss-push"), "--team".into(), bad()]);
+        let got = cli.gather(&unset);
+        assert!(
+            got.problems()[0].starts_with("--team "),
+            "{:?}",
+            got.problems()
+        );
+    }
+
+    #[test]
+    fn a_refused_command_line_keeps_the_flags_that_parse() {
+        for args in [
+            &["truss-push", "--json", "--bogus", "--output-file", "o.json"][..],
+            &[
+                "truss-push",
+                "--output-file=o.json",
+                "--json",
+                "true",
+                "stray",
+            ],
+            &["truss-push", "--json", "--output-file=o.json", "--team"],
+        ] {
+            assert!(Cli::try_parse_from(args).is_err(), "{args:?}");
+            let got = Cli::salvage_from(args).gather(&unset);
+            assert_eq!(got.get("json"), Some("true"), "{args:?}");
+            assert_eq!(got.get("output-file"), Some("o.json"), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn a_repeated_flag_keeps_the_last_value() {
+        let cli = Cli::parse_from(["truss-push", "--team", "a", "--team=b"]);
+        assert_eq!(cli.gather(&unset).get("team"), Some("b"));
+    }
+
+    #[test]
+    fn dry_run_flag_needs_no_value() {
+        let cli = Cli::parse_from(["truss-push", "--dry-run"]);
+        assert_eq!(cli.gather(&unset).get("dry-run"), Some("true"));
+        let cli = Cli::parse_from(["truss-push", "--dry-run", "false"]);
+        assert_eq!(cli.gather(&unset).get("dry-run"), Some("false"));
+    }
+
+    #[test]
+    fn defaults_apply_only_when_not_given() {
+        let inputs = Inputs::from_pairs(&[("predict-timeout", " 20 ")]);
+        assert_eq!(inputs.or_default("predict-timeout"), Some("20"));
+        assert_eq!(inputs.or_default("deploy-timeout-minutes"), Some("45"));
+        assert_eq!(inputs.or_default("team"), None);
+    }
+
+    #[test]
+    fn help_shows_env_range_and_default() {
+        let help = command().render_long_help().to_string();
+        for want in [
+            "Deploy budget in minutes [range: 10 to 1440] [env: DEPLOY_TIMEOUT_MINUTES] [default: 45]",
+            "--dry-run [<BOOL>]",
+            "Baseten API key; never printed [env: BASETEN_API_KEY]",
+            "Hosts:",
+        ] {
+            assert!(help.contains(want), "{want:?} in\n{help}");
+        }
+    }
+}
