@@ -14,7 +14,8 @@ use std::time::Instant;
 use futures_util::StreamExt;
 
 use crate::ci::{Cell, Level, Reporter};
-use crate::cli::{EnvLookup, Inputs};
+use crate::cli::EnvLookup;
+use crate::settings::Settings;
 
 use crate::execute::{self, Halt, Signals, Stop};
 use crate::flow::State;
@@ -26,11 +27,8 @@ use crate::{ci, github};
 
 /// Whether the inputs ask for the several-target road: more than one
 /// target (a list, a glob, a folder of models) or change detection.
-pub(crate) fn wanted(inputs: &Inputs) -> bool {
-    inputs.trimmed("changed-since").is_some()
-        || inputs
-            .get("truss-directory")
-            .is_some_and(targets::is_several)
+pub(crate) fn wanted(settings: &Settings) -> bool {
+    settings.changed_since.is_some() || targets::is_several(&settings.truss_directory)
 }
 
 /// A target's end.
@@ -66,7 +64,7 @@ fn status_of(r: &Result<(), Failure>) -> Status {
 /// what it adds to the report. `state` receives what the outputs show
 /// outside `results`: the one target's when there is one.
 pub(crate) async fn run(
-    inputs: &Inputs,
+    settings: &Settings,
     env: EnvLookup<'_>,
     rep: &Arc<Mutex<Reporter>>,
     state: &Mutex<State>,
@@ -74,7 +72,7 @@ pub(crate) async fn run(
 ) -> (Result<(), Failure>, Option<Fanout>) {
     let lookup = |k: &str| env(k).ok();
     state.lock().unwrap().model_name = String::new();
-    let (sel, planned, max_parallel, fail_fast) = match plan::prepare(inputs, env, &lookup) {
+    let (sel, planned) = match plan::prepare(settings, env, &lookup) {
         Ok(p) => p,
         Err(e) => return (Err(Failure::InvalidInput(e)), None),
     };
@@ -94,13 +92,21 @@ pub(crate) async fn run(
         };
         return (Ok(()), Some(fanout));
     }
-    let mut done = deploy_all(&planned, rep, &lookup, signals, max_parallel, fail_fast).await;
+    let mut done = deploy_all(
+        &planned,
+        rep,
+        &lookup,
+        signals,
+        settings.max_parallel,
+        settings.fail_fast,
+    )
+    .await;
     done.sort_by_key(|d| d.index);
     let halt_signal = done.iter().find_map(|d| match &d.result {
         Err(Failure::Cancelled(s)) if !s.starts_with("fail-fast") => Some(*s),
         _ => None,
     });
-    finish(inputs, &sel, &planned, done, state, halt_signal)
+    finish(settings, &sel, &planned, done, state, halt_signal)
 }
 
 /// Runs the targets, `max_parallel` at a time, until all have ended.
@@ -258,14 +264,14 @@ fn unchanged_details(sel: &Selection) -> Vec<String> {
 
 /// The step's result, its outputs and its summary from every target's end.
 fn finish(
-    inputs: &Inputs,
+    settings: &Settings,
     sel: &Selection,
     planned: &[Planned],
     done: Vec<Done>,
     state: &Mutex<State>,
     halt_signal: Option<&'static str>,
 ) -> (Result<(), Failure>, Option<Fanout>) {
-    let key = inputs.trimmed("baseten-api-key").unwrap_or_default();
+    let key = settings.api_key.expose();
     let mut results = Vec::with_capacity(done.len());
     let mut rows = Vec::with_capacity(done.len());
     let mut details = Vec::new();
@@ -285,7 +291,7 @@ fn finish(
         }
         // Both secrets, whatever a target's message quoted.
         out.redact(key);
-        out.redact(inputs.trimmed("github-token").unwrap_or_default());
+        out.redact(settings.github.token.as_ref().map_or("", |t| t.expose()));
         let mut fields = vec![
             ("target", p.found.path.to_string_lossy().into_owned()),
             ("kind", p.found.kind.as_str().to_string()),

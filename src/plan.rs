@@ -14,7 +14,7 @@ use crate::cli::{EnvLookup, Inputs};
 use crate::config::{Config, Target};
 use crate::outcome::Failure;
 use crate::report::Fanout;
-use crate::settings;
+use crate::settings::Settings;
 use crate::targets::{self, Found};
 
 /// GitHub Actions refuses a matrix that expands to more jobs than this.
@@ -39,15 +39,14 @@ pub(crate) struct Selection {
 /// Resolves `truss-directory` and applies `changed-since`; every problem is
 /// an input error.
 pub(crate) fn select(
-    inputs: &Inputs,
+    settings: &Settings,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Selection, String> {
-    if let Some(problem) = inputs.problems().first() {
-        return Err(problem.clone());
-    }
-    let raw = inputs.get("truss-directory").unwrap_or_default();
-    let found = targets::resolve(raw, inputs.trimmed("model-name"))?;
-    let Some(since) = inputs.trimmed("changed-since") else {
+    let found = targets::resolve(
+        &settings.truss_directory,
+        settings.given_model_name.as_deref(),
+    )?;
+    let Some(since) = settings.changed_since.as_deref() else {
         return Ok(Selection {
             chosen: found.into_iter().map(|f| (f, None)).collect(),
             unchanged: Vec::new(),
@@ -143,33 +142,24 @@ pub(crate) struct Planned {
     pub(crate) cfg: Config,
 }
 
-pub(crate) type Prepared = (Selection, Vec<Planned>, usize, bool);
+pub(crate) type Prepared = (Selection, Vec<Planned>);
 
 /// Every input check, before any request: the targets, each target's own
 /// config, its files, and the several-target inputs. Plan mode runs the
 /// same checks.
 pub(crate) fn prepare(
-    inputs: &Inputs,
+    settings: &Settings,
     env: EnvLookup<'_>,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Prepared, String> {
-    let max_parallel = settings::number(inputs, "max-parallel")? as usize;
-    let fail_fast = settings::parse_bool(
-        "fail-fast",
-        inputs.or_default("fail-fast").unwrap_or("false"),
-    )?;
-    if settings::parse_bool(
-        "print-config",
-        inputs.or_default("print-config").unwrap_or("false"),
-    )? {
+    if settings.print_config {
         return Err("print-config shows one model's config: give truss-directory one model and no changed-since".into());
     }
-    let sel = select(inputs, lookup)?;
+    let sel = select(settings, lookup)?;
     let mut planned = Vec::with_capacity(sel.chosen.len());
     for (index, (found, _)) in sel.chosen.iter().enumerate() {
         let path = found.path.to_string_lossy();
-        let cfg = Config::from_inputs(&inputs.with("truss-directory", &path), env)
-            .map_err(|e| format!("{path}: {e}"))?;
+        let cfg = Config::resolve(settings, &path, env).map_err(|e| format!("{path}: {e}"))?;
         if let Target::Model { dir, .. } = &cfg.target {
             archive::plan(dir).map_err(|e| format!("{path}: {e:#}"))?;
         }
@@ -179,7 +169,7 @@ pub(crate) fn prepare(
             cfg,
         });
     }
-    Ok((sel, planned, max_parallel, fail_fast))
+    Ok((sel, planned))
 }
 
 /// Plan mode: select, print the matrix on stdout (log lines go to stderr
@@ -206,7 +196,8 @@ pub(crate) fn run(
             checked = checked.with(name, stand_in);
         }
     }
-    let sel = match prepare(&checked, env, &lookup) {
+    let prepared = Settings::parse(&checked, env).and_then(|s| prepare(&s, env, &lookup));
+    let sel = match prepared {
         Ok((sel, ..)) => sel,
         Err(e) => return (Err(Failure::InvalidInput(e)), None),
     };

@@ -13,7 +13,7 @@ use crate::github;
 use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::report::{self, install_panic_hook, report};
-use crate::settings::Early;
+use crate::settings::{Early, Settings};
 
 /// Reads one environment variable as `std::env::var` does, so a value that
 /// is not UTF-8 is told apart from an unset one.
@@ -82,34 +82,43 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     let early = parse_error
         .or(early.outputs_error)
         .or_else(|| plan.clone().err());
-    // Several targets, a plan or change detection take their own road; one
-    // target named plainly takes today's, unchanged.
-    if early.is_none() {
-        let fan = if plan == Ok(true) {
-            Some(crate::plan::run(&inputs, &*env, &rep, out_settings.json))
-        } else if crate::multi::wanted(&inputs) {
-            Some(crate::multi::run(&inputs, &*env, &rep, &state, &mut signals).await)
-        } else {
-            None
-        };
-        if let Some((result, fanout)) = fan {
-            return report(
-                &rep,
-                &ci_env,
-                &out_settings,
-                &state,
-                Kind::Model,
-                None,
-                &inputs,
-                &result,
-                fanout.as_ref(),
-            );
-        }
+    // A plan, several targets or change detection take their own road;
+    // one target named plainly takes today's, unchanged.
+    if early.is_none() && plan == Ok(true) {
+        let (result, fanout) = crate::plan::run(&inputs, &*env, &rep, out_settings.json);
+        return report(
+            &rep,
+            &ci_env,
+            &out_settings,
+            &state,
+            Kind::Model,
+            None,
+            &inputs,
+            &result,
+            fanout.as_ref(),
+        );
     }
-    let validated = match early {
+    let settings = match early {
         Some(e) => Err(e),
-        None => Config::from_inputs(&inputs, &*env),
+        None => Settings::parse(&inputs, &*env),
     };
+    if let Ok(s) = &settings
+        && crate::multi::wanted(s)
+    {
+        let (result, fanout) = crate::multi::run(s, &*env, &rep, &state, &mut signals).await;
+        return report(
+            &rep,
+            &ci_env,
+            &out_settings,
+            &state,
+            Kind::Model,
+            None,
+            &inputs,
+            &result,
+            fanout.as_ref(),
+        );
+    }
+    let validated = settings.and_then(|s| Config::resolve(&s, s.truss_directory.trim(), &*env));
     let (result, kind, cfg) = match validated {
         Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None),
         Ok(cfg) => {

@@ -34,15 +34,22 @@ pub(crate) struct Settings {
     pub(crate) analysis_file: Option<PathBuf>,
 }
 
-/// Reads the evidence inputs (every number is checked even when the
-/// evidence is off, so a typo is never ignored). `payload` is the one-case
-/// shorthand (`predict-payload`); when only cases are given, the first
-/// case's payload becomes the smoke test's.
-pub(crate) fn parse(
-    inputs: &Inputs,
-    payload: &mut Option<Value>,
-    root: &Path,
-) -> Result<Option<Settings>, String> {
+/// The evidence inputs as given, every number checked (even when the
+/// evidence is off, so a typo is never ignored); the cases file is read
+/// when the target is known ([`Given::resolve`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Given {
+    /// Whether any input that turns the evidence on was given.
+    on: bool,
+    cases_file: Option<PathBuf>,
+    requests: Option<usize>,
+    concurrency: usize,
+    warmup: usize,
+    objectives: Objectives,
+    analysis_file: Option<PathBuf>,
+}
+
+pub(crate) fn parse(inputs: &Inputs) -> Result<Given, String> {
     let given = |n: &str| inputs.trimmed(n).is_some();
     let requests = given("predict-requests")
         .then(|| number(inputs, "predict-requests"))
@@ -57,33 +64,10 @@ pub(crate) fn parse(
     let max_latency_regression = given("max-latency-regression")
         .then(|| number(inputs, "max-latency-regression"))
         .transpose()?;
-    if !EVIDENCE_INPUTS.iter().any(|n| given(n)) {
-        return Ok(None);
-    }
-    let cases = match (inputs.trimmed("predict-cases"), payload.as_ref()) {
-        (Some(path), _) => cases::load(Path::new(path), root)?,
-        (None, Some(p)) => vec![Case {
-            name: "predict-payload".into(),
-            payload: p.clone(),
-            status: 200,
-            json: None,
-            pointers: Vec::new(),
-            contains: None,
-            stream: p.get("stream").and_then(Value::as_bool) == Some(true),
-            max_ms: None,
-        }],
-        (None, None) => {
-            return Err(
-                "the evidence inputs need something to send: set predict-cases (a cases file) or predict-payload".into(),
-            );
-        }
-    };
-    if payload.is_none() {
-        *payload = Some(cases[0].payload.clone());
-    }
-    Ok(Some(Settings {
-        requests: requests.unwrap_or(cases.len()),
-        cases,
+    Ok(Given {
+        on: EVIDENCE_INPUTS.iter().any(|n| given(n)),
+        cases_file: inputs.trimmed("predict-cases").map(PathBuf::from),
+        requests,
         concurrency,
         warmup,
         objectives: Objectives {
@@ -92,5 +76,50 @@ pub(crate) fn parse(
             max_latency_regression,
         },
         analysis_file: inputs.trimmed("analysis-file").map(PathBuf::from),
-    }))
+    })
+}
+
+impl Given {
+    /// The evidence settings, `None` when the evidence is off. `payload`
+    /// is the one-case shorthand (`predict-payload`); when only cases are
+    /// given, the first case's payload becomes the smoke test's. Cases
+    /// files are read relative to `root`.
+    pub(crate) fn resolve(
+        &self,
+        payload: &mut Option<Value>,
+        root: &Path,
+    ) -> Result<Option<Settings>, String> {
+        if !self.on {
+            return Ok(None);
+        }
+        let cases = match (&self.cases_file, payload.as_ref()) {
+            (Some(path), _) => cases::load(path, root)?,
+            (None, Some(p)) => vec![Case {
+                name: "predict-payload".into(),
+                payload: p.clone(),
+                status: 200,
+                json: None,
+                pointers: Vec::new(),
+                contains: None,
+                stream: p.get("stream").and_then(Value::as_bool) == Some(true),
+                max_ms: None,
+            }],
+            (None, None) => {
+                return Err(
+                    "the evidence inputs need something to send: set predict-cases (a cases file) or predict-payload".into(),
+                );
+            }
+        };
+        if payload.is_none() {
+            *payload = Some(cases[0].payload.clone());
+        }
+        Ok(Some(Settings {
+            requests: self.requests.unwrap_or(cases.len()),
+            cases,
+            concurrency: self.concurrency,
+            warmup: self.warmup,
+            objectives: self.objectives.clone(),
+            analysis_file: self.analysis_file.clone(),
+        }))
+    }
 }

@@ -7,7 +7,12 @@
 //! go, which secrets to mask, the name to report), so that even a bad input
 //! gets its outputs.
 
+mod deploy;
 pub(crate) mod evidence;
+
+#[cfg(test)]
+pub(crate) use deploy::Cleanup;
+pub(crate) use deploy::{Promotion, Settings};
 
 use std::path::{Path, PathBuf};
 

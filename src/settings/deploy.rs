@@ -1,0 +1,336 @@
+//! Every deploy input parsed into [`Settings`]: pure, in the order a user
+//! reads the messages (what is missing first, then each input's own rule,
+//! then the rules between inputs). What needs the target (its config.yaml,
+//! the default deployment name from git) is `config`'s resolution.
+
+use std::time::Duration;
+
+use reqwest::Url;
+use serde_json::Value;
+
+use super::{
+    check_environment, check_name, evidence, is_valid_deployment_name, json_kind, key_url, number,
+    parse_bool,
+};
+use crate::baseten::{Endpoints, OrderedObject};
+use crate::cli::{EnvLookup, Inputs};
+use crate::secret::Secret;
+
+/// Whether cleanup runs, and whether the user said so or it is the default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Cleanup {
+    pub enabled: bool,
+    pub explicit: bool,
+}
+
+/// When traffic moves to the new deployment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Promotion {
+    /// The platform promotes it into the environment as soon as it is ready
+    /// (the create request names the environment).
+    AtCreate,
+    /// Created outside any environment, smoke-tested on its own URL, then
+    /// promoted by this run, tested again behind the environment, and
+    /// rolled back when either the promotion or that test fails.
+    AfterPredict,
+}
+
+/// The deploy inputs, each parsed and checked on its own and against the
+/// others. One `Settings` serves every target of a run.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    /// `truss-directory` as given (untrimmed): one path, or entries and
+    /// globs.
+    pub truss_directory: String,
+    /// `changed-since` as given.
+    pub changed_since: Option<String>,
+    pub api_key: Secret,
+    /// `model-name` as given (else config.yaml's, or the chain's).
+    pub given_model_name: Option<String>,
+    /// `deployment-name` as given (else made from the commit).
+    pub given_deployment_name: Option<String>,
+    /// `predict-payload` as given (else config.yaml's example input).
+    pub given_payload: Option<Value>,
+    pub evidence: evidence::Given,
+    pub environment: Option<String>,
+    pub promotion: Promotion,
+    /// Keep the environment's previous deployment scaled up.
+    pub preserve_previous_deployment: bool,
+    pub preserve_env_instance_type: bool,
+    /// Things the user should know about their inputs (deprecated inputs
+    /// accepted as no-ops, an input with no effect here), said at the start.
+    pub notices: Vec<String>,
+    pub include_git_info: bool,
+    pub labels: Option<OrderedObject>,
+    pub cleanup: Cleanup,
+    pub deploy_timeout_minutes: u32,
+    pub wait_timeout: Duration,
+    pub predict_timeout: Duration,
+    pub regional_environment: bool,
+    pub team: Option<String>,
+    pub endpoints: Endpoints,
+    pub poll_interval: Duration,
+    /// S3 parts in flight at once.
+    pub upload_concurrency: usize,
+    pub stream_logs: bool,
+    pub dry_run: bool,
+    /// Print the config payload and stop before any request.
+    pub print_config: bool,
+    /// Several targets: how many run at once, and whether one failure
+    /// stops the others.
+    pub max_parallel: usize,
+    pub fail_fast: bool,
+    /// Deployments, the pull-request comment and the commit status.
+    pub github: crate::github::Settings,
+}
+
+impl Settings {
+    /// Parses every deploy input. `env` reads the CI's variables for the
+    /// GitHub settings.
+    pub(crate) fn parse(inputs: &Inputs, env: EnvLookup<'_>) -> Result<Settings, String> {
+        if let Some(problem) = inputs.problems().first() {
+            return Err(problem.clone());
+        }
+        let truss_directory = inputs.trimmed("truss-directory").ok_or(
+            "truss-directory is required: set it to your model directory (with config.yaml) or your chain's .py file",
+        )?;
+        let api_key = inputs.trimmed("baseten-api-key").ok_or(
+            "baseten-api-key is required: pass your Baseten API key from a secret, e.g. baseten-api-key: ${{ secrets.BASETEN_API_KEY }}",
+        )?;
+        if api_key.chars().any(char::is_whitespace) {
+            return Err(
+                "baseten-api-key contains whitespace inside it: check the secret's value".into(),
+            );
+        }
+
+        let bool_input = |name: &str| -> Result<bool, String> {
+            parse_bool(name, inputs.or_default(name).unwrap_or("false"))
+        };
+        let mut environment = inputs.trimmed("environment").map(str::to_string);
+        if let Some(e) = &environment {
+            check_environment(e)?;
+        }
+        if bool_input("promote")? {
+            if let Some(e) = &environment {
+                return Err(format!(
+                    "promote and environment were both given (environment {e:?}): promote is shorthand for environment production; keep one of them"
+                ));
+            }
+            environment = Some("production".into());
+        }
+        let team = inputs.trimmed("team").map(str::to_string);
+        if let Some(t) = &team {
+            check_name("team", t)?;
+        }
+        let include_git_info = bool_input("include-git-info")?;
+        let regional_environment = bool_input("regional-environment")?;
+        let stream_logs = bool_input("stream-logs")?;
+        let dry_run = bool_input("dry-run")?;
+        let print_config = bool_input("print-config")?;
+        let promotion = match inputs.or_default("promotion").unwrap_or("at-create") {
+            v if v.eq_ignore_ascii_case("at-create") => Promotion::AtCreate,
+            v if v.eq_ignore_ascii_case("after-predict") => Promotion::AfterPredict,
+            v => {
+                return Err(format!(
+                    "promotion must be at-create or after-predict, got {v:?}"
+                ));
+            }
+        };
+        let preserve_previous_deployment = bool_input("preserve-previous-production-deployment")?;
+        let preserve_env_instance_type = parse_bool(
+            "preserve-env-instance-type",
+            inputs
+                .or_default("preserve-env-instance-type")
+                .unwrap_or("true"),
+        )?;
+        let mut notices = Vec::new();
+        for name in ["publish", "trusted"] {
+            if let Some(v) = inputs.trimmed(name) {
+                parse_bool(name, v)?;
+                notices.push(format!(
+                    "{name} is accepted for truss push compatibility and has no effect: truss-push always creates a published deployment"
+                ));
+            }
+        }
+        if environment.is_none() {
+            if promotion == Promotion::AfterPredict {
+                return Err(
+                    "promotion is after-predict but no environment was given: the gate promotes into an environment; set environment (or promote: true for production)".into(),
+                );
+            }
+            if preserve_previous_deployment {
+                return Err(
+                    "preserve-previous-production-deployment needs an environment to promote into: set environment (or promote: true), or drop it".into(),
+                );
+            }
+            if inputs.trimmed("preserve-env-instance-type").is_some() {
+                notices
+                    .push("preserve-env-instance-type has no effect without an environment".into());
+            }
+        }
+        // The several-target inputs are checked for one target too, so a
+        // typo in them is never silently ignored.
+        let fail_fast = bool_input("fail-fast")?;
+        let max_parallel = number(inputs, "max-parallel")? as usize;
+        // A whole number from 1 to 32 (the input's range).
+        let upload_concurrency = number(inputs, "upload-concurrency")? as usize;
+        let cleanup = match inputs.trimmed("cleanup") {
+            Some(v) => Cleanup {
+                enabled: parse_bool("cleanup", v)?,
+                explicit: true,
+            },
+            // A gated promotion creates its deployment outside the
+            // environment: what ends up serving is never deactivated (the
+            // gate checks), so by default only what failed is.
+            None => Cleanup {
+                enabled: environment.is_none() || promotion == Promotion::AfterPredict,
+                explicit: false,
+            },
+        };
+        if regional_environment && environment.is_none() {
+            return Err(
+                "regional-environment is true but no environment was given: the regional host serves an environment; set environment (e.g. production) or drop regional-environment".into(),
+            );
+        }
+        let given_model_name = inputs.trimmed("model-name").map(str::to_string);
+        if let Some(n) = &given_model_name {
+            check_name("model-name", n)?;
+        }
+        let labels = labels(inputs.trimmed("labels"))?;
+        let given_payload = inputs
+            .trimmed("predict-payload")
+            .map(|raw| {
+                serde_json::from_str::<Value>(raw).map_err(|e| {
+                    format!("predict-payload is not valid JSON ({e}): set it to a JSON object like '{{\"prompt\":\"hi\"}}'")
+                })
+            })
+            .transpose()?;
+        let evidence = evidence::parse(inputs)?;
+
+        // Each number is within its declared range, so these conversions
+        // cannot overflow.
+        let deploy_timeout_minutes = number(inputs, "deploy-timeout-minutes")? as u32;
+        let wait_timeout = match inputs.trimmed("wait-timeout-seconds") {
+            Some(_) => Duration::from_secs_f64(number(inputs, "wait-timeout-seconds")?),
+            None => Duration::from_secs(u64::from(deploy_timeout_minutes) * 60),
+        };
+        let predict_timeout = Duration::from_secs(number(inputs, "predict-timeout")? as u64);
+        let poll_interval = Duration::from_secs_f64(number(inputs, "poll-interval-seconds")?);
+        let given_deployment_name = inputs.trimmed("deployment-name").map(str::to_string);
+        if let Some(n) = &given_deployment_name
+            && !is_valid_deployment_name(n)
+        {
+            return Err(format!(
+                "deployment-name {n:?} may contain only letters, digits, '_', '.' and '-': pick a name like pr-42_abc1234"
+            ));
+        }
+        let github = crate::github::settings(inputs, &|k| env(k).ok())?;
+        let endpoints = endpoints(inputs)?;
+
+        Ok(Settings {
+            truss_directory: inputs
+                .get("truss-directory")
+                .unwrap_or(truss_directory)
+                .to_string(),
+            changed_since: inputs.trimmed("changed-since").map(str::to_string),
+            api_key: Secret::new(api_key),
+            given_model_name,
+            given_deployment_name,
+            given_payload,
+            evidence,
+            environment,
+            promotion,
+            preserve_previous_deployment,
+            preserve_env_instance_type,
+            notices,
+            include_git_info,
+            labels,
+            cleanup,
+            deploy_timeout_minutes,
+            wait_timeout,
+            predict_timeout,
+            regional_environment,
+            team,
+            endpoints,
+            poll_interval,
+            upload_concurrency,
+            stream_logs,
+            dry_run,
+            print_config,
+            max_parallel,
+            fail_fast,
+            github,
+        })
+    }
+
+    /// The environment the create request names: none when this run
+    /// promotes the deployment itself after its smoke test.
+    pub(crate) fn create_environment(&self) -> Option<&str> {
+        match self.promotion {
+            Promotion::AtCreate => self.environment.as_deref(),
+            Promotion::AfterPredict => None,
+        }
+    }
+
+    /// The environment a promotion gated by this run goes into.
+    pub(crate) fn gated_environment(&self) -> Option<&str> {
+        match self.promotion {
+            Promotion::AtCreate => None,
+            Promotion::AfterPredict => self.environment.as_deref(),
+        }
+    }
+}
+
+/// `labels`: a JSON object, kept in the user's key order (the order the
+/// platform receives them in).
+fn labels(raw: Option<&str>) -> Result<Option<OrderedObject>, String> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(_)) => serde_json::from_str::<OrderedObject>(raw)
+            .map(Some)
+            .map_err(|e| format!("labels is not valid JSON ({e})")),
+        Ok(other) => Err(format!(
+            "labels must be a JSON object, got {}: set labels to '{{\"team\":\"ml\"}}'",
+            json_kind(&other)
+        )),
+        Err(e) => Err(format!(
+            "labels is not valid JSON ({e}): set labels to a JSON object like '{{\"team\":\"ml\"}}'"
+        )),
+    }
+}
+
+/// The platform's URLs: each one that carries the key is HTTPS (or
+/// loopback), the inference template names the deployment.
+fn endpoints(inputs: &Inputs) -> Result<Endpoints, String> {
+    let app = key_url("app-url", inputs.or_default("app-url").unwrap_or_default())?;
+    let api = key_url("api-url", inputs.or_default("api-url").unwrap_or_default())?;
+    let inference = inputs
+        .or_default("inference-url")
+        .unwrap_or_default()
+        .to_string();
+    if !inference.contains("{id}") {
+        return Err(format!(
+            "inference-url must contain {{id}} (and usually {{prefix}}), got {inference:?}"
+        ));
+    }
+    key_url(
+        "inference-url",
+        &inference.replace("{prefix}", "model").replace("{id}", "x"),
+    )?;
+    let s3 = match inputs.trimmed("s3-endpoint") {
+        None => None,
+        Some(v) => Some(Url::parse(v).map_err(|e| {
+            format!(
+                "s3-endpoint must be a URL like https://s3.us-west-2.amazonaws.com, got {v:?}: {e}"
+            )
+        })?),
+    };
+    Ok(Endpoints {
+        app,
+        api,
+        inference,
+        s3,
+    })
+}
