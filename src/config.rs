@@ -11,6 +11,7 @@ use crate::cli;
 use crate::cli::Inputs;
 use crate::files::{ReadError, read_regular_file};
 use crate::git;
+use crate::kind::Kind;
 use crate::settings::{
     CONFIG_YAML_MAX_MIB, check_name, evidence, is_falsy, is_valid_deployment_name, json_kind,
 };
@@ -30,6 +31,15 @@ pub(crate) enum Target {
     },
     /// A chain: the `.py` file holding the entrypoint.
     Chain { file: PathBuf },
+}
+
+impl Target {
+    pub(crate) fn kind(&self) -> Kind {
+        match self {
+            Target::Model { .. } => Kind::Model,
+            Target::Chain { .. } => Kind::Chain,
+        }
+    }
 }
 
 /// Everything one target's run needs, validated: the target and what

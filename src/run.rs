@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::ci::{CiEnv, Reporter};
 use crate::cli::Cli;
-use crate::config::{Config, Target};
+use crate::config::Config;
 use crate::execute::{Signals, Stop, execute};
 use crate::flow::State;
 use crate::github;
@@ -84,71 +84,52 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
         .or_else(|| plan.clone().err());
     // A plan, several targets or change detection take their own road;
     // one target named plainly takes today's, unchanged.
-    if early.is_none() && plan == Ok(true) {
-        let (result, fanout) = crate::plan::run(&inputs, &*env, &rep, out_settings.json);
-        return report(
-            &rep,
-            &ci_env,
-            &out_settings,
-            &state,
-            Kind::Model,
-            None,
-            &inputs,
-            &result,
-            fanout.as_ref(),
-        );
-    }
-    let settings = match early {
+    let road = match early {
         Some(e) => Err(e),
-        None => Settings::parse(&inputs, &*env),
+        None if plan == Ok(true) => Ok(Road::Plan),
+        None => Settings::parse(&inputs, &*env).map(|s| match crate::multi::wanted(&s) {
+            true => Road::Several(s),
+            false => Road::One(s),
+        }),
     };
-    if let Ok(s) = &settings
-        && crate::multi::wanted(s)
-    {
-        let (result, fanout) = crate::multi::run(s, &*env, &rep, &state, &mut signals).await;
-        return report(
-            &rep,
-            &ci_env,
-            &out_settings,
-            &state,
-            Kind::Model,
-            None,
-            &inputs,
-            &result,
-            fanout.as_ref(),
-        );
-    }
-    let validated = settings.and_then(|s| Config::resolve(&s, s.truss_directory.trim(), &*env));
-    let (result, kind, cfg) = match validated {
-        Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None),
-        Ok(cfg) => {
-            let kind = match cfg.target {
-                Target::Model { .. } => Kind::Model,
-                Target::Chain { .. } => Kind::Chain,
-            };
-            state.lock().unwrap().model_name = cfg.model_name.clone();
-            for n in &cfg.notices {
-                rep.lock().unwrap().notice(n);
-            }
-            let gh = github::Session::open(&cfg, &|k| env(k).ok(), &rep);
-            let r = execute(
-                &cfg,
-                &rep,
-                &state,
-                started,
-                &|k| env(k).ok(),
-                &mut Stop::Process(&mut signals),
-                gh.as_ref(),
-            )
-            .await;
-            if let Some(gh) = &gh {
-                let outputs =
-                    report::final_outputs(&state.lock().unwrap(), &r, Some(&cfg), &inputs);
-                gh.finish_within(&r, &outputs, &state, &cfg, signals.next())
-                    .await;
-            }
-            (r, kind, Some(cfg))
+    let (result, kind, cfg, fanout) = match road {
+        Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
+        Ok(Road::Plan) => {
+            let (r, fanout) = crate::plan::run(&inputs, &*env, &rep, out_settings.json);
+            (r, Kind::Model, None, fanout)
         }
+        Ok(Road::Several(s)) => {
+            let (r, fanout) = crate::multi::run(&s, &*env, &rep, &state, &mut signals).await;
+            (r, Kind::Model, None, fanout)
+        }
+        Ok(Road::One(s)) => match Config::resolve(&s, s.truss_directory.trim(), &*env) {
+            Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
+            Ok(cfg) => {
+                let kind = cfg.target.kind();
+                state.lock().unwrap().model_name = cfg.model_name.clone();
+                for n in &cfg.notices {
+                    rep.lock().unwrap().notice(n);
+                }
+                let gh = github::Session::open(&cfg, &|k| env(k).ok(), &rep);
+                let r = execute(
+                    &cfg,
+                    &rep,
+                    &state,
+                    started,
+                    &|k| env(k).ok(),
+                    &mut Stop::Process(&mut signals),
+                    gh.as_ref(),
+                )
+                .await;
+                if let Some(gh) = &gh {
+                    let outputs =
+                        report::final_outputs(&state.lock().unwrap(), &r, Some(&cfg), &inputs);
+                    gh.finish_within(&r, &outputs, &state, &cfg, signals.next())
+                        .await;
+                }
+                (r, kind, Some(cfg), None)
+            }
+        },
     };
     report(
         &rep,
@@ -159,6 +140,16 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
         cfg.as_ref(),
         &inputs,
         &result,
-        None,
+        fanout.as_ref(),
     )
+}
+
+/// Which road a run takes once its inputs parsed.
+enum Road {
+    /// `plan`: print the targets, deploy nothing.
+    Plan,
+    /// Several targets, or change detection.
+    Several(Settings),
+    /// One target named plainly.
+    One(Settings),
 }
