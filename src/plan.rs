@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::archive;
 use crate::changes;
 use crate::ci::{Cell, Reporter};
-use crate::cli::{EnvLookup, Inputs};
+use crate::cli::{EnvLookup, Input, Inputs};
 use crate::config::{Config, Target};
 use crate::outcome::Failure;
 use crate::report::Fanout;
@@ -188,12 +188,12 @@ pub(crate) fn run(
     // inputs are the deploy jobs' own: the key (a plan needs none) and
     // the default deployment name (made from each deploy job's commit).
     let mut checked = inputs.clone();
-    for (name, stand_in) in [
-        ("baseten-api-key", PLAN_KEY_STAND_IN),
-        ("deployment-name", PLAN_NAME_STAND_IN),
+    for (input, stand_in) in [
+        (Input::BasetenApiKey, PLAN_KEY_STAND_IN),
+        (Input::DeploymentName, PLAN_NAME_STAND_IN),
     ] {
-        if checked.trimmed(name).is_none() {
-            checked = checked.with(name, stand_in);
+        if checked.trimmed(input).is_none() {
+            checked = checked.with(input, stand_in);
         }
     }
     let prepared = Settings::parse(&checked, env).and_then(|s| prepare(&s, env, &lookup));

@@ -66,7 +66,7 @@ pub(crate) fn final_outputs(
     cfg: Option<&Config>,
     inputs: &Inputs,
 ) -> Outputs {
-    let secrets = ["baseten-api-key", "github-token"].map(|n| inputs.trimmed(n));
+    let secrets = crate::settings::SECRET_INPUTS.map(|i| inputs.trimmed(i));
     outputs_redacted(st, result, cfg, &secrets)
 }
 
@@ -170,13 +170,12 @@ pub(crate) fn report(
         outputs.results = f.results.clone();
         // The secrets never reach an output, whatever a target's message
         // happened to quote.
-        for secret in ["baseten-api-key", "github-token"] {
+        for secret in crate::settings::SECRET_INPUTS {
             outputs.redact(inputs.trimmed(secret).unwrap_or_default());
         }
     }
     // Every secret, whatever quoted it: the key and the GitHub token.
-    let secrets =
-        ["baseten-api-key", "github-token"].map(|n| inputs.trimmed(n).unwrap_or_default());
+    let secrets = crate::settings::SECRET_INPUTS.map(|i| inputs.trimmed(i).unwrap_or_default());
     let mut r = rep.lock().unwrap();
     r.finish();
     if let Err(f) = result {

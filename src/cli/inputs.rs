@@ -552,6 +552,124 @@ pub const INPUTS: &[InputSpec] = &[
     },
 ];
 
+/// Every input, in the order of [`INPUTS`]: code names an input by its
+/// variant, so a misspelt input is a compile error, not a panic at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Input {
+    TrussDirectory,
+    BasetenApiKey,
+    ModelName,
+    Environment,
+    Promote,
+    Promotion,
+    PreservePreviousProductionDeployment,
+    PreserveEnvInstanceType,
+    Publish,
+    Trusted,
+    IncludeGitInfo,
+    Labels,
+    DeploymentName,
+    Cleanup,
+    PredictPayload,
+    DeployTimeoutMinutes,
+    PredictTimeout,
+    RegionalEnvironment,
+    Team,
+    AppUrl,
+    ApiUrl,
+    InferenceUrl,
+    S3Endpoint,
+    PollIntervalSeconds,
+    WaitTimeoutSeconds,
+    StreamLogs,
+    DryRun,
+    PrintConfig,
+    OutputFile,
+    OutputFormat,
+    Json,
+    GithubToken,
+    GithubDeployment,
+    PrComment,
+    CommitStatus,
+    Plan,
+    ChangedSince,
+    MaxParallel,
+    FailFast,
+    PredictCases,
+    PredictRequests,
+    PredictConcurrency,
+    PredictWarmup,
+    MaxErrorRate,
+    MaxLatencyP95Ms,
+    MaxLatencyRegression,
+    AnalysisFile,
+    UploadConcurrency,
+}
+
+impl Input {
+    /// Every variant, in declaration order.
+    pub const ALL: [Input; 48] = [
+        Input::TrussDirectory,
+        Input::BasetenApiKey,
+        Input::ModelName,
+        Input::Environment,
+        Input::Promote,
+        Input::Promotion,
+        Input::PreservePreviousProductionDeployment,
+        Input::PreserveEnvInstanceType,
+        Input::Publish,
+        Input::Trusted,
+        Input::IncludeGitInfo,
+        Input::Labels,
+        Input::DeploymentName,
+        Input::Cleanup,
+        Input::PredictPayload,
+        Input::DeployTimeoutMinutes,
+        Input::PredictTimeout,
+        Input::RegionalEnvironment,
+        Input::Team,
+        Input::AppUrl,
+        Input::ApiUrl,
+        Input::InferenceUrl,
+        Input::S3Endpoint,
+        Input::PollIntervalSeconds,
+        Input::WaitTimeoutSeconds,
+        Input::StreamLogs,
+        Input::DryRun,
+        Input::PrintConfig,
+        Input::OutputFile,
+        Input::OutputFormat,
+        Input::Json,
+        Input::GithubToken,
+        Input::GithubDeployment,
+        Input::PrComment,
+        Input::CommitStatus,
+        Input::Plan,
+        Input::ChangedSince,
+        Input::MaxParallel,
+        Input::FailFast,
+        Input::PredictCases,
+        Input::PredictRequests,
+        Input::PredictConcurrency,
+        Input::PredictWarmup,
+        Input::MaxErrorRate,
+        Input::MaxLatencyP95Ms,
+        Input::MaxLatencyRegression,
+        Input::AnalysisFile,
+        Input::UploadConcurrency,
+    ];
+
+    /// The input's declaration.
+    pub fn spec(self) -> &'static InputSpec {
+        &INPUTS[self as usize]
+    }
+
+    /// The input's name, as flags and `with:` keys spell it.
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+}
+
 /// `upload-concurrency`'s default, chosen by measurement through a shaped
 /// link (BENCHMARKS.md, "Upload through a shaped link").
 const UPLOAD_CONCURRENCY_DEFAULT: &str = "16";

@@ -22,19 +22,7 @@ mod inputs;
 pub(crate) type EnvLookup<'a> = &'a dyn Fn(&str) -> Result<String, VarError>;
 
 pub(crate) use inputs::Kind;
-pub use inputs::{INPUTS, InputSpec};
-
-/// The spec of the input called `name`.
-///
-/// # Panics
-/// When `name` is not an input: a typo in the code, caught by any test that
-/// reads it.
-pub(crate) fn spec(name: &str) -> &'static InputSpec {
-    INPUTS
-        .iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("unknown input {name}"))
-}
+pub use inputs::{INPUTS, Input, InputSpec};
 
 /// The environment names an input is read from, in precedence order.
 pub fn env_names(spec: &InputSpec) -> [String; 3] {
@@ -220,22 +208,18 @@ pub struct Inputs {
 
 impl Inputs {
     /// The raw value, untrimmed (JSON and paths keep their spaces).
-    pub fn get(&self, name: &str) -> Option<&str> {
-        debug_assert!(
-            INPUTS.iter().any(|s| s.name == name),
-            "unknown input {name}"
-        );
-        self.values.get(name).map(String::as_str)
+    pub fn get(&self, input: Input) -> Option<&str> {
+        self.values.get(input.name()).map(String::as_str)
     }
 
     /// The value trimmed of surrounding whitespace.
-    pub fn trimmed(&self, name: &str) -> Option<&str> {
-        self.get(name).map(str::trim)
+    pub fn trimmed(&self, input: Input) -> Option<&str> {
+        self.get(input).map(str::trim)
     }
 
     /// The trimmed value, or the input's declared default.
-    pub(crate) fn or_default(&self, name: &str) -> Option<&str> {
-        self.trimmed(name).or(spec(name).default)
+    pub(crate) fn or_default(&self, input: Input) -> Option<&str> {
+        self.trimmed(input).or(input.spec().default)
     }
 
     /// Inputs that could not be read at all (not UTF-8), one message each.
@@ -245,9 +229,9 @@ impl Inputs {
 
     /// These inputs with `name` set to `value`: one target's inputs when a
     /// run deploys several.
-    pub(crate) fn with(&self, name: &'static str, value: &str) -> Inputs {
+    pub(crate) fn with(&self, input: Input, value: &str) -> Inputs {
         let mut inputs = self.clone();
-        inputs.values.insert(spec(name).name, value.to_string());
+        inputs.values.insert(input.name(), value.to_string());
         inputs
     }
 
@@ -263,6 +247,20 @@ impl Inputs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_variant_names_its_own_declaration() {
+        assert_eq!(Input::ALL.len(), INPUTS.len());
+        for (i, input) in Input::ALL.iter().enumerate() {
+            assert_eq!(*input as usize, i);
+            let camel: String = input
+                .name()
+                .split('-')
+                .map(|w| w[..1].to_ascii_uppercase() + &w[1..])
+                .collect();
+            assert_eq!(format!("{input:?}"), camel);
+        }
+    }
     use std::collections::HashMap;
 
     fn lookup(pairs: &[(&'static str, &'static str)]) -> impl Fn(&str) -> Result<String, VarError> {
@@ -313,15 +311,15 @@ mod tests {
         ]);
         let cli = Cli::parse_from(["truss-push", "--labels", "{}"]);
         let got = cli.gather(&lookup);
-        assert_eq!(got.get("model-name"), Some("hyphen"));
-        assert_eq!(got.get("team"), Some("ml"));
-        assert_eq!(got.get("deploy-timeout-minutes"), Some("60"));
-        assert_eq!(got.get("environment"), None);
-        assert_eq!(got.get("labels"), Some("{}"));
+        assert_eq!(got.get(Input::ModelName), Some("hyphen"));
+        assert_eq!(got.get(Input::Team), Some("ml"));
+        assert_eq!(got.get(Input::DeployTimeoutMinutes), Some("60"));
+        assert_eq!(got.get(Input::Environment), None);
+        assert_eq!(got.get(Input::Labels), Some("{}"));
         let cli = Cli::parse_from(["truss-push", "--model-name", "flag"]);
-        assert_eq!(cli.gather(&lookup).get("model-name"), Some("flag"));
+        assert_eq!(cli.gather(&lookup).get(Input::ModelName), Some("flag"));
         let cli = Cli::parse_from(["truss-push", "--model-name", ""]);
-        assert_eq!(cli.gather(&lookup).get("model-name"), Some("hyphen"));
+        assert_eq!(cli.gather(&lookup).get(Input::ModelName), Some("hyphen"));
     }
 
     #[test]
@@ -334,7 +332,7 @@ mod tests {
             _ => Err(VarError::NotPresent),
         };
         let got = Cli::default().gather(&env);
-        assert_eq!(got.get("dry-run"), None);
+        assert_eq!(got.get(Input::DryRun), None);
         assert_eq!(got.problems().len(), 1);
         assert!(got.problems()[0].starts_with("INPUT_DRY-RUN (input dry-run)"));
         let cli = Cli::parse_from([OsString::from("truss-push"), "--team".into(), bad()]);
@@ -361,31 +359,31 @@ mod tests {
         ] {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?}");
             let got = Cli::salvage_from(args).gather(&unset);
-            assert_eq!(got.get("json"), Some("true"), "{args:?}");
-            assert_eq!(got.get("output-file"), Some("o.json"), "{args:?}");
+            assert_eq!(got.get(Input::Json), Some("true"), "{args:?}");
+            assert_eq!(got.get(Input::OutputFile), Some("o.json"), "{args:?}");
         }
     }
 
     #[test]
     fn a_repeated_flag_keeps_the_last_value() {
         let cli = Cli::parse_from(["truss-push", "--team", "a", "--team=b"]);
-        assert_eq!(cli.gather(&unset).get("team"), Some("b"));
+        assert_eq!(cli.gather(&unset).get(Input::Team), Some("b"));
     }
 
     #[test]
     fn dry_run_flag_needs_no_value() {
         let cli = Cli::parse_from(["truss-push", "--dry-run"]);
-        assert_eq!(cli.gather(&unset).get("dry-run"), Some("true"));
+        assert_eq!(cli.gather(&unset).get(Input::DryRun), Some("true"));
         let cli = Cli::parse_from(["truss-push", "--dry-run", "false"]);
-        assert_eq!(cli.gather(&unset).get("dry-run"), Some("false"));
+        assert_eq!(cli.gather(&unset).get(Input::DryRun), Some("false"));
     }
 
     #[test]
     fn defaults_apply_only_when_not_given() {
         let inputs = Inputs::from_pairs(&[("predict-timeout", " 20 ")]);
-        assert_eq!(inputs.or_default("predict-timeout"), Some("20"));
-        assert_eq!(inputs.or_default("deploy-timeout-minutes"), Some("45"));
-        assert_eq!(inputs.or_default("team"), None);
+        assert_eq!(inputs.or_default(Input::PredictTimeout), Some("20"));
+        assert_eq!(inputs.or_default(Input::DeployTimeoutMinutes), Some("45"));
+        assert_eq!(inputs.or_default(Input::Team), None);
     }
 
     #[test]

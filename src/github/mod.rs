@@ -23,6 +23,7 @@ use reqwest::{Method, Url};
 use serde_json::{Value, json};
 
 use crate::ci::{Outputs, PredictStats, Reporter};
+use crate::cli::Input;
 use crate::cli::Inputs;
 use crate::config::{Config, Target};
 use crate::env_vars as ev;
@@ -81,17 +82,17 @@ pub(crate) fn settings(
     inputs: &Inputs,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Settings, String> {
-    let flag = |name: &str| parse_bool(name, inputs.or_default(name).unwrap_or("false"));
+    let flag = |input: Input| parse_bool(input.name(), inputs.or_default(input).unwrap_or("false"));
     let mut s = Settings {
-        deployment: flag("github-deployment")?,
-        pr_comment: flag("pr-comment")?,
-        commit_status: flag("commit-status")?,
+        deployment: flag(Input::GithubDeployment)?,
+        pr_comment: flag(Input::PrComment)?,
+        commit_status: flag(Input::CommitStatus)?,
         ..Settings::default()
     };
     if !s.any() {
         return Ok(s);
     }
-    if let Some(t) = inputs.trimmed("github-token") {
+    if let Some(t) = inputs.trimmed(Input::GithubToken) {
         if t.chars().any(char::is_whitespace) {
             return Err(
                 "github-token contains whitespace inside it: check the token's value (github-token: ${{ github.token }})".into(),

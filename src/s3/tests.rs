@@ -42,7 +42,7 @@ fn secrets_never_print() {
 
 #[test]
 fn the_upload_concurrency_input_defaults_to_the_uploaders_default() {
-    let declared = crate::cli::spec("upload-concurrency").default;
+    let declared = crate::cli::Input::UploadConcurrency.spec().default;
     assert_eq!(declared, Some(DEFAULT_CONCURRENCY.to_string().as_str()));
 }
 

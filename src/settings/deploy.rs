@@ -13,6 +13,7 @@ use super::{
     parse_bool,
 };
 use crate::baseten::{Endpoints, OrderedObject};
+use crate::cli::Input;
 use crate::cli::{EnvLookup, Inputs};
 use crate::secret::Secret;
 
@@ -91,10 +92,10 @@ impl Settings {
         if let Some(problem) = inputs.problems().first() {
             return Err(problem.clone());
         }
-        let truss_directory = inputs.trimmed("truss-directory").ok_or(
+        let truss_directory = inputs.trimmed(Input::TrussDirectory).ok_or(
             "truss-directory is required: set it to your model directory (with config.yaml) or your chain's .py file",
         )?;
-        let api_key = inputs.trimmed("baseten-api-key").ok_or(
+        let api_key = inputs.trimmed(Input::BasetenApiKey).ok_or(
             "baseten-api-key is required: pass your Baseten API key from a secret, e.g. baseten-api-key: ${{ secrets.BASETEN_API_KEY }}",
         )?;
         if api_key.chars().any(char::is_whitespace) {
@@ -103,14 +104,14 @@ impl Settings {
             );
         }
 
-        let bool_input = |name: &str| -> Result<bool, String> {
-            parse_bool(name, inputs.or_default(name).unwrap_or("false"))
+        let bool_input = |input: Input| -> Result<bool, String> {
+            parse_bool(input.name(), inputs.or_default(input).unwrap_or("false"))
         };
-        let mut environment = inputs.trimmed("environment").map(str::to_string);
+        let mut environment = inputs.trimmed(Input::Environment).map(str::to_string);
         if let Some(e) = &environment {
             check_environment(e)?;
         }
-        if bool_input("promote")? {
+        if bool_input(Input::Promote)? {
             if let Some(e) = &environment {
                 return Err(format!(
                     "promote and environment were both given (environment {e:?}): promote is shorthand for environment production; keep one of them"
@@ -118,16 +119,16 @@ impl Settings {
             }
             environment = Some("production".into());
         }
-        let team = inputs.trimmed("team").map(str::to_string);
+        let team = inputs.trimmed(Input::Team).map(str::to_string);
         if let Some(t) = &team {
             check_name("team", t)?;
         }
-        let include_git_info = bool_input("include-git-info")?;
-        let regional_environment = bool_input("regional-environment")?;
-        let stream_logs = bool_input("stream-logs")?;
-        let dry_run = bool_input("dry-run")?;
-        let print_config = bool_input("print-config")?;
-        let promotion = match inputs.or_default("promotion").unwrap_or("at-create") {
+        let include_git_info = bool_input(Input::IncludeGitInfo)?;
+        let regional_environment = bool_input(Input::RegionalEnvironment)?;
+        let stream_logs = bool_input(Input::StreamLogs)?;
+        let dry_run = bool_input(Input::DryRun)?;
+        let print_config = bool_input(Input::PrintConfig)?;
+        let promotion = match inputs.or_default(Input::Promotion).unwrap_or("at-create") {
             v if v.eq_ignore_ascii_case("at-create") => Promotion::AtCreate,
             v if v.eq_ignore_ascii_case("after-predict") => Promotion::AfterPredict,
             v => {
@@ -136,16 +137,17 @@ impl Settings {
                 ));
             }
         };
-        let preserve_previous_deployment = bool_input("preserve-previous-production-deployment")?;
+        let preserve_previous_deployment = bool_input(Input::PreservePreviousProductionDeployment)?;
         let preserve_env_instance_type = parse_bool(
             "preserve-env-instance-type",
             inputs
-                .or_default("preserve-env-instance-type")
+                .or_default(Input::PreserveEnvInstanceType)
                 .unwrap_or("true"),
         )?;
         let mut notices = Vec::new();
-        for name in ["publish", "trusted"] {
-            if let Some(v) = inputs.trimmed(name) {
+        for input in [Input::Publish, Input::Trusted] {
+            let name = input.name();
+            if let Some(v) = inputs.trimmed(input) {
                 parse_bool(name, v)?;
                 notices.push(format!(
                     "{name} is accepted for truss push compatibility and has no effect: truss-push always creates a published deployment"
@@ -163,18 +165,18 @@ impl Settings {
                     "preserve-previous-production-deployment needs an environment to promote into: set environment (or promote: true), or drop it".into(),
                 );
             }
-            if inputs.trimmed("preserve-env-instance-type").is_some() {
+            if inputs.trimmed(Input::PreserveEnvInstanceType).is_some() {
                 notices
                     .push("preserve-env-instance-type has no effect without an environment".into());
             }
         }
         // The several-target inputs are checked for one target too, so a
         // typo in them is never silently ignored.
-        let fail_fast = bool_input("fail-fast")?;
-        let max_parallel = number(inputs, "max-parallel")? as usize;
+        let fail_fast = bool_input(Input::FailFast)?;
+        let max_parallel = number(inputs, Input::MaxParallel)? as usize;
         // A whole number from 1 to 32 (the input's range).
-        let upload_concurrency = number(inputs, "upload-concurrency")? as usize;
-        let cleanup = match inputs.trimmed("cleanup") {
+        let upload_concurrency = number(inputs, Input::UploadConcurrency)? as usize;
+        let cleanup = match inputs.trimmed(Input::Cleanup) {
             Some(v) => Cleanup {
                 enabled: parse_bool("cleanup", v)?,
                 explicit: true,
@@ -192,13 +194,13 @@ impl Settings {
                 "regional-environment is true but no environment was given: the regional host serves an environment; set environment (e.g. production) or drop regional-environment".into(),
             );
         }
-        let given_model_name = inputs.trimmed("model-name").map(str::to_string);
+        let given_model_name = inputs.trimmed(Input::ModelName).map(str::to_string);
         if let Some(n) = &given_model_name {
             check_name("model-name", n)?;
         }
-        let labels = labels(inputs.trimmed("labels"))?;
+        let labels = labels(inputs.trimmed(Input::Labels))?;
         let given_payload = inputs
-            .trimmed("predict-payload")
+            .trimmed(Input::PredictPayload)
             .map(|raw| {
                 serde_json::from_str::<Value>(raw).map_err(|e| {
                     format!("predict-payload is not valid JSON ({e}): set it to a JSON object like '{{\"prompt\":\"hi\"}}'")
@@ -209,14 +211,14 @@ impl Settings {
 
         // Each number is within its declared range, so these conversions
         // cannot overflow.
-        let deploy_timeout_minutes = number(inputs, "deploy-timeout-minutes")? as u32;
-        let wait_timeout = match inputs.trimmed("wait-timeout-seconds") {
-            Some(_) => Duration::from_secs_f64(number(inputs, "wait-timeout-seconds")?),
+        let deploy_timeout_minutes = number(inputs, Input::DeployTimeoutMinutes)? as u32;
+        let wait_timeout = match inputs.trimmed(Input::WaitTimeoutSeconds) {
+            Some(_) => Duration::from_secs_f64(number(inputs, Input::WaitTimeoutSeconds)?),
             None => Duration::from_secs(u64::from(deploy_timeout_minutes) * 60),
         };
-        let predict_timeout = Duration::from_secs(number(inputs, "predict-timeout")? as u64);
-        let poll_interval = Duration::from_secs_f64(number(inputs, "poll-interval-seconds")?);
-        let given_deployment_name = inputs.trimmed("deployment-name").map(str::to_string);
+        let predict_timeout = Duration::from_secs(number(inputs, Input::PredictTimeout)? as u64);
+        let poll_interval = Duration::from_secs_f64(number(inputs, Input::PollIntervalSeconds)?);
+        let given_deployment_name = inputs.trimmed(Input::DeploymentName).map(str::to_string);
         if let Some(n) = &given_deployment_name
             && !is_valid_deployment_name(n)
         {
@@ -229,10 +231,10 @@ impl Settings {
 
         Ok(Settings {
             truss_directory: inputs
-                .get("truss-directory")
+                .get(Input::TrussDirectory)
                 .unwrap_or(truss_directory)
                 .to_string(),
-            changed_since: inputs.trimmed("changed-since").map(str::to_string),
+            changed_since: inputs.trimmed(Input::ChangedSince).map(str::to_string),
             api_key: Secret::new(api_key),
             given_model_name,
             given_deployment_name,
@@ -304,10 +306,16 @@ fn labels(raw: Option<&str>) -> Result<Option<OrderedObject>, String> {
 /// The platform's URLs: each one that carries the key is HTTPS (or
 /// loopback), the inference template names the deployment.
 fn endpoints(inputs: &Inputs) -> Result<Endpoints, String> {
-    let app = key_url("app-url", inputs.or_default("app-url").unwrap_or_default())?;
-    let api = key_url("api-url", inputs.or_default("api-url").unwrap_or_default())?;
+    let app = key_url(
+        "app-url",
+        inputs.or_default(Input::AppUrl).unwrap_or_default(),
+    )?;
+    let api = key_url(
+        "api-url",
+        inputs.or_default(Input::ApiUrl).unwrap_or_default(),
+    )?;
     let inference = inputs
-        .or_default("inference-url")
+        .or_default(Input::InferenceUrl)
         .unwrap_or_default()
         .to_string();
     if !inference.contains("{id}") {
@@ -319,7 +327,7 @@ fn endpoints(inputs: &Inputs) -> Result<Endpoints, String> {
         "inference-url",
         &inference.replace("{prefix}", "model").replace("{id}", "x"),
     )?;
-    let s3 = match inputs.trimmed("s3-endpoint") {
+    let s3 = match inputs.trimmed(Input::S3Endpoint) {
         None => None,
         Some(v) => Some(Url::parse(v).map_err(|e| {
             format!(

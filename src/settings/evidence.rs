@@ -7,19 +7,20 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::number;
+use crate::cli::Input;
 use crate::cli::Inputs;
 use crate::evidence::cases::{self, Case};
 use crate::evidence::verdict::Objectives;
 
 /// The inputs that turn the evidence on; without any of them the smoke
 /// test stays one request.
-const EVIDENCE_INPUTS: &[&str] = &[
-    "predict-cases",
-    "predict-requests",
-    "max-error-rate",
-    "max-latency-p95-ms",
-    "max-latency-regression",
-    "analysis-file",
+const EVIDENCE_INPUTS: &[Input] = &[
+    Input::PredictCases,
+    Input::PredictRequests,
+    Input::MaxErrorRate,
+    Input::MaxLatencyP95Ms,
+    Input::MaxLatencyRegression,
+    Input::AnalysisFile,
 ];
 
 /// The evidence inputs, validated.
@@ -50,23 +51,23 @@ pub(crate) struct Given {
 }
 
 pub(crate) fn parse(inputs: &Inputs) -> Result<Given, String> {
-    let given = |n: &str| inputs.trimmed(n).is_some();
-    let requests = given("predict-requests")
-        .then(|| number(inputs, "predict-requests"))
+    let given = |input: Input| inputs.trimmed(input).is_some();
+    let requests = given(Input::PredictRequests)
+        .then(|| number(inputs, Input::PredictRequests))
         .transpose()?
         .map(|n| n as usize);
-    let concurrency = number(inputs, "predict-concurrency")? as usize;
-    let warmup = number(inputs, "predict-warmup")? as usize;
-    let max_error_rate = number(inputs, "max-error-rate")?;
-    let max_latency_p95_ms = given("max-latency-p95-ms")
-        .then(|| number(inputs, "max-latency-p95-ms"))
+    let concurrency = number(inputs, Input::PredictConcurrency)? as usize;
+    let warmup = number(inputs, Input::PredictWarmup)? as usize;
+    let max_error_rate = number(inputs, Input::MaxErrorRate)?;
+    let max_latency_p95_ms = given(Input::MaxLatencyP95Ms)
+        .then(|| number(inputs, Input::MaxLatencyP95Ms))
         .transpose()?;
-    let max_latency_regression = given("max-latency-regression")
-        .then(|| number(inputs, "max-latency-regression"))
+    let max_latency_regression = given(Input::MaxLatencyRegression)
+        .then(|| number(inputs, Input::MaxLatencyRegression))
         .transpose()?;
     Ok(Given {
-        on: EVIDENCE_INPUTS.iter().any(|n| given(n)),
-        cases_file: inputs.trimmed("predict-cases").map(PathBuf::from),
+        on: EVIDENCE_INPUTS.iter().any(|&input| given(input)),
+        cases_file: inputs.trimmed(Input::PredictCases).map(PathBuf::from),
         requests,
         concurrency,
         warmup,
@@ -75,7 +76,7 @@ pub(crate) fn parse(inputs: &Inputs) -> Result<Given, String> {
             max_latency_p95_ms,
             max_latency_regression,
         },
-        analysis_file: inputs.trimmed("analysis-file").map(PathBuf::from),
+        analysis_file: inputs.trimmed(Input::AnalysisFile).map(PathBuf::from),
     })
 }
 

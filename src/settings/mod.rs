@@ -20,7 +20,7 @@ use reqwest::Url;
 use serde_json::Value;
 
 use crate::ci::OutputsFormat as OutputFormat;
-use crate::cli::{self, Inputs, Kind};
+use crate::cli::{Input, Inputs, Kind};
 use crate::files::read_regular_file;
 
 /// A config.yaml larger than this is not a Truss config; it is refused
@@ -29,7 +29,7 @@ pub(crate) const CONFIG_YAML_MAX_MIB: u64 = 1;
 
 /// The inputs whose values are secrets: masked in the CI log and redacted
 /// from everything the run writes.
-pub(crate) const SECRET_INPUTS: [&str; 2] = ["baseten-api-key", "github-token"];
+pub(crate) const SECRET_INPUTS: [Input; 2] = [Input::BasetenApiKey, Input::GithubToken];
 
 /// What the run reads before validating anything.
 #[derive(Clone, Debug)]
@@ -59,16 +59,16 @@ impl Early {
             outputs_error,
             secrets: SECRET_INPUTS
                 .iter()
-                .filter_map(|name| inputs.trimmed(name))
+                .filter_map(|&input| inputs.trimmed(input))
                 .map(str::to_string)
                 .collect(),
             api_key: inputs
-                .trimmed("baseten-api-key")
+                .trimmed(Input::BasetenApiKey)
                 .unwrap_or_default()
                 .to_string(),
             model_name: best_effort_model_name(inputs),
             plan: inputs
-                .trimmed("plan")
+                .trimmed(Input::Plan)
                 .map_or(Ok(false), |v| parse_bool("plan", v)),
         }
     }
@@ -92,10 +92,11 @@ pub(crate) struct OutputSettings {
 /// Resolves the outputs file. A bad format is reported after outputs are
 /// written (in the default format), so the user still gets them.
 pub(crate) fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
-    let (json, json_err) = match parse_bool("json", inputs.or_default("json").unwrap_or("false")) {
-        Ok(b) => (b, None),
-        Err(e) => (false, Some(e)),
-    };
+    let (json, json_err) =
+        match parse_bool("json", inputs.or_default(Input::Json).unwrap_or("false")) {
+            Ok(b) => (b, None),
+            Err(e) => (false, Some(e)),
+        };
     let (mut settings, err) = output_file_settings(inputs);
     settings.json = json;
     (settings, err.or(json_err))
@@ -105,15 +106,15 @@ pub(crate) fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String
 /// the log: then every log line, `::add-mask::` included, goes to stderr.
 /// A value that is not a boolean is refused later; here it counts as off.
 pub(crate) fn stdout_is_data(inputs: &Inputs) -> bool {
-    ["print-config", "plan"].iter().any(|name| {
+    [Input::PrintConfig, Input::Plan].iter().any(|&input| {
         inputs
-            .trimmed(name)
-            .is_some_and(|v| parse_bool(name, v) == Ok(true))
+            .trimmed(input)
+            .is_some_and(|v| parse_bool(input.name(), v) == Ok(true))
     })
 }
 
 fn output_file_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
-    let Some(path) = inputs.trimmed("output-file") else {
+    let Some(path) = inputs.trimmed(Input::OutputFile) else {
         return (OutputSettings::default(), None);
     };
     let path = PathBuf::from(path);
@@ -125,7 +126,10 @@ fn output_file_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
     } else {
         OutputFormat::Dotenv
     };
-    let (format, err) = match inputs.trimmed("output-format").map(str::to_ascii_lowercase) {
+    let (format, err) = match inputs
+        .trimmed(Input::OutputFormat)
+        .map(str::to_ascii_lowercase)
+    {
         None => (by_ext, None),
         Some(f) if f == "dotenv" || f == "env" => (OutputFormat::Dotenv, None),
         Some(f) if f == "json" => (OutputFormat::Json, None),
@@ -249,11 +253,12 @@ pub(crate) fn key_url(name: &str, value: &str) -> Result<Url, String> {
 /// Reads a numeric input (or its default) and checks it against the range
 /// declared for it, so no later conversion to a `Duration` or an `Instant`
 /// can overflow.
-pub(crate) fn number(inputs: &Inputs, name: &str) -> Result<f64, String> {
-    let Kind::Number(r) = cli::spec(name).kind else {
+pub(crate) fn number(inputs: &Inputs, input: Input) -> Result<f64, String> {
+    let name = input.name();
+    let Kind::Number(r) = input.spec().kind else {
         unreachable!("{name} is declared as a number");
     };
-    let v = inputs.or_default(name).unwrap_or_default();
+    let v = inputs.or_default(input).unwrap_or_default();
     let unit = r.unit.word();
     let parsed = if r.whole {
         v.parse::<u64>().ok().map(|n| n as f64)
@@ -278,11 +283,11 @@ pub(crate) fn number(inputs: &Inputs, name: &str) -> Result<f64, String> {
 
 /// What a run reports as `model-name` before validation finished.
 pub(crate) fn best_effort_model_name(inputs: &Inputs) -> String {
-    if let Some(n) = inputs.trimmed("model-name") {
+    if let Some(n) = inputs.trimmed(Input::ModelName) {
         return n.to_string();
     }
     inputs
-        .trimmed("truss-directory")
+        .trimmed(Input::TrussDirectory)
         .and_then(|d| {
             read_regular_file(&Path::new(d).join("config.yaml"), CONFIG_YAML_MAX_MIB).ok()
         })
