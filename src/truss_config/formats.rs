@@ -111,54 +111,32 @@ pub(super) fn pep440(s: &str) -> bool {
         digits(&mut i);
     }
     // Each optional part may start with a separator; roll back if the
-    // keyword does not follow it.
-    let save = i;
-    sep(&mut i);
-    if word(
+    // keyword does not follow it. Its number may follow a separator too.
+    let tagged = |i: &mut usize, words: &[&str]| {
+        let save = *i;
+        sep(i);
+        if !word(i, words) {
+            *i = save;
+            return;
+        }
+        let before_number = *i;
+        sep(i);
+        if !digits(i) {
+            *i = before_number;
+        }
+    };
+    tagged(
         &mut i,
         &["alpha", "beta", "preview", "pre", "rc", "a", "b", "c"],
-    ) {
-        let s2 = i;
-        sep(&mut i);
-        if !digits(&mut i) {
-            i = s2;
-        }
-    } else {
-        i = save;
-    }
+    );
+    // A post-release is `-N` or a tagged `post`/`rev`/`r`.
     let save = i;
-    if i < b.len() && b[i] == b'-' && {
-        let mut j = i + 1;
-        let ok = digits(&mut j);
-        if ok {
-            i = j;
-        }
-        ok
-    } {
-    } else {
+    i += 1;
+    if !(b.get(save) == Some(&b'-') && digits(&mut i)) {
         i = save;
-        sep(&mut i);
-        if word(&mut i, &["post", "rev", "r"]) {
-            let s2 = i;
-            sep(&mut i);
-            if !digits(&mut i) {
-                i = s2;
-            }
-        } else {
-            i = save;
-        }
+        tagged(&mut i, &["post", "rev", "r"]);
     }
-    let save = i;
-    sep(&mut i);
-    if word(&mut i, &["dev"]) {
-        let s2 = i;
-        sep(&mut i);
-        if !digits(&mut i) {
-            i = s2;
-        }
-    } else {
-        i = save;
-    }
+    tagged(&mut i, &["dev"]);
     if i < b.len() && b[i] == b'+' {
         i += 1;
         let segs: Vec<&str> = t[i..].split(['-', '_', '.']).collect();
