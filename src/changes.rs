@@ -8,9 +8,9 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use crate::env_vars as ev;
+use crate::git::GitError;
 use crate::kind::Kind;
 use crate::targets::Found;
 
@@ -90,17 +90,12 @@ fn check_ref(r: &str) -> Result<(), String> {
 
 /// Runs git in `dir`; stdout on success, else git's own message.
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run git ({e}): changed-since needs the git executable"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    match crate::git::git(dir, args) {
+        Ok(out) => Ok(String::from_utf8_lossy(&out).into_owned()),
+        Err(GitError::NotRun(e)) => Err(format!(
+            "cannot run git ({e}): changed-since needs the git executable"
+        )),
+        Err(GitError::Failed(msg)) => Err(msg),
     }
 }
 

@@ -18,22 +18,41 @@ pub(crate) struct GitInfo {
     pub has_uncommitted_changes: bool,
 }
 
-/// Runs `git` in `dir` and returns trimmed stdout on success; `None` when git
-/// is missing, the directory is not a repository, or the command failed —
-/// git info is a nicety and must never abort a deploy.
-pub(crate) fn run_git(dir: &Path, args: &[&str]) -> Option<String> {
+/// Why `git` gave no answer.
+#[derive(Debug)]
+pub(crate) enum GitError {
+    /// The executable could not be started (not installed, not on `PATH`).
+    NotRun(std::io::Error),
+    /// git ran and failed: its own message (stderr, trimmed).
+    Failed(String),
+}
+
+/// The one way truss-push runs `git`: in `dir`, with no terminal to prompt
+/// on and nothing on stdin, its stderr captured. Stdout as bytes on
+/// success; callers decide how strict to be about UTF-8.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, GitError> {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
         .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
         .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
+        .map_err(GitError::NotRun)?;
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(GitError::Failed(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ))
     }
-    let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    Some(s)
+}
+
+/// Runs `git` in `dir` and returns trimmed stdout on success; `None` when git
+/// is missing, the directory is not a repository, the command failed or its
+/// output is not UTF-8 — git info is a nicety and must never abort a deploy.
+pub(crate) fn run_git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = git(dir, args).ok()?;
+    Some(String::from_utf8(out).ok()?.trim().to_string())
 }
 
 /// The pull/merge request a CI run builds, and the head commit.
