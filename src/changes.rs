@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::env_vars as ev;
+use crate::ci_context::{self, CiContext};
 use crate::git::GitError;
 use crate::kind::Kind;
 use crate::targets::Found;
@@ -19,59 +19,29 @@ const SOURCE_MAX_MIB: u64 = 4;
 /// Imports are followed this many files deep at most; a local import graph
 /// is small, and the bound keeps a cycle or a vendored tree cheap.
 const IMPORT_SCAN_MAX_FILES: usize = 500;
-/// The all-zero sha CI systems give as "no previous commit".
-fn is_null_sha(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b == b'0')
-}
-
 /// The ref `changed-since` names: itself, or for `auto` the CI's base — a
 /// GitHub pull request's base sha (push events: the previous tip), a GitLab
-/// merge request's diff base (pushes: the previous tip).
-pub(crate) fn since_ref(
-    value: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, String> {
+/// merge request's diff base (pushes: the previous tip). A GitHub event
+/// payload that cannot be read is an error here
+/// ([`CiContext::event_for_changes`]).
+pub(crate) fn since_ref(value: &str, ci: &CiContext) -> Result<String, String> {
     let value = value.trim();
     if !value.eq_ignore_ascii_case("auto") {
         check_ref(value)?;
         return Ok(value.to_string());
     }
-    let get = |k: &str| {
-        env(k)
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    };
-    if let Some(path) = get(ev::GITHUB_EVENT_PATH) {
-        let bytes = crate::files::read_regular_file(
-            Path::new(&path),
-            crate::git::EVENT_FILE_MAX_MIB,
-        )
-        .map_err(|e| {
-            format!(
-                "changed-since: auto reads the event payload ({path}), which cannot be read: {e}"
-            )
-        })?;
-        let event: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-            format!("changed-since: auto: the event payload {path} is not JSON ({e})")
-        })?;
-        for pointer in ["/pull_request/base/sha", "/merge_group/base_sha", "/before"] {
-            if let Some(sha) = event.pointer(pointer).and_then(serde_json::Value::as_str)
-                && !sha.is_empty()
-                && !is_null_sha(sha)
-            {
-                check_ref(sha)?;
-                return Ok(sha.to_string());
-            }
+    if let Some(event) = ci.event_for_changes()? {
+        if let Some(sha) = ci_context::event_change_base(event) {
+            check_ref(sha)?;
+            return Ok(sha.to_string());
         }
         return Err(
             "changed-since: auto found no base in this GitHub event (it reads pull_request.base.sha, or before on a push; a new branch has none): set changed-since to a ref, e.g. origin/main".into(),
         );
     }
-    for var in [ev::CI_MERGE_REQUEST_DIFF_BASE_SHA, ev::CI_COMMIT_BEFORE_SHA] {
-        if let Some(sha) = get(var).filter(|s| !is_null_sha(s)) {
-            check_ref(&sha)?;
-            return Ok(sha);
-        }
+    if let Some(sha) = ci.gitlab.change_base() {
+        check_ref(sha)?;
+        return Ok(sha.to_string());
     }
     Err("changed-since: auto needs a GitHub pull request or push event, or a GitLab merge request or push pipeline; elsewhere set changed-since to a ref, e.g. origin/main or HEAD~1".into())
 }
@@ -428,17 +398,41 @@ mod tests {
         let event = dir.path().join("e.json");
         std::fs::write(&event, r#"{"pull_request":{"base":{"sha":"abc123"}}}"#).unwrap();
         let ev = event.to_str().unwrap().to_string();
-        let env = move |k: &str| (k == "GITHUB_EVENT_PATH").then(|| ev.clone());
-        assert_eq!(since_ref("auto", &env).unwrap(), "abc123");
-        assert_eq!(since_ref(" HEAD~1 ", &env).unwrap(), "HEAD~1");
-        assert!(since_ref("--output=/tmp/x", &env).is_err());
-        let none = |_: &str| None;
+        let ci =
+            CiContext::from_lookup(&move |k: &str| (k == "GITHUB_EVENT_PATH").then(|| ev.clone()));
+        assert_eq!(since_ref("auto", &ci).unwrap(), "abc123");
+        assert_eq!(since_ref(" HEAD~1 ", &ci).unwrap(), "HEAD~1");
+        assert!(since_ref("--output=/tmp/x", &ci).is_err());
+        let none = CiContext::default();
         assert!(
             since_ref("auto", &none)
                 .unwrap_err()
                 .contains("set changed-since")
         );
-        let gitlab = |k: &str| (k == "CI_COMMIT_BEFORE_SHA").then(|| "0000000000".to_string());
+        let gitlab = CiContext::from_lookup(&|k: &str| {
+            (k == "CI_COMMIT_BEFORE_SHA").then(|| "0000000000".to_string())
+        });
         assert!(since_ref("AUTO", &gitlab).is_err(), "a null sha is no base");
+    }
+
+    #[test]
+    fn auto_refuses_an_event_payload_it_cannot_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbled = dir.path().join("garbled.json");
+        std::fs::write(&garbled, "{not json").unwrap();
+        let missing = dir.path().join("missing.json");
+        for (path, want) in [
+            (&garbled, "is not JSON"),
+            (&missing, "which cannot be read"),
+            (&dir.path().to_path_buf(), "not a regular file"),
+        ] {
+            let p = path.to_str().unwrap().to_string();
+            let ci = CiContext::from_lookup(&move |k: &str| {
+                (k == "GITHUB_EVENT_PATH").then(|| p.clone())
+            });
+            let err = since_ref("auto", &ci).unwrap_err();
+            assert!(err.starts_with("changed-since: auto"), "{err}");
+            assert!(err.contains(want), "{want}: {err}");
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::cli;
+use crate::ci_context::CiContext;
 #[cfg(test)]
 use crate::cli::Inputs;
 use crate::files::{ReadError, read_regular_file};
@@ -112,7 +112,7 @@ impl Config {
     pub(crate) fn resolve(
         settings: &Settings,
         dir: &str,
-        env: cli::EnvLookup<'_>,
+        ci: &CiContext,
     ) -> Result<Config, String> {
         let target = if dir.ends_with(".py") {
             let file = PathBuf::from(dir);
@@ -178,7 +178,7 @@ impl Config {
                 "promotion is after-predict but there is no predict payload to gate on: set predict-payload (or model_metadata.example_model_input in config.yaml)".into(),
             );
         }
-        let ci_revision = git::ci_revision(&|k| env(k).ok())?;
+        let ci_revision = git::ci_revision(ci)?;
         let deployment_name = match &settings.given_deployment_name {
             Some(n) => n.clone(),
             None => default_deployment_name(ci_revision.as_ref(), &target)?,
@@ -196,9 +196,9 @@ impl Config {
 
     /// Parses and resolves in one step (one target named plainly).
     #[cfg(test)]
-    pub(crate) fn from_inputs(inputs: &Inputs, env: cli::EnvLookup<'_>) -> Result<Config, String> {
-        let settings = Settings::parse(inputs, env)?;
-        Config::resolve(&settings, &settings.truss_directory, env)
+    pub(crate) fn from_inputs(inputs: &Inputs, ci: &CiContext) -> Result<Config, String> {
+        let settings = Settings::parse(inputs, ci)?;
+        Config::resolve(&settings, &settings.truss_directory, ci)
     }
 }
 
@@ -249,9 +249,7 @@ mod tests {
     }
 
     fn build(pairs: &[(&'static str, &str)]) -> Result<Config, String> {
-        Config::from_inputs(&Inputs::from_pairs(pairs), &|_| {
-            Err(std::env::VarError::NotPresent)
-        })
+        Config::from_inputs(&Inputs::from_pairs(pairs), &CiContext::default())
     }
 
     #[test]

@@ -6,8 +6,7 @@ use std::process::Command;
 
 use serde::Serialize;
 
-use crate::env_vars as ev;
-use crate::files::ReadError;
+use crate::ci_context::{self, CiContext};
 
 /// Git facts the platform records with a deployment (`GitInfo`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -64,94 +63,51 @@ pub(crate) struct Revision {
     pub sha: Option<String>,
 }
 
-fn non_empty(v: Option<String>) -> Option<String> {
-    v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
-}
-
-/// GitHub caps webhook payloads at 25 MB, so a larger event file is not a
-/// real event.
-pub(crate) const EVENT_FILE_MAX_MIB: u64 = 25;
-
-/// A pull request's number and head sha, as an event payload names them.
-type EventPullRequest = (Option<u64>, Option<String>);
-
-/// The pull request a GitHub event is about: its number and head sha, from
-/// `pull_request` in the payload (`pull_request`, `pull_request_target`,
-/// review events). A missing or unreadable payload, or another event, gives
-/// `None`; one that is not a regular file or is too large is an error,
-/// because reading it could block forever or exhaust memory.
-fn github_pull_request(event_path: &str) -> Result<Option<EventPullRequest>, String> {
-    let bytes = match crate::files::read_regular_file(Path::new(event_path), EVENT_FILE_MAX_MIB) {
-        Ok(b) => b,
-        Err(ReadError::Io(_)) => return Ok(None),
-        Err(e) => {
-            return Err(format!(
-                "{} ({event_path}) cannot be read: {e}: it must be the event payload file the runner wrote",
-                ev::GITHUB_EVENT_PATH
-            ));
-        }
-    };
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
-        return Ok(None);
-    };
-    let Some(pr) = v.get("pull_request").filter(|p| p.is_object()) else {
-        return Ok(None);
-    };
-    let number = pr.get("number").and_then(serde_json::Value::as_u64);
-    let head = pr
-        .pointer("/head/sha")
-        .and_then(serde_json::Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string);
-    Ok(Some((number, head)))
-}
-
 /// The revision according to the CI system's variables (GitHub, GitLab,
 /// Buildkite), or `None` outside a recognised CI. An error when the GitHub
-/// event file is not a regular file or too large.
-pub(crate) fn ci_revision(
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<Revision>, String> {
-    let get = |k: &str| non_empty(env(k));
-    if let Some(sha) = get(ev::GITHUB_SHA) {
-        let from_ref = get(ev::GITHUB_REF).and_then(|r| {
-            let rest = r.strip_prefix("refs/pull/")?;
-            Some(rest.split('/').next()?.to_string())
-        });
+/// event file is not a regular file or too large
+/// ([`CiContext::event_for_naming`]).
+pub(crate) fn ci_revision(ci: &CiContext) -> Result<Option<Revision>, String> {
+    if let Some(sha) = &ci.github.sha {
         // GITHUB_SHA is the test-merge commit on pull_request and the base
         // branch's commit on pull_request_target (whose GITHUB_REF is the
         // base branch): the payload names the PR and the commit its author
         // pushed, which the GitHub comment and statuses use too.
-        let event = match get(ev::GITHUB_EVENT_PATH) {
-            Some(p) => github_pull_request(&p)?,
-            None => None,
-        };
-        let pr = from_ref.or_else(|| event.as_ref()?.0.map(|n| n.to_string()));
-        let head = event.and_then(|(_, head)| head);
+        let event = ci.event_for_naming()?;
+        let pr = ci.github.pull_ref.clone().or_else(|| {
+            event
+                .and_then(ci_context::event_pr_number)
+                .map(|n| n.to_string())
+        });
+        let head = event.and_then(ci_context::event_pr_head_sha);
         return Ok(Some(match pr {
             Some(n) => Revision {
                 change: Some(format!("PR-{n}")),
-                sha: Some(head.unwrap_or(sha)),
+                sha: Some(head.unwrap_or_else(|| sha.clone())),
             },
             None => Revision {
                 change: None,
-                sha: Some(sha),
+                sha: Some(sha.clone()),
             },
         }));
     }
-    if get(ev::GITLAB_CI).is_some() {
-        let mr = get(ev::CI_MERGE_REQUEST_IID);
-        let sha = get(ev::CI_MERGE_REQUEST_SOURCE_BRANCH_SHA).or_else(|| get(ev::CI_COMMIT_SHA));
+    let gitlab = &ci.gitlab;
+    if gitlab.ci {
+        let sha = gitlab
+            .merge_request_source_branch_sha
+            .clone()
+            .or_else(|| gitlab.commit_sha.clone());
         return Ok(Some(Revision {
-            change: mr.map(|n| format!("MR-{n}")),
+            change: gitlab.merge_request_iid.as_ref().map(|n| format!("MR-{n}")),
             sha,
         }));
     }
-    if get(ev::BUILDKITE).is_some() {
-        let pr = get(ev::BUILDKITE_PULL_REQUEST).filter(|p| p != "false");
+    let buildkite = &ci.buildkite;
+    if buildkite.ci {
+        let pr = buildkite.pull_request.as_ref().filter(|p| *p != "false");
         return Ok(Some(Revision {
             change: pr.map(|n| format!("PR-{n}")),
-            sha: get(ev::BUILDKITE_COMMIT),
+            sha: buildkite.commit.clone(),
         }));
     }
     Ok(None)
@@ -276,10 +232,43 @@ mod tests {
             (vec![], None),
         ];
         for (env, want) in cases {
-            let rev = ci_revision(&lookup(&env)).unwrap();
+            let rev = ci_revision(&CiContext::from_lookup(&lookup(&env))).unwrap();
             let got = rev.as_ref().and_then(default_deployment_name);
             assert_eq!(got.as_deref(), want, "{env:?}");
         }
+    }
+
+    #[test]
+    fn the_name_stops_only_for_an_event_file_that_could_block_or_flood() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbled = dir.path().join("garbled.json");
+        std::fs::write(&garbled, "{not json").unwrap();
+        let missing = dir.path().join("missing.json");
+        let pr = |event: &Path| {
+            let event = event.to_str().unwrap().to_string();
+            CiContext::from_lookup(&lookup(&[
+                ("GITHUB_SHA", "abc1234def"),
+                ("GITHUB_REF", "refs/pull/7/merge"),
+                ("GITHUB_EVENT_PATH", &event),
+            ]))
+        };
+        for ignored in [&garbled, &missing] {
+            let rev = ci_revision(&pr(ignored)).unwrap().unwrap();
+            assert_eq!(default_deployment_name(&rev).unwrap(), "PR-7_abc1234");
+        }
+        let err = ci_revision(&pr(dir.path())).unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "GITHUB_EVENT_PATH ({}) cannot be read: it is a directory, not a regular file: it must be the event payload file the runner wrote",
+                dir.path().display()
+            )
+        );
+        // Without GITHUB_SHA no GitHub name is made, so the file is not
+        // looked at.
+        let event = dir.path().to_str().unwrap().to_string();
+        let ci = CiContext::from_lookup(&lookup(&[("GITHUB_EVENT_PATH", &event)]));
+        assert_eq!(ci_revision(&ci).unwrap(), None);
     }
 
     #[test]

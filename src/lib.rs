@@ -10,6 +10,7 @@ mod baseten;
 mod chain;
 mod changes;
 mod ci;
+mod ci_context;
 pub mod cli;
 mod config;
 pub mod env_vars;

@@ -14,6 +14,7 @@ use std::time::Instant;
 use futures_util::StreamExt;
 
 use crate::ci::{Cell, Level, Reporter};
+use crate::ci_context::CiContext;
 use crate::cli::EnvLookup;
 use crate::settings::Settings;
 
@@ -66,13 +67,14 @@ fn status_of(r: &Result<(), Failure>) -> Status {
 pub(crate) async fn run(
     settings: &Settings,
     env: EnvLookup<'_>,
+    ci: &CiContext,
     rep: &Arc<Mutex<Reporter>>,
     state: &Mutex<State>,
     signals: &mut Signals,
 ) -> (Result<(), Failure>, Option<Fanout>) {
     let lookup = |k: &str| env(k).ok();
     state.lock().unwrap().model_name = String::new();
-    let (sel, planned) = match plan::prepare(settings, env, &lookup) {
+    let (sel, planned) = match plan::prepare(settings, ci) {
         Ok(p) => p,
         Err(e) => return (Err(Failure::InvalidInput(e)), None),
     };

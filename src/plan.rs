@@ -10,7 +10,8 @@ use serde_json::json;
 use crate::archive;
 use crate::changes;
 use crate::ci::{Cell, Reporter};
-use crate::cli::{EnvLookup, Input, Inputs};
+use crate::ci_context::CiContext;
+use crate::cli::{Input, Inputs};
 use crate::config::{Config, Target};
 use crate::outcome::Failure;
 use crate::report::Fanout;
@@ -38,10 +39,7 @@ pub(crate) struct Selection {
 
 /// Resolves `truss-directory` and applies `changed-since`; every problem is
 /// an input error.
-pub(crate) fn select(
-    settings: &Settings,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Selection, String> {
+pub(crate) fn select(settings: &Settings, ci: &CiContext) -> Result<Selection, String> {
     let found = targets::resolve(
         &settings.truss_directory,
         settings.given_model_name.as_deref(),
@@ -53,7 +51,7 @@ pub(crate) fn select(
             since: None,
         });
     };
-    let reference = changes::since_ref(since, env)?;
+    let reference = changes::since_ref(since, ci)?;
     let first = &found[0].path;
     let dir = match first.is_dir() {
         true => first.clone(),
@@ -147,19 +145,15 @@ pub(crate) type Prepared = (Selection, Vec<Planned>);
 /// Every input check, before any request: the targets, each target's own
 /// config, its files, and the several-target inputs. Plan mode runs the
 /// same checks.
-pub(crate) fn prepare(
-    settings: &Settings,
-    env: EnvLookup<'_>,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<Prepared, String> {
+pub(crate) fn prepare(settings: &Settings, ci: &CiContext) -> Result<Prepared, String> {
     if settings.print_config {
         return Err("print-config shows one model's config: give truss-directory one model and no changed-since".into());
     }
-    let sel = select(settings, lookup)?;
+    let sel = select(settings, ci)?;
     let mut planned = Vec::with_capacity(sel.chosen.len());
     for (index, (found, _)) in sel.chosen.iter().enumerate() {
         let path = found.path.to_string_lossy();
-        let cfg = Config::resolve(settings, &path, env).map_err(|e| format!("{path}: {e}"))?;
+        let cfg = Config::resolve(settings, &path, ci).map_err(|e| format!("{path}: {e}"))?;
         if let Target::Model { dir, .. } = &cfg.target {
             archive::plan(dir).map_err(|e| format!("{path}: {e:#}"))?;
         }
@@ -178,11 +172,10 @@ pub(crate) fn prepare(
 /// request is made and no key is needed.
 pub(crate) fn run(
     inputs: &Inputs,
-    env: EnvLookup<'_>,
+    ci: &CiContext,
     rep: &Arc<Mutex<Reporter>>,
     json: bool,
 ) -> (Result<(), Failure>, Option<Fanout>) {
-    let lookup = |k: &str| env(k).ok();
     // Every input a deploy job would refuse is refused here, so a matrix
     // never fans out into jobs that all fail on the same input. Two
     // inputs are the deploy jobs' own: the key (a plan needs none) and
@@ -196,7 +189,7 @@ pub(crate) fn run(
             checked = checked.with(input, stand_in);
         }
     }
-    let prepared = Settings::parse(&checked, env).and_then(|s| prepare(&s, env, &lookup));
+    let prepared = Settings::parse(&checked, ci).and_then(|s| prepare(&s, ci));
     let sel = match prepared {
         Ok((sel, ..)) => sel,
         Err(e) => return (Err(Failure::InvalidInput(e)), None),

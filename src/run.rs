@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::ci::{CiEnv, Reporter};
+use crate::ci_context::CiContext;
 use crate::cli::Cli;
 use crate::config::Config;
 use crate::execute::{Signals, Stop, execute};
@@ -49,6 +50,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     let env = io.env;
     let mut signals = Signals::install();
     let ci_env = CiEnv::from_lookup(|k| env(k).ok());
+    let ci_context = CiContext::from_lookup(&|k| env(k).ok());
     let rep = Arc::new(Mutex::new(io.reporter));
     let inputs = cli.gather(&*env);
     let early = Early::read(&inputs);
@@ -87,7 +89,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     let road = match early {
         Some(e) => Err(e),
         None if plan == Ok(true) => Ok(Road::Plan),
-        None => Settings::parse(&inputs, &*env).map(|s| match crate::multi::wanted(&s) {
+        None => Settings::parse(&inputs, &ci_context).map(|s| match crate::multi::wanted(&s) {
             true => Road::Several(s),
             false => Road::One(s),
         }),
@@ -95,14 +97,15 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     let (result, kind, cfg, fanout) = match road {
         Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
         Ok(Road::Plan) => {
-            let (r, fanout) = crate::plan::run(&inputs, &*env, &rep, out_settings.json);
+            let (r, fanout) = crate::plan::run(&inputs, &ci_context, &rep, out_settings.json);
             (r, Kind::Model, None, fanout)
         }
         Ok(Road::Several(s)) => {
-            let (r, fanout) = crate::multi::run(&s, &*env, &rep, &state, &mut signals).await;
+            let (r, fanout) =
+                crate::multi::run(&s, &*env, &ci_context, &rep, &state, &mut signals).await;
             (r, Kind::Model, None, fanout)
         }
-        Ok(Road::One(s)) => match Config::resolve(&s, s.truss_directory.trim(), &*env) {
+        Ok(Road::One(s)) => match Config::resolve(&s, s.truss_directory.trim(), &ci_context) {
             Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
             Ok(cfg) => {
                 let kind = cfg.target.kind();

@@ -15,7 +15,6 @@ mod pr_comment;
 mod replaced;
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,6 +22,7 @@ use reqwest::{Method, Url};
 use serde_json::{Value, json};
 
 use crate::ci::{Outputs, PredictStats, Reporter};
+use crate::ci_context::{self, CiContext};
 use crate::cli::Input;
 use crate::cli::Inputs;
 use crate::config::{Config, Target};
@@ -75,13 +75,12 @@ impl Settings {
     }
 }
 
-/// Reads the GitHub inputs and environment. A malformed switch or token is
-/// a bad input; everything else that stands in the way is found when the
-/// session opens, and only warned about.
-pub(crate) fn settings(
-    inputs: &Inputs,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Settings, String> {
+/// Reads the GitHub inputs, and where they go from the CI context. A
+/// malformed switch or token is a bad input; everything else that stands in
+/// the way is found when the session opens, and only warned about (an
+/// event payload that cannot be read is no payload:
+/// [`CiContext::event_for_reporting`]).
+pub(crate) fn settings(inputs: &Inputs, ci: &CiContext) -> Result<Settings, String> {
     let flag = |input: Input| parse_bool(input.name(), inputs.or_default(input).unwrap_or("false"));
     let mut s = Settings {
         deployment: flag(Input::GithubDeployment)?,
@@ -100,42 +99,20 @@ pub(crate) fn settings(
         }
         s.token = Some(Secret::new(t));
     }
-    let get = |k: &str| {
-        env(k)
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    };
-    s.api = get(ev::GITHUB_API_URL).unwrap_or_else(|| DEFAULT_API_URL.to_string());
-    s.repository = get(ev::GITHUB_REPOSITORY);
-    let event = get(ev::GITHUB_EVENT_PATH)
-        .and_then(|p| {
-            crate::files::read_regular_file(Path::new(&p), crate::git::EVENT_FILE_MAX_MIB).ok()
-        })
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
-    let from_ref = get(ev::GITHUB_REF).and_then(|r| {
-        r.strip_prefix("refs/pull/")?
-            .split('/')
-            .next()?
-            .parse::<u64>()
-            .ok()
-    });
-    let from_event = event
-        .as_ref()
-        .and_then(|e| e.pointer("/pull_request/number"))
-        .and_then(Value::as_u64);
-    s.pull_request = from_ref.or(from_event);
+    let gh = &ci.github;
+    s.api = gh
+        .api_url
+        .clone()
+        .unwrap_or_else(|| DEFAULT_API_URL.to_string());
+    s.repository = gh.repository.clone();
+    let event = ci.event_for_reporting();
+    s.pull_request = gh
+        .pull_ref_number()
+        .or_else(|| event.and_then(ci_context::event_pr_number));
     s.sha = event
-        .as_ref()
-        .and_then(|e| e.pointer("/pull_request/head/sha"))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .filter(|v| !v.is_empty())
-        .or_else(|| get(ev::GITHUB_SHA));
-    if let (Some(server), Some(repo), Some(run)) = (
-        get(ev::GITHUB_SERVER_URL),
-        s.repository.clone(),
-        get(ev::GITHUB_RUN_ID),
-    ) {
+        .and_then(ci_context::event_pr_head_sha)
+        .or_else(|| gh.sha.clone());
+    if let (Some(server), Some(repo), Some(run)) = (&gh.server_url, &s.repository, &gh.run_id) {
         s.run_url = Some(format!(
             "{}/{repo}/actions/runs/{run}",
             server.trim_end_matches('/')
@@ -628,17 +605,20 @@ mod tests {
 
     #[test]
     fn nothing_is_read_when_no_feature_is_on() {
-        let s = settings(&inputs(&[("github-token", "t")]), &|_| {
-            panic!("no environment read")
-        })
-        .unwrap();
+        let ci = CiContext::from_lookup(&|k: &str| match k {
+            "GITHUB_REPOSITORY" => Some("octo/repo".into()),
+            "GITHUB_SHA" => Some("mergesha".into()),
+            _ => None,
+        });
+        let s = settings(&inputs(&[("github-token", "t")]), &ci).unwrap();
         assert!(!s.any());
         assert!(s.token.is_none());
+        assert!(s.repository.is_none() && s.sha.is_none());
     }
 
     #[test]
     fn bad_switches_and_tokens_are_bad_inputs() {
-        let env = |_: &str| None;
+        let env = CiContext::default();
         let err = settings(&inputs(&[("pr-comment", "sure")]), &env).unwrap_err();
         assert!(err.contains("pr-comment must be true or false"), "{err}");
         let err = settings(
@@ -668,7 +648,11 @@ mod tests {
             "GITHUB_RUN_ID" => Some("9".into()),
             _ => None,
         };
-        let s = settings(&inputs(&[("pr-comment", "true")]), &env).unwrap();
+        let s = settings(
+            &inputs(&[("pr-comment", "true")]),
+            &CiContext::from_lookup(&env),
+        )
+        .unwrap();
         assert_eq!(s.pull_request, Some(42));
         assert_eq!(s.sha.as_deref(), Some("headsha"));
         assert_eq!(s.api, DEFAULT_API_URL);
@@ -682,7 +666,11 @@ mod tests {
             "GITHUB_API_URL" => Some("https://ghe.example/api/v3".into()),
             _ => None,
         };
-        let s = settings(&inputs(&[("github-deployment", "yes")]), &env).unwrap();
+        let s = settings(
+            &inputs(&[("github-deployment", "yes")]),
+            &CiContext::from_lookup(&env),
+        )
+        .unwrap();
         assert_eq!(s.pull_request, Some(7));
         assert_eq!(s.sha.as_deref(), Some("mergesha"));
         assert_eq!(s.api, "https://ghe.example/api/v3");

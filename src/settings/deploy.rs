@@ -13,8 +13,8 @@ use super::{
     parse_bool,
 };
 use crate::baseten::{Endpoints, OrderedObject};
-use crate::cli::Input;
-use crate::cli::{EnvLookup, Inputs};
+use crate::ci_context::CiContext;
+use crate::cli::{Input, Inputs};
 use crate::secret::Secret;
 
 /// Whether cleanup runs, and whether the user said so or it is the default.
@@ -86,9 +86,9 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    /// Parses every deploy input. `env` reads the CI's variables for the
-    /// GitHub settings.
-    pub(crate) fn parse(inputs: &Inputs, env: EnvLookup<'_>) -> Result<Settings, String> {
+    /// Parses every deploy input. `ci` tells the GitHub settings where
+    /// reports go.
+    pub(crate) fn parse(inputs: &Inputs, ci: &CiContext) -> Result<Settings, String> {
         if let Some(problem) = inputs.problems().first() {
             return Err(problem.clone());
         }
@@ -226,7 +226,7 @@ impl Settings {
                 "deployment-name {n:?} may contain only letters, digits, '_', '.' and '-': pick a name like pr-42_abc1234"
             ));
         }
-        let github = crate::github::settings(inputs, &|k| env(k).ok())?;
+        let github = crate::github::settings(inputs, ci)?;
         let endpoints = endpoints(inputs)?;
 
         Ok(Settings {
