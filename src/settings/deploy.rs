@@ -82,7 +82,7 @@ pub(crate) struct Settings {
     pub max_parallel: usize,
     pub fail_fast: bool,
     /// Deployments, the pull-request comment and the commit status.
-    pub github: crate::github::Settings,
+    pub github: super::github::Settings,
 }
 
 impl Settings {
@@ -226,7 +226,7 @@ impl Settings {
                 "deployment-name {n:?} may contain only letters, digits, '_', '.' and '-': pick a name like pr-42_abc1234"
             ));
         }
-        let github = crate::github::settings(inputs, ci)?;
+        let github = super::github::Settings::from_inputs(inputs, ci)?;
         let endpoints = endpoints(inputs)?;
 
         Ok(Settings {

@@ -9,6 +9,7 @@
 
 mod deploy;
 pub(crate) mod evidence;
+pub(crate) mod github;
 
 #[cfg(test)]
 pub(crate) use deploy::Cleanup;
