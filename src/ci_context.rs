@@ -241,3 +241,221 @@ pub(crate) fn event_change_base(event: &Value) -> Option<&str> {
         .filter_map(|p| event.pointer(p)?.as_str())
         .find(|s| !s.is_empty() && !is_null_sha(s))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::github::Settings;
+
+    /// What `GITHUB_EVENT_PATH` points at.
+    enum File {
+        Unset,
+        Json(&'static str),
+        Missing,
+        Fifo,
+        Oversized,
+    }
+
+    /// What each reader gets: `Err` holds a piece of the message.
+    struct Want {
+        name: Result<Option<&'static str>, &'static str>,
+        reported: (Option<u64>, Option<&'static str>),
+        auto: Result<&'static str, &'static str>,
+    }
+
+    const MERGE: &str = "merge0123456789";
+    const PR_EVENT: &str = r#"{"pull_request": {"number": 42, "head": {"sha": "head0123456789"}, "base": {"sha": "base42"}}}"#;
+
+    #[test]
+    fn each_reader_gets_what_it_got_before_the_context() {
+        let pr_ref = [("GITHUB_SHA", MERGE), ("GITHUB_REF", "refs/pull/42/merge")];
+        let unreadable_pr = Want {
+            name: Err("it must be the event payload file the runner wrote"),
+            reported: (Some(42), Some(MERGE)),
+            auto: Err("changed-since: auto reads the event payload"),
+        };
+        type Case = (&'static str, Vec<(&'static str, &'static str)>, File, Want);
+        let cases: Vec<Case> = vec![
+            (
+                "pull_request",
+                pr_ref.to_vec(),
+                File::Json(PR_EVENT),
+                Want {
+                    name: Ok(Some("PR-42_head012")),
+                    reported: (Some(42), Some("head0123456789")),
+                    auto: Ok("base42"),
+                },
+            ),
+            (
+                "push",
+                vec![
+                    ("GITHUB_SHA", "push0123456789"),
+                    ("GITHUB_REF", "refs/heads/main"),
+                ],
+                File::Json(r#"{"before": "prev0123", "after": "push0123456789"}"#),
+                Want {
+                    name: Ok(Some("push012")),
+                    reported: (None, Some("push0123456789")),
+                    auto: Ok("prev0123"),
+                },
+            ),
+            (
+                "push of a new branch",
+                vec![
+                    ("GITHUB_SHA", "push0123456789"),
+                    ("GITHUB_REF", "refs/heads/new"),
+                ],
+                File::Json(r#"{"before": "0000000000000000000000000000000000000000"}"#),
+                Want {
+                    name: Ok(Some("push012")),
+                    reported: (None, Some("push0123456789")),
+                    auto: Err("found no base in this GitHub event"),
+                },
+            ),
+            (
+                // GITHUB_REF is the base branch: only the payload knows the PR.
+                "pull_request_target",
+                vec![
+                    ("GITHUB_SHA", "main0123456789"),
+                    ("GITHUB_REF", "refs/heads/main"),
+                ],
+                File::Json(PR_EVENT),
+                Want {
+                    name: Ok(Some("PR-42_head012")),
+                    reported: (Some(42), Some("head0123456789")),
+                    auto: Ok("base42"),
+                },
+            ),
+            (
+                "GitLab merge request",
+                vec![
+                    ("GITLAB_CI", "true"),
+                    ("CI_COMMIT_SHA", "gl0123456789"),
+                    ("CI_MERGE_REQUEST_IID", "9"),
+                    ("CI_MERGE_REQUEST_DIFF_BASE_SHA", "glbase9"),
+                    ("CI_COMMIT_BEFORE_SHA", "0000000000"),
+                ],
+                File::Unset,
+                Want {
+                    name: Ok(Some("MR-9_gl01234")),
+                    reported: (None, None),
+                    auto: Ok("glbase9"),
+                },
+            ),
+            (
+                "garbled event",
+                pr_ref.to_vec(),
+                File::Json("{not json"),
+                Want {
+                    name: Ok(Some("PR-42_merge01")),
+                    reported: (Some(42), Some(MERGE)),
+                    auto: Err("is not JSON"),
+                },
+            ),
+            (
+                "missing event file",
+                pr_ref.to_vec(),
+                File::Missing,
+                Want {
+                    name: Ok(Some("PR-42_merge01")),
+                    reported: (Some(42), Some(MERGE)),
+                    auto: Err("which cannot be read"),
+                },
+            ),
+            (
+                "FIFO as event file",
+                pr_ref.to_vec(),
+                File::Fifo,
+                unreadable_pr,
+            ),
+            (
+                "oversized event file",
+                pr_ref.to_vec(),
+                File::Oversized,
+                Want {
+                    name: Err("larger than 25 MiB"),
+                    reported: (Some(42), Some(MERGE)),
+                    auto: Err("larger than 25 MiB"),
+                },
+            ),
+            (
+                "no CI",
+                vec![],
+                File::Unset,
+                Want {
+                    name: Ok(None),
+                    reported: (None, None),
+                    auto: Err("auto needs a GitHub pull request or push event"),
+                },
+            ),
+        ];
+        for (why, vars, file, want) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("event.json");
+            match file {
+                File::Unset | File::Missing => {}
+                File::Json(text) => std::fs::write(&path, text).unwrap(),
+                File::Fifo => assert!(
+                    std::process::Command::new("mkfifo")
+                        .arg(&path)
+                        .status()
+                        .unwrap()
+                        .success()
+                ),
+                File::Oversized => std::fs::File::create(&path)
+                    .unwrap()
+                    .set_len((EVENT_FILE_MAX_MIB << 20) + 1)
+                    .unwrap(),
+            }
+            let mut vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            if !matches!(file, File::Unset) {
+                vars.push(("GITHUB_EVENT_PATH".into(), path.display().to_string()));
+            }
+            let ci = CiContext::from_lookup(&|k: &str| {
+                vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+            });
+
+            let name = crate::git::ci_revision(&ci)
+                .map(|r| r.as_ref().and_then(crate::git::default_deployment_name));
+            match (&name, want.name) {
+                (Ok(got), Ok(w)) => assert_eq!(got.as_deref(), w, "{why}: name"),
+                (Err(got), Err(w)) => assert!(got.contains(w), "{why}: name: {got}"),
+                _ => panic!("{why}: name: {name:?}"),
+            }
+
+            let inputs = crate::cli::Inputs::from_pairs(&[("commit-status", "true")]);
+            let s = Settings::from_inputs(&inputs, &ci).unwrap();
+            let (pr, sha) = want.reported;
+            assert_eq!(
+                (s.pull_request, s.sha.as_deref()),
+                (pr, sha),
+                "{why}: reporting"
+            );
+
+            let auto = crate::changes::since_ref("auto", &ci);
+            match (&auto, want.auto) {
+                (Ok(got), Ok(w)) => assert_eq!(got, w, "{why}: auto"),
+                (Err(got), Err(w)) => assert!(got.contains(w), "{why}: auto: {got}"),
+                _ => panic!("{why}: auto: {auto:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn one_reading_of_a_pull_requests_ref() {
+        assert_eq!(pull_ref("refs/pull/42/merge"), Some("42"));
+        assert_eq!(pull_ref("refs/pull/42/head"), Some("42"));
+        assert_eq!(pull_ref("refs/heads/main"), None);
+        let gh = |r: &str| GitHub {
+            pull_ref: pull_ref(r).map(str::to_string),
+            ..GitHub::default()
+        };
+        // The name takes the ref as written; reporting needs a number.
+        assert_eq!(gh("refs/pull/abc/merge").pull_ref.as_deref(), Some("abc"));
+        assert_eq!(gh("refs/pull/abc/merge").pull_ref_number(), None);
+        assert_eq!(gh("refs/pull/7/merge").pull_ref_number(), Some(7));
+    }
+}
