@@ -15,7 +15,8 @@ pub const GITHUB_STEP_SUMMARY: &str = "GITHUB_STEP_SUMMARY";
 pub const GITHUB_SHA: &str = "GITHUB_SHA";
 /// The full ref: `refs/pull/<n>/merge` on pull requests.
 pub const GITHUB_REF: &str = "GITHUB_REF";
-/// The webhook payload (holds `.pull_request.head.sha`).
+/// The webhook payload (holds `.pull_request.head.sha`); read once per run,
+/// into the `CiContext`.
 pub const GITHUB_EVENT_PATH: &str = "GITHUB_EVENT_PATH";
 /// `push`, `pull_request`, …
 pub const GITHUB_EVENT_NAME: &str = "GITHUB_EVENT_NAME";

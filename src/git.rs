@@ -1,5 +1,6 @@
 //! Where the code being deployed came from: the default deployment name and
-//! the git info attached to the deployment, from CI variables or `git`.
+//! the git info attached to the deployment, from the CI context or `git`;
+//! and the one way truss-push runs `git`.
 
 use std::path::Path;
 use std::process::Command;
@@ -264,8 +265,8 @@ mod tests {
                 dir.path().display()
             )
         );
-        // Without GITHUB_SHA no GitHub name is made, so the file is not
-        // looked at.
+        // Without GITHUB_SHA no GitHub name is made, so the state of the
+        // payload does not matter.
         let event = dir.path().to_str().unwrap().to_string();
         let ci = CiContext::from_lookup(&lookup(&[("GITHUB_EVENT_PATH", &event)]));
         assert_eq!(ci_revision(&ci).unwrap(), None);
