@@ -27,32 +27,39 @@ pub(crate) struct Fanout {
     pub(crate) details: Vec<String>,
 }
 
-/// The outputs of a run that ended with `status`, from its state.
+/// The outputs of a run that ended with `status`, from its state: one
+/// struct literal with no `..`, so an output added to `Outputs` does not
+/// compile until the state says where it comes from.
 pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Outputs {
-    let mut outputs = Outputs::new(status);
-    outputs.deployment_id = st.deployment_id.clone().unwrap_or_default();
-    outputs.model_id = st.model_id.clone().unwrap_or_default();
-    outputs.chain_id = st.chain_id.clone().unwrap_or_default();
-    outputs.model_name = st.model_name.clone();
-    outputs.deploy_time_seconds = st.deploy_time.map(|d| d.as_secs_f64());
-    outputs.predict_response = st.predict_response.clone().unwrap_or_default();
-    outputs.last_status = st.last_status.clone().unwrap_or_default();
-    outputs.predict_url = st.predict_url.clone().unwrap_or_default();
-    outputs.environment_url = st.environment_url.clone().unwrap_or_default();
-    outputs.previous_deployment_id = st.previous_deployment_id.clone().unwrap_or_default();
-    outputs.tested_deployment_id = st.tested_deployment_id.clone().unwrap_or_default();
-    outputs.rolled_back = st.rolled_back;
-    outputs.evidence = crate::evidence::output_entries(&st.evidence);
-    if let Some(cfg) = cfg {
-        outputs.logs_url = match (&st.model_id, &st.chain_id, &st.deployment_id) {
-            (Some(m), _, Some(d)) => cfg.endpoints.logs_page(m, d),
-            // Chain logs are per chainlet (printed while waiting); the
-            // output points at the chain's page, which links them all.
-            (None, Some(c), Some(_)) => cfg.endpoints.chain_page(c),
-            _ => String::new(),
-        };
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let logs_url = match (cfg, &st.model_id, &st.chain_id, &st.deployment_id) {
+        (Some(cfg), Some(m), _, Some(d)) => cfg.endpoints.logs_page(m, d),
+        // Chain logs are per chainlet (printed while waiting); the
+        // output points at the chain's page, which links them all.
+        (Some(cfg), None, Some(c), Some(_)) => cfg.endpoints.chain_page(c),
+        _ => String::new(),
+    };
+    Outputs {
+        deployment_id: text(&st.deployment_id),
+        model_id: text(&st.model_id),
+        chain_id: text(&st.chain_id),
+        model_name: st.model_name.clone(),
+        deploy_time_seconds: st.deploy_time.map(|d| d.as_secs_f64()),
+        predict_response: text(&st.predict_response),
+        status,
+        error_message: String::new(),
+        last_status: text(&st.last_status),
+        logs_url,
+        predict_url: text(&st.predict_url),
+        environment_url: text(&st.environment_url),
+        previous_deployment_id: text(&st.previous_deployment_id),
+        tested_deployment_id: text(&st.tested_deployment_id),
+        rolled_back: st.rolled_back,
+        matrix: None,
+        targets_count: None,
+        results: None,
+        evidence: crate::evidence::output_entries(&st.evidence),
     }
-    outputs
 }
 
 /// The outputs of a finished run as every writer (and GitHub) receives
@@ -129,7 +136,7 @@ pub(crate) fn install_panic_hook(
         if out.json {
             print!(
                 "{}",
-                ci::render_result(&outputs, EXIT_DEPLOY_FAILED, &[], &[])
+                ci::render_result::<()>(&outputs, EXIT_DEPLOY_FAILED, &[], &[], None)
             );
         }
         std::process::exit(i32::from(EXIT_DEPLOY_FAILED));
@@ -286,7 +293,7 @@ pub(crate) fn report(
             .iter()
             .map(|e| secrets.iter().fold(e.clone(), |e, s| e.redacted(s)))
             .collect();
-        let doc = ci::render_result(&outputs, code, &history, &notes);
+        let doc = ci::render_result::<()>(&outputs, code, &history, &notes, None);
         r.data(&crate::evidence::with_json(doc, &st.evidence));
     }
     code

@@ -1,25 +1,13 @@
 //! The JSON outputs file: one object of strings.
 
-use std::fmt::Write as _;
-
 use super::Outputs;
+use crate::ci::json::{Entries, top_level_lines};
 
 /// Renders the outputs as a JSON object with the hyphenated names in writing
-/// order; every value is a string, exactly as in `$GITHUB_OUTPUT`.
+/// order, one a line; every value is a string, exactly as in
+/// `$GITHUB_OUTPUT`.
 pub(super) fn render_json(outputs: &Outputs) -> String {
-    let mut text = String::from("{\n");
-    let entries = outputs.entries();
-    for (i, (name, value)) in entries.iter().enumerate() {
-        let comma = if i + 1 < entries.len() { "," } else { "" };
-        let _ = writeln!(
-            text,
-            "  {}: {}{comma}",
-            serde_json::Value::from(*name),
-            serde_json::Value::from(value.as_str())
-        );
-    }
-    text.push_str("}\n");
-    text
+    top_level_lines(&Entries::from(outputs))
 }
 
 #[cfg(test)]
