@@ -4,9 +4,7 @@
 
 use std::sync::{Arc, Mutex, TryLockError};
 
-use crate::ci::{
-    self, Cell, CiEnv, Level, Outputs, Reporter, StatusEvent, SummaryInput, TableSummary,
-};
+use crate::ci::{self, Cell, CiEnv, Level, Outputs, Reporter, SummaryInput, TableSummary};
 use crate::cli::Inputs;
 use crate::config::{Config, OutputSettings};
 use crate::flow::State;
@@ -102,6 +100,12 @@ fn outputs_redacted(
     outputs
 }
 
+/// The key and the GitHub token, for the evidence summary, which writes
+/// its own section of the step summary.
+fn secrets(inputs: &Inputs) -> [&str; 2] {
+    ["baseten-api-key", "github-token"].map(|n| inputs.trimmed(n).unwrap_or_default())
+}
+
 /// Defence in depth: should anything panic, the outputs are still written
 /// (status `deploy_failed`, the deployment if one was created, "internal
 /// error: …" with the key redacted) and the process exits 1 instead of
@@ -113,7 +117,9 @@ pub(crate) fn install_panic_hook(
     key: String,
 ) {
     std::panic::set_hook(Box::new(move |info| {
-        let msg = secret::redact(&info.to_string(), &[&key]).into_owned();
+        // The registry holds the key already; `key` also covers a hook
+        // installed before it was registered.
+        let msg = secret::redact(&secret::scrub(&info.to_string()), &[&key]).into_owned();
         eprintln!("error: deploy_failed: internal error: {msg}");
         let st = match state.try_lock() {
             Ok(g) => Some(g),
@@ -126,7 +132,6 @@ pub(crate) fn install_panic_hook(
         };
         drop(st);
         outputs.error_message = format!("internal error: {msg}");
-        outputs.redact(&key);
         if let Some(path) = &ci_env.github_output {
             let _ = ci::append_github_output(path, &outputs);
         }
@@ -169,20 +174,15 @@ pub(crate) fn report(
         Ok(()) => Status::Success,
         Err(f) => f.status(),
     };
+    // The writers, the summary, the JSON document and the reporter redact
+    // every registered secret (the key and the GitHub token, registered by
+    // `run` before anything could print) whatever quoted it.
     let mut outputs = final_outputs(&st, result, cfg, inputs);
     if let Some(f) = fanout {
         outputs.matrix = f.matrix.clone();
         outputs.targets_count = f.targets_count;
         outputs.results = f.results.clone();
-        // The secrets never reach an output, whatever a target's message
-        // happened to quote.
-        for secret in ["baseten-api-key", "github-token"] {
-            outputs.redact(inputs.trimmed(secret).unwrap_or_default());
-        }
     }
-    // Every secret, whatever quoted it: the key and the GitHub token.
-    let secrets =
-        ["baseten-api-key", "github-token"].map(|n| inputs.trimmed(n).unwrap_or_default());
     let mut r = rep.lock().unwrap();
     r.finish();
     if let Err(f) = result {
@@ -206,30 +206,12 @@ pub(crate) fn report(
         outputs_lost(&mut r, "GITHUB_OUTPUT", e);
     }
     if let (Some(path), Some(f)) = (&ci_env.github_step_summary, fanout) {
-        let clean = |t: &str| secret::redact(t, &secrets).into_owned();
-        let rows: Vec<Vec<Cell>> = f
-            .rows
-            .iter()
-            .map(|row| {
-                row.iter()
-                    .map(|c| match c {
-                        Cell::Text(t) => Cell::Text(clean(t)),
-                        Cell::Code(t) => Cell::Code(clean(t)),
-                        Cell::Link { label, url } => Cell::Link {
-                            label: clean(label),
-                            url: clean(url),
-                        },
-                    })
-                    .collect()
-            })
-            .collect();
-        let details: Vec<String> = f.details.iter().map(|d| clean(d)).collect();
         let table = TableSummary {
-            heading: &clean(&f.heading),
+            heading: &f.heading,
             ok: status == crate::outcome::Status::Success,
             columns: f.columns,
-            rows: &rows,
-            details: &details,
+            rows: &f.rows,
+            details: &f.details,
         };
         if let Err(e) = ci::append_table_summary(path, &table) {
             r.warning(&format!(
@@ -242,29 +224,21 @@ pub(crate) fn report(
             (Some(cfg), None, Some(c)) => cfg.endpoints.chain_page(c),
             _ => String::new(),
         };
-        let page = secret::redact(&page, &secrets);
-        let notes: Vec<String> = st
-            .notes
-            .iter()
-            .map(|n| secret::redact(n, &secrets).into_owned())
-            .collect();
-        let redacted = |e: &StatusEvent| secrets.iter().fold(e.clone(), |e, s| e.redacted(s));
-        let history: Vec<_> = st.history.iter().map(redacted).collect();
-        let promotion: Vec<_> = st.promotion.iter().map(redacted).collect();
         let input = SummaryInput {
             kind,
             outputs: &outputs,
             predict: st.predict,
             page_url: &page,
-            notes: &notes,
-            history: &history,
-            promotion: &promotion,
+            notes: &st.notes,
+            history: &st.history,
+            promotion: &st.promotion,
         };
         if let Err(e) = ci::append_step_summary(path, &input) {
             r.warning(&format!(
                 "could not write the step summary (GITHUB_STEP_SUMMARY): {e:#}"
             ));
-        } else if let Err(e) = crate::evidence::append_summary(path, &st.evidence, &secrets) {
+        } else if let Err(e) = crate::evidence::append_summary(path, &st.evidence, &secrets(inputs))
+        {
             r.warning(&format!(
                 "could not write the evidence to the step summary: {e}"
             ));
@@ -283,17 +257,7 @@ pub(crate) fn report(
     };
     // print-config already put its own document on stdout.
     if out.json && !cfg.is_some_and(|c| c.print_config) {
-        let notes: Vec<String> = st
-            .notes
-            .iter()
-            .map(|n| secret::redact_registered(n))
-            .collect();
-        let history: Vec<_> = st
-            .history
-            .iter()
-            .map(|e| secrets.iter().fold(e.clone(), |e, s| e.redacted(s)))
-            .collect();
-        let doc = ci::render_result::<()>(&outputs, code, &history, &notes, None);
+        let doc = ci::render_result::<()>(&outputs, code, &st.history, &st.notes, None);
         r.data(&crate::evidence::with_json(doc, &st.evidence));
     }
     code

@@ -5,6 +5,7 @@
 //! output. Serde types over the outputs' entries, written by one formatter:
 //! the top level one member a line, anything nested compact.
 
+use std::borrow::Cow;
 use std::io;
 
 use serde::Serialize;
@@ -14,6 +15,7 @@ use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
 use super::format::format_utc;
 use super::outputs::Outputs;
 use super::summary::StatusEvent;
+use crate::secret::scrub;
 
 /// The outputs as one JSON object of strings, in writing order.
 pub(in crate::ci) struct Entries(Vec<(&'static str, String)>);
@@ -40,8 +42,8 @@ impl Serialize for Entries {
 struct HistoryEvent<'a> {
     #[serde(rename = "elapsed-seconds")]
     elapsed_seconds: f64,
-    event: &'a str,
-    status: &'a str,
+    event: Cow<'a, str>,
+    status: Cow<'a, str>,
     time: String,
 }
 
@@ -49,8 +51,8 @@ impl<'a> From<&'a StatusEvent> for HistoryEvent<'a> {
     fn from(e: &'a StatusEvent) -> Self {
         HistoryEvent {
             elapsed_seconds: (e.elapsed.as_secs_f64() * 10.0).round() / 10.0,
-            event: &e.event,
-            status: &e.status,
+            event: scrub(&e.event),
+            status: scrub(&e.status),
             // `2026-12-01 02:03:04` → `2026-12-01T02:03:04Z`.
             time: format!("{}Z", format_utc(e.at).replacen(' ', "T", 1)),
         }
@@ -65,7 +67,7 @@ struct RunResult<'a, E: Serialize + ?Sized> {
     #[serde(rename = "exit-code")]
     exit_code: u8,
     history: Vec<HistoryEvent<'a>>,
-    notes: &'a [String],
+    notes: Vec<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     evidence: Option<&'a E>,
 }
@@ -109,7 +111,8 @@ pub(crate) fn results_json(results: &[TargetResult]) -> String {
 
 /// The JSON object, one member a line, ending in a newline. Outputs keep
 /// their writing order; `exit-code`, `history`, `notes` and, when there
-/// is any, `evidence` follow them.
+/// is any, `evidence` follow them. Every text is redacted of the
+/// registered secrets, and the whole document once more.
 pub(crate) fn render_result<E: Serialize + ?Sized>(
     outputs: &Outputs,
     exit_code: u8,
@@ -117,13 +120,14 @@ pub(crate) fn render_result<E: Serialize + ?Sized>(
     notes: &[String],
     evidence: Option<&E>,
 ) -> String {
-    top_level_lines(&RunResult {
+    let doc = top_level_lines(&RunResult {
         outputs: outputs.into(),
         exit_code,
         history: history.iter().map(HistoryEvent::from).collect(),
-        notes,
+        notes: notes.iter().map(|n| scrub(n)).collect(),
         evidence,
-    })
+    });
+    scrub(&doc).into_owned()
 }
 
 /// `value` with its top-level members one a line (indented two spaces) and

@@ -98,10 +98,19 @@ impl Outputs {
     /// Replaces `secret` with `***` in every text output, so a secret that
     /// reached an error message or a response never lands in a file.
     pub(crate) fn redact(&mut self, secret: &str) {
-        if secret.is_empty() {
-            return;
-        }
-        for field in [
+        self.redact_with(|text| crate::secret::redact(text, &[secret]));
+    }
+
+    /// A copy with every registered secret replaced by `***`, for the
+    /// sinks that read fields rather than [`Self::entries`] (the summary).
+    pub(crate) fn redacted(&self) -> Outputs {
+        let mut clean = self.clone();
+        clean.redact_with(crate::secret::scrub);
+        clean
+    }
+
+    fn redact_with(&mut self, clean: impl Fn(&str) -> Cow<'_, str>) {
+        let texts = [
             &mut self.deployment_id,
             &mut self.model_id,
             &mut self.chain_id,
@@ -114,21 +123,26 @@ impl Outputs {
             &mut self.environment_url,
             &mut self.previous_deployment_id,
             &mut self.tested_deployment_id,
-        ] {
-            if let Cow::Owned(clean) = redact(field, secret) {
-                *field = clean;
-            }
-        }
-        for field in [&mut self.matrix, &mut self.results].into_iter().flatten() {
-            if let Cow::Owned(clean) = redact(field, secret) {
-                *field = clean;
+        ];
+        let optional = [&mut self.matrix, &mut self.results].into_iter().flatten();
+        let evidence = self.evidence.iter_mut().map(|(_, v)| v);
+        for field in texts.into_iter().chain(optional).chain(evidence) {
+            if let Cow::Owned(c) = clean(field) {
+                *field = c;
             }
         }
     }
 
     /// `(name, value)` in writing order: the Python action's seven outputs
     /// first, in the order it writes them, then the ones this project adds.
+    /// Every value is redacted of the registered secrets (before it is cut,
+    /// so no part of one is left): every writer reads its values here.
     pub(crate) fn entries(&self) -> Vec<(&'static str, String)> {
+        let clean = self.redacted();
+        clean.raw_entries()
+    }
+
+    fn raw_entries(&self) -> Vec<(&'static str, String)> {
         let mut entries = vec![
             ("deployment-id", self.deployment_id.clone()),
             ("model-id", self.model_id.clone()),
@@ -173,12 +187,6 @@ impl Outputs {
         entries.extend(self.evidence.iter().cloned());
         entries
     }
-}
-
-/// `text` with every occurrence of `secret` replaced by `***`; borrowed when
-/// there is none (or the secret is empty).
-pub(crate) fn redact<'a>(text: &'a str, secret: &str) -> Cow<'a, str> {
-    crate::secret::redact(text, &[secret])
 }
 
 /// The first `max` characters (Unicode scalar values, as Python counts).
@@ -297,5 +305,29 @@ pub(super) mod tests {
         assert_eq!(truncate_chars("abc", 2), "ab");
         assert_eq!(truncate_chars("abc", 3), "abc");
         assert_eq!(truncate_chars("", 3), "");
+    }
+
+    #[test]
+    fn entries_are_redacted_of_registered_secrets_before_the_cut() {
+        crate::secret::register("sk-entries-canary");
+        let mut outputs = full_outputs();
+        outputs.predict_response = format!("{}sk-entries-canary", "x".repeat(4090));
+        outputs.results = Some("[\"sk-entries-canary\"]".into());
+        outputs.evidence = vec![("cases-failed", "sk-entries-canary".into())];
+        let all: String = outputs.entries().into_iter().map(|(_, v)| v).collect();
+        assert!(!all.contains("sk-entries"), "{all}");
+        assert!(all.contains(&format!("{}***", "x".repeat(4090))));
+    }
+
+    #[test]
+    fn outputs_redact_a_secret_everywhere() {
+        let mut outputs = full_outputs();
+        outputs.error_message = "401 for key sk-123456: denied".into();
+        outputs.predict_response = "echo sk-123456".into();
+        outputs.redact("sk-123456");
+        outputs.redact("");
+        assert_eq!(outputs.error_message, "401 for key ***: denied");
+        assert_eq!(outputs.predict_response, "echo ***");
+        assert_eq!(outputs.model_name, "my-model");
     }
 }
