@@ -306,11 +306,8 @@ fn run_raw(
     let dir = tempfile::tempdir().unwrap();
     let gh_out = dir.path().join("github_output");
     std::fs::write(&gh_out, "").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_truss-push"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+    let mut child = truss_push(dir.path())
         .env("GITHUB_OUTPUT", &gh_out)
-        .current_dir(dir.path())
         .arg(format!("--app-url={}", fake.graphql_base()))
         .arg(format!("--api-url={}", fake.rest_base()))
         .arg(format!("--inference-url={}", fake.inference_template()))

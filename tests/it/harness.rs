@@ -48,6 +48,19 @@ pub fn model_dir(config_yaml: &str) -> tempfile::TempDir {
     d
 }
 
+/// The one place the binary is started from: an empty environment but
+/// `PATH`, `HOME` and the working directory both `dir`, and no stdin.
+/// Callers add arguments, variables and pipes.
+pub fn truss_push(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_truss-push"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .current_dir(dir)
+        .stdin(Stdio::null());
+    cmd
+}
+
 pub struct Outcome {
     pub code: i32,
     pub stdout: String,
@@ -237,14 +250,9 @@ impl<'a> Invocation<'a> {
         let gh_out = dir.path().join("github_output");
         let summary = dir.path().join("summary.md");
         std::fs::write(&gh_out, "").unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_truss-push"));
-        cmd.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", dir.path())
-            .env("GITHUB_OUTPUT", &gh_out)
+        let mut cmd = truss_push(dir.path());
+        cmd.env("GITHUB_OUTPUT", &gh_out)
             .env("GITHUB_STEP_SUMMARY", &summary)
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if let Some(f) = self.fake {

@@ -14,7 +14,7 @@ use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunner};
 use truss_push::cli::{INPUTS, env_names};
 
-use crate::harness::{API_KEY, example_model, fake};
+use crate::harness::{API_KEY, example_model, fake, truss_push};
 
 mod values;
 
@@ -170,16 +170,11 @@ fn run(fake: &FakeBaseten, givens: &[Given]) -> Result<Ran, String> {
             }
         }
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_truss-push"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", dir.path())
+    let mut child = truss_push(dir.path())
         .env("GITHUB_OUTPUT", &gh_out)
         .env("GITHUB_STEP_SUMMARY", &summary)
         .envs(&env)
         .args(&args)
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
