@@ -393,12 +393,21 @@ fn any_bytes_in_any_inputs_end_in_a_documented_code_with_outputs_and_no_panic() 
         }
         Err(e) => panic!("seed {seed:?}: {e}"),
     }
-    eprintln!(
-        "props: {} cases in {:?}, {:?}",
-        runner.config().cases,
-        started.elapsed(),
-        tally.borrow()
-    );
+    let tally = tally.into_inner();
+    let cases = runner.config().cases as usize;
+    eprintln!("props: {cases} cases in {:?}, {tally:?}", started.elapsed());
+    // Every passing case ran the binary to its end (help requests too).
+    let ran: usize = tally.codes.values().sum();
+    assert!(ran >= cases, "{ran} runs for {cases} cases: {tally:?}");
+    assert!(tally.slowest < RUN_BOUND, "{tally:?}");
+    // A property that only ever saw refused inputs would prove little:
+    // some runs must get past validation (any code but 2).
+    if cases >= 32 {
+        assert!(
+            tally.codes.keys().any(|&code| code != 2),
+            "every run was an input error: {tally:?}"
+        );
+    }
 }
 
 /// The codes in the README's exit code table.
