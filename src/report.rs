@@ -117,21 +117,8 @@ pub(crate) fn install_panic_hook(
     key: String,
 ) {
     std::panic::set_hook(Box::new(move |info| {
-        // The registry holds the key already; `key` also covers a hook
-        // installed before it was registered.
-        let msg = secret::redact(&secret::scrub(&info.to_string()), &[&key]).into_owned();
-        eprintln!("error: deploy_failed: internal error: {msg}");
-        let st = match state.try_lock() {
-            Ok(g) => Some(g),
-            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        };
-        let mut outputs = match &st {
-            Some(st) => outputs_of(st, Status::DeployFailed, None),
-            None => Outputs::new(Status::DeployFailed),
-        };
-        drop(st);
-        outputs.error_message = format!("internal error: {msg}");
+        let outputs = panic_outputs(&state, &key, &info.to_string());
+        eprintln!("error: deploy_failed: {}", outputs.error_message);
         if let Some(path) = &ci_env.github_output {
             let _ = ci::append_github_output(path, &outputs);
         }
@@ -146,6 +133,25 @@ pub(crate) fn install_panic_hook(
         }
         std::process::exit(i32::from(EXIT_DEPLOY_FAILED));
     }));
+}
+
+/// The outputs the panic hook writes for `panic` (the panic's own text):
+/// what the state knew, unless a thread panicked holding it, and the
+/// message with the key redacted (the registry holds it already; `key`
+/// also covers a hook installed before it was registered).
+fn panic_outputs(state: &Mutex<State>, key: &str, panic: &str) -> Outputs {
+    let msg = secret::redact(&secret::scrub(panic), &[key]).into_owned();
+    let st = match state.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    };
+    let mut outputs = match &st {
+        Some(st) => outputs_of(st, Status::DeployFailed, None),
+        None => Outputs::new(Status::DeployFailed),
+    };
+    outputs.error_message = format!("internal error: {msg}");
+    outputs
 }
 
 /// Writes the outputs everywhere they were asked for and returns the exit
@@ -261,4 +267,43 @@ pub(crate) fn report(
         r.data(&crate::evidence::with_json(doc, &st.evidence));
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hook's outputs name the deployment and never the key, whether
+    /// the state is free or held by the thread that panicked; written by
+    /// the same writers as every run's.
+    #[test]
+    fn a_panic_writes_outputs_naming_the_deployment_and_never_the_key() {
+        const KEY: &str = "sk-panic-canary-3";
+        let state = Mutex::new(State {
+            deployment_id: Some("dep1".into()),
+            ..State::default()
+        });
+        let panic = format!("panicked at src/model.rs:1:1: key {KEY}");
+        let outputs = panic_outputs(&state, KEY, &panic);
+        assert_eq!(outputs.status, Status::DeployFailed);
+        assert_eq!(outputs.deployment_id, "dep1");
+        assert_eq!(
+            outputs.error_message,
+            "internal error: panicked at src/model.rs:1:1: key ***"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("github_output");
+        ci::append_github_output(&path, &outputs).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("dep1") && !text.contains(KEY), "{text}");
+
+        let held = state.lock().unwrap();
+        let outputs = panic_outputs(&state, KEY, &panic);
+        drop(held);
+        assert_eq!(
+            outputs.deployment_id, "",
+            "a held state is skipped, not waited for"
+        );
+        assert!(outputs.error_message.starts_with("internal error:"));
+    }
 }
