@@ -86,18 +86,21 @@ fn render_summary(input: &SummaryInput<'_>, max_bytes: usize) -> String {
         keep /= 2;
         text = render_summary_with(input, keep);
     }
-    if text.len() > max_bytes {
-        let cut = truncate_bytes(
-            &text,
-            max_bytes.saturating_sub(SUMMARY_TRUNCATED_MARKER.len()),
-        );
-        let mut cut = cut.to_owned();
-        if cut.len() + SUMMARY_TRUNCATED_MARKER.len() <= max_bytes {
-            cut.push_str(SUMMARY_TRUNCATED_MARKER);
-        }
-        text = cut;
+    cut_to(text, max_bytes)
+}
+
+/// `text` if it fits in `max_bytes`, else cut to fit with the truncation
+/// marker at its end.
+fn cut_to(text: String, max_bytes: usize) -> String {
+    if text.len() <= max_bytes {
+        return text;
     }
-    text
+    let marker = SUMMARY_TRUNCATED_MARKER;
+    let mut cut = truncate_bytes(&text, max_bytes.saturating_sub(marker.len())).to_owned();
+    if cut.len() + marker.len() <= max_bytes {
+        cut.push_str(marker);
+    }
+    cut
 }
 
 /// Renders with at most `keep` history rows: the first and the latest `keep - 1`.
@@ -408,18 +411,7 @@ fn render_table_summary(input: &TableSummary<'_>, max_bytes: usize) -> String {
     }
     let mut text = lines.join("\n");
     text.push('\n');
-    if text.len() > max_bytes {
-        let mut cut = truncate_bytes(
-            &text,
-            max_bytes.saturating_sub(SUMMARY_TRUNCATED_MARKER.len()),
-        )
-        .to_owned();
-        if cut.len() + SUMMARY_TRUNCATED_MARKER.len() <= max_bytes {
-            cut.push_str(SUMMARY_TRUNCATED_MARKER);
-        }
-        text = cut;
-    }
-    text
+    cut_to(text, max_bytes)
 }
 
 /// Appends a [`TableSummary`] to the `$GITHUB_STEP_SUMMARY` file, within
