@@ -13,6 +13,25 @@ use fake_baseten::FakeBaseten;
 use fake_baseten::runner::parse_github_output;
 use fake_baseten::scenario::Scenario;
 
+/// The outputs every run writes, whatever happened.
+pub const OUTPUT_NAMES: &[&str] = &[
+    "deployment-id",
+    "model-id",
+    "chain-id",
+    "model-name",
+    "deploy-time-seconds",
+    "predict-response",
+    "status",
+    "error-message",
+    "last-status",
+    "logs-url",
+    "predict-url",
+    "environment-url",
+    "previous-deployment-id",
+    "tested-deployment-id",
+    "rolled-back",
+];
+
 /// A canary API key: tests assert it never appears in anything the binary
 /// writes.
 pub const API_KEY: &str = "sk-canary-9f8e7d6c5b4a";
@@ -59,6 +78,23 @@ pub fn truss_push(dir: &Path) -> Command {
         .current_dir(dir)
         .stdin(Stdio::null());
     cmd
+}
+
+/// Deploys a model naming a secret with `api_url` (a proxy in front of
+/// `fake` that fails the secrets lookup) and checks the deploy succeeded
+/// with a note that the secrets could not be checked.
+pub fn secrets_check_failing_at(fake: &FakeBaseten, api_url: &str) -> Outcome {
+    let dir = model_dir("model_name: secretive\nsecrets:\n  openai_key: null\n");
+    let run = Invocation::new(fake)
+        .model(dir.path())
+        .arg("api-url", api_url)
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(
+        run.stdout.contains("could not check the secrets"),
+        "{run:?}"
+    );
+    run
 }
 
 pub struct Outcome {

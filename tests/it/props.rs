@@ -24,7 +24,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunner};
 use truss_push::cli::{INPUTS, env_names};
 
-use crate::harness::{API_KEY, example_model, fake, truss_push};
+use crate::harness::{API_KEY, OUTPUT_NAMES, example_model, fake, truss_push};
 
 mod values;
 
@@ -74,25 +74,6 @@ const EXIT_CODES: &[(i32, &str)] = &[
     (5, "cleanup_failed"),
     (6, "success"),
     (130, "deploy_failed"),
-];
-
-/// The outputs every run writes, whatever happened.
-const OUTPUT_NAMES: &[&str] = &[
-    "deployment-id",
-    "model-id",
-    "chain-id",
-    "model-name",
-    "deploy-time-seconds",
-    "predict-response",
-    "status",
-    "error-message",
-    "last-status",
-    "logs-url",
-    "predict-url",
-    "environment-url",
-    "previous-deployment-id",
-    "tested-deployment-id",
-    "rolled-back",
 ];
 
 /// What one run left behind.
