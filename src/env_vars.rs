@@ -76,8 +76,3 @@ pub const SSL_CERT_DIR: &str = "SSL_CERT_DIR";
 
 /// Log filter for debug output on stderr (`truss_push=debug`).
 pub const TRUSS_PUSH_LOG: &str = "TRUSS_PUSH_LOG";
-
-/// Debug builds only: panic right after the deployment is created, with
-/// the key in the message, so tests can prove the panic hook writes the
-/// outputs and redacts the key. Release builds ignore it.
-pub const TRUSS_PUSH_DEBUG_PANIC: &str = "TRUSS_PUSH_DEBUG_PANIC";

@@ -172,10 +172,6 @@ pub(crate) async fn deploy(
         });
     }
     ctx.event("", "deployment created");
-    #[cfg(debug_assertions)]
-    if std::env::var_os(crate::env_vars::TRUSS_PUSH_DEBUG_PANIC).is_some() {
-        panic!("debug panic after create, key {}", cfg.api_key.expose());
-    }
     ctx.say(&format!(
         "Created deployment {} ({}) of model {}",
         created.deployment_id, cfg.deployment_name, created.model_id

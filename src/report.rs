@@ -4,10 +4,7 @@
 
 use std::sync::{Arc, Mutex, TryLockError};
 
-use crate::ci::{
-    self, Cell, CiEnv, Level, Outputs, Reporter, StatusEvent, SummaryInput, TableSummary,
-};
-use crate::cli::Inputs;
+use crate::ci::{self, Cell, CiEnv, Level, Outputs, Reporter, SummaryInput, TableSummary};
 use crate::config::Config;
 use crate::flow::State;
 use crate::kind::Kind;
@@ -28,32 +25,39 @@ pub(crate) struct Fanout {
     pub(crate) details: Vec<String>,
 }
 
-/// The outputs of a run that ended with `status`, from its state.
+/// The outputs of a run that ended with `status`, from its state: one
+/// struct literal with no `..`, so an output added to `Outputs` does not
+/// compile until the state says where it comes from.
 pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Outputs {
-    let mut outputs = Outputs::new(status);
-    outputs.deployment_id = st.deployment_id.clone().unwrap_or_default();
-    outputs.model_id = st.model_id.clone().unwrap_or_default();
-    outputs.chain_id = st.chain_id.clone().unwrap_or_default();
-    outputs.model_name = st.model_name.clone();
-    outputs.deploy_time_seconds = st.deploy_time.map(|d| d.as_secs_f64());
-    outputs.predict_response = st.predict_response.clone().unwrap_or_default();
-    outputs.last_status = st.last_status.clone().unwrap_or_default();
-    outputs.predict_url = st.predict_url.clone().unwrap_or_default();
-    outputs.environment_url = st.environment_url.clone().unwrap_or_default();
-    outputs.previous_deployment_id = st.previous_deployment_id.clone().unwrap_or_default();
-    outputs.tested_deployment_id = st.tested_deployment_id.clone().unwrap_or_default();
-    outputs.rolled_back = st.rolled_back;
-    outputs.evidence = crate::evidence::output_entries(&st.evidence);
-    if let Some(cfg) = cfg {
-        outputs.logs_url = match (&st.model_id, &st.chain_id, &st.deployment_id) {
-            (Some(m), _, Some(d)) => cfg.endpoints.logs_page(m, d),
-            // Chain logs are per chainlet (printed while waiting); the
-            // output points at the chain's page, which links them all.
-            (None, Some(c), Some(_)) => cfg.endpoints.chain_page(c),
-            _ => String::new(),
-        };
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let logs_url = match (cfg, &st.model_id, &st.chain_id, &st.deployment_id) {
+        (Some(cfg), Some(m), _, Some(d)) => cfg.endpoints.logs_page(m, d),
+        // Chain logs are per chainlet (printed while waiting); the
+        // output points at the chain's page, which links them all.
+        (Some(cfg), None, Some(c), Some(_)) => cfg.endpoints.chain_page(c),
+        _ => String::new(),
+    };
+    Outputs {
+        deployment_id: text(&st.deployment_id),
+        model_id: text(&st.model_id),
+        chain_id: text(&st.chain_id),
+        model_name: st.model_name.clone(),
+        deploy_time_seconds: st.deploy_time.map(|d| d.as_secs_f64()),
+        predict_response: text(&st.predict_response),
+        status,
+        error_message: String::new(),
+        last_status: text(&st.last_status),
+        logs_url,
+        predict_url: text(&st.predict_url),
+        environment_url: text(&st.environment_url),
+        previous_deployment_id: text(&st.previous_deployment_id),
+        tested_deployment_id: text(&st.tested_deployment_id),
+        rolled_back: st.rolled_back,
+        matrix: None,
+        targets_count: None,
+        results: None,
+        evidence: crate::evidence::output_entries(&st.evidence),
     }
-    outputs
 }
 
 /// The outputs of a finished run as every writer (and GitHub) receives
@@ -64,9 +68,9 @@ pub(crate) fn final_outputs(
     st: &State,
     result: &Result<(), Failure>,
     cfg: Option<&Config>,
-    inputs: &Inputs,
+    secrets: &[String],
 ) -> Outputs {
-    let secrets = crate::settings::SECRET_INPUTS.map(|i| inputs.trimmed(i));
+    let secrets: Vec<Option<&str>> = secrets.iter().map(|s| Some(s.as_str())).collect();
     outputs_redacted(st, result, cfg, &secrets)
 }
 
@@ -107,20 +111,8 @@ pub(crate) fn install_panic_hook(
     key: String,
 ) {
     std::panic::set_hook(Box::new(move |info| {
-        let msg = secret::redact(&info.to_string(), &[&key]).into_owned();
-        eprintln!("error: deploy_failed: internal error: {msg}");
-        let st = match state.try_lock() {
-            Ok(g) => Some(g),
-            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        };
-        let mut outputs = match &st {
-            Some(st) => outputs_of(st, Status::DeployFailed, None),
-            None => Outputs::new(Status::DeployFailed),
-        };
-        drop(st);
-        outputs.error_message = format!("internal error: {msg}");
-        outputs.redact(&key);
+        let outputs = panic_outputs(&state, &key, &info.to_string());
+        eprintln!("error: deploy_failed: {}", outputs.error_message);
         if let Some(path) = &ci_env.github_output {
             let _ = ci::append_github_output(path, &outputs);
         }
@@ -130,11 +122,30 @@ pub(crate) fn install_panic_hook(
         if out.json {
             print!(
                 "{}",
-                ci::render_result(&outputs, EXIT_DEPLOY_FAILED, &[], &[])
+                ci::render_result::<()>(&outputs, EXIT_DEPLOY_FAILED, &[], &[], None)
             );
         }
         std::process::exit(i32::from(EXIT_DEPLOY_FAILED));
     }));
+}
+
+/// The outputs the panic hook writes for `panic` (the panic's own text):
+/// what the state knew, unless a thread panicked holding it, and the
+/// message with the key redacted (the registry holds it already; `key`
+/// also covers a hook installed before it was registered).
+fn panic_outputs(state: &Mutex<State>, key: &str, panic: &str) -> Outputs {
+    let msg = secret::redact(&secret::scrub(panic), &[key]).into_owned();
+    let st = match state.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    };
+    let mut outputs = match &st {
+        Some(st) => outputs_of(st, Status::DeployFailed, None),
+        None => Outputs::new(Status::DeployFailed),
+    };
+    outputs.error_message = format!("internal error: {msg}");
+    outputs
 }
 
 /// Writes the outputs everywhere they were asked for and returns the exit
@@ -154,7 +165,7 @@ pub(crate) fn report(
     state: &Mutex<State>,
     kind: Kind,
     cfg: Option<&Config>,
-    inputs: &Inputs,
+    secrets: &[String],
     result: &Result<(), Failure>,
     fanout: Option<&Fanout>,
 ) -> u8 {
@@ -163,19 +174,15 @@ pub(crate) fn report(
         Ok(()) => Status::Success,
         Err(f) => f.status(),
     };
-    let mut outputs = final_outputs(&st, result, cfg, inputs);
+    // The writers, the summary, the JSON document and the reporter redact
+    // every registered secret (the key and the GitHub token, registered by
+    // `run` before anything could print) whatever quoted it.
+    let mut outputs = final_outputs(&st, result, cfg, secrets);
     if let Some(f) = fanout {
         outputs.matrix = f.matrix.clone();
         outputs.targets_count = f.targets_count;
         outputs.results = f.results.clone();
-        // The secrets never reach an output, whatever a target's message
-        // happened to quote.
-        for secret in crate::settings::SECRET_INPUTS {
-            outputs.redact(inputs.trimmed(secret).unwrap_or_default());
-        }
     }
-    // Every secret, whatever quoted it: the key and the GitHub token.
-    let secrets = crate::settings::SECRET_INPUTS.map(|i| inputs.trimmed(i).unwrap_or_default());
     let mut r = rep.lock().unwrap();
     r.finish();
     if let Err(f) = result {
@@ -199,30 +206,12 @@ pub(crate) fn report(
         outputs_lost(&mut r, "GITHUB_OUTPUT", e);
     }
     if let (Some(path), Some(f)) = (&ci_env.github_step_summary, fanout) {
-        let clean = |t: &str| secret::redact(t, &secrets).into_owned();
-        let rows: Vec<Vec<Cell>> = f
-            .rows
-            .iter()
-            .map(|row| {
-                row.iter()
-                    .map(|c| match c {
-                        Cell::Text(t) => Cell::Text(clean(t)),
-                        Cell::Code(t) => Cell::Code(clean(t)),
-                        Cell::Link { label, url } => Cell::Link {
-                            label: clean(label),
-                            url: clean(url),
-                        },
-                    })
-                    .collect()
-            })
-            .collect();
-        let details: Vec<String> = f.details.iter().map(|d| clean(d)).collect();
         let table = TableSummary {
-            heading: &clean(&f.heading),
+            heading: &f.heading,
             ok: status == crate::outcome::Status::Success,
             columns: f.columns,
-            rows: &rows,
-            details: &details,
+            rows: &f.rows,
+            details: &f.details,
         };
         if let Err(e) = ci::append_table_summary(path, &table) {
             r.warning(&format!(
@@ -235,29 +224,24 @@ pub(crate) fn report(
             (Some(cfg), None, Some(c)) => cfg.endpoints.chain_page(c),
             _ => String::new(),
         };
-        let page = secret::redact(&page, &secrets);
-        let notes: Vec<String> = st
-            .notes
-            .iter()
-            .map(|n| secret::redact(n, &secrets).into_owned())
-            .collect();
-        let redacted = |e: &StatusEvent| secrets.iter().fold(e.clone(), |e, s| e.redacted(s));
-        let history: Vec<_> = st.history.iter().map(redacted).collect();
-        let promotion: Vec<_> = st.promotion.iter().map(redacted).collect();
         let input = SummaryInput {
             kind,
             outputs: &outputs,
             predict: st.predict,
             page_url: &page,
-            notes: &notes,
-            history: &history,
-            promotion: &promotion,
+            notes: &st.notes,
+            history: &st.history,
+            promotion: &st.promotion,
         };
         if let Err(e) = ci::append_step_summary(path, &input) {
             r.warning(&format!(
                 "could not write the step summary (GITHUB_STEP_SUMMARY): {e:#}"
             ));
-        } else if let Err(e) = crate::evidence::append_summary(path, &st.evidence, &secrets) {
+        } else if let Err(e) = crate::evidence::append_summary(
+            path,
+            &st.evidence,
+            &secrets.iter().map(String::as_str).collect::<Vec<_>>(),
+        ) {
             r.warning(&format!(
                 "could not write the evidence to the step summary: {e}"
             ));
@@ -276,18 +260,47 @@ pub(crate) fn report(
     };
     // print-config already put its own document on stdout.
     if out.json && !cfg.is_some_and(|c| c.print_config) {
-        let notes: Vec<String> = st
-            .notes
-            .iter()
-            .map(|n| secret::redact_registered(n))
-            .collect();
-        let history: Vec<_> = st
-            .history
-            .iter()
-            .map(|e| secrets.iter().fold(e.clone(), |e, s| e.redacted(s)))
-            .collect();
-        let doc = ci::render_result(&outputs, code, &history, &notes);
+        let doc = ci::render_result::<()>(&outputs, code, &st.history, &st.notes, None);
         r.data(&crate::evidence::with_json(doc, &st.evidence));
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hook's outputs name the deployment and never the key, whether
+    /// the state is free or held by the thread that panicked; written by
+    /// the same writers as every run's.
+    #[test]
+    fn a_panic_writes_outputs_naming_the_deployment_and_never_the_key() {
+        const KEY: &str = "sk-panic-canary-3";
+        let state = Mutex::new(State {
+            deployment_id: Some("dep1".into()),
+            ..State::default()
+        });
+        let panic = format!("panicked at src/model.rs:1:1: key {KEY}");
+        let outputs = panic_outputs(&state, KEY, &panic);
+        assert_eq!(outputs.status, Status::DeployFailed);
+        assert_eq!(outputs.deployment_id, "dep1");
+        assert_eq!(
+            outputs.error_message,
+            "internal error: panicked at src/model.rs:1:1: key ***"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("github_output");
+        ci::append_github_output(&path, &outputs).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("dep1") && !text.contains(KEY), "{text}");
+
+        let held = state.lock().unwrap();
+        let outputs = panic_outputs(&state, KEY, &panic);
+        drop(held);
+        assert_eq!(
+            outputs.deployment_id, "",
+            "a held state is skipped, not waited for"
+        );
+        assert!(outputs.error_message.starts_with("internal error:"));
+    }
 }

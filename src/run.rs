@@ -54,6 +54,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     let rep = Arc::new(Mutex::new(io.reporter));
     let inputs = cli.gather(&*env);
     let early = Early::read(&inputs);
+    let secrets = early.secrets.clone();
     let out_settings = early.outputs.clone();
     if early.stdout_is_data {
         // Nothing but the document goes to stdout from here on, masks
@@ -126,7 +127,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
                 .await;
                 if let Some(gh) = &gh {
                     let outputs =
-                        report::final_outputs(&state.lock().unwrap(), &r, Some(&cfg), &inputs);
+                        report::final_outputs(&state.lock().unwrap(), &r, Some(&cfg), &secrets);
                     gh.finish_within(&r, &outputs, &state, &cfg, signals.next())
                         .await;
                 }
@@ -141,7 +142,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
         &state,
         kind,
         cfg.as_ref(),
-        &inputs,
+        &secrets,
         &result,
         fanout.as_ref(),
     )

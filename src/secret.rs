@@ -1,6 +1,13 @@
 //! A string that must never be printed (the API key), and the one
 //! redaction every sink goes through: the reporter (stdout, stderr), the
-//! outputs, files and summary, debug logs and panic messages.
+//! outputs, files and summary, the JSON documents, debug logs and panic
+//! messages.
+//!
+//! The registry is process-wide on purpose: the run registers the key and
+//! the GitHub token once, before anything can print, and every sink —
+//! the panic hook and the debug log writer included, which hold no handle
+//! of the run — redacts against it, so a call site that forgets cannot
+//! leak.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -23,7 +30,7 @@ pub(crate) fn redact<'a, S: AsRef<str>>(text: &'a str, secrets: &[S]) -> Cow<'a,
     text
 }
 
-/// Registers `secret` for the process-wide sinks.
+/// Registers `secret` for every sink, for the life of the process.
 pub(crate) fn register(secret: &str) {
     let secret = secret.trim();
     if secret.is_empty() {
@@ -32,13 +39,24 @@ pub(crate) fn register(secret: &str) {
     let mut all = REGISTERED.lock().unwrap_or_else(|p| p.into_inner());
     if !all.iter().any(|s| s == secret) {
         all.push(secret.to_string());
+        // Longest first: a secret that contains another is replaced whole,
+        // not left with its tail showing.
+        all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    }
+}
+
+/// `text` redacted of every registered secret; borrowed when none occurs.
+pub(crate) fn scrub(text: &str) -> Cow<'_, str> {
+    let all = REGISTERED.lock().unwrap_or_else(|p| p.into_inner());
+    match redact(text, &all) {
+        Cow::Borrowed(_) => Cow::Borrowed(text),
+        Cow::Owned(clean) => Cow::Owned(clean),
     }
 }
 
 /// `text` redacted of every registered secret.
 pub(crate) fn redact_registered(text: &str) -> String {
-    let all = REGISTERED.lock().unwrap_or_else(|p| p.into_inner());
-    redact(text, &all).into_owned()
+    scrub(text).into_owned()
 }
 
 /// Standard error through the process-wide redaction, for debug logs.
@@ -97,6 +115,9 @@ mod tests {
             redact_registered("Api-Key sk-registered-canary"),
             "Api-Key ***"
         );
+        register("sk-registered");
+        assert_eq!(scrub("sk-registered-canary sk-registered"), "*** ***");
+        assert!(matches!(scrub("clean"), Cow::Borrowed(_)));
     }
 
     #[test]

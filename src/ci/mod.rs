@@ -3,7 +3,8 @@
 //!
 //! - `detect`: which CI system runs us, and the CI variables the run
 //!   needs, from a lookup (nothing here reads the environment itself).
-//! - `outputs`: the step outputs and their files. `$GITHUB_OUTPUT` gets
+//! - `outputs/`: the step outputs and their files, a file per format plus
+//!   the threaded writer. `$GITHUB_OUTPUT` gets
 //!   every entry in heredoc form with a fresh `ghadelimiter_<32 hex>`
 //!   delimiter that occurs in neither name nor value; other CI systems get a
 //!   dotenv file (GitLab `artifacts:reports:dotenv`, Bitbucket output
@@ -17,11 +18,15 @@
 //!   annotations, masking and upload progress in the CI system's own form.
 //! - `runner_text`: where GitHub's runner ends a line and what it reads
 //!   as a workflow command, for the reporter's sink.
-//! - `json`: the `--json` result, one object on stdout.
+//! - `json`: the `--json` result, one object on stdout, and the
+//!   several-target `results` output, from serde types.
 //! - `format`: durations, byte sizes and UTC times as people read them.
 //!
 //! Rendering is done by pure functions over plain values; the few functions
 //! that touch the file system only append or write what those rendered.
+//! Every sink here — the reporter, the outputs writers, both summaries and
+//! the JSON documents — redacts the secrets registered in `crate::secret`
+//! itself, so no caller has to remember to.
 
 mod detect;
 mod format;
@@ -35,6 +40,11 @@ pub(crate) use detect::CiEnv;
 pub(crate) use format::format_deploy_time;
 pub(crate) use format::{format_bytes, format_utc, human_duration as human};
 pub(crate) use json::render_result;
+#[allow(
+    unused_imports,
+    reason = "multi.rs builds its `results` by hand until it switches to these"
+)]
+pub(crate) use json::{TargetResult, results_json};
 pub(crate) use outputs::OutputsFormat;
 pub(crate) use outputs::{Outputs, append_github_output, write_outputs_file};
 pub(crate) use reporter::{Level, Reporter, Sink};

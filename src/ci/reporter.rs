@@ -102,15 +102,16 @@ struct Upload {
 ///
 /// On GitHub everything goes to stdout, because groups and the text inside
 /// them must share a stream to be shown together; elsewhere errors and
-/// warnings go to stderr. Registered secrets are replaced by `***` in
-/// everything this reporter prints. Write errors are ignored: losing a log
-/// line must not fail a deploy.
+/// warnings go to stderr. Every registered secret ([`crate::secret`]) is
+/// replaced by `***` in everything this reporter prints, whoever called
+/// it. Write errors are ignored: losing a log line must not fail a deploy.
 pub struct Reporter {
     kind: CiKind,
     terminal: bool,
     out: Sink,
     err: Sink,
-    secrets: Vec<String>,
+    /// Secrets this reporter already sent `::add-mask::` for.
+    masked: Vec<String>,
     group_open: bool,
     upload: Option<Upload>,
     /// A terminal progress bar is on the current line and needs a newline
@@ -131,7 +132,7 @@ impl Reporter {
             terminal: stdout_is_terminal,
             out,
             err,
-            secrets: Vec::new(),
+            masked: Vec::new(),
             group_open: false,
             upload: None,
             bar_on_line: false,
@@ -142,11 +143,10 @@ impl Reporter {
 
     /// A reporter for one of several targets deploying at once: plain lines
     /// (headings for groups, `warning: …` for annotations) into `sink`,
-    /// hiding the secrets this one hides. Its text is shown later, inside
-    /// the target's own group, since groups cannot interleave.
+    /// redacted like every reporter. Its text is shown later, inside the
+    /// target's own group, since groups cannot interleave.
     pub(crate) fn buffered(&self, sink: Sink) -> Self {
         let mut r = Self::new(CiKind::Local, false, Box::new(std::io::sink()), sink);
-        r.secrets = self.secrets.clone();
         r.lines_to_stderr = true;
         r
     }
@@ -173,8 +173,10 @@ impl Reporter {
         self.terminal && self.kind == CiKind::Local
     }
 
+    /// Redacts a piece before it is escaped or fenced (an escape could
+    /// split a secret); [`Self::emit`] redacts the finished text again.
     fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        crate::secret::redact(text, &self.secrets)
+        crate::secret::scrub(text)
     }
 
     fn end_bar(&mut self) {
@@ -228,9 +230,16 @@ impl Reporter {
         out
     }
 
-    /// Writes finished text: to stderr when asked or when stdout carries
-    /// data, else to stdout.
+    /// Writes finished text, redacted: to stderr when asked or when stdout
+    /// carries data, else to stdout.
     fn emit(&mut self, text: &str, to_err: bool) {
+        let text = crate::secret::scrub(text);
+        self.emit_unredacted(&text, to_err);
+    }
+
+    /// [`Self::emit`] without the redaction: only for `::add-mask::`, which
+    /// must name the secret to hide it.
+    fn emit_unredacted(&mut self, text: &str, to_err: bool) {
         self.end_bar();
         if to_err || self.lines_to_stderr {
             let _ = self.out.flush();
@@ -251,6 +260,7 @@ impl Reporter {
         if self.kind == CiKind::GitHub {
             text = json_for_runner(&text);
         }
+        let text = crate::secret::scrub(&text);
         let _ = self.out.write_all(text.as_bytes());
         let _ = self.out.flush();
         self.lines_to_stderr = true;
@@ -313,18 +323,19 @@ impl Reporter {
     }
 
     /// Hides `secret` from now on: `::add-mask::` on GitHub (so the runner
-    /// also masks it in other steps' output), and `***` in everything this
-    /// reporter prints on every CI. Blank values are ignored, as the runner
-    /// ignores them (with a warning).
+    /// also masks it in other steps' output), and registered, so it is
+    /// `***` in everything every sink writes on every CI. Blank values are
+    /// ignored, as the runner ignores them (with a warning).
     pub(crate) fn mask(&mut self, secret: &str) {
-        if secret.trim().is_empty() || self.secrets.iter().any(|s| s == secret) {
+        if secret.trim().is_empty() || self.masked.iter().any(|s| s == secret) {
             return;
         }
+        crate::secret::register(secret);
         if self.kind == CiKind::GitHub {
             let line = workflow_command("add-mask", &[], secret);
-            self.command(&line);
+            self.emit_unredacted(&format!("{line}\n"), false);
         }
-        self.secrets.push(secret.to_owned());
+        self.masked.push(secret.to_owned());
     }
 
     /// Starts reporting an upload of `total_bytes`.
@@ -681,7 +692,7 @@ mod tests {
         #[test]
         fn hostile_text_never_becomes_a_workflow_command(text in hostile()) {
             let (mut r, out, err) = reporter(CiKind::GitHub, false);
-            r.mask("sk-secret");
+            r.mask("sk-hostile-canary");
             r.group(&text);
             r.line(&text);
             r.upload_started(&text, 10);
@@ -699,7 +710,7 @@ mod tests {
                 ["add-mask", "group", "error", "endgroup"]
             );
             let masked = meant(&out.text())[0].1.clone();
-            proptest::prop_assert_eq!(masked.as_str(), "sk-secret");
+            proptest::prop_assert_eq!(masked.as_str(), "sk-hostile-canary");
             proptest::prop_assert_eq!(names(&err.text()), ["warning"]);
             let json = out.text().lines().last().unwrap_or_default().to_string();
             let v: serde_json::Value = serde_json::from_str(&json).unwrap();

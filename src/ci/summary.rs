@@ -7,11 +7,10 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 
 use super::format::{format_deploy_time, format_elapsed, format_utc};
-use super::outputs::{
-    Outputs, append_file, lacks_final_newline, redact, truncate_bytes, truncate_chars,
-};
+use super::outputs::{Outputs, append_file, lacks_final_newline, truncate_bytes, truncate_chars};
 use crate::kind::Kind;
 use crate::outcome::Status;
+use crate::secret::scrub;
 
 /// GitHub drops a step summary larger than 1024 KiB (bytes on disk).
 const STEP_SUMMARY_MAX_BYTES: usize = 1024 * 1024;
@@ -45,12 +44,12 @@ pub(crate) struct StatusEvent {
 }
 
 impl StatusEvent {
-    /// This event with `secret` replaced by `***` in its text: a status or
-    /// an error quoted from the platform may echo it.
-    pub(crate) fn redacted(&self, secret: &str) -> StatusEvent {
+    /// This event with every registered secret replaced by `***` in its
+    /// text: a status or an error quoted from the platform may echo one.
+    fn redacted(&self) -> StatusEvent {
         StatusEvent {
-            status: redact(&self.status, secret).into_owned(),
-            event: redact(&self.event, secret).into_owned(),
+            status: scrub(&self.status).into_owned(),
+            event: scrub(&self.event).into_owned(),
             ..self.clone()
         }
     }
@@ -87,18 +86,21 @@ fn render_summary(input: &SummaryInput<'_>, max_bytes: usize) -> String {
         keep /= 2;
         text = render_summary_with(input, keep);
     }
-    if text.len() > max_bytes {
-        let cut = truncate_bytes(
-            &text,
-            max_bytes.saturating_sub(SUMMARY_TRUNCATED_MARKER.len()),
-        );
-        let mut cut = cut.to_owned();
-        if cut.len() + SUMMARY_TRUNCATED_MARKER.len() <= max_bytes {
-            cut.push_str(SUMMARY_TRUNCATED_MARKER);
-        }
-        text = cut;
+    cut_to(text, max_bytes)
+}
+
+/// `text` if it fits in `max_bytes`, else cut to fit with the truncation
+/// marker at its end.
+fn cut_to(text: String, max_bytes: usize) -> String {
+    if text.len() <= max_bytes {
+        return text;
     }
-    text
+    let marker = SUMMARY_TRUNCATED_MARKER;
+    let mut cut = truncate_bytes(&text, max_bytes.saturating_sub(marker.len())).to_owned();
+    if cut.len() + marker.len() <= max_bytes {
+        cut.push_str(marker);
+    }
+    cut
 }
 
 /// Renders with at most `keep` history rows: the first and the latest `keep - 1`.
@@ -409,32 +411,53 @@ fn render_table_summary(input: &TableSummary<'_>, max_bytes: usize) -> String {
     }
     let mut text = lines.join("\n");
     text.push('\n');
-    if text.len() > max_bytes {
-        let mut cut = truncate_bytes(
-            &text,
-            max_bytes.saturating_sub(SUMMARY_TRUNCATED_MARKER.len()),
-        )
-        .to_owned();
-        if cut.len() + SUMMARY_TRUNCATED_MARKER.len() <= max_bytes {
-            cut.push_str(SUMMARY_TRUNCATED_MARKER);
-        }
-        text = cut;
-    }
-    text
+    cut_to(text, max_bytes)
 }
 
 /// Appends a [`TableSummary`] to the `$GITHUB_STEP_SUMMARY` file, within
-/// GitHub's 1 MiB like [`append_step_summary`].
+/// GitHub's 1 MiB like [`append_step_summary`], redacted like it.
 pub(crate) fn append_table_summary(path: &Path, input: &TableSummary<'_>) -> anyhow::Result<()> {
     let budget = summary_budget(path);
     if budget == 0 {
         return Ok(());
     }
-    let text = render_table_summary(input, budget);
-    append_file(path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
+    let clean = |t: &str| scrub(t).into_owned();
+    let rows: Vec<Vec<Cell>> = input
+        .rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|c| match c {
+                    Cell::Text(t) => Cell::Text(clean(t)),
+                    Cell::Code(t) => Cell::Code(clean(t)),
+                    Cell::Link { label, url } => Cell::Link {
+                        label: clean(label),
+                        url: clean(url),
+                    },
+                })
+                .collect()
+        })
+        .collect();
+    let details: Vec<String> = input.details.iter().map(|d| clean(d)).collect();
+    let heading = clean(input.heading);
+    let input = TableSummary {
+        heading: &heading,
+        rows: &rows,
+        details: &details,
+        ..input.clone()
+    };
+    write_summary(path, &render_table_summary(&input, budget))
+}
+
+/// Appends rendered summary text, redacted once more as a whole.
+fn write_summary(path: &Path, text: &str) -> anyhow::Result<()> {
+    append_file(path, scrub(text).as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// What is left of GitHub's 1 MiB in the summary file at `path`.
+/// `append_file` separates from earlier content that does not end its last
+/// line; that newline counts too.
 fn summary_budget(path: &Path) -> usize {
     let existing = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let existing = usize::try_from(existing).unwrap_or(usize::MAX);
@@ -446,20 +469,27 @@ fn summary_budget(path: &Path) -> usize {
 
 /// Appends the summary to the `$GITHUB_STEP_SUMMARY` file at `path`, keeping
 /// the whole file within GitHub's 1 MiB (content already there counts).
+/// Every registered secret is redacted from each piece before it is cut
+/// or escaped, and from the whole page again.
 pub(crate) fn append_step_summary(path: &Path, input: &SummaryInput<'_>) -> anyhow::Result<()> {
-    let existing = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let existing = usize::try_from(existing).unwrap_or(usize::MAX);
-    // `append_file` separates from earlier content that does not end its
-    // last line; that newline counts too.
-    let separator_len = usize::from(lacks_final_newline(path));
-    let budget = STEP_SUMMARY_MAX_BYTES
-        .saturating_sub(existing)
-        .saturating_sub(separator_len);
+    let budget = summary_budget(path);
     if budget == 0 {
         return Ok(());
     }
-    let text = render_summary(input, budget);
-    append_file(path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
+    let outputs = input.outputs.redacted();
+    let page_url = scrub(input.page_url);
+    let notes: Vec<String> = input.notes.iter().map(|n| scrub(n).into_owned()).collect();
+    let history: Vec<StatusEvent> = input.history.iter().map(StatusEvent::redacted).collect();
+    let promotion: Vec<StatusEvent> = input.promotion.iter().map(StatusEvent::redacted).collect();
+    let input = SummaryInput {
+        outputs: &outputs,
+        page_url: &page_url,
+        notes: &notes,
+        history: &history,
+        promotion: &promotion,
+        ..input.clone()
+    };
+    write_summary(path, &render_summary(&input, budget))
 }
 
 #[cfg(test)]
@@ -708,5 +738,55 @@ last poll: HTTP 503 ```busy```
         assert_eq!(code_fence("no ticks"), "```");
         assert_eq!(code_fence("has ```` four"), "`````");
         assert_eq!(link_target("https://x/a b(c)"), "https://x/a%20b%28c%29");
+    }
+
+    #[test]
+    fn both_summaries_redact_registered_secrets_from_every_piece() {
+        const KEY: &str = "sk-summary-canary-7";
+        crate::secret::register(KEY);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.md");
+        let mut outputs = full_outputs();
+        outputs.status = Status::DeployFailed;
+        outputs.error_message = format!("401 for {KEY}");
+        outputs.model_name = KEY.into();
+        let event = StatusEvent {
+            at: SystemTime::UNIX_EPOCH,
+            elapsed: Duration::ZERO,
+            status: KEY.into(),
+            event: format!("echo {KEY}"),
+        };
+        let notes = [format!("note {KEY}")];
+        let page = format!("https://x/{KEY}");
+        let history = [event.clone()];
+        let input = SummaryInput {
+            kind: Kind::Model,
+            outputs: &outputs,
+            predict: None,
+            page_url: &page,
+            notes: &notes,
+            history: &history,
+            promotion: &history,
+        };
+        append_step_summary(&path, &input).unwrap();
+        let rows = [vec![
+            Cell::Text(KEY.into()),
+            Cell::Code(KEY.into()),
+            Cell::Link {
+                label: KEY.into(),
+                url: page.clone(),
+            },
+        ]];
+        let table = TableSummary {
+            heading: KEY,
+            ok: false,
+            columns: &["a", "b", "c"],
+            rows: &rows,
+            details: &notes,
+        };
+        append_table_summary(&path, &table).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(KEY), "{text}");
+        assert!(text.contains("401 for ***"), "{text}");
     }
 }

@@ -126,6 +126,7 @@ fn read_pid(file: &Path) -> u32 {
 }
 
 #[test]
+#[ignore = "needs the real truss from PyPI (scripts/python-env); scripts/test runs it"]
 fn a_chain_helper_writing_300_mib_and_github_answering_400_mb_stay_under_64_mib() {
     let fake = fake(READY_CHAIN);
     let (github, asked) = flood_server(400_000_000);
@@ -157,6 +158,7 @@ fn a_chain_helper_writing_300_mib_and_github_answering_400_mb_stay_under_64_mib(
 }
 
 #[test]
+#[ignore = "needs the real truss from PyPI (scripts/python-env); scripts/test runs it"]
 fn a_grandchild_holding_the_helpers_pipes_neither_delays_nor_outlives_the_run() {
     let fake = fake(READY_CHAIN);
     let dir = tempfile::tempdir().unwrap();
@@ -178,6 +180,7 @@ fn a_grandchild_holding_the_helpers_pipes_neither_delays_nor_outlives_the_run() 
 }
 
 #[test]
+#[ignore = "needs the real truss from PyPI (scripts/python-env); scripts/test runs it"]
 fn a_cancel_during_the_chains_import_stops_what_it_started() {
     let fake = fake(READY_CHAIN);
     let dir = tempfile::tempdir().unwrap();
@@ -317,16 +320,7 @@ fn a_broken_certificate_in_ssl_cert_file_is_skipped_with_one_warning() {
 fn a_hung_secrets_check_holds_the_deploy_a_few_seconds_at_most() {
     let fake = fake(ACTIVE);
     let proxy = through(&fake, Rule::new("hang", Fault::Hang).path("/v1/teams/"));
-    let dir = model_dir("model_name: secretive\nsecrets:\n  openai_key: null\n");
-    let run = Invocation::new(&fake)
-        .model(dir.path())
-        .arg("api-url", proxy.rest_base())
-        .run();
-    assert_eq!(run.status(), "success", "{run:?}");
-    assert!(
-        run.stdout.contains("could not check the secrets"),
-        "{run:?}"
-    );
+    let run = secrets_check_failing_at(&fake, &proxy.rest_base());
     // The check waits 5 s; the whole run, far less than the minute a REST
     // call may take.
     assert!(run.elapsed < Duration::from_secs(30), "{:?}", run.elapsed);

@@ -35,9 +35,7 @@ fn cancel_at(fake: &FakeBaseten, signal: &str, endpoint: &str, model: &str, extr
     let dir = tempfile::tempdir().unwrap();
     let gh_out = dir.path().join("out");
     std::fs::write(&gh_out, "").unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_truss-push"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
+    let child = truss_push(dir.path())
         .env("GITHUB_OUTPUT", &gh_out)
         .args([
             format!("--truss-directory={model}"),

@@ -39,6 +39,7 @@ fn polls_after(fake: &FakeBaseten, secs: f64) -> usize {
 }
 
 #[test]
+#[ignore = "needs the real truss from PyPI (scripts/python-env); scripts/test runs it"]
 fn every_chainlet_ready_is_success_with_chain_outputs() {
     let fake = chain_fake("  default: [[0, BUILDING_MODEL], [0.3, MODEL_READY]]\n");
     let run = chain_run(&fake, &two_chain())
@@ -109,6 +110,7 @@ fn every_chainlet_ready_is_success_with_chain_outputs() {
 }
 
 #[test]
+#[ignore = "needs the real truss from PyPI (scripts/python-env); scripts/test runs it"]
 fn one_failed_chainlet_fails_within_one_poll() {
     let fake = chain_fake(
         "  default: [[0, BUILDING_MODEL]]\n  by_name:\n    Counter: [[0, BUILDING_MODEL], [0.5, MODEL_DEPLOY_FAILED]]\n",
@@ -161,6 +163,7 @@ fn one_failed_chainlet_fails_within_one_poll() {
 }
 
 #[test]
+#[ignore = "needs the real truss from PyPI (scripts/python-env); scripts/test runs it"]
 fn scaled_to_zero_and_ready_chainlets_are_success() {
     let fake = chain_fake(
         "  default: [[0, MODEL_READY]]\n  by_name:\n    Doubler: [[0, BUILDING_MODEL], [0.2, SCALED_TO_ZERO]]\n",
@@ -175,6 +178,7 @@ fn scaled_to_zero_and_ready_chainlets_are_success() {
 }
 
 #[test]
+#[ignore = "needs the real truss from PyPI (scripts/python-env); scripts/test runs it"]
 fn an_unknown_chainlet_status_keeps_polling() {
     let fake = chain_fake("  default: [[0, RESHARDING_REPLICAS], [0.4, MODEL_READY]]\n");
     let run = chain_run(&fake, &two_chain()).run();
@@ -195,6 +199,7 @@ fn an_unknown_chainlet_status_keeps_polling() {
 }
 
 #[test]
+#[ignore = "needs the real truss from PyPI (scripts/python-env); scripts/test runs it"]
 fn an_import_error_is_reported_and_nothing_is_uploaded() {
     let fake = chain_fake("  default: [[0, MODEL_READY]]\n");
     let run = chain_run(&fake, &fixture("chains/broken/broken_chain.py"))
@@ -240,6 +245,7 @@ fn shape(args: &Value) -> (BTreeSet<String>, Vec<String>, Vec<BTreeSet<String>>)
 }
 
 #[test]
+#[ignore = "needs the real truss from PyPI (scripts/python-env); scripts/test runs it"]
 fn deploy_chain_atomic_matches_what_truss_chains_push_sends() {
     let source = fixture("conformance/chain/conformance_chain.py");
     let yaml = "time_scale: 1\nchainlets:\n  default: [[0, MODEL_READY]]\n";
@@ -269,6 +275,7 @@ fn deploy_chain_atomic_matches_what_truss_chains_push_sends() {
 }
 
 #[test]
+#[ignore = "needs the real truss from PyPI (scripts/python-env); scripts/test runs it"]
 fn a_chain_into_an_environment_waits_for_the_promotion() {
     // Chainlets are ready at 0.3 s, but the chain's promotion into
     // production only succeeds at 2.5 s: success must wait for it.

@@ -16,6 +16,9 @@ fn repo_root() -> &'static Path {
 }
 
 /// The venv holding truss 0.18.36 and ruff; created once per test binary.
+/// Creating it installs from PyPI, so every test that reaches it is
+/// `#[ignore]`d: plain `cargo test` stays offline, and `scripts/test` runs
+/// them with `--ignored` after making the venv.
 pub fn truss_venv() -> &'static Path {
     static VENV: OnceLock<PathBuf> = OnceLock::new();
     VENV.get_or_init(|| {

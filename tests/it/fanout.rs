@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use fake_baseten::FakeBaseten;
@@ -153,15 +153,11 @@ fn run_in(cwd: &Path, fake: Option<&FakeBaseten>, args: &[&str], env: &[(&str, &
     let gh_out = files.path().join("github_output");
     let summary = files.path().join("summary.md");
     std::fs::write(&gh_out, "").unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_truss-push"));
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", files.path())
-        .env("GITHUB_OUTPUT", &gh_out)
+    let mut cmd = truss_push(files.path());
+    cmd.env("GITHUB_OUTPUT", &gh_out)
         .env("GITHUB_STEP_SUMMARY", &summary)
         .envs(env.iter().copied())
-        .current_dir(cwd)
-        .stdin(Stdio::null());
+        .current_dir(cwd);
     if let Some(f) = fake {
         cmd.args([
             format!("--app-url={}", f.graphql_base()),

@@ -322,31 +322,6 @@ fn a_silent_predict_ends_at_the_predict_timeout_and_cleanup_still_runs() {
 }
 
 #[test]
-fn a_panic_still_writes_outputs_naming_the_deployment_and_never_the_key() {
-    let fake = fake(EXISTING);
-    let run = Invocation::new(&fake)
-        .model(example_model())
-        .env("TRUSS_PUSH_DEBUG_PANIC", "1")
-        .outputs_file("outputs.json")
-        .run();
-    assert_eq!(run.code, 1, "{run:?}");
-    assert_eq!(run.status(), "deploy_failed");
-    assert!(
-        run.out("error-message").starts_with("internal error:"),
-        "{run:?}"
-    );
-    // The deployment that was created is reported.
-    assert_eq!(run.out("deployment-id"), ours(&fake)[0]);
-    assert!(
-        run.outputs_file
-            .as_deref()
-            .unwrap_or("")
-            .contains("internal error")
-    );
-    assert!(!run.everything().contains(API_KEY), "{}", run.everything());
-}
-
-#[test]
 fn debug_logs_never_print_the_key() {
     let fake = fake(EXISTING);
     let proxy = through(

@@ -13,6 +13,25 @@ use fake_baseten::FakeBaseten;
 use fake_baseten::runner::parse_github_output;
 use fake_baseten::scenario::Scenario;
 
+/// The outputs every run writes, whatever happened.
+pub const OUTPUT_NAMES: &[&str] = &[
+    "deployment-id",
+    "model-id",
+    "chain-id",
+    "model-name",
+    "deploy-time-seconds",
+    "predict-response",
+    "status",
+    "error-message",
+    "last-status",
+    "logs-url",
+    "predict-url",
+    "environment-url",
+    "previous-deployment-id",
+    "tested-deployment-id",
+    "rolled-back",
+];
+
 /// A canary API key: tests assert it never appears in anything the binary
 /// writes.
 pub const API_KEY: &str = "sk-canary-9f8e7d6c5b4a";
@@ -46,6 +65,36 @@ pub fn model_dir(config_yaml: &str) -> tempfile::TempDir {
     .unwrap();
     std::fs::write(d.path().join("config.yaml"), config_yaml).unwrap();
     d
+}
+
+/// The one place the binary is started from: an empty environment but
+/// `PATH`, `HOME` and the working directory both `dir`, and no stdin.
+/// Callers add arguments, variables and pipes.
+pub fn truss_push(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_truss-push"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .current_dir(dir)
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Deploys a model naming a secret with `api_url` (a proxy in front of
+/// `fake` that fails the secrets lookup) and checks the deploy succeeded
+/// with a note that the secrets could not be checked.
+pub fn secrets_check_failing_at(fake: &FakeBaseten, api_url: &str) -> Outcome {
+    let dir = model_dir("model_name: secretive\nsecrets:\n  openai_key: null\n");
+    let run = Invocation::new(fake)
+        .model(dir.path())
+        .arg("api-url", api_url)
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(
+        run.stdout.contains("could not check the secrets"),
+        "{run:?}"
+    );
+    run
 }
 
 pub struct Outcome {
@@ -237,14 +286,9 @@ impl<'a> Invocation<'a> {
         let gh_out = dir.path().join("github_output");
         let summary = dir.path().join("summary.md");
         std::fs::write(&gh_out, "").unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_truss-push"));
-        cmd.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", dir.path())
-            .env("GITHUB_OUTPUT", &gh_out)
+        let mut cmd = truss_push(dir.path());
+        cmd.env("GITHUB_OUTPUT", &gh_out)
             .env("GITHUB_STEP_SUMMARY", &summary)
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if let Some(f) = self.fake {

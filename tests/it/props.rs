@@ -14,7 +14,7 @@ use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunner};
 use truss_push::cli::{INPUTS, env_names};
 
-use crate::harness::{API_KEY, example_model, fake};
+use crate::harness::{API_KEY, OUTPUT_NAMES, example_model, fake, truss_push};
 
 mod values;
 
@@ -74,25 +74,6 @@ const EXIT_CODES: &[(i32, &str)] = &[
     (5, "cleanup_failed"),
     (6, "success"),
     (130, "deploy_failed"),
-];
-
-/// The outputs every run writes, whatever happened.
-const OUTPUT_NAMES: &[&str] = &[
-    "deployment-id",
-    "model-id",
-    "chain-id",
-    "model-name",
-    "deploy-time-seconds",
-    "predict-response",
-    "status",
-    "error-message",
-    "last-status",
-    "logs-url",
-    "predict-url",
-    "environment-url",
-    "previous-deployment-id",
-    "tested-deployment-id",
-    "rolled-back",
 ];
 
 /// What one run left behind.
@@ -170,16 +151,11 @@ fn run(fake: &FakeBaseten, givens: &[Given]) -> Result<Ran, String> {
             }
         }
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_truss-push"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", dir.path())
+    let mut child = truss_push(dir.path())
         .env("GITHUB_OUTPUT", &gh_out)
         .env("GITHUB_STEP_SUMMARY", &summary)
         .envs(&env)
         .args(&args)
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -398,12 +374,21 @@ fn any_bytes_in_any_inputs_end_in_a_documented_code_with_outputs_and_no_panic() 
         }
         Err(e) => panic!("seed {seed:?}: {e}"),
     }
-    eprintln!(
-        "props: {} cases in {:?}, {:?}",
-        runner.config().cases,
-        started.elapsed(),
-        tally.borrow()
-    );
+    let tally = tally.into_inner();
+    let cases = runner.config().cases as usize;
+    eprintln!("props: {cases} cases in {:?}, {tally:?}", started.elapsed());
+    // Every passing case ran the binary to its end (help requests too).
+    let ran: usize = tally.codes.values().sum();
+    assert!(ran >= cases, "{ran} runs for {cases} cases: {tally:?}");
+    assert!(tally.slowest < RUN_BOUND, "{tally:?}");
+    // A property that only ever saw refused inputs would prove little:
+    // some runs must get past validation (any code but 2).
+    if cases >= 32 {
+        assert!(
+            tally.codes.keys().any(|&code| code != 2),
+            "every run was an input error: {tally:?}"
+        );
+    }
 }
 
 /// The codes in the README's exit code table.

@@ -40,24 +40,6 @@ const ANCHOR_INPUTS: &[(&str, Option<&str>)] = &[
     ("team", Some("")),
 ];
 
-const OUTPUTS: &[&str] = &[
-    "deployment-id",
-    "model-id",
-    "chain-id",
-    "model-name",
-    "deploy-time-seconds",
-    "predict-response",
-    "status",
-    "error-message",
-    "last-status",
-    "logs-url",
-    "predict-url",
-    "environment-url",
-    "previous-deployment-id",
-    "tested-deployment-id",
-    "rolled-back",
-];
-
 #[test]
 fn action_declares_the_anchor_inputs_with_the_anchor_defaults() {
     let a = action();
@@ -75,7 +57,7 @@ fn action_declares_the_anchor_inputs_with_the_anchor_defaults() {
 #[test]
 fn action_exposes_every_output_from_the_deploy_step() {
     let a = action();
-    for name in OUTPUTS {
+    for name in crate::harness::OUTPUT_NAMES {
         let value = str_of(&a["outputs"][*name]["value"]);
         assert_eq!(
             value,

@@ -154,25 +154,36 @@ async fn waking_takes_wake_seconds_of_scenario_time() {
     let fake = std::sync::Arc::new(FakeBaseten::start(sc).await.unwrap());
     let c = Client::new(&fake);
     let url = format!("{}/model-mdl00001/production/predict", fake.url());
+    // What happened, in the order it happened: the answer must come after
+    // the clock passed the wake time, never before.
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let pending = tokio::spawn({
         let http = c.http.clone();
         let auth = c.auth();
+        let events = events.clone();
         async move {
-            http.post(url)
+            let status = http
+                .post(url)
                 .header("Authorization", auth)
                 .json(&json!({}))
                 .send()
                 .await
                 .unwrap()
-                .status()
+                .status();
+            events.lock().unwrap().push("answered");
+            status
         }
     });
-    // Parked until the (manual) clock passes the wake time.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(!pending.is_finished());
-    assert_eq!(fake.deployments()[0].status, "WAKING_UP");
+    // The request has reached the fake once it started the wake.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while fake.deployments()[0].status != "WAKING_UP" {
+        assert!(std::time::Instant::now() < deadline, "never started waking");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    events.lock().unwrap().push("clock advanced");
     fake.clock().advance(30.0);
     assert_eq!(pending.await.unwrap(), 200);
+    assert_eq!(*events.lock().unwrap(), ["clock advanced", "answered"]);
     assert_eq!(fake.deployments()[0].status, "ACTIVE");
 }
 
