@@ -41,17 +41,23 @@ struct Done {
     result: Result<(), Failure>,
 }
 
-/// Status words from worst to best.
-const STATUS_ORDER: [Status; 5] = [
-    Status::DeployFailed,
-    Status::DeployTimeout,
-    Status::PredictFailed,
-    Status::CleanupFailed,
-    Status::Success,
-];
-
+/// Status words from worst (0) to best.
 fn rank(s: Status) -> usize {
-    STATUS_ORDER.iter().position(|x| *x == s).unwrap_or(0)
+    match s {
+        Status::DeployFailed => 0,
+        Status::DeployTimeout => 1,
+        Status::PredictFailed => 2,
+        Status::CleanupFailed => 3,
+        Status::Success => 4,
+    }
+}
+
+/// The failure that speaks for the step: the worst status; among equals, a
+/// target that ran and failed on its own before one that was called off.
+fn worst<'a>(results: impl Iterator<Item = &'a Result<(), Failure>>) -> Option<&'a Failure> {
+    results
+        .filter_map(|r| r.as_ref().err())
+        .min_by_key(|f| (rank(f.status()), matches!(f, Failure::Cancelled(_))))
 }
 
 fn status_of(r: &Result<(), Failure>) -> Status {
@@ -108,7 +114,7 @@ pub(crate) async fn run(
         Err(Failure::Cancelled(s)) if !s.starts_with("fail-fast") => Some(*s),
         _ => None,
     });
-    finish(settings, &sel, &planned, done, state, halt_signal)
+    finish(&sel, &planned, done, state, halt_signal)
 }
 
 /// Runs the targets, `max_parallel` at a time, until all have ended.
@@ -266,14 +272,12 @@ fn unchanged_details(sel: &Selection) -> Vec<String> {
 
 /// The step's result, its outputs and its summary from every target's end.
 fn finish(
-    settings: &Settings,
     sel: &Selection,
     planned: &[Planned],
     done: Vec<Done>,
     state: &Mutex<State>,
     halt_signal: Option<&'static str>,
 ) -> (Result<(), Failure>, Option<Fanout>) {
-    let key = settings.api_key.expose();
     let mut results = Vec::with_capacity(done.len());
     let mut rows = Vec::with_capacity(done.len());
     let mut details = Vec::new();
@@ -291,19 +295,11 @@ fn finish(
         for n in &d.state.notes {
             details.push(format!("{}: {n}", p.found.path.display()));
         }
-        // Both secrets, whatever a target's message quoted.
-        out.redact(key);
-        out.redact(settings.github.token.as_ref().map_or("", |t| t.expose()));
-        let mut fields = vec![
-            ("target", p.found.path.to_string_lossy().into_owned()),
-            ("kind", p.found.kind.as_str().to_string()),
-        ];
-        fields.extend(out.entries());
-        let object: Vec<String> = fields
-            .iter()
-            .map(|(k, v)| format!("{}:{}", json_str(k), json_str(v)))
-            .collect();
-        results.push(format!("{{{}}}", object.join(",")));
+        results.push(ci::TargetResult::new(
+            p.found.path.to_string_lossy().into_owned(),
+            p.found.kind,
+            &out,
+        ));
         let time = match ci::format_deploy_time(out.deploy_time_seconds) {
             t if t.is_empty() => String::new(),
             t => format!("{t}s"),
@@ -336,17 +332,9 @@ fn finish(
     let result = if let Some(sig) = halt_signal {
         Err(Failure::Cancelled(sig))
     } else {
-        // The worst status; among equals, a target that ran and failed on
-        // its own before one that was called off.
-        let worst = failed.iter().min_by_key(|(_, d)| {
-            (
-                rank(status_of(&d.result)),
-                matches!(d.result, Err(Failure::Cancelled(_))),
-            )
-        });
-        match worst {
+        match worst(done.iter().map(|d| &d.result)) {
             None => Ok(()),
-            Some((_, w)) => {
+            Some(w) => {
                 let list: Vec<String> = failed
                     .iter()
                     .map(|(i, d)| {
@@ -362,7 +350,7 @@ fn finish(
                     failed.len(),
                     list.join(", ")
                 );
-                Err(same_kind(w.result.as_ref().unwrap_err(), msg))
+                Err(same_kind(w, msg))
             }
         }
     };
@@ -383,7 +371,7 @@ fn finish(
     }
     let fanout = Fanout {
         targets_count: Some(n),
-        results: Some(format!("[{}]", results.join(","))),
+        results: Some(ci::results_json(&results)),
         heading,
         columns: COLUMNS,
         rows,
@@ -391,10 +379,6 @@ fn finish(
         ..Fanout::default()
     };
     (result, Some(fanout))
-}
-
-fn json_str(s: &str) -> String {
-    serde_json::Value::from(s).to_string()
 }
 
 /// A failure like `f` (same status word and exit code) saying `msg`.
@@ -414,18 +398,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_order_of_statuses_is_worst_first() {
-        let words: Vec<&str> = STATUS_ORDER.iter().map(|s| s.as_str()).collect();
-        assert_eq!(
-            words,
-            [
-                "deploy_failed",
-                "deploy_timeout",
-                "predict_failed",
-                "cleanup_failed",
-                "success"
-            ]
-        );
-        assert!(rank(Status::DeployFailed) < rank(Status::CleanupFailed));
+    fn the_worst_failure_speaks_for_the_step() {
+        let timeout = || Err(Failure::Timeout("t".into()));
+        let deploy = || Err(Failure::Deploy(anyhow::anyhow!("d")));
+        let cleanup = || Err(Failure::Cleanup(anyhow::anyhow!("c")));
+        let called_off = || Err(Failure::Cancelled("SIGINT"));
+        type Case = (Vec<Result<(), Failure>>, Option<&'static str>);
+        let cases: [Case; 5] = [
+            (vec![Ok(()), Ok(())], None),
+            (vec![Ok(()), cleanup(), timeout()], Some("t")),
+            (vec![cleanup(), Ok(())], Some("c")),
+            // A target called off is deploy_failed too; the one that failed
+            // on its own speaks first, in whatever order they ended.
+            (vec![called_off(), deploy(), timeout()], Some("d")),
+            (vec![timeout(), called_off()], Some("cancelled by SIGINT")),
+        ];
+        for (results, want) in cases {
+            let got = worst(results.iter()).map(|f| f.to_string());
+            assert_eq!(got.as_deref(), want, "{results:?}");
+        }
     }
 }

@@ -75,10 +75,6 @@ struct RunResult<'a, E: Serialize + ?Sized> {
 /// One target's entry in the several-target `results` output: where it
 /// is, its kind, then its outputs.
 #[derive(Serialize)]
-#[allow(
-    dead_code,
-    reason = "multi.rs builds its `results` by hand until it switches to this"
-)]
 pub(crate) struct TargetResult {
     target: String,
     kind: &'static str,
@@ -86,10 +82,6 @@ pub(crate) struct TargetResult {
     outputs: Entries,
 }
 
-#[allow(
-    dead_code,
-    reason = "multi.rs builds its `results` by hand until it switches to this"
-)]
 impl TargetResult {
     pub(crate) fn new(target: String, kind: crate::kind::Kind, outputs: &Outputs) -> Self {
         TargetResult {
@@ -101,10 +93,6 @@ impl TargetResult {
 }
 
 /// The `results` output: one compact JSON array of every target's result.
-#[allow(
-    dead_code,
-    reason = "multi.rs builds its `results` by hand until it switches to this"
-)]
 pub(crate) fn results_json(results: &[TargetResult]) -> String {
     serde_json::to_string(results).expect("plain data serializes")
 }

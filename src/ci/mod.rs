@@ -40,10 +40,6 @@ pub(crate) use detect::CiEnv;
 pub(crate) use format::format_deploy_time;
 pub(crate) use format::{format_bytes, format_utc, human_duration as human};
 pub(crate) use json::render_result;
-#[allow(
-    unused_imports,
-    reason = "multi.rs builds its `results` by hand until it switches to these"
-)]
 pub(crate) use json::{TargetResult, results_json};
 pub(crate) use outputs::OutputsFormat;
 pub(crate) use outputs::{Outputs, append_github_output, write_outputs_file};
