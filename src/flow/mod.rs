@@ -22,6 +22,7 @@ pub(crate) use crate::ci::human;
 use crate::ci::{PredictStats, Reporter, StatusEvent};
 use crate::config::Config;
 use crate::git;
+use crate::net::TRUSS_COMPAT_VERSION;
 use crate::outcome::Failure;
 
 pub(crate) use cleanup::{Serving, cleanup_created};
@@ -33,13 +34,6 @@ pub(crate) use upload::{
     validate_config,
 };
 pub(crate) use wait::{Poll, PromotionTrack, check_promotion, poll_until};
-
-/// The truss client version whose archive and wire format we reproduce; sent
-/// in `truss_user_env` so the platform treats the upload as that client's.
-/// The repository's `truss-version` file is its one definition, shared with
-/// the chain helper and `scripts/python-env`.
-pub(crate) const TRUSS_COMPAT_VERSION: &str =
-    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/truss-version")).trim_ascii();
 
 /// What the run learned, kept outside the flow so that a cancelled or
 /// failed flow still leaves what cleanup and outputs need.
