@@ -17,7 +17,7 @@ use crate::ci::{Cell, Level, Reporter};
 use crate::cli::{EnvLookup, Inputs};
 use crate::config::{self, Config, Target};
 use crate::flow::State;
-use crate::outcome::{Failure, Status};
+use crate::outcome::{CancelReason, Failure, Status};
 use crate::plan::{self, Selection};
 use crate::report::{self, Fanout, outputs_of};
 use crate::run::{self, Halt, Signals, Stop};
@@ -104,7 +104,7 @@ pub(crate) async fn run(
     let mut done = deploy_all(&planned, rep, &lookup, signals, max_parallel, fail_fast).await;
     done.sort_by_key(|d| d.index);
     let halt_signal = done.iter().find_map(|d| match &d.result {
-        Err(Failure::Cancelled(s)) if !s.starts_with("fail-fast") => Some(*s),
+        Err(Failure::Cancelled(CancelReason::Signal(s))) => Some(*s),
         _ => None,
     });
     finish(inputs, &sel, &planned, done, state, halt_signal)
@@ -203,9 +203,9 @@ async fn deploy_one(
     let h = *halt.borrow();
     if h.signals > 0 || h.fail_fast {
         let why = if h.signals > 0 {
-            h.last_signal
+            CancelReason::Signal(h.last_signal)
         } else {
-            "fail-fast (another target failed)"
+            CancelReason::FailFast
         };
         return Done {
             index: p.index,
@@ -372,7 +372,7 @@ fn finish(
         .collect();
     let n = done.len();
     let result = if let Some(sig) = halt_signal {
-        Err(Failure::Cancelled(sig))
+        Err(Failure::Cancelled(CancelReason::Signal(sig)))
     } else {
         // The worst status; among equals, a target that ran and failed on
         // its own before one that was called off.

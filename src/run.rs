@@ -9,7 +9,7 @@ use crate::cli::Cli;
 use crate::config::{self, Config, Target};
 use crate::flow::{self, Ctx, State};
 use crate::kind::Kind;
-use crate::outcome::Failure;
+use crate::outcome::{CancelReason, Failure};
 use crate::report::{self, install_panic_hook, report};
 use crate::{archive, baseten, chain, github, model, net};
 
@@ -101,9 +101,9 @@ pub(crate) enum Stop<'a> {
 
 impl Stop<'_> {
     /// Waits until the deploy must stop, and says why.
-    async fn flow(&mut self) -> &'static str {
+    async fn flow(&mut self) -> CancelReason {
         match self {
-            Stop::Process(s) => s.next().await,
+            Stop::Process(s) => CancelReason::Signal(s.next().await),
             Stop::Shared { halt, seen } => {
                 let h = match halt.wait_for(|h| h.signals > 0 || h.fail_fast).await {
                     Ok(h) => *h,
@@ -111,9 +111,9 @@ impl Stop<'_> {
                 };
                 *seen = h.signals;
                 if h.signals > 0 {
-                    h.last_signal
+                    CancelReason::Signal(h.last_signal)
                 } else {
-                    "fail-fast (another target failed)"
+                    CancelReason::FailFast
                 }
             }
         }
@@ -326,10 +326,10 @@ pub(crate) async fn execute(
     };
     let (flow, cancelled) = tokio::select! {
         r = deploying => (r, false),
-        sig = stop.flow() => {
+        why = stop.flow() => {
             rep.lock().unwrap().finish();
             state.lock().unwrap().cancelled_at = Some(Instant::now());
-            (Err(Failure::Cancelled(sig)), true)
+            (Err(Failure::Cancelled(why)), true)
         }
     };
     // Cleanup runs whatever happened, once something was created. A signal
@@ -343,7 +343,7 @@ pub(crate) async fn execute(
                 ctx.note(format!("cleanup abandoned: {sig} arrived during it"));
                 Ok(())
             } else {
-                Err(Failure::Cancelled(sig))
+                Err(Failure::Cancelled(CancelReason::Signal(sig)))
             }
         }
     };
