@@ -87,9 +87,11 @@ pub(crate) async fn deploy(
     };
     // What already carries this deployment name, so that a create whose
     // answer is lost can tell its own deployment from earlier ones.
-    let list = async |model_id: &str| ctx.api.deployment_ids(model_id, &cfg.deployment_name).await;
-    let trace =
-        std::cell::RefCell::new(Trace::take(existing.as_ref().map(|m| m.id.as_str()), &list).await);
+    let list =
+        async |api: &Api, model_id: &str| api.deployment_ids(model_id, &cfg.deployment_name).await;
+    let trace = std::cell::RefCell::new(
+        Trace::take(ctx.api, existing.as_ref().map(|m| m.id.as_str()), &list).await,
+    );
     let request = CreateRequest {
         existing_model_id: existing.as_ref().map(|m| m.id.as_str()),
         model_name: name,
@@ -113,21 +115,21 @@ pub(crate) async fn deploy(
         ),
         None => format!("whether a model {name:?} now exists in your workspace"),
     };
-    let find_model = async || {
+    let find_model = async |api: &Api| {
         let team_id = team.as_ref().map(|t| t.id.as_str());
-        let models = ctx.api.models(team_id).await?;
+        let models = api.models(team_id).await?;
         Ok(models.into_iter().find(|m| m.name == name).map(|m| m.id))
     };
     let created = flow::create_once(
         ctx,
         "the deployment",
         &check,
-        async || match ctx.api.create(&request).await {
+        async |api: &Api| match api.create(&request).await {
             // Refused, for a model that did not exist when we looked:
             // another run may have created it since (two first deploys
             // racing). If it exists now, push a version of it.
             Err(refused @ ApiError::Permanent { .. }) if request.existing_model_id.is_none() => {
-                let Ok(Some(model_id)) = find_model().await else {
+                let Ok(Some(model_id)) = find_model(api).await else {
                     return Err(refused);
                 };
                 ctx.warn(&format!(
@@ -138,18 +140,18 @@ pub(crate) async fn deploy(
                 ));
                 // What the model holds now, so that a lost answer to the
                 // version is never taken for the other run's deployment.
-                *trace.borrow_mut() = Trace::take(Some(&model_id), &list).await;
+                *trace.borrow_mut() = Trace::take(api, Some(&model_id), &list).await;
                 let version = CreateRequest {
                     existing_model_id: Some(&model_id),
                     ..request.clone()
                 };
-                ctx.api.create(&version).await
+                api.create(&version).await
             }
             r => r,
         },
-        async || {
+        async |api: &Api| {
             let trace = trace.borrow().clone();
-            let found = trace.find_new(find_model, &list).await?;
+            let found = trace.find_new(api, find_model, &list).await?;
             Ok(found.map(|(model_id, deployment_id)| Created {
                 model_id,
                 deployment_id,
@@ -247,8 +249,8 @@ async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), 
     let mut last: Option<String> = None;
     let mut warned_unknown: HashSet<String> = HashSet::new();
     let mut promo = PromotionTrack::default();
-    let result = flow::poll_until(ctx, deadline, "the deployment", async || {
-        let dep = ctx.api.deployment(model_id, deployment_id).await?;
+    let result = flow::poll_until(ctx, deadline, "the deployment", async |api: &Api| {
+        let dep = api.deployment(model_id, deployment_id).await?;
         let st = dep.status.trim().to_string();
         let class = status::classify_model(&st);
         ctx.state.lock().unwrap().last_status = Some(st.clone());
@@ -272,7 +274,7 @@ async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), 
             Readiness::Ready => match cfg.create_environment() {
                 None => Ok(Poll::Ready),
                 Some(env) => {
-                    let environment = ctx.api.environment_json(model_id, env).await;
+                    let environment = api.environment_json(model_id, env).await;
                     flow::check_promotion(ctx, &mut promo, deployment_id, env, environment)
                 }
             },
@@ -372,20 +374,20 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failur
         cancelled,
         |st| &st.model_id,
         "deployment",
-        async |owner, id| serving_environment(ctx, owner, id).await,
-        async |owner, id| ctx.api.deactivate(owner, id).await,
+        async |api: &Api, owner: &str, id: &str| serving_environment(api, owner, id).await,
+        async |api: &Api, owner: &str, id: &str| api.deactivate(owner, id).await,
     )
     .await
 }
 
 /// The environment that serves this model deployment, if any.
-async fn serving_environment(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Serving {
-    match ctx.api.deployment(model_id, deployment_id).await {
+async fn serving_environment(api: &Api, model_id: &str, deployment_id: &str) -> Serving {
+    match api.deployment(model_id, deployment_id).await {
         Ok(d) if d.is_production => return Serving::Environment("production".into()),
         Ok(_) => {}
         Err(e) => return Serving::Unknown(e.to_string()),
     }
-    match ctx.api.environments(model_id).await {
+    match api.environments(model_id).await {
         Ok(envs) => envs
             .into_iter()
             .find(|e| {

@@ -299,7 +299,7 @@ pub(crate) async fn execute(
     // minute after that (flow::smoke_test, flow::gate, flow::cleanup_created).
     let deploy_until = started + cfg.wait_timeout;
     let run_until = deploy_until + cfg.predict_timeout;
-    api.set_deadline(Some(deploy_until));
+    let api = api.until(Some(deploy_until));
     if cfg.gated_environment().is_some() {
         // A gated run says `rolled-back: false` unless a read proved a
         // rollback, whatever phase it ends in.

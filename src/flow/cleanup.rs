@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 
 use super::{Ctx, State};
-use crate::baseten::ApiError;
+use crate::baseten::{Api, ApiError};
 use crate::outcome::Failure;
 
 /// How long cleanup may take: the last part of the run's budget.
@@ -29,13 +29,14 @@ pub(crate) enum Serving {
 }
 
 /// Decides and performs cleanup. `serving` checks whether the deployment
-/// serves an environment; `deactivate` deactivates it.
+/// serves an environment; `deactivate` deactivates it; both make their
+/// requests through the handle they are given (the cleanup's budget).
 async fn cleanup_deployment(
     ctx: &Ctx<'_>,
     cancelled: bool,
     label: &str,
-    serving: impl Future<Output = Serving>,
-    deactivate: impl Future<Output = Result<(), ApiError>>,
+    serving: impl AsyncFnOnce(&Api) -> Serving,
+    deactivate: impl AsyncFnOnce(&Api) -> Result<(), ApiError>,
 ) -> Result<(), Failure> {
     let cfg = ctx.cfg;
     let gated = cfg.gated_environment().is_some();
@@ -63,14 +64,14 @@ async fn cleanup_deployment(
     if let Some(at) = ctx.state.lock().unwrap().cancelled_at {
         end = end.min(at + Duration::from_millis(CANCELLED_TAIL_MILLIS));
     }
-    ctx.api.set_deadline(Some(end));
+    let api = ctx.api.until(Some(end));
     ctx.group("Cleanup");
     // `cleanup: true` deactivates even a serving deployment, except behind
     // a gated promotion: there, what serves is what passed.
     let serving = if cfg.cleanup.explicit && !gated {
         Serving::No
     } else {
-        serving.await
+        serving(&api).await
     };
     let why = match &serving {
         Serving::No => None,
@@ -96,7 +97,7 @@ async fn cleanup_deployment(
         }
         None => {
             ctx.say(&format!("Deactivating {label}"));
-            match deactivate.await {
+            match deactivate(&api).await {
                 Ok(()) => {
                     ctx.event("", "deactivated");
                     ctx.say("Deactivated");
@@ -120,8 +121,8 @@ pub(crate) async fn cleanup_created(
     cancelled: bool,
     owner: fn(&State) -> &Option<String>,
     kind: &str,
-    serving: impl AsyncFn(&str, &str) -> Serving,
-    deactivate: impl AsyncFn(&str, &str) -> Result<(), ApiError>,
+    serving: impl AsyncFn(&Api, &str, &str) -> Serving,
+    deactivate: impl AsyncFn(&Api, &str, &str) -> Result<(), ApiError>,
 ) -> Result<(), Failure> {
     let Some((owner_id, ids)) = ctx.created_all(owner) else {
         return Ok(());
@@ -132,8 +133,8 @@ pub(crate) async fn cleanup_created(
             ctx,
             cancelled,
             &format!("{kind} {id}"),
-            serving(&owner_id, &id),
-            deactivate(&owner_id, &id),
+            async |api: &Api| serving(api, &owner_id, &id).await,
+            async |api: &Api| deactivate(api, &owner_id, &id).await,
         )
         .await;
         result = result.and(r);

@@ -22,7 +22,7 @@ use serde_json::Value;
 use super::{
     Ctx, Poll, PromotionTrack, check_promotion, deploy_error, human, poll_until, smoke_test,
 };
-use crate::baseten::{ApiError, PromoteFlags};
+use crate::baseten::{Api, ApiError, PromoteFlags};
 use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::promotion::{self, Env, Lookup, Step};
@@ -148,7 +148,8 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
     // One budget for the run: the promotion, the environment's test and
     // a rollback end by the run's end, as the deploy did by its own.
     let until = ctx.run_until;
-    ctx.api.set_deadline(Some(until));
+    let api = ctx.api.until(Some(until));
+    let ctx = &ctx.with_api(&api);
     let before = read(ctx, c.owner, c.owner_id, env)
         .await
         .map_err(|e| with_outcome(deploy_error(e), "nothing was promoted".into()))?;
@@ -219,10 +220,11 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
         ctx,
         until,
         &format!("the promotion into {env}"),
-        async || {
-            let json = ctx.api.environment_of(c.owner, c.owner_id, env).await;
+        async |api: &Api| {
+            let json = api.environment_of(c.owner, c.owner_id, env).await;
             // Real traffic breaking an objective cancels a rolling promotion.
             let seen = json.as_ref().ok();
+            let ctx = &ctx.with_api(api);
             if let Some(f) =
                 crate::evidence::watch(ctx, &mut live, c.owner, c.owner_id, env, seen).await
             {
@@ -419,7 +421,8 @@ pub(crate) async fn roll_back(
             human(until - now)
         ));
     }
-    ctx.api.set_deadline(Some(until));
+    let api = ctx.api.until(Some(until));
+    let ctx = &ctx.with_api(&api);
     ctx.say(&format!("Rolling {env} back to deployment {prev}"));
     set_phase(ctx, Phase::RollingBack);
     let (rolled_back, msg) = put_back(ctx, owner, owner_id, env, ours, prev, hurry, until).await;

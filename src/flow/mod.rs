@@ -90,6 +90,21 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The same run, its platform requests made through `api` (a handle
+    /// with this phase's deadline, from [`Api::until`]).
+    pub(crate) fn with_api<'b>(&'b self, api: &'b Api) -> Ctx<'b> {
+        Ctx {
+            cfg: self.cfg,
+            api,
+            s3_http: self.s3_http,
+            rep: Arc::clone(&self.rep),
+            state: self.state,
+            started: self.started,
+            deploy_until: self.deploy_until,
+            run_until: self.run_until,
+        }
+    }
+
     /// The owner's id and every deployment this run created, the tested
     /// one first when a gated promotion made the platform create another.
     pub(crate) fn created_all(

@@ -31,8 +31,10 @@ pub(crate) async fn smoke_test(
     ctx.state.lock().unwrap().predict_url = Some(url.to_string());
     let started = Instant::now();
     // The predict's own deadline (below) bounds it and names it in the
-    // message; the deploy budget no longer applies.
-    ctx.api.set_deadline(None);
+    // message; the deploy budget no longer applies (to the evidence after
+    // it either: it bounds its own requests).
+    let api = ctx.api.until(None);
+    let ctx = &ctx.with_api(&api);
     let call = ctx.api.invoke(
         label,
         url,
