@@ -362,7 +362,7 @@ async fn wait(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id: &str) -> Resul
                 // Ready chainlets do not mean the environment serves this
                 // chain deployment yet: wait for the promotion.
                 Some(env) => {
-                    let environment = api.chain_environment_json(chain_id, env).await;
+                    let environment = api.chain_environment(chain_id, env).await;
                     flow::check_promotion(ctx, &mut promo, chain_deployment_id, env, environment)
                 }
             },

@@ -274,7 +274,7 @@ async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), 
             Readiness::Ready => match cfg.create_environment() {
                 None => Ok(Poll::Ready),
                 Some(env) => {
-                    let environment = api.environment_json(model_id, env).await;
+                    let environment = api.model_environment(model_id, env).await;
                     flow::check_promotion(ctx, &mut promo, deployment_id, env, environment)
                 }
             },

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::{Api, ApiError};
 use crate::kind::Kind;
+use crate::promotion::Env;
 use crate::retry::Policy;
 
 /// Models and chains have environments and the same promotion endpoints,
@@ -24,27 +25,29 @@ pub(crate) struct PromoteFlags {
 }
 
 impl Api {
-    /// The environment (EnvironmentV1 or ChainEnvironmentV1) as raw JSON,
-    /// one try (the wait loops own retries).
+    /// The environment (EnvironmentV1 or ChainEnvironmentV1), typed, one
+    /// try (the wait loops own retries).
     pub(crate) async fn environment_of(
         &self,
         owner: Kind,
         owner_id: &str,
         env: &str,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Env, ApiError> {
         let url = self.environment_url(owner, owner_id, env, None);
-        self.rest_get("reading the environment", url).await
+        let v: Value = self.rest_get("reading the environment", url).await?;
+        Ok(Env::parse(&v))
     }
 
-    /// The environment, retried like every read.
+    /// The environment, typed, retried like every read.
     pub(crate) async fn read_environment(
         &self,
         owner: Kind,
         owner_id: &str,
         env: &str,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Env, ApiError> {
         let url = self.environment_url(owner, owner_id, env, None);
-        self.rest_read("reading the environment", url).await
+        let v: Value = self.rest_read("reading the environment", url).await?;
+        Ok(Env::parse(&v))
     }
 
     /// `…/{models|chains}/{id}/environments/{env}[/{action}]`.

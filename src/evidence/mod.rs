@@ -25,7 +25,7 @@ use crate::config::number;
 use crate::flow::Ctx;
 use crate::kind::Kind;
 use crate::outcome::Failure;
-use crate::promotion;
+use crate::promotion::Env;
 use cases::Case;
 use sampler::Plan;
 use verdict::Objectives;
@@ -114,16 +114,6 @@ pub(crate) fn settings(
     }))
 }
 
-/// Whether `v` says the environment promotes with a rolling deploy.
-fn is_rolling(environment: &Value) -> bool {
-    [
-        "/in_progress_promotion/rolling_deploy",
-        "/promotion_settings/rolling_deploy",
-    ]
-    .iter()
-    .any(|p| environment.pointer(p).and_then(Value::as_bool) == Some(true))
-}
-
 /// Where the sample goes: the phase, the URL, and the baseline's
 /// deployment and URL when the environment is served by another one.
 async fn target(ctx: &Ctx<'_>, url: &str) -> (&'static str, String, Option<(String, String)>) {
@@ -153,7 +143,7 @@ async fn target(ctx: &Ctx<'_>, url: &str) -> (&'static str, String, Option<(Stri
         return ("deployment", url.into(), None);
     };
     let serving = match ctx.api.read_environment(kind, &id, env).await {
-        Ok(json) => promotion::Env::parse(&json).current.filter(|d| *d != ours),
+        Ok(e) => e.current.filter(|d| *d != ours),
         Err(e) => {
             ctx.warn(&format!(
                 "no baseline: reading {env} failed ({e}); the candidate is judged on its own"
@@ -312,10 +302,10 @@ pub(crate) async fn watch(
     owner: Kind,
     owner_id: &str,
     env: &str,
-    environment: Option<&Value>,
+    environment: Option<&Env>,
 ) -> Option<Failure> {
     let s = ctx.cfg.evidence.as_ref()?;
-    if w.off || owner != Kind::Model || !environment.is_some_and(is_rolling) {
+    if w.off || owner != Kind::Model || !environment.is_some_and(Env::rolling) {
         return None;
     }
     let why = match ctx.api.environment_metrics(owner_id, env).await {
@@ -433,18 +423,5 @@ mod tests {
     fn json_gains_the_analyses_as_one_key() {
         let doc = "{\n  \"status\": \"success\",\n  \"notes\": []\n}\n".to_string();
         assert_eq!(with_json(doc.clone(), &[]), doc);
-    }
-
-    #[test]
-    fn rolling_is_read_from_the_promotion_or_the_settings() {
-        assert!(is_rolling(
-            &json!({"in_progress_promotion": {"rolling_deploy": true}})
-        ));
-        assert!(is_rolling(
-            &json!({"promotion_settings": {"rolling_deploy": true}})
-        ));
-        assert!(!is_rolling(
-            &json!({"in_progress_promotion": {"rolling_deploy": null}})
-        ));
     }
 }

@@ -131,12 +131,6 @@ fn flags(ctx: &Ctx<'_>) -> PromoteFlags {
     }
 }
 
-/// One reading of the environment, typed.
-async fn read(ctx: &Ctx<'_>, owner: Kind, owner_id: &str, env: &str) -> Result<Env, ApiError> {
-    let v = ctx.api.read_environment(owner, owner_id, env).await?;
-    Ok(Env::parse(&v))
-}
-
 async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure> {
     let cfg = ctx.cfg;
     let word = c.owner.as_str();
@@ -150,7 +144,9 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
     let until = ctx.run_until;
     let api = ctx.api.until(Some(until));
     let ctx = &ctx.with_api(&api);
-    let before = read(ctx, c.owner, c.owner_id, env)
+    let before = ctx
+        .api
+        .read_environment(c.owner, c.owner_id, env)
         .await
         .map_err(|e| with_outcome(deploy_error(e), "nothing was promoted".into()))?;
     // A new model's (or chain's) first deployment is promoted into
@@ -221,16 +217,16 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
         until,
         &format!("the promotion into {env}"),
         async |api: &Api| {
-            let json = api.environment_of(c.owner, c.owner_id, env).await;
+            let read = api.environment_of(c.owner, c.owner_id, env).await;
             // Real traffic breaking an objective cancels a rolling promotion.
-            let seen = json.as_ref().ok();
+            let seen = read.as_ref().ok();
             let ctx = &ctx.with_api(api);
             if let Some(f) =
                 crate::evidence::watch(ctx, &mut live, c.owner, c.owner_id, env, seen).await
             {
                 return Ok(Poll::Failed(f));
             }
-            check_promotion(ctx, &mut track, &promoted, env, json)
+            check_promotion(ctx, &mut track, &promoted, env, read)
         },
     )
     .await;
@@ -331,7 +327,7 @@ async fn promote_once(
                 // client's promotion in flight names both deployments).
                 // After a lost answer, the refusal may be our own first
                 // promote, applied late: looked up by identity once more.
-                let now = read(ctx, owner, owner_id, env).await;
+                let now = ctx.api.read_environment(owner, owner_id, env).await;
                 if lost_before
                     && let Ok(n) = &now
                     && promotion::lookup(n, target, before) == Lookup::Applied
@@ -352,7 +348,7 @@ async fn promote_once(
         ctx.say(&format!(
             "the promote request got no usable answer ({e}); looking at {env}"
         ));
-        let now = read(ctx, owner, owner_id, env).await.map_err(|r| {
+        let now = ctx.api.read_environment(owner, owner_id, env).await.map_err(|r| {
             with_outcome(
                 deploy_error(r),
                 format!(
@@ -376,7 +372,9 @@ async fn promote_once(
             }
         }
     }
-    let now = read(ctx, owner, owner_id, env)
+    let now = ctx
+        .api
+        .read_environment(owner, owner_id, env)
         .await
         .map(|n| n.describe(env))
         .unwrap_or_else(|_| format!("{env} could not be read"));
@@ -471,7 +469,7 @@ async fn put_back(
     let (mut cancels, mut promotes) = (0u32, 0u32);
     let mut last: Option<Env> = None;
     loop {
-        let e = match read(ctx, owner, owner_id, env).await {
+        let e = match ctx.api.read_environment(owner, owner_id, env).await {
             Ok(e) => e,
             Err(err) => {
                 if let (Some(l), true) = (&last, Instant::now() >= until) {
@@ -567,7 +565,7 @@ async fn put_back(
                     Err(ApiError::Permanent { .. }) => {
                         // Read again: only a candidate that is still ours
                         // is ended.
-                        let again = read(ctx, owner, owner_id, env).await;
+                        let again = ctx.api.read_environment(owner, owner_id, env).await;
                         if again.is_ok_and(|a| a.candidate.as_deref() == Some(ours)) {
                             end_chain_candidate(ctx, owner_id, env, ours).await;
                         }

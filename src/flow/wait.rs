@@ -4,7 +4,6 @@
 use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
-use serde_json::Value;
 
 use super::{Ctx, human};
 use crate::baseten::{Api, ApiError};
@@ -142,16 +141,15 @@ impl PromotionTrack {
 
 /// Our deployment (a model deployment or a chain deployment) is ready; is
 /// it the one serving the environment yet? `environment` is the
-/// environment's answer (EnvironmentV1 or ChainEnvironmentV1).
+/// environment's reading (EnvironmentV1 or ChainEnvironmentV1).
 pub(crate) fn check_promotion(
     ctx: &Ctx<'_>,
     track: &mut PromotionTrack,
     deployment_id: &str,
     env: &str,
-    environment: Result<Value, ApiError>,
+    environment: Result<promotion::Env, ApiError>,
 ) -> Result<Poll, ApiError> {
-    let json = environment?;
-    let parsed = promotion::Env::parse(&json);
+    let parsed = environment?;
     let view = match &track.gate {
         Some(g) => promotion::read_gated(&parsed, deployment_id, g.previous.as_deref()),
         None => promotion::read_env(&parsed, deployment_id),
