@@ -11,7 +11,9 @@ use std::path::Path;
 use anyhow::{Context, anyhow};
 use serde_json::Value;
 
-use crate::baseten::{Api, ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest, Team};
+use crate::baseten::{
+    Api, ApiError, ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest, Team,
+};
 use crate::flow::{
     self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
 };
@@ -384,7 +386,13 @@ async fn wait(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id: &str) -> Resul
 
 /// The environment a chain deployment serves, if the platform says so.
 async fn serving_environment(api: &Api, chain_id: &str, chain_deployment_id: &str) -> Serving {
-    match api.chain_deployment(chain_id, chain_deployment_id).await {
+    chain_serving(api.chain_deployment(chain_id, chain_deployment_id).await)
+}
+
+/// A chain deployment's answer names the environment it serves; a failed
+/// read counts as serving.
+fn chain_serving(answer: Result<Value, ApiError>) -> Serving {
+    match answer {
         Ok(v) => match v["environment"].as_str().filter(|s| !s.is_empty()) {
             Some(env) => Serving::Environment(env.to_string()),
             None => Serving::No,
@@ -410,6 +418,27 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failur
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn what_serves_a_chain_deployment() {
+        let cases = [
+            (
+                Ok(json!({"environment": "production"})),
+                Serving::Environment("production".into()),
+            ),
+            (Ok(json!({"environment": ""})), Serving::No),
+            (Ok(json!({"environment": null})), Serving::No),
+            (Ok(json!({})), Serving::No),
+            (
+                Err(ApiError::permanent("gone".into())),
+                Serving::Unknown("gone".into()),
+            ),
+        ];
+        for (answer, want) in cases {
+            assert_eq!(chain_serving(answer), want);
+        }
+    }
 
     fn cl(name: &str, status: &str) -> ChainletStatus {
         ChainletStatus {

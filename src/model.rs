@@ -12,7 +12,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::baseten::{
-    Api, ApiError, CreateRequest, Created, LogLine, OrderedObject, now_epoch_millis,
+    Api, ApiError, CreateRequest, Created, Environment, LogLine, OrderedObject, now_epoch_millis,
 };
 use crate::config::RAW_CONFIG_MAX_BYTES;
 use crate::flow::{
@@ -380,14 +380,30 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failur
     .await
 }
 
-/// The environment that serves this model deployment, if any.
+/// The environment that serves this model deployment, if any: the
+/// deployment's own production flag first, then the environments' list.
 async fn serving_environment(api: &Api, model_id: &str, deployment_id: &str) -> Serving {
-    match api.deployment(model_id, deployment_id).await {
-        Ok(d) if d.is_production => return Serving::Environment("production".into()),
-        Ok(_) => {}
-        Err(e) => return Serving::Unknown(e.to_string()),
+    let flag = api.deployment(model_id, deployment_id).await;
+    if let Some(known) = serving_by_flag(flag.as_ref().map(|d| d.is_production)) {
+        return known;
     }
-    match api.environments(model_id).await {
+    serving_by_list(api.environments(model_id).await, deployment_id)
+}
+
+/// What the deployment's record settles: production serves, a failed read
+/// counts as serving; `None` when the environments must be asked.
+fn serving_by_flag(is_production: Result<bool, &ApiError>) -> Option<Serving> {
+    match is_production {
+        Ok(true) => Some(Serving::Environment("production".into())),
+        Ok(false) => None,
+        Err(e) => Some(Serving::Unknown(e.to_string())),
+    }
+}
+
+/// The environment whose current deployment is `deployment_id`. Older
+/// APIs without the list answer 4xx: the production flag decided.
+fn serving_by_list(list: Result<Vec<Environment>, ApiError>, deployment_id: &str) -> Serving {
+    match list {
         Ok(envs) => envs
             .into_iter()
             .find(|e| {
@@ -396,8 +412,6 @@ async fn serving_environment(api: &Api, model_id: &str, deployment_id: &str) -> 
                     .is_some_and(|d| d.id == deployment_id)
             })
             .map_or(Serving::No, |e| Serving::Environment(e.name)),
-        // Older APIs without the list answer 4xx: the production flag above
-        // decided.
         Err(e) if e.permanent_status().is_some() => Serving::No,
         Err(e) => Serving::Unknown(e.to_string()),
     }
@@ -412,6 +426,46 @@ mod tests {
             timestamp: ns.to_string(),
             message: msg.into(),
             replica: None,
+        }
+    }
+
+    #[test]
+    fn what_serves_a_model_deployment() {
+        let refused = ApiError::Permanent {
+            status: Some(404),
+            message: "no list here".into(),
+        };
+        let lost = || ApiError::Ambiguous {
+            message: "reset".into(),
+        };
+        let flag_cases = [
+            (Ok(true), Some(Serving::Environment("production".into()))),
+            (Ok(false), None),
+            (Err(&lost()), Some(Serving::Unknown(lost().to_string()))),
+        ];
+        for (flag, want) in flag_cases {
+            assert_eq!(serving_by_flag(flag), want);
+        }
+        let env = |name: &str, current: Option<&str>| -> Environment {
+            let current = current.map(|id| serde_json::json!({"id": id, "status": "ACTIVE"}));
+            serde_json::from_value(serde_json::json!({"name": name, "current_deployment": current}))
+                .unwrap()
+        };
+        let list_cases = [
+            (
+                Ok(vec![
+                    env("staging", Some("other")),
+                    env("canary", Some("d1")),
+                ]),
+                Serving::Environment("canary".into()),
+            ),
+            (Ok(vec![env("staging", None)]), Serving::No),
+            (Ok(vec![]), Serving::No),
+            (Err(refused), Serving::No),
+            (Err(lost()), Serving::Unknown(lost().to_string())),
+        ];
+        for (list, want) in list_cases {
+            assert_eq!(serving_by_list(list, "d1"), want);
         }
     }
 
