@@ -14,7 +14,7 @@
 //! `promotion::lookup` and `promotion::rollback_step`; this module performs
 //! them.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::anyhow;
 use serde_json::Value;
@@ -25,19 +25,15 @@ use super::{
 use crate::baseten::{Api, ApiError, PromoteFlags};
 use crate::kind::Kind;
 use crate::outcome::Failure;
-use crate::promotion::{self, Env, Lookup, Step};
+use crate::promotion::{self, Env, Lookup};
+
+mod rules;
+
+use rules::{Ending, Move, OnSignal, Sent, Start};
 
 /// How often a promote whose answer was lost, and which the environment
 /// shows no trace of, is sent again.
 const PROMOTE_ROUNDS: u32 = 3;
-/// A rollback started by a signal gets this long (the runner kills the
-/// job 7.5 s after its first signal; cleanup needs the rest).
-const CANCELLED_ROLLBACK_SECS: u64 = 3;
-/// A rollback started when the run's budget is (nearly) spent still gets
-/// this long, taken from the cleanup's minute.
-const ROLLBACK_FLOOR_SECS: u64 = 10;
-/// Each kind of rollback request is sent at most this often.
-const ROLLBACK_SENDS_MAX: u32 = 3;
 
 /// Where the gate stands, for cleanup and a cancellation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,16 +148,16 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
     // A new model's (or chain's) first deployment is promoted into
     // production by the platform itself: there is nothing to gate or to
     // roll back to.
-    let already = [&before.current, &before.candidate]
-        .into_iter()
-        .any(|d| d.as_deref() == Some(c.tested));
-    if before.candidate.as_deref().is_some_and(|d| d != c.tested) {
-        return Err(Failure::Deploy(anyhow!(
-            "{}: another promotion is in progress, so nothing was promoted; wait for it to finish (or cancel it), then run again",
-            before.describe(env)
-        )));
-    }
-    let previous = before.current.clone().filter(|d| d != c.tested);
+    let (already, previous) = match rules::start(&before, c.tested) {
+        Start::Busy => {
+            return Err(Failure::Deploy(anyhow!(
+                "{}: another promotion is in progress, so nothing was promoted; wait for it to finish (or cancel it), then run again",
+                before.describe(env)
+            )));
+        }
+        Start::Already { previous } => (true, previous),
+        Start::Promote { previous } => (false, previous),
+    };
     {
         let mut st = ctx.state.lock().unwrap();
         st.previous_deployment_id = previous.clone();
@@ -317,21 +313,14 @@ async fn promote_once(
             .await
         {
             Ok(id) => return Ok(id),
-            Err(
-                e @ (ApiError::Ambiguous { .. }
-                | ApiError::Transient { .. }
-                | ApiError::NotSent { .. }),
-            ) => e,
+            Err(e) if rules::answer_lost(&e) => e,
             Err(e) => {
                 // Refused: say what the environment shows (another
                 // client's promotion in flight names both deployments).
                 // After a lost answer, the refusal may be our own first
                 // promote, applied late: looked up by identity once more.
                 let now = ctx.api.read_environment(owner, owner_id, env).await;
-                if lost_before
-                    && let Ok(n) = &now
-                    && promotion::lookup(n, target, before) == Lookup::Applied
-                {
+                if rules::refusal_is_ours(lost_before, now.as_ref().ok(), target, before) {
                     ctx.say(&format!(
                         "the promotion did start: {env} is taking {target}"
                     ));
@@ -406,14 +395,9 @@ pub(crate) async fn roll_back(
         return msg;
     };
     let now = Instant::now();
-    let until = if hurry {
-        let signalled = ctx.state.lock().unwrap().cancelled_at.unwrap_or(now);
-        signalled + Duration::from_secs(CANCELLED_ROLLBACK_SECS)
-    } else {
-        ctx.run_until
-            .max(now + Duration::from_secs(ROLLBACK_FLOOR_SECS))
-    };
-    if until > ctx.run_until && !hurry {
+    let cancelled_at = ctx.state.lock().unwrap().cancelled_at;
+    let (until, past_budget) = rules::rollback_until(now, hurry, cancelled_at, ctx.run_until);
+    if past_budget {
         ctx.say(&format!(
             "the run's budget is spent: the rollback gets {} more",
             human(until - now)
@@ -423,7 +407,8 @@ pub(crate) async fn roll_back(
     let ctx = &ctx.with_api(&api);
     ctx.say(&format!("Rolling {env} back to deployment {prev}"));
     set_phase(ctx, Phase::RollingBack);
-    let (rolled_back, msg) = put_back(ctx, owner, owner_id, env, ours, prev, hurry, until).await;
+    let ending = put_back(ctx, owner, owner_id, env, ours, prev, hurry, until).await;
+    let (rolled_back, msg) = (ending.rolled_back(), ending.text(env, prev, hurry));
     set_phase(ctx, Phase::Settled);
     ctx.state.lock().unwrap().rolled_back = Some(rolled_back);
     ctx.promotion_event("", &msg);
@@ -435,6 +420,8 @@ pub(crate) async fn roll_back(
     msg
 }
 
+/// The rollback's loop: read, decide ([`promotion::rollback_step`], then
+/// [`rules::next_move`]), perform, until an ending.
 #[allow(
     clippy::too_many_arguments,
     reason = "the rollback's plain values; a struct would only rename them"
@@ -448,7 +435,7 @@ async fn put_back(
     prev: &str,
     hurry: bool,
     until: Instant,
-) -> (bool, String) {
+) -> Ending {
     let chain = owner == Kind::Chain;
     // The id our promote of `prev` answered (a platform copy of it), kept
     // in the gate's state so that a rollback resumed after a signal knows it.
@@ -460,77 +447,29 @@ async fn put_back(
             g.is_none_or(|g| g.promoted.is_some()),
         )
     };
-    let remember = |id: &str| {
+    let remember = |back: &mut Option<String>, id: String| {
         if let Some(g) = ctx.state.lock().unwrap().gate.as_mut() {
-            g.back = Some(id.to_string());
+            g.back = Some(id.clone());
         }
+        *back = Some(id);
     };
-    let mut acted = false;
-    let (mut cancels, mut promotes) = (0u32, 0u32);
+    let mut sent = Sent::default();
     let mut last: Option<Env> = None;
     loop {
         let e = match ctx.api.read_environment(owner, owner_id, env).await {
             Ok(e) => e,
             Err(err) => {
-                if let (Some(l), true) = (&last, Instant::now() >= until) {
-                    return (false, unfinished(&l.describe(env), env, hurry));
-                }
-                let seen = last
-                    .map(|l| format!(" (last read: {})", l.describe(env)))
-                    .unwrap_or_default();
-                return (
-                    false,
-                    format!(
-                        "the rollback could not read {env} ({err}){seen}: whether {prev} serves again is unknown; check {env} in the Baseten UI and promote {prev} if it does not"
-                    ),
-                );
+                let out_of_time = Instant::now() >= until;
+                return rules::unread(err.to_string(), last.as_ref(), env, out_of_time);
             }
         };
         let step = promotion::rollback_step(&e, ours, prev, back.as_deref(), hurry, chain);
-        match step {
-            Step::Done => {
-                let serving = e.current.clone().unwrap_or_default();
-                return if !acted {
-                    (
-                        false,
-                        format!("traffic stays on the previous deployment {prev}"),
-                    )
-                } else if serving == prev {
-                    (
-                        true,
-                        format!("rolled back: traffic is back on the previous deployment {prev}"),
-                    )
-                } else {
-                    (
-                        true,
-                        format!(
-                            "rolled back: traffic is back on the previous deployment {prev} (the platform re-created it as {serving})"
-                        ),
-                    )
-                };
-            }
-            Step::Displaced { by } if !ours_known => {
-                return (
-                    false,
-                    format!(
-                        "not rolled back: {}; the promote's answer never came, so deployment {by} cannot be confirmed as this run's (the platform may have copied ours, or another client promoted it): it is left as it is — check {env} in the Baseten UI",
-                        e.describe(env)
-                    ),
-                );
-            }
-            Step::Displaced { by } => {
-                return (
-                    false,
-                    format!(
-                        "not rolled back: another client moved {env} meanwhile ({}); deployment {by} was not created by this run, so the rollback does not fight it",
-                        e.describe(env)
-                    ),
-                );
-            }
-            Step::Wait => {}
-            Step::Cancel { force } if cancels < ROLLBACK_SENDS_MAX => {
-                cancels += 1;
-                acted = true;
+        let next = rules::next_move(step, &e, env, prev, sent, ours_known);
+        sent.count(&next);
+        match next {
+            Move::End(ending) => return ending,
+            Move::Wait => {}
+            Move::Cancel { force } => {
                 let how = if force {
                     "Force-cancelling the rolling promotion"
                 } else {
@@ -546,9 +485,7 @@ async fn put_back(
                 }
                 continue;
             }
-            Step::ChainInterrupt if promotes < ROLLBACK_SENDS_MAX => {
-                promotes += 1;
-                acted = true;
+            Move::ChainInterrupt => {
                 // Chains have no cancel: promote the previous deployment;
                 // while one promotion is in flight the platform refuses a
                 // second, and then ending ours is the way back.
@@ -558,10 +495,7 @@ async fn put_back(
                     .promote(owner, owner_id, env, prev, flags(ctx))
                     .await
                 {
-                    Ok(id) => {
-                        remember(&id);
-                        back = Some(id);
-                    }
+                    Ok(id) => remember(&mut back, id),
                     Err(ApiError::Permanent { .. }) => {
                         // Read again: only a candidate that is still ours
                         // is ended.
@@ -576,48 +510,32 @@ async fn put_back(
                 }
                 continue;
             }
-            Step::ChainEndOurs if promotes < ROLLBACK_SENDS_MAX => {
-                promotes += 1;
-                acted = true;
+            Move::ChainEndOurs => {
                 end_chain_candidate(ctx, owner_id, env, ours).await;
                 continue;
             }
-            Step::PromoteBack if promotes < ROLLBACK_SENDS_MAX => {
-                promotes += 1;
-                acted = true;
+            Move::PromoteBack => {
                 if let Err(msg) = reactivate(ctx, owner, owner_id, prev).await {
-                    return (false, format!("{msg}; {}", e.describe(env)));
+                    let why = format!("{msg}; {}", e.describe(env));
+                    return Ending::Failed { why };
                 }
                 ctx.promotion_event("", &format!("promote {prev} back into {env}"));
                 match promote_once(ctx, owner, owner_id, env, prev, e.current.as_deref()).await {
-                    Ok(id) => {
-                        remember(&id);
-                        back = Some(id);
-                    }
+                    Ok(id) => remember(&mut back, id),
                     Err(f) => {
-                        return (
-                            false,
-                            format!(
-                                "the rollback failed ({f}): promote {prev} again in the Baseten UI"
-                            ),
+                        let why = format!(
+                            "the rollback failed ({f}): promote {prev} again in the Baseten UI"
                         );
+                        return Ending::Failed { why };
                     }
                 }
                 continue;
-            }
-            Step::Cancel { .. } | Step::ChainInterrupt | Step::ChainEndOurs | Step::PromoteBack => {
-                return (
-                    false,
-                    format!(
-                        "the rollback was tried {ROLLBACK_SENDS_MAX} times and {}: promote {prev} again in the Baseten UI",
-                        e.describe(env)
-                    ),
-                );
             }
         }
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return (false, unfinished(&e.describe(env), env, hurry));
+            let seen = e.describe(env);
+            return Ending::Unfinished { seen };
         }
         if let Some(line) = e.flight.as_ref().map(|f| match f.percent {
             Some(p) => format!("rollback: {}, {p:.0}% of traffic on {ours}", f.status),
@@ -644,18 +562,6 @@ async fn end_chain_candidate(ctx: &Ctx<'_>, chain_id: &str, env: &str, ours: &st
             "deactivating {ours} failed ({err}); reading {env}"
         ));
     }
-}
-
-/// A rollback out of time, with the last read.
-fn unfinished(seen: &str, env: &str, hurry: bool) -> String {
-    let budget = if hurry {
-        "the seconds a cancelled run has"
-    } else {
-        "the run's budget"
-    };
-    format!(
-        "the rollback did not finish within {budget}: {seen}; the platform may still finish it — check {env} in the Baseten UI"
-    )
 }
 
 /// A deployment the environment's cleanup strategy deactivated cannot be
@@ -695,18 +601,17 @@ async fn reactivate(ctx: &Ctx<'_>, owner: Kind, owner_id: &str, prev: &str) -> R
 pub(crate) async fn cleanup_gated(ctx: &Ctx<'_>, cancelled: bool) {
     let gate = ctx.state.lock().unwrap().gate.clone();
     let Some(g) = gate else { return };
-    if !cancelled || g.phase == Phase::Settled {
-        return;
-    }
-    let Some(prev) = g.previous.clone() else {
-        ctx.note(format!(
+    match rules::on_signal(Some(&g), cancelled) {
+        OnSignal::Nothing => {}
+        OnSignal::LeaveFirst => ctx.note(format!(
             "cancelled during the promotion into {}: it is the environment's first deployment, left as it is",
             g.env
-        ));
-        return;
-    };
-    let ours = g.promoted.clone().unwrap_or_else(|| g.tested.clone());
-    let outcome = roll_back(ctx, g.owner, &g.owner_id, &g.env, &ours, Some(&prev), true).await;
-    let msg = format!("cancelled during the promotion into {}: {outcome}", g.env);
-    ctx.note(msg);
+        )),
+        OnSignal::RollBack { ours, prev } => {
+            let outcome =
+                roll_back(ctx, g.owner, &g.owner_id, &g.env, &ours, Some(&prev), true).await;
+            let msg = format!("cancelled during the promotion into {}: {outcome}", g.env);
+            ctx.note(msg);
+        }
+    }
 }
