@@ -217,8 +217,9 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
             // Real traffic breaking an objective cancels a rolling promotion.
             let seen = read.as_ref().ok();
             let ctx = &ctx.with_api(api);
-            if let Some(f) =
-                crate::evidence::watch(ctx, &mut live, c.owner, c.owner_id, env, seen).await
+            if let Some(run) = ctx.evidence()
+                && let Some(f) =
+                    crate::evidence::watch(&run, &mut live, c.owner, c.owner_id, env, seen).await
             {
                 return Ok(Poll::Failed(f));
             }

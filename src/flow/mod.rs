@@ -21,9 +21,10 @@ use crate::baseten::{Api, ApiError, Named, Team, python_json};
 pub(crate) use crate::ci::human;
 use crate::ci::{PredictStats, Reporter, StatusEvent};
 use crate::config::Config;
-use crate::git;
+use crate::kind::Kind;
 use crate::net::TRUSS_COMPAT_VERSION;
 use crate::outcome::Failure;
+use crate::{evidence, git};
 
 pub(crate) use cleanup::{Serving, cleanup_created};
 pub(crate) use create::{Trace, create_once};
@@ -166,6 +167,20 @@ impl Ctx<'_> {
         self.state.lock().unwrap().notes.push(note);
     }
 
+    /// What the evidence hooks need of this run (this context's platform
+    /// handle, so the phase's budget), when there are evidence inputs.
+    pub(crate) fn evidence(&self) -> Option<evidence::Run<'_>> {
+        Some(evidence::Run {
+            settings: self.cfg.evidence.as_ref()?,
+            api: self.api,
+            endpoints: &self.cfg.endpoints,
+            environment: self.cfg.environment.as_deref(),
+            gated: self.cfg.gated_environment().is_some(),
+            predict_timeout: self.cfg.predict_timeout,
+            log: self,
+        })
+    }
+
     /// Records the ready moment and says it.
     pub(crate) fn ready(&self) {
         let after = self.started.elapsed();
@@ -259,6 +274,47 @@ pub(crate) fn existing(ctx: &Ctx<'_>, kind: &str, name: &str, listed: Vec<Named>
         None => ctx.say(&format!("{kind} {name:?} is new: creating it")),
     }
     found
+}
+
+impl evidence::Journal for Ctx<'_> {
+    fn position(&self) -> evidence::Position {
+        let st = self.state.lock().unwrap();
+        let owner = match (&st.model_id, &st.chain_id) {
+            (Some(m), _) => Some((Kind::Model, m.clone())),
+            (None, Some(c)) => Some((Kind::Chain, c.clone())),
+            _ => None,
+        };
+        evidence::Position {
+            owner,
+            deployment_id: st.deployment_id.clone(),
+            environment_url: st.environment_url.clone(),
+        }
+    }
+
+    fn analyses(
+        &self,
+        change: &mut dyn FnMut(&mut Vec<evidence::Analysis>),
+    ) -> Vec<evidence::Analysis> {
+        let mut st = self.state.lock().unwrap();
+        change(&mut st.evidence);
+        st.evidence.clone()
+    }
+
+    fn say(&self, msg: &str) {
+        Ctx::say(self, msg);
+    }
+
+    fn warn(&self, msg: &str) {
+        Ctx::warn(self, msg);
+    }
+
+    fn notice(&self, msg: &str) {
+        Ctx::notice(self, msg);
+    }
+
+    fn note(&self, msg: String) {
+        Ctx::note(self, msg);
+    }
 }
 
 /// A platform error that ends the deploy; one cut short by the run's
