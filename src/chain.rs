@@ -282,33 +282,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
     waited?;
     ctx.ready();
 
-    let Some(payload) = &cfg.predict_payload else {
-        ctx.say("No predict payload configured, skipping predict check");
-        return Ok(());
-    };
-    ctx.group("Predict (run_remote)");
-    // A gated promotion tests the deployment itself first.
-    let regional = cfg
-        .create_environment()
-        .filter(|_| cfg.regional_environment);
-    let url = cfg
-        .endpoints
-        .chain_run_remote(chain_id, chain_deployment_id, regional);
-    let r = flow::smoke_test(ctx, "run_remote", &url, payload, false).await;
-    ctx.end_group();
-    r?;
-    if cfg.gated_environment().is_some() {
-        let candidate = flow::Candidate {
-            owner: Kind::Chain,
-            owner_id: chain_id,
-            tested: chain_deployment_id,
-            endpoint: "run_remote",
-            payload,
-            streaming: false,
-        };
-        flow::promote_after_predict(ctx, &candidate).await?;
-    }
-    Ok(())
+    flow::test_and_promote(ctx, Kind::Chain, chain_id, chain_deployment_id).await
 }
 
 /// Polls the chain deployment until every chainlet is ready, one failed,
@@ -409,8 +383,8 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failur
         cancelled,
         |st| &st.chain_id,
         "chain deployment",
-        async |api: &Api, owner: &str, id: &str| serving_environment(api, owner, id).await,
-        async |api: &Api, owner: &str, id: &str| api.deactivate_chain(owner, id).await,
+        serving_environment,
+        Api::deactivate_chain,
     )
     .await
 }

@@ -198,37 +198,7 @@ pub(crate) async fn deploy(
     waited?;
     ctx.ready();
 
-    let Some(payload) = &cfg.predict_payload else {
-        ctx.say("No predict payload configured, skipping predict check");
-        return Ok(());
-    };
-    ctx.group("Predict");
-    // A gated promotion tests the deployment itself first.
-    let regional = cfg
-        .create_environment()
-        .filter(|_| cfg.regional_environment);
-    let url = cfg
-        .endpoints
-        .model_predict(&created.model_id, &created.deployment_id, regional);
-    let streaming = payload
-        .get("stream")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let r = flow::smoke_test(ctx, "predict", &url, payload, streaming).await;
-    ctx.end_group();
-    r?;
-    if cfg.gated_environment().is_some() {
-        let candidate = flow::Candidate {
-            owner: Kind::Model,
-            owner_id: &created.model_id,
-            tested: &created.deployment_id,
-            endpoint: "predict",
-            payload,
-            streaming,
-        };
-        flow::promote_after_predict(ctx, &candidate).await?;
-    }
-    Ok(())
+    flow::test_and_promote(ctx, Kind::Model, &created.model_id, &created.deployment_id).await
 }
 
 /// Polls the model deployment's status until it is ready (and, with an
@@ -274,7 +244,7 @@ async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), 
             Readiness::Ready => match cfg.create_environment() {
                 None => Ok(Poll::Ready),
                 Some(env) => {
-                    let environment = api.model_environment(model_id, env).await;
+                    let environment = api.environment_of(Kind::Model, model_id, env).await;
                     flow::check_promotion(ctx, &mut promo, deployment_id, env, environment)
                 }
             },
@@ -374,8 +344,8 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failur
         cancelled,
         |st| &st.model_id,
         "deployment",
-        async |api: &Api, owner: &str, id: &str| serving_environment(api, owner, id).await,
-        async |api: &Api, owner: &str, id: &str| api.deactivate(owner, id).await,
+        serving_environment,
+        Api::deactivate,
     )
     .await
 }

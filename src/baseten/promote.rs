@@ -33,9 +33,19 @@ impl Api {
         owner_id: &str,
         env: &str,
     ) -> Result<Env, ApiError> {
-        let url = self.environment_url(owner, owner_id, env, None);
-        let v: Value = self.rest_get("reading the environment", url).await?;
-        Ok(Env::parse(&v))
+        self.environment(owner, owner_id, env, "reading the environment", false)
+            .await
+    }
+
+    /// A chain's environment, as [`Api::environment_of`] reads it.
+    pub(crate) async fn chain_environment(
+        &self,
+        chain_id: &str,
+        env: &str,
+    ) -> Result<Env, ApiError> {
+        let what = "reading the chain environment";
+        self.environment(Kind::Chain, chain_id, env, what, false)
+            .await
     }
 
     /// The environment, typed, retried like every read.
@@ -45,8 +55,26 @@ impl Api {
         owner_id: &str,
         env: &str,
     ) -> Result<Env, ApiError> {
+        self.environment(owner, owner_id, env, "reading the environment", true)
+            .await
+    }
+
+    /// Reads and types the environment: once, or `retried` under the read
+    /// policy. The field names are `Env::parse`'s alone.
+    async fn environment(
+        &self,
+        owner: Kind,
+        owner_id: &str,
+        env: &str,
+        what: &str,
+        retried: bool,
+    ) -> Result<Env, ApiError> {
         let url = self.environment_url(owner, owner_id, env, None);
-        let v: Value = self.rest_read("reading the environment", url).await?;
+        let v: Value = if retried {
+            self.rest_read(what, url).await?
+        } else {
+            self.rest_get(what, url).await?
+        };
         Ok(Env::parse(&v))
     }
 

@@ -7,7 +7,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Api, ApiError};
-use crate::promotion::Env;
 use crate::retry::Policy;
 
 /// The secrets check waits this long for its answer: it only informs, and
@@ -128,20 +127,6 @@ impl Api {
         Ok(list.into_iter().map(|s| s.name).collect())
     }
 
-    /// A model's environment (EnvironmentV1), typed: the type keeps an
-    /// absent field (older API) apart from a null one.
-    pub(crate) async fn model_environment(
-        &self,
-        model_id: &str,
-        env: &str,
-    ) -> Result<Env, ApiError> {
-        let url = self
-            .endpoints
-            .rest(&["models", model_id, "environments", env]);
-        let v: Value = self.rest_get("reading the environment", url).await?;
-        Ok(Env::parse(&v))
-    }
-
     pub(crate) async fn environments(&self, model_id: &str) -> Result<Vec<Environment>, ApiError> {
         #[derive(Deserialize)]
         struct List {
@@ -226,18 +211,5 @@ impl Api {
             .endpoints
             .rest(&["chains", chain_id, "deployments", chain_deployment_id]);
         self.rest_get("reading the chain deployment", url).await
-    }
-
-    /// A chain's environment (ChainEnvironmentV1), typed.
-    pub(crate) async fn chain_environment(
-        &self,
-        chain_id: &str,
-        env: &str,
-    ) -> Result<Env, ApiError> {
-        let url = self
-            .endpoints
-            .rest(&["chains", chain_id, "environments", env]);
-        let v: Value = self.rest_get("reading the chain environment", url).await?;
-        Ok(Env::parse(&v))
     }
 }
