@@ -1,8 +1,11 @@
 //! The deploy core that models and chains share: the run's context and
 //! state, team resolution, the config as sent, validate/package/upload
-//! (`upload`), the one wait loop and promotion tracking (`wait`), the smoke
-//! test (`smoke`) and the cleanup decision (`cleanup`). `model` and `chain`
-//! tell their own story with these steps and never use each other.
+//! (`upload`), creating exactly once (`create`), the one wait loop and
+//! promotion tracking (`wait`), the smoke test and what follows it
+//! (`smoke`), the cleanup decision (`cleanup`) and the gated promotion
+//! (`gate`). `model` and `chain` tell their own story with these steps and
+//! never use each other. Each phase makes its platform requests through
+//! its own `Api` handle (`Api::until`), so its budget is its own.
 
 mod cleanup;
 mod create;
