@@ -11,7 +11,9 @@ use std::path::Path;
 use anyhow::{Context, anyhow};
 use serde_json::Value;
 
-use crate::baseten::{ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest, Team};
+use crate::baseten::{
+    Api, ApiError, ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest, Team,
+};
 use crate::flow::{
     self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
 };
@@ -206,8 +208,8 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         .expect("the manifest has an entrypoint");
     // The chain's deployments before this one, so that a create whose answer
     // is lost can tell its own deployment from earlier ones.
-    let list = async |chain_id: &str| ctx.api.chain_deployment_ids(chain_id).await;
-    let trace = Trace::take(existing.as_ref().map(|c| c.id.as_str()), &list).await;
+    let list = async |api: &Api, chain_id: &str| api.chain_deployment_ids(chain_id).await;
+    let trace = Trace::take(ctx.api, existing.as_ref().map(|c| c.id.as_str()), &list).await;
     let request = DeployChainRequest {
         existing_chain_id: existing.as_ref().map(|c| c.id.as_str()),
         chain_name: &name,
@@ -229,14 +231,14 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         ctx,
         "the chain deployment",
         &check,
-        async || ctx.api.deploy_chain_atomic(&request, &user_env).await,
-        async || {
-            let find_chain = async || {
+        async |api: &Api| api.deploy_chain_atomic(&request, &user_env).await,
+        async |api: &Api| {
+            let find_chain = async |api: &Api| {
                 let team_id = team.as_ref().map(|t| t.id.as_str());
-                let chains = ctx.api.chains(team_id).await?;
+                let chains = api.chains(team_id).await?;
                 Ok(chains.into_iter().find(|c| c.name == name).map(|c| c.id))
             };
-            let found = trace.find_new(find_chain, &list).await?;
+            let found = trace.find_new(api, find_chain, &list).await?;
             Ok(found.map(|(chain_id, chain_deployment_id)| ChainDeployed {
                 chain_id,
                 chain_deployment_id,
@@ -280,33 +282,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
     waited?;
     ctx.ready();
 
-    let Some(payload) = &cfg.predict_payload else {
-        ctx.say("No predict payload configured, skipping predict check");
-        return Ok(());
-    };
-    ctx.group("Predict (run_remote)");
-    // A gated promotion tests the deployment itself first.
-    let regional = cfg
-        .create_environment()
-        .filter(|_| cfg.regional_environment);
-    let url = cfg
-        .endpoints
-        .chain_run_remote(chain_id, chain_deployment_id, regional);
-    let r = flow::smoke_test(ctx, "run_remote", &url, payload, false).await;
-    ctx.end_group();
-    r?;
-    if cfg.gated_environment().is_some() {
-        let candidate = flow::Candidate {
-            owner: Kind::Chain,
-            owner_id: chain_id,
-            tested: chain_deployment_id,
-            endpoint: "run_remote",
-            payload,
-            streaming: false,
-        };
-        flow::promote_after_predict(ctx, &candidate).await?;
-    }
-    Ok(())
+    flow::test_and_promote(ctx, Kind::Chain, chain_id, chain_deployment_id).await
 }
 
 /// Polls the chain deployment until every chainlet is ready, one failed,
@@ -322,8 +298,8 @@ async fn wait(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id: &str) -> Resul
         cfg.endpoints
             .chainlet_logs(chain_id, chain_deployment_id, id)
     };
-    flow::poll_until(ctx, deadline, "the chain", async || {
-        let chainlets = ctx.api.chain_deployment_status(chain_deployment_id).await?;
+    flow::poll_until(ctx, deadline, "the chain", async |api: &Api| {
+        let chainlets = api.chain_deployment_status(chain_deployment_id).await?;
         for c in &chainlets {
             let key = if c.id.is_empty() { &c.name } else { &c.id };
             if seen.get(key) != Some(&c.status) {
@@ -362,7 +338,7 @@ async fn wait(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id: &str) -> Resul
                 // Ready chainlets do not mean the environment serves this
                 // chain deployment yet: wait for the promotion.
                 Some(env) => {
-                    let environment = ctx.api.chain_environment_json(chain_id, env).await;
+                    let environment = api.chain_environment(chain_id, env).await;
                     flow::check_promotion(ctx, &mut promo, chain_deployment_id, env, environment)
                 }
             },
@@ -383,12 +359,14 @@ async fn wait(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id: &str) -> Resul
 }
 
 /// The environment a chain deployment serves, if the platform says so.
-async fn serving_environment(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id: &str) -> Serving {
-    match ctx
-        .api
-        .chain_deployment(chain_id, chain_deployment_id)
-        .await
-    {
+async fn serving_environment(api: &Api, chain_id: &str, chain_deployment_id: &str) -> Serving {
+    chain_serving(api.chain_deployment(chain_id, chain_deployment_id).await)
+}
+
+/// A chain deployment's answer names the environment it serves; a failed
+/// read counts as serving.
+fn chain_serving(answer: Result<Value, ApiError>) -> Serving {
+    match answer {
         Ok(v) => match v["environment"].as_str().filter(|s| !s.is_empty()) {
             Some(env) => Serving::Environment(env.to_string()),
             None => Serving::No,
@@ -405,8 +383,8 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failur
         cancelled,
         |st| &st.chain_id,
         "chain deployment",
-        async |owner, id| serving_environment(ctx, owner, id).await,
-        async |owner, id| ctx.api.deactivate_chain(owner, id).await,
+        serving_environment,
+        Api::deactivate_chain,
     )
     .await
 }
@@ -414,6 +392,27 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failur
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn what_serves_a_chain_deployment() {
+        let cases = [
+            (
+                Ok(json!({"environment": "production"})),
+                Serving::Environment("production".into()),
+            ),
+            (Ok(json!({"environment": ""})), Serving::No),
+            (Ok(json!({"environment": null})), Serving::No),
+            (Ok(json!({})), Serving::No),
+            (
+                Err(ApiError::permanent("gone".into())),
+                Serving::Unknown("gone".into()),
+            ),
+        ];
+        for (answer, want) in cases {
+            assert_eq!(chain_serving(answer), want);
+        }
+    }
 
     fn cl(name: &str, status: &str) -> ChainletStatus {
         ChainletStatus {

@@ -9,7 +9,7 @@ use std::time::Instant;
 use crate::ci::{self, Reporter};
 use crate::config::{Config, Target};
 use crate::flow::{self, Ctx, State};
-use crate::outcome::Failure;
+use crate::outcome::{CancelReason, Failure};
 use crate::{archive, baseten, chain, github, model, net};
 
 /// The signals that stop a run: SIGINT (GitHub's cancel, Ctrl-C), SIGTERM
@@ -73,9 +73,9 @@ pub(crate) enum Stop<'a> {
 
 impl Stop<'_> {
     /// Waits until the deploy must stop, and says why.
-    async fn flow(&mut self) -> &'static str {
+    async fn flow(&mut self) -> CancelReason {
         match self {
-            Stop::Process(s) => s.next().await,
+            Stop::Process(s) => CancelReason::Signal(s.next().await),
             Stop::Shared { halt, seen } => {
                 let h = match halt.wait_for(|h| h.signals > 0 || h.fail_fast).await {
                     Ok(h) => *h,
@@ -83,9 +83,9 @@ impl Stop<'_> {
                 };
                 *seen = h.signals;
                 if h.signals > 0 {
-                    h.last_signal
+                    CancelReason::Signal(h.last_signal)
                 } else {
-                    "fail-fast (another target failed)"
+                    CancelReason::FailFast
                 }
             }
         }
@@ -153,7 +153,7 @@ pub(crate) async fn execute(
     // minute after that (flow::smoke_test, flow::gate, flow::cleanup_created).
     let deploy_until = started + cfg.wait_timeout;
     let run_until = deploy_until + cfg.predict_timeout;
-    api.set_deadline(Some(deploy_until));
+    let api = api.until(Some(deploy_until));
     if cfg.gated_environment().is_some() {
         // A gated run says `rolled-back: false` unless a read proved a
         // rollback, whatever phase it ends in.
@@ -180,10 +180,10 @@ pub(crate) async fn execute(
     };
     let (flow, cancelled) = tokio::select! {
         r = deploying => (r, false),
-        sig = stop.flow() => {
+        why = stop.flow() => {
             rep.lock().unwrap().finish();
             state.lock().unwrap().cancelled_at = Some(Instant::now());
-            (Err(Failure::Cancelled(sig)), true)
+            (Err(Failure::Cancelled(why)), true)
         }
     };
     // Cleanup runs whatever happened, once something was created. A signal
@@ -197,7 +197,7 @@ pub(crate) async fn execute(
                 ctx.note(format!("cleanup abandoned: {sig} arrived during it"));
                 Ok(())
             } else {
-                Err(Failure::Cancelled(sig))
+                Err(Failure::Cancelled(CancelReason::Signal(sig)))
             }
         }
     };

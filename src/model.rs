@@ -12,7 +12,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::baseten::{
-    Api, ApiError, CreateRequest, Created, LogLine, OrderedObject, now_epoch_millis,
+    Api, ApiError, CreateRequest, Created, Environment, LogLine, OrderedObject, now_epoch_millis,
 };
 use crate::config::RAW_CONFIG_MAX_BYTES;
 use crate::flow::{
@@ -87,9 +87,11 @@ pub(crate) async fn deploy(
     };
     // What already carries this deployment name, so that a create whose
     // answer is lost can tell its own deployment from earlier ones.
-    let list = async |model_id: &str| ctx.api.deployment_ids(model_id, &cfg.deployment_name).await;
-    let trace =
-        std::cell::RefCell::new(Trace::take(existing.as_ref().map(|m| m.id.as_str()), &list).await);
+    let list =
+        async |api: &Api, model_id: &str| api.deployment_ids(model_id, &cfg.deployment_name).await;
+    let trace = std::cell::RefCell::new(
+        Trace::take(ctx.api, existing.as_ref().map(|m| m.id.as_str()), &list).await,
+    );
     let request = CreateRequest {
         existing_model_id: existing.as_ref().map(|m| m.id.as_str()),
         model_name: name,
@@ -113,21 +115,21 @@ pub(crate) async fn deploy(
         ),
         None => format!("whether a model {name:?} now exists in your workspace"),
     };
-    let find_model = async || {
+    let find_model = async |api: &Api| {
         let team_id = team.as_ref().map(|t| t.id.as_str());
-        let models = ctx.api.models(team_id).await?;
+        let models = api.models(team_id).await?;
         Ok(models.into_iter().find(|m| m.name == name).map(|m| m.id))
     };
     let created = flow::create_once(
         ctx,
         "the deployment",
         &check,
-        async || match ctx.api.create(&request).await {
+        async |api: &Api| match api.create(&request).await {
             // Refused, for a model that did not exist when we looked:
             // another run may have created it since (two first deploys
             // racing). If it exists now, push a version of it.
             Err(refused @ ApiError::Permanent { .. }) if request.existing_model_id.is_none() => {
-                let Ok(Some(model_id)) = find_model().await else {
+                let Ok(Some(model_id)) = find_model(api).await else {
                     return Err(refused);
                 };
                 ctx.warn(&format!(
@@ -138,18 +140,18 @@ pub(crate) async fn deploy(
                 ));
                 // What the model holds now, so that a lost answer to the
                 // version is never taken for the other run's deployment.
-                *trace.borrow_mut() = Trace::take(Some(&model_id), &list).await;
+                *trace.borrow_mut() = Trace::take(api, Some(&model_id), &list).await;
                 let version = CreateRequest {
                     existing_model_id: Some(&model_id),
                     ..request.clone()
                 };
-                ctx.api.create(&version).await
+                api.create(&version).await
             }
             r => r,
         },
-        async || {
+        async |api: &Api| {
             let trace = trace.borrow().clone();
-            let found = trace.find_new(find_model, &list).await?;
+            let found = trace.find_new(api, find_model, &list).await?;
             Ok(found.map(|(model_id, deployment_id)| Created {
                 model_id,
                 deployment_id,
@@ -192,37 +194,7 @@ pub(crate) async fn deploy(
     waited?;
     ctx.ready();
 
-    let Some(payload) = &cfg.predict_payload else {
-        ctx.say("No predict payload configured, skipping predict check");
-        return Ok(());
-    };
-    ctx.group("Predict");
-    // A gated promotion tests the deployment itself first.
-    let regional = cfg
-        .create_environment()
-        .filter(|_| cfg.regional_environment);
-    let url = cfg
-        .endpoints
-        .model_predict(&created.model_id, &created.deployment_id, regional);
-    let streaming = payload
-        .get("stream")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let r = flow::smoke_test(ctx, "predict", &url, payload, streaming).await;
-    ctx.end_group();
-    r?;
-    if cfg.gated_environment().is_some() {
-        let candidate = flow::Candidate {
-            owner: Kind::Model,
-            owner_id: &created.model_id,
-            tested: &created.deployment_id,
-            endpoint: "predict",
-            payload,
-            streaming,
-        };
-        flow::promote_after_predict(ctx, &candidate).await?;
-    }
-    Ok(())
+    flow::test_and_promote(ctx, Kind::Model, &created.model_id, &created.deployment_id).await
 }
 
 /// Polls the model deployment's status until it is ready (and, with an
@@ -243,8 +215,8 @@ async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), 
     let mut last: Option<String> = None;
     let mut warned_unknown: HashSet<String> = HashSet::new();
     let mut promo = PromotionTrack::default();
-    let result = flow::poll_until(ctx, deadline, "the deployment", async || {
-        let dep = ctx.api.deployment(model_id, deployment_id).await?;
+    let result = flow::poll_until(ctx, deadline, "the deployment", async |api: &Api| {
+        let dep = api.deployment(model_id, deployment_id).await?;
         let st = dep.status.trim().to_string();
         let class = status::classify_model(&st);
         ctx.state.lock().unwrap().last_status = Some(st.clone());
@@ -268,7 +240,7 @@ async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), 
             Readiness::Ready => match cfg.create_environment() {
                 None => Ok(Poll::Ready),
                 Some(env) => {
-                    let environment = ctx.api.environment_json(model_id, env).await;
+                    let environment = api.environment_of(Kind::Model, model_id, env).await;
                     flow::check_promotion(ctx, &mut promo, deployment_id, env, environment)
                 }
             },
@@ -368,20 +340,36 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failur
         cancelled,
         |st| &st.model_id,
         "deployment",
-        async |owner, id| serving_environment(ctx, owner, id).await,
-        async |owner, id| ctx.api.deactivate(owner, id).await,
+        serving_environment,
+        Api::deactivate,
     )
     .await
 }
 
-/// The environment that serves this model deployment, if any.
-async fn serving_environment(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Serving {
-    match ctx.api.deployment(model_id, deployment_id).await {
-        Ok(d) if d.is_production => return Serving::Environment("production".into()),
-        Ok(_) => {}
-        Err(e) => return Serving::Unknown(e.to_string()),
+/// The environment that serves this model deployment, if any: the
+/// deployment's own production flag first, then the environments' list.
+async fn serving_environment(api: &Api, model_id: &str, deployment_id: &str) -> Serving {
+    let flag = api.deployment(model_id, deployment_id).await;
+    if let Some(known) = serving_by_flag(flag.as_ref().map(|d| d.is_production)) {
+        return known;
     }
-    match ctx.api.environments(model_id).await {
+    serving_by_list(api.environments(model_id).await, deployment_id)
+}
+
+/// What the deployment's record settles: production serves, a failed read
+/// counts as serving; `None` when the environments must be asked.
+fn serving_by_flag(is_production: Result<bool, &ApiError>) -> Option<Serving> {
+    match is_production {
+        Ok(true) => Some(Serving::Environment("production".into())),
+        Ok(false) => None,
+        Err(e) => Some(Serving::Unknown(e.to_string())),
+    }
+}
+
+/// The environment whose current deployment is `deployment_id`. Older
+/// APIs without the list answer 4xx: the production flag decided.
+fn serving_by_list(list: Result<Vec<Environment>, ApiError>, deployment_id: &str) -> Serving {
+    match list {
         Ok(envs) => envs
             .into_iter()
             .find(|e| {
@@ -390,8 +378,6 @@ async fn serving_environment(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str)
                     .is_some_and(|d| d.id == deployment_id)
             })
             .map_or(Serving::No, |e| Serving::Environment(e.name)),
-        // Older APIs without the list answer 4xx: the production flag above
-        // decided.
         Err(e) if e.permanent_status().is_some() => Serving::No,
         Err(e) => Serving::Unknown(e.to_string()),
     }
@@ -406,6 +392,46 @@ mod tests {
             timestamp: ns.to_string(),
             message: msg.into(),
             replica: None,
+        }
+    }
+
+    #[test]
+    fn what_serves_a_model_deployment() {
+        let refused = ApiError::Permanent {
+            status: Some(404),
+            message: "no list here".into(),
+        };
+        let lost = || ApiError::Ambiguous {
+            message: "reset".into(),
+        };
+        let flag_cases = [
+            (Ok(true), Some(Serving::Environment("production".into()))),
+            (Ok(false), None),
+            (Err(&lost()), Some(Serving::Unknown(lost().to_string()))),
+        ];
+        for (flag, want) in flag_cases {
+            assert_eq!(serving_by_flag(flag), want);
+        }
+        let env = |name: &str, current: Option<&str>| -> Environment {
+            let current = current.map(|id| serde_json::json!({"id": id, "status": "ACTIVE"}));
+            serde_json::from_value(serde_json::json!({"name": name, "current_deployment": current}))
+                .unwrap()
+        };
+        let list_cases = [
+            (
+                Ok(vec![
+                    env("staging", Some("other")),
+                    env("canary", Some("d1")),
+                ]),
+                Serving::Environment("canary".into()),
+            ),
+            (Ok(vec![env("staging", None)]), Serving::No),
+            (Ok(vec![]), Serving::No),
+            (Err(refused), Serving::No),
+            (Err(lost()), Serving::Unknown(lost().to_string())),
+        ];
+        for (list, want) in list_cases {
+            assert_eq!(serving_by_list(list, "d1"), want);
         }
     }
 

@@ -20,7 +20,7 @@ use crate::settings::Settings;
 
 use crate::execute::{self, Halt, Signals, Stop};
 use crate::flow::State;
-use crate::outcome::{Failure, Status};
+use crate::outcome::{CancelReason, Failure, Status};
 use crate::plan::{self, Planned, Selection};
 use crate::report::{self, Fanout, outputs_of};
 use crate::targets;
@@ -111,7 +111,7 @@ pub(crate) async fn run(
     .await;
     done.sort_by_key(|d| d.index);
     let halt_signal = done.iter().find_map(|d| match &d.result {
-        Err(Failure::Cancelled(s)) if !s.starts_with("fail-fast") => Some(*s),
+        Err(Failure::Cancelled(CancelReason::Signal(s))) => Some(*s),
         _ => None,
     });
     finish(&sel, &planned, done, state, halt_signal)
@@ -171,9 +171,9 @@ async fn deploy_one(
     let h = *halt.borrow();
     if h.signals > 0 || h.fail_fast {
         let why = if h.signals > 0 {
-            h.last_signal
+            CancelReason::Signal(h.last_signal)
         } else {
-            "fail-fast (another target failed)"
+            CancelReason::FailFast
         };
         return Done {
             index: p.index,
@@ -330,7 +330,7 @@ fn finish(
         .collect();
     let n = done.len();
     let result = if let Some(sig) = halt_signal {
-        Err(Failure::Cancelled(sig))
+        Err(Failure::Cancelled(CancelReason::Signal(sig)))
     } else {
         match worst(done.iter().map(|d| &d.result)) {
             None => Ok(()),
@@ -402,7 +402,7 @@ mod tests {
         let timeout = || Err(Failure::Timeout("t".into()));
         let deploy = || Err(Failure::Deploy(anyhow::anyhow!("d")));
         let cleanup = || Err(Failure::Cleanup(anyhow::anyhow!("c")));
-        let called_off = || Err(Failure::Cancelled("SIGINT"));
+        let called_off = || Err(Failure::Cancelled(CancelReason::Signal("SIGINT")));
         type Case = (Vec<Result<(), Failure>>, Option<&'static str>);
         let cases: [Case; 5] = [
             (vec![Ok(()), Ok(())], None),

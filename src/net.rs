@@ -12,13 +12,23 @@ use anyhow::{Context, Result};
 use crate::env_vars as ev;
 
 pub(crate) const CONNECT_TIMEOUT_SECS: u64 = 10;
+
+/// The truss client version whose archive and wire format we reproduce; sent
+/// in the user agent and in `truss_user_env` so the platform treats the
+/// upload as that client's. The repository's `truss-version` file is its one
+/// definition, shared with the chain helper and `scripts/python-env`. It
+/// lives here, at the bottom of the import graph, because the user agent
+/// needs it and every layer above may read it.
+pub(crate) const TRUSS_COMPAT_VERSION: &str =
+    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/truss-version")).trim_ascii();
+
 /// `truss-push/<version> (truss/<pinned>)`: this client, and the truss
 /// version whose wire format it speaks.
 pub(crate) fn user_agent() -> String {
     format!(
         "truss-push/{} (truss/{})",
         env!("CARGO_PKG_VERSION"),
-        crate::flow::TRUSS_COMPAT_VERSION
+        TRUSS_COMPAT_VERSION
     )
 }
 

@@ -50,9 +50,29 @@ pub(crate) enum Failure {
     /// Deactivating the deployment failed after everything else succeeded.
     #[error("{0:#}")]
     Cleanup(anyhow::Error),
-    /// SIGINT/SIGTERM stopped the run.
+    /// A signal stopped the run, or fail-fast called this target off.
     #[error("cancelled by {0}")]
-    Cancelled(&'static str),
+    Cancelled(CancelReason),
+}
+
+/// Why a run was cancelled. Callers branch on the kind (a signal halts the
+/// whole several-target run; fail-fast only calls off the targets not yet
+/// started), never on the text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CancelReason {
+    /// SIGINT, SIGTERM or SIGHUP, by name.
+    Signal(&'static str),
+    /// Another target failed and `fail-fast` is on.
+    FailFast,
+}
+
+impl fmt::Display for CancelReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CancelReason::Signal(name) => f.write_str(name),
+            CancelReason::FailFast => f.write_str("fail-fast (another target failed)"),
+        }
+    }
 }
 
 impl Failure {
@@ -106,12 +126,36 @@ mod tests {
             (Failure::Timeout("x".into()), "deploy_timeout", 3),
             (Failure::Predict(anyhow::anyhow!("x")), "predict_failed", 4),
             (Failure::Cleanup(anyhow::anyhow!("x")), "cleanup_failed", 5),
-            (Failure::Cancelled("SIGINT"), "deploy_failed", 130),
+            (
+                Failure::Cancelled(CancelReason::Signal("SIGINT")),
+                "deploy_failed",
+                130,
+            ),
+            (
+                Failure::Cancelled(CancelReason::FailFast),
+                "deploy_failed",
+                130,
+            ),
         ];
         for (f, status, code) in cases {
             assert_eq!(f.status().as_str(), status);
             assert_eq!(f.exit_code(), code);
         }
         assert_eq!(Status::Success.as_str(), "success");
+    }
+
+    /// The texts users and snapshots see.
+    #[test]
+    fn cancel_reasons_read_as_before() {
+        let cases = [
+            (CancelReason::Signal("SIGTERM"), "cancelled by SIGTERM"),
+            (
+                CancelReason::FailFast,
+                "cancelled by fail-fast (another target failed)",
+            ),
+        ];
+        for (why, text) in cases {
+            assert_eq!(Failure::Cancelled(why).to_string(), text);
+        }
     }
 }

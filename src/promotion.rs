@@ -51,6 +51,9 @@ pub(crate) struct Env {
     pub(crate) reports_promotions: bool,
     /// The answer carries `in_progress_promotion` (models; never chains).
     pub(crate) reports_status: bool,
+    /// `promotion_settings.rolling_deploy`: the environment promotes by
+    /// rolling traffic over.
+    pub(crate) rolling_settings: Option<bool>,
 }
 
 fn id_of(v: &Value) -> Option<String> {
@@ -88,7 +91,18 @@ impl Env {
             reports_promotions: v.get("candidate_deployment").is_some()
                 || v.get("in_progress_promotion").is_some(),
             reports_status: v.get("in_progress_promotion").is_some(),
+            rolling_settings: v
+                .get("promotion_settings")
+                .and_then(|p| p.get("rolling_deploy"))
+                .and_then(Value::as_bool),
         }
+    }
+
+    /// A rolling promotion: the one in flight says so, or the
+    /// environment's promotion settings do.
+    pub(crate) fn rolling(&self) -> bool {
+        self.flight.as_ref().and_then(|f| f.rolling) == Some(true)
+            || self.rolling_settings == Some(true)
     }
 
     /// Traffic is still moving (a promotion or a cancelled one ramping
@@ -462,6 +476,36 @@ mod tests {
     }
 
     #[test]
+    fn rolling_is_read_from_the_promotion_or_the_settings() {
+        let cases = [
+            (
+                json!({"in_progress_promotion": {"rolling_deploy": true}}),
+                true,
+            ),
+            (
+                json!({"promotion_settings": {"rolling_deploy": true}}),
+                true,
+            ),
+            (
+                json!({"in_progress_promotion": {"rolling_deploy": null}}),
+                false,
+            ),
+            (
+                json!({"in_progress_promotion": {"rolling_deploy": false}}),
+                false,
+            ),
+            (
+                json!({"promotion_settings": {"rolling_deploy": "yes"}}),
+                false,
+            ),
+            (json!({}), false),
+        ];
+        for (env, want) in cases {
+            assert_eq!(Env::parse(&env).rolling(), want, "{env}");
+        }
+    }
+
+    #[test]
     fn a_lost_promote_is_claimed_only_by_identity() {
         let e = |cur: Option<&str>, cand: Option<&str>| Env {
             current: cur.map(Into::into),
@@ -469,6 +513,7 @@ mod tests {
             flight: None,
             reports_promotions: true,
             reports_status: true,
+            rolling_settings: None,
         };
         let cases = [
             (e(Some("old"), Some("mine")), Lookup::Applied),
@@ -519,6 +564,7 @@ mod tests {
             flight: f,
             reports_promotions: true,
             reports_status: true,
+            rolling_settings: None,
         };
         let chain = |cur: &str, cand: Option<&str>| Env {
             current: Some(cur.into()),
@@ -526,6 +572,7 @@ mod tests {
             flight: None,
             reports_promotions: true,
             reports_status: false,
+            rolling_settings: None,
         };
         // (environment, hurry, chain, expected)
         let cases = [

@@ -141,6 +141,16 @@ pub(crate) async fn from_status(what: &str, mut resp: Response) -> ApiError {
         _ => "",
     };
     let message = format!("{what}: HTTP {status}{hint}: {}", detail.trim());
+    by_status(status, message, retry_after)
+}
+
+/// A non-2xx answer's error: worth another try (429, 502, 503, 504:
+/// `retry::RETRYABLE_STATUSES`) or final.
+pub(crate) fn by_status(
+    status: StatusCode,
+    message: String,
+    retry_after: Option<Duration>,
+) -> ApiError {
     let code = status.as_u16();
     if retry::RETRYABLE_STATUSES.contains(&code) {
         ApiError::Transient {

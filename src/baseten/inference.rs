@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 use serde_json::Value;
 
-use super::error::ERROR_BODY_READ_BYTES;
+use super::error::{self, ERROR_BODY_READ_BYTES};
 use super::sse::Decoder;
 use super::{Api, ApiError};
 use crate::net;
@@ -92,19 +92,7 @@ impl Api {
                 .take(ERROR_HEAD_CHARS)
                 .collect();
             let message = format!("{label} answered HTTP {status}: {head}");
-            let code = status.as_u16();
-            return Err(Attempt::Api(if retry::RETRYABLE_STATUSES.contains(&code) {
-                ApiError::Transient {
-                    status: code,
-                    message,
-                    retry_after,
-                }
-            } else {
-                ApiError::Permanent {
-                    status: Some(code),
-                    message,
-                }
-            }));
+            return Err(Attempt::Api(error::by_status(status, message, retry_after)));
         }
         if streaming {
             read_stream(resp, started, max_chars).await

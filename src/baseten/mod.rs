@@ -32,7 +32,7 @@ pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChain
 pub(crate) use error::ApiError;
 pub(crate) use models::{CreateRequest, Created};
 pub(crate) use promote::PromoteFlags;
-pub(crate) use rest::LogLine;
+pub(crate) use rest::{Environment, LogLine};
 use urls::is_safe_id;
 pub(crate) use urls::{Endpoints, is_loopback};
 pub(crate) use wire::{OrderedObject, dumps as python_json};
@@ -129,9 +129,11 @@ pub(crate) struct Api {
     key: Secret,
     /// Tests zero the waits between tries.
     zero_delays: bool,
-    /// No request runs past this moment (each request's timeout is cut to
-    /// what is left, retries stop); the run moves it from phase to phase.
-    deadline: Arc<Mutex<Option<Instant>>>,
+    /// No request of this handle runs past this moment (each request's
+    /// timeout is cut to what is left, retries stop). Each phase of the run
+    /// takes its own handle with [`Api::until`]; nothing is shared or
+    /// restored, so a cancelled phase cannot leave its budget behind.
+    deadline: Option<Instant>,
     /// Unreadable 2xx answers in a row, by what the call was for.
     garbled: Arc<Mutex<HashMap<String, u32>>>,
     notes: Option<Notes>,
@@ -144,7 +146,7 @@ impl Api {
             endpoints,
             key,
             zero_delays: false,
-            deadline: Arc::new(Mutex::new(None)),
+            deadline: None,
             garbled: Arc::default(),
             notes: None,
         }
@@ -246,13 +248,19 @@ impl Api {
         self
     }
 
-    /// Sets the moment no request may run past (shared by every clone).
-    pub(crate) fn set_deadline(&self, deadline: Option<Instant>) {
-        *self.deadline.lock().unwrap() = deadline;
+    /// The same client (same connections, notes and garbled-answer counts)
+    /// whose requests end by `deadline`; `None` lifts the bound (the
+    /// caller then bounds the call itself).
+    pub(crate) fn until(&self, deadline: Option<Instant>) -> Api {
+        Api {
+            deadline,
+            ..self.clone()
+        }
     }
 
+    /// The moment no request of this handle may run past.
     pub(crate) fn deadline(&self) -> Option<Instant> {
-        *self.deadline.lock().unwrap()
+        self.deadline
     }
 
     fn policy(&self, p: Policy) -> Policy {

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::{Api, ApiError};
 use crate::kind::Kind;
+use crate::promotion::Env;
 use crate::retry::Policy;
 
 /// Models and chains have environments and the same promotion endpoints,
@@ -24,27 +25,57 @@ pub(crate) struct PromoteFlags {
 }
 
 impl Api {
-    /// The environment (EnvironmentV1 or ChainEnvironmentV1) as raw JSON,
-    /// one try (the wait loops own retries).
+    /// The environment (EnvironmentV1 or ChainEnvironmentV1), typed, one
+    /// try (the wait loops own retries).
     pub(crate) async fn environment_of(
         &self,
         owner: Kind,
         owner_id: &str,
         env: &str,
-    ) -> Result<Value, ApiError> {
-        let url = self.environment_url(owner, owner_id, env, None);
-        self.rest_get("reading the environment", url).await
+    ) -> Result<Env, ApiError> {
+        self.environment(owner, owner_id, env, "reading the environment", false)
+            .await
     }
 
-    /// The environment, retried like every read.
+    /// A chain's environment, as [`Api::environment_of`] reads it.
+    pub(crate) async fn chain_environment(
+        &self,
+        chain_id: &str,
+        env: &str,
+    ) -> Result<Env, ApiError> {
+        let what = "reading the chain environment";
+        self.environment(Kind::Chain, chain_id, env, what, false)
+            .await
+    }
+
+    /// The environment, typed, retried like every read.
     pub(crate) async fn read_environment(
         &self,
         owner: Kind,
         owner_id: &str,
         env: &str,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Env, ApiError> {
+        self.environment(owner, owner_id, env, "reading the environment", true)
+            .await
+    }
+
+    /// Reads and types the environment: once, or `retried` under the read
+    /// policy. The field names are `Env::parse`'s alone.
+    async fn environment(
+        &self,
+        owner: Kind,
+        owner_id: &str,
+        env: &str,
+        what: &str,
+        retried: bool,
+    ) -> Result<Env, ApiError> {
         let url = self.environment_url(owner, owner_id, env, None);
-        self.rest_read("reading the environment", url).await
+        let v: Value = if retried {
+            self.rest_read(what, url).await?
+        } else {
+            self.rest_get(what, url).await?
+        };
+        Ok(Env::parse(&v))
     }
 
     /// `…/{models|chains}/{id}/environments/{env}[/{action}]`.

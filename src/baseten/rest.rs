@@ -127,19 +127,6 @@ impl Api {
         Ok(list.into_iter().map(|s| s.name).collect())
     }
 
-    /// The environment as raw JSON, so callers can tell an absent field
-    /// (older API) from a null one.
-    pub(crate) async fn environment_json(
-        &self,
-        model_id: &str,
-        env: &str,
-    ) -> Result<Value, ApiError> {
-        let url = self
-            .endpoints
-            .rest(&["models", model_id, "environments", env]);
-        self.rest_get("reading the environment", url).await
-    }
-
     pub(crate) async fn environments(&self, model_id: &str) -> Result<Vec<Environment>, ApiError> {
         #[derive(Deserialize)]
         struct List {
@@ -224,17 +211,5 @@ impl Api {
             .endpoints
             .rest(&["chains", chain_id, "deployments", chain_deployment_id]);
         self.rest_get("reading the chain deployment", url).await
-    }
-
-    /// A chain's environment (ChainEnvironmentV1) as raw JSON.
-    pub(crate) async fn chain_environment_json(
-        &self,
-        chain_id: &str,
-        env: &str,
-    ) -> Result<Value, ApiError> {
-        let url = self
-            .endpoints
-            .rest(&["chains", chain_id, "environments", env]);
-        self.rest_get("reading the chain environment", url).await
     }
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use crate::flow::{TRUSS_COMPAT_VERSION, human};
+use crate::flow::human;
+use crate::net::TRUSS_COMPAT_VERSION;
 
 /// Python interpreter override for chain code generation (else `python3`
 /// on PATH).

@@ -15,47 +15,72 @@ pub(crate) mod verdict;
 use std::path::Path;
 
 use anyhow::anyhow;
-use serde_json::{Value, json};
+use serde_json::json;
 
 pub(crate) use verdict::Analysis;
 
-use crate::baseten::ApiError;
-use crate::flow::Ctx;
+use crate::baseten::{Api, ApiError, Endpoints};
 use crate::kind::Kind;
 use crate::outcome::Failure;
-use crate::promotion;
+use crate::promotion::Env;
 use sampler::Plan;
 
-/// Whether `v` says the environment promotes with a rolling deploy.
-fn is_rolling(environment: &Value) -> bool {
-    [
-        "/in_progress_promotion/rolling_deploy",
-        "/promotion_settings/rolling_deploy",
-    ]
-    .iter()
-    .any(|p| environment.pointer(p).and_then(Value::as_bool) == Some(true))
+pub(crate) use crate::settings::evidence::Settings;
+
+/// What the evidence hooks need of the run, handed over by the flow,
+/// which keeps the run's state and log: evidence never sees the flow.
+pub(crate) struct Run<'a> {
+    pub(crate) settings: &'a Settings,
+    /// The platform, under the calling phase's budget.
+    pub(crate) api: &'a Api,
+    pub(crate) endpoints: &'a Endpoints,
+    /// The environment the deploy goes to, if any.
+    pub(crate) environment: Option<&'a str>,
+    /// A gated promotion moves that environment (`promotion: after-predict`).
+    pub(crate) gated: bool,
+    /// Each sample request's bound.
+    pub(crate) predict_timeout: std::time::Duration,
+    pub(crate) log: &'a dyn Journal,
+}
+
+/// Where the deploy stands when a hook runs.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Position {
+    /// The model's or the chain's id.
+    pub(crate) owner: Option<(Kind, String)>,
+    /// This run's deployment.
+    pub(crate) deployment_id: Option<String>,
+    /// The URL that serves the environment, when there is one.
+    pub(crate) environment_url: Option<String>,
+}
+
+/// The run's log and record, as the evidence hooks write them.
+pub(crate) trait Journal {
+    fn position(&self) -> Position;
+    /// Changes the run's analyses with `change` and answers them all.
+    fn analyses(&self, change: &mut dyn FnMut(&mut Vec<Analysis>)) -> Vec<Analysis>;
+    fn say(&self, msg: &str);
+    fn warn(&self, msg: &str);
+    fn notice(&self, msg: &str);
+    /// A note for the summary.
+    fn note(&self, msg: String);
 }
 
 /// Where the sample goes: the phase, the URL, and the baseline's
 /// deployment and URL when the environment is served by another one.
-async fn target(ctx: &Ctx<'_>, url: &str) -> (&'static str, String, Option<(String, String)>) {
-    let cfg = ctx.cfg;
-    let (env_url, owner, ours) = {
-        let st = ctx.state.lock().unwrap();
-        let owner = match (&st.model_id, &st.chain_id) {
-            (Some(m), _) => Some((Kind::Model, m.clone())),
-            (None, Some(c)) => Some((Kind::Chain, c.clone())),
-            _ => None,
-        };
-        (st.environment_url.clone(), owner, st.deployment_id.clone())
-    };
+async fn target(run: &Run<'_>, url: &str) -> (&'static str, String, Option<(String, String)>) {
+    let Position {
+        owner,
+        deployment_id: ours,
+        environment_url: env_url,
+    } = run.log.position();
     if env_url.as_deref() == Some(url) {
         return ("environment", url.into(), None);
     }
-    let Some(env) = cfg.environment.as_deref() else {
+    let Some(env) = run.environment else {
         return ("deployment", url.into(), None);
     };
-    if cfg.gated_environment().is_none() {
+    if !run.gated {
         // At create the platform already moved the environment to this
         // deployment: test it where users reach it. The previous one no
         // longer serves, so there is nothing to compare with.
@@ -64,10 +89,10 @@ async fn target(ctx: &Ctx<'_>, url: &str) -> (&'static str, String, Option<(Stri
     let (Some((kind, id)), Some(ours)) = (owner, ours) else {
         return ("deployment", url.into(), None);
     };
-    let serving = match ctx.api.read_environment(kind, &id, env).await {
-        Ok(json) => promotion::Env::parse(&json).current.filter(|d| *d != ours),
+    let serving = match run.api.read_environment(kind, &id, env).await {
+        Ok(e) => e.current.filter(|d| *d != ours),
         Err(e) => {
-            ctx.warn(&format!(
+            run.log.warn(&format!(
                 "no baseline: reading {env} failed ({e}); the candidate is judged on its own"
             ));
             None
@@ -75,8 +100,8 @@ async fn target(ctx: &Ctx<'_>, url: &str) -> (&'static str, String, Option<(Stri
     };
     let baseline = serving.map(|d| {
         let u = match kind {
-            Kind::Model => cfg.endpoints.model_predict(&id, &d, None),
-            Kind::Chain => cfg.endpoints.chain_run_remote(&id, &d, None),
+            Kind::Model => run.endpoints.model_predict(&id, &d, None),
+            Kind::Chain => run.endpoints.chain_run_remote(&id, &d, None),
         };
         (d, u)
     });
@@ -86,12 +111,10 @@ async fn target(ctx: &Ctx<'_>, url: &str) -> (&'static str, String, Option<(Stri
 /// The hook after a smoke test passed on `url`: with evidence inputs, the
 /// sample runs there (and on the baseline beside it) and is judged. A
 /// failed objective fails the predict, naming what broke.
-pub(crate) async fn after_smoke(ctx: &Ctx<'_>, label: &str, url: &str) -> Result<(), Failure> {
-    let Some(s) = &ctx.cfg.evidence else {
-        return Ok(());
-    };
-    let (phase, url, baseline) = target(ctx, url).await;
-    ctx.say(&format!(
+pub(crate) async fn after_smoke(run: &Run<'_>, label: &str, url: &str) -> Result<(), Failure> {
+    let s = run.settings;
+    let (phase, url, baseline) = target(run, url).await;
+    run.log.say(&format!(
         "Evidence on {url}: {} warm-up and {} counted requests at concurrency {} (they cost inference time){}",
         s.warmup,
         s.requests,
@@ -101,14 +124,14 @@ pub(crate) async fn after_smoke(ctx: &Ctx<'_>, label: &str, url: &str) -> Result
             None => String::new(),
         }
     ));
-    let first = ctx.state.lock().unwrap().evidence.is_empty();
+    let first = run.log.analyses(&mut |_| {}).is_empty();
     if first && baseline.is_none() && s.objectives.max_latency_regression.is_some() {
         let msg = "max-latency-regression is not judged here: the baseline is the deployment serving the environment, measured before a promotion: after-predict promote, and there is none";
-        ctx.notice(msg);
-        ctx.note(msg.into());
+        run.log.notice(msg);
+        run.log.note(msg.into());
     }
     let plan = Plan {
-        api: ctx.api,
+        api: run.api,
         label,
         candidate: &url,
         baseline: baseline.as_ref().map(|(_, u)| u.as_str()),
@@ -116,7 +139,7 @@ pub(crate) async fn after_smoke(ctx: &Ctx<'_>, label: &str, url: &str) -> Result
         warmup: s.warmup,
         requests: s.requests,
         concurrency: s.concurrency,
-        timeout: ctx.cfg.predict_timeout,
+        timeout: run.predict_timeout,
     };
     let samples = sampler::run(&plan).await;
     let (cases, candidate, base, regression, reasons) =
@@ -139,7 +162,7 @@ pub(crate) async fn after_smoke(ctx: &Ctx<'_>, label: &str, url: &str) -> Result
         reasons,
     };
     for c in &analysis.cases {
-        ctx.say(&format!(
+        run.log.say(&format!(
             "  case {:?}: {} ({} requests, p50 {} ms, p95 {} ms)",
             c.name,
             if c.passed { "pass" } else { "FAIL" },
@@ -149,9 +172,9 @@ pub(crate) async fn after_smoke(ctx: &Ctx<'_>, label: &str, url: &str) -> Result
         ));
     }
     let line = analysis.verdict_line();
-    ctx.say(&line);
+    run.log.say(&line);
     let failure = (!analysis.passed).then(|| failure_message(&analysis));
-    record(ctx, analysis);
+    record(run, analysis);
     match failure {
         Some(m) => Err(Failure::Predict(anyhow!(m))),
         None => Ok(()),
@@ -175,22 +198,14 @@ fn failure_message(a: &Analysis) -> String {
 }
 
 /// Keeps an analysis for the outputs, the summary and `analysis-file`.
-fn record(ctx: &Ctx<'_>, analysis: Analysis) {
-    let all = {
-        let mut st = ctx.state.lock().unwrap();
-        st.evidence.push(analysis);
-        st.evidence.clone()
-    };
-    write_file(ctx, &all);
+fn record(run: &Run<'_>, analysis: Analysis) {
+    let mut analysis = Some(analysis);
+    let all = run.log.analyses(&mut |all| all.extend(analysis.take()));
+    write_file(run, &all);
 }
 
-fn write_file(ctx: &Ctx<'_>, all: &[Analysis]) {
-    let Some(path) = ctx
-        .cfg
-        .evidence
-        .as_ref()
-        .and_then(|s| s.analysis_file.as_ref())
-    else {
+fn write_file(run: &Run<'_>, all: &[Analysis]) {
+    let Some(path) = run.settings.analysis_file.as_ref() else {
         return;
     };
     let doc = json!({ "analyses": all });
@@ -198,7 +213,7 @@ fn write_file(ctx: &Ctx<'_>, all: &[Analysis]) {
     // An answer quoted in a diff could echo a secret back.
     let text = crate::secret::redact_registered(&text);
     if let Err(e) = std::fs::write(path, text + "\n") {
-        ctx.warn(&format!(
+        run.log.warn(&format!(
             "could not write analysis-file {}: {e}",
             path.display()
         ));
@@ -219,18 +234,18 @@ pub(crate) struct Watch {
 /// promotion is not rolling, it reads nothing. A missing endpoint or an
 /// unknown answer is said once; the synthetic evidence then decides.
 pub(crate) async fn watch(
-    ctx: &Ctx<'_>,
+    run: &Run<'_>,
     w: &mut Watch,
     owner: Kind,
     owner_id: &str,
     env: &str,
-    environment: Option<&Value>,
+    environment: Option<&Env>,
 ) -> Option<Failure> {
-    let s = ctx.cfg.evidence.as_ref()?;
-    if w.off || owner != Kind::Model || !environment.is_some_and(is_rolling) {
+    let s = run.settings;
+    if w.off || owner != Kind::Model || !environment.is_some_and(Env::rolling) {
         return None;
     }
-    let why = match ctx.api.environment_metrics(owner_id, env).await {
+    let why = match run.api.environment_metrics(owner_id, env).await {
         Ok(v) => match metrics::read(&v) {
             Ok(live) => {
                 let breach = metrics::breach(
@@ -238,25 +253,24 @@ pub(crate) async fn watch(
                     s.objectives.max_error_rate,
                     s.objectives.max_latency_p95_ms,
                 );
-                ctx.say(&format!(
+                run.log.say(&format!(
                     "live traffic in {env}: {:.0} requests, 5xx {}, p95 {}",
                     live.requests,
                     live.error_rate
                         .map_or("–".into(), |r| format!("{:.1}%", r * 100.0)),
                     live.p95_ms.map_or("–".into(), |p| format!("{p:.0} ms")),
                 ));
-                let all = {
-                    let mut st = ctx.state.lock().unwrap();
-                    if let Some(a) = st.evidence.last_mut() {
-                        a.live.push(live);
+                let mut live = Some(live);
+                let all = run.log.analyses(&mut |all| {
+                    if let Some(a) = all.last_mut() {
+                        a.live.extend(live.take());
                         if let Some(b) = &breach {
                             a.passed = false;
                             a.reasons.push(format!("during the rolling promotion: {b}"));
                         }
                     }
-                    st.evidence.clone()
-                };
-                write_file(ctx, &all);
+                });
+                write_file(run, &all);
                 return breach.map(|b| {
                     Failure::Predict(anyhow!(
                         "real traffic during the rolling promotion into {env} broke an objective: {b}"
@@ -273,8 +287,8 @@ pub(crate) async fn watch(
     let msg = format!(
         "the environment metrics of {env} cannot be read: {why}; the synthetic evidence decides"
     );
-    ctx.notice(&msg);
-    ctx.note(msg);
+    run.log.notice(&msg);
+    run.log.note(msg);
     None
 }
 
@@ -345,18 +359,5 @@ mod tests {
     fn json_gains_the_analyses_as_one_key() {
         let doc = "{\n  \"status\": \"success\",\n  \"notes\": []\n}\n".to_string();
         assert_eq!(with_json(doc.clone(), &[]), doc);
-    }
-
-    #[test]
-    fn rolling_is_read_from_the_promotion_or_the_settings() {
-        assert!(is_rolling(
-            &json!({"in_progress_promotion": {"rolling_deploy": true}})
-        ));
-        assert!(is_rolling(
-            &json!({"promotion_settings": {"rolling_deploy": true}})
-        ));
-        assert!(!is_rolling(
-            &json!({"in_progress_promotion": {"rolling_deploy": null}})
-        ));
     }
 }

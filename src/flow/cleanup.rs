@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 
 use super::{Ctx, State};
-use crate::baseten::ApiError;
+use crate::baseten::{Api, ApiError};
 use crate::outcome::Failure;
 
 /// How long cleanup may take: the last part of the run's budget.
@@ -21,6 +21,7 @@ pub(crate) const CANCELLED_CLEANUP_BUDGET_SECS: u64 = 3;
 pub(crate) const CANCELLED_TAIL_MILLIS: u64 = 6_500;
 
 /// Whether a deployment may be serving traffic.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Serving {
     No,
     Environment(String),
@@ -28,64 +29,143 @@ pub(crate) enum Serving {
     Unknown(String),
 }
 
-/// Decides and performs cleanup. `serving` checks whether the deployment
-/// serves an environment; `deactivate` deactivates it.
+/// What the cleanup rules read from the inputs.
+#[derive(Clone, Copy, Debug)]
+struct Rules {
+    /// `cleanup` is on (set, or by default).
+    enabled: bool,
+    /// The user set `cleanup` rather than leaving the default.
+    explicit: bool,
+    /// The deploy went into an environment.
+    environment: bool,
+    /// A gated promotion (`promotion: after-predict`).
+    gated: bool,
+}
+
+/// The cleanup's first choice, before anything is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Start {
+    /// Cleanup is off; `say` when a deployment into an environment is
+    /// kept only because that is the default.
+    Off { say: bool },
+    /// `cleanup: true` outside a gate: deactivate even a serving one.
+    Deactivate,
+    /// Check whether it serves an environment first.
+    Check,
+}
+
+fn start(r: Rules) -> Start {
+    if !r.enabled {
+        return Start::Off {
+            say: r.environment && !r.explicit && !r.gated,
+        };
+    }
+    // Behind a gated promotion what serves is what passed: always checked.
+    if r.explicit && !r.gated {
+        Start::Deactivate
+    } else {
+        Start::Check
+    }
+}
+
+/// The cleanup's choice once it knows whether the deployment serves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Act {
+    Deactivate,
+    /// A gated promotion's deployment serves: kept, as designed.
+    Keep {
+        why: String,
+    },
+    /// Serving (or unknown) outside a gate: left running, with a warning.
+    Leave {
+        why: String,
+    },
+}
+
+fn after_check(gated: bool, serving: &Serving) -> Act {
+    match serving {
+        Serving::No => Act::Deactivate,
+        Serving::Environment(env) if gated => Act::Keep {
+            why: format!("it serves the {env} environment"),
+        },
+        Serving::Environment(env) => Act::Leave {
+            why: format!("it serves the {env} environment"),
+        },
+        Serving::Unknown(e) => Act::Leave {
+            why: format!(
+                "could not check whether it serves an environment ({e}), so it is left running: deactivate it in Baseten if nothing uses it"
+            ),
+        },
+    }
+}
+
+/// When every request of one deployment's cleanup (the check and the
+/// deactivation) must end: its allowance from `now`, whatever the deploy
+/// budget left, yet never past the run's end plus the cleanup minute (a
+/// rollback that ran late took from it); after a signal, one deadline for
+/// the rollback and every deployment's cleanup together.
+fn cleanup_end(
+    now: Instant,
+    cancelled: bool,
+    run_until: Instant,
+    cancelled_at: Option<Instant>,
+) -> Instant {
+    let allowance = if cancelled {
+        CANCELLED_CLEANUP_BUDGET_SECS
+    } else {
+        CLEANUP_ALLOWANCE_SECS
+    };
+    let end = (now + Duration::from_secs(allowance))
+        .min(run_until + Duration::from_secs(CLEANUP_ALLOWANCE_SECS));
+    match cancelled_at {
+        Some(at) => end.min(at + Duration::from_millis(CANCELLED_TAIL_MILLIS)),
+        None => end,
+    }
+}
+
+/// Decides ([`start`], [`after_check`]) and performs cleanup. `serving`
+/// checks whether the deployment serves an environment; `deactivate`
+/// deactivates it; both make their requests through the handle they are
+/// given (the cleanup's budget).
 async fn cleanup_deployment(
     ctx: &Ctx<'_>,
     cancelled: bool,
     label: &str,
-    serving: impl Future<Output = Serving>,
-    deactivate: impl Future<Output = Result<(), ApiError>>,
+    serving: impl AsyncFnOnce(&Api) -> Serving,
+    deactivate: impl AsyncFnOnce(&Api) -> Result<(), ApiError>,
 ) -> Result<(), Failure> {
     let cfg = ctx.cfg;
     let gated = cfg.gated_environment().is_some();
-    if !cfg.cleanup.enabled {
-        if cfg.environment.is_some() && !cfg.cleanup.explicit && !gated {
+    let rules = Rules {
+        enabled: cfg.cleanup.enabled,
+        explicit: cfg.cleanup.explicit,
+        environment: cfg.environment.is_some(),
+        gated,
+    };
+    let first = start(rules);
+    if let Start::Off { say } = first {
+        if say {
             let msg = "cleanup off: deployments into an environment are kept by default";
             ctx.say(msg);
             ctx.note(msg.into());
         }
         return Ok(());
     }
-    // Every request of the cleanup (the check and the deactivation) ends
-    // within its allowance, whatever the deploy budget left.
-    let allowance = if cancelled {
-        CANCELLED_CLEANUP_BUDGET_SECS
-    } else {
-        CLEANUP_ALLOWANCE_SECS
-    };
-    // A rollback that ran past the run's end took from this minute: the
-    // whole run still ends by its end plus the cleanup allowance.
-    let mut end = (Instant::now() + Duration::from_secs(allowance))
-        .min(ctx.run_until + Duration::from_secs(CLEANUP_ALLOWANCE_SECS));
-    // After a signal, one deadline for the rollback and every deployment's
-    // cleanup together.
-    if let Some(at) = ctx.state.lock().unwrap().cancelled_at {
-        end = end.min(at + Duration::from_millis(CANCELLED_TAIL_MILLIS));
-    }
-    ctx.api.set_deadline(Some(end));
+    let cancelled_at = ctx.state.lock().unwrap().cancelled_at;
+    let end = cleanup_end(Instant::now(), cancelled, ctx.run_until, cancelled_at);
+    let api = ctx.api.until(Some(end));
     ctx.group("Cleanup");
-    // `cleanup: true` deactivates even a serving deployment, except behind
-    // a gated promotion: there, what serves is what passed.
-    let serving = if cfg.cleanup.explicit && !gated {
-        Serving::No
-    } else {
-        serving.await
+    let act = match first {
+        Start::Check => after_check(gated, &serving(&api).await),
+        _ => Act::Deactivate,
     };
-    let why = match &serving {
-        Serving::No => None,
-        Serving::Environment(env) => Some(format!("it serves the {env} environment")),
-        Serving::Unknown(e) => Some(format!(
-            "could not check whether it serves an environment ({e}), so it is left running: deactivate it in Baseten if nothing uses it"
-        )),
-    };
-    let result = match why {
-        Some(why) if gated && matches!(serving, Serving::Environment(_)) => {
+    let result = match act {
+        Act::Keep { why } => {
             ctx.say(&format!("keeping {label}: {why}"));
             ctx.event("", "kept: serving");
             Ok(())
         }
-        Some(why) => {
+        Act::Leave { why } => {
             let msg = format!(
                 "not deactivating {label}: {why}; set cleanup: true to deactivate it anyway"
             );
@@ -94,9 +174,9 @@ async fn cleanup_deployment(
             ctx.event("", "cleanup skipped");
             Ok(())
         }
-        None => {
+        Act::Deactivate => {
             ctx.say(&format!("Deactivating {label}"));
-            match deactivate.await {
+            match deactivate(&api).await {
                 Ok(()) => {
                     ctx.event("", "deactivated");
                     ctx.say("Deactivated");
@@ -120,8 +200,8 @@ pub(crate) async fn cleanup_created(
     cancelled: bool,
     owner: fn(&State) -> &Option<String>,
     kind: &str,
-    serving: impl AsyncFn(&str, &str) -> Serving,
-    deactivate: impl AsyncFn(&str, &str) -> Result<(), ApiError>,
+    serving: impl AsyncFn(&Api, &str, &str) -> Serving,
+    deactivate: impl AsyncFn(&Api, &str, &str) -> Result<(), ApiError>,
 ) -> Result<(), Failure> {
     let Some((owner_id, ids)) = ctx.created_all(owner) else {
         return Ok(());
@@ -132,11 +212,91 @@ pub(crate) async fn cleanup_created(
             ctx,
             cancelled,
             &format!("{kind} {id}"),
-            serving(&owner_id, &id),
-            deactivate(&owner_id, &id),
+            async |api: &Api| serving(api, &owner_id, &id).await,
+            async |api: &Api| deactivate(api, &owner_id, &id).await,
         )
         .await;
         result = result.and(r);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_choice() {
+        let r = |enabled, explicit, environment, gated| Rules {
+            enabled,
+            explicit,
+            environment,
+            gated,
+        };
+        // (rules, expected)
+        let cases = [
+            (r(false, false, false, false), Start::Off { say: false }),
+            (r(false, false, true, false), Start::Off { say: true }),
+            (r(false, true, true, false), Start::Off { say: false }),
+            (r(false, false, true, true), Start::Off { say: false }),
+            (r(true, false, false, false), Start::Check),
+            (r(true, false, true, true), Start::Check),
+            (r(true, true, true, false), Start::Deactivate),
+            (r(true, true, false, false), Start::Deactivate),
+            (r(true, true, true, true), Start::Check),
+        ];
+        for (rules, want) in cases {
+            assert_eq!(start(rules), want, "{rules:?}");
+        }
+    }
+
+    #[test]
+    fn the_choice_after_the_check() {
+        let env = || Serving::Environment("production".into());
+        let unknown = || Serving::Unknown("503".into());
+        let served = "it serves the production environment".to_string();
+        let cases = [
+            (false, Serving::No, Act::Deactivate),
+            (true, Serving::No, Act::Deactivate),
+            (
+                true,
+                env(),
+                Act::Keep {
+                    why: served.clone(),
+                },
+            ),
+            (false, env(), Act::Leave { why: served }),
+        ];
+        for (gated, serving, want) in cases {
+            assert_eq!(after_check(gated, &serving), want, "{gated} {serving:?}");
+        }
+        // A failed check counts as serving, gated or not.
+        for gated in [false, true] {
+            assert!(matches!(
+                after_check(gated, &unknown()),
+                Act::Leave { why } if why.contains("(503)")
+            ));
+        }
+    }
+
+    #[test]
+    fn the_cleanup_deadline() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        // (now, cancelled, run_until, cancelled_at, expected)
+        let cases = [
+            // Its minute, within the run's end plus a minute.
+            (t0, false, t0 + s(600), None, t0 + s(60)),
+            // Late (a rollback ran past the run's end): what is left of it.
+            (t0 + s(90), false, t0, None, t0 + s(60)),
+            // Cancelled: three seconds, and the tail after the signal.
+            (t0, true, t0 + s(600), None, t0 + s(3)),
+            (t0 + s(5), true, t0 + s(600), Some(t0), t0 + ms(6_500)),
+            (t0, true, t0 + s(600), Some(t0), t0 + s(3)),
+        ];
+        for (now, cancelled, run_until, at, want) in cases {
+            assert_eq!(cleanup_end(now, cancelled, run_until, at), want);
+        }
+    }
 }

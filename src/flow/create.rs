@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 
 use super::{Ctx, deploy_error};
-use crate::baseten::ApiError;
+use crate::baseten::{Api, ApiError};
 use crate::outcome::Failure;
 use crate::retry::{Classify, Kind};
 
@@ -43,13 +43,14 @@ pub(crate) struct Trace {
 
 impl Trace {
     /// Lists `owner`'s deployment ids before the create; a new owner has
-    /// none. `list` lists an owner's deployment ids.
+    /// none. `list` lists an owner's deployment ids through `api`.
     pub(crate) async fn take(
+        api: &Api,
         owner: Option<&str>,
-        list: &impl AsyncFn(&str) -> Result<Vec<String>, ApiError>,
+        list: &impl AsyncFn(&Api, &str) -> Result<Vec<String>, ApiError>,
     ) -> Trace {
         let before = match owner {
-            Some(o) => list(o).await.ok(),
+            Some(o) => list(api, o).await.ok(),
             None => Some(Vec::new()),
         };
         Trace {
@@ -62,8 +63,9 @@ impl Trace {
     /// `find_owner`) and its first deployment id that was not there before.
     pub(crate) async fn find_new(
         &self,
-        find_owner: impl AsyncFnOnce() -> Result<Option<String>, ApiError>,
-        list: &impl AsyncFn(&str) -> Result<Vec<String>, ApiError>,
+        api: &Api,
+        find_owner: impl AsyncFnOnce(&Api) -> Result<Option<String>, ApiError>,
+        list: &impl AsyncFn(&Api, &str) -> Result<Vec<String>, ApiError>,
     ) -> Result<Option<(String, String)>, ApiError> {
         let Some(before) = &self.before else {
             return Err(ApiError::permanent(
@@ -72,12 +74,12 @@ impl Trace {
         };
         let owner = match &self.owner {
             Some(o) => o.clone(),
-            None => match find_owner().await? {
+            None => match find_owner(api).await? {
                 Some(o) => o,
                 None => return Ok(None),
             },
         };
-        let ids = list(&owner).await?;
+        let ids = list(api, &owner).await?;
         let new: Vec<String> = ids.into_iter().filter(|id| !before.contains(id)).collect();
         match new.as_slice() {
             [] => Ok(None),
@@ -101,28 +103,17 @@ pub(crate) async fn create_once<T>(
     ctx: &Ctx<'_>,
     what: &str,
     check: &str,
-    send: impl AsyncFnMut() -> Result<T, ApiError>,
-    find: impl AsyncFnMut() -> Result<Option<T>, ApiError>,
+    mut send: impl AsyncFnMut(&Api) -> Result<T, ApiError>,
+    mut find: impl AsyncFnMut(&Api) -> Result<Option<T>, ApiError>,
 ) -> Result<T, Failure> {
-    let before = ctx.api.deadline();
+    // `send` and `find` make their requests through this handle: the
+    // deploy budget, stretched to the grace when less is left.
     let grace = Instant::now() + Duration::from_secs(CREATE_GRACE_SECS);
-    ctx.api.set_deadline(before.map(|d| d.max(grace)));
-    let r = create_or_find(ctx, what, check, send, find).await;
-    ctx.api.set_deadline(before);
-    r
-}
-
-async fn create_or_find<T>(
-    ctx: &Ctx<'_>,
-    what: &str,
-    check: &str,
-    mut send: impl AsyncFnMut() -> Result<T, ApiError>,
-    mut find: impl AsyncFnMut() -> Result<Option<T>, ApiError>,
-) -> Result<T, Failure> {
+    let api = &ctx.api.until(ctx.api.deadline().map(|d| d.max(grace)));
     let mut round = 0;
     loop {
         round += 1;
-        let lost = match send().await {
+        let lost = match send(api).await {
             Ok(t) => return Ok(t),
             Err(e) if maybe_applied(&e) => e,
             Err(e) => return Err(deploy_error(e)),
@@ -131,7 +122,7 @@ async fn create_or_find<T>(
             "the answer to creating {what} was lost ({lost}); asking the platform whether it was created before sending anything again"
         ));
         ctx.event("", &format!("creating {what}: outcome unknown"));
-        match find().await {
+        match find(api).await {
             Ok(Some(t)) => {
                 let msg = format!("{what} was created although its answer was lost: adopted it");
                 ctx.say(&msg);

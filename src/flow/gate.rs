@@ -11,10 +11,11 @@
 //! reports what that read shows. A deployment this run cannot prove it
 //! promoted (another client's, or a platform copy whose answer was lost) is
 //! never adopted, cancelled, rolled over or deactivated. The decisions are
-//! `promotion::lookup` and `promotion::rollback_step`; this module performs
-//! them.
+//! pure functions: the readings of one environment in `promotion`
+//! (`lookup`, `rollback_step`), the gate's own choices in `rules`; this
+//! module performs them and reports.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::anyhow;
 use serde_json::Value;
@@ -22,22 +23,21 @@ use serde_json::Value;
 use super::{
     Ctx, Poll, PromotionTrack, check_promotion, deploy_error, human, poll_until, smoke_test,
 };
-use crate::baseten::{ApiError, PromoteFlags};
+use crate::baseten::{Api, PromoteFlags};
 use crate::kind::Kind;
 use crate::outcome::Failure;
-use crate::promotion::{self, Env, Lookup, Step};
+use crate::promotion::{self, Lookup};
+
+mod rollback;
+mod rules;
+
+pub(crate) use rollback::cleanup_gated;
+use rollback::roll_back;
+use rules::Start;
 
 /// How often a promote whose answer was lost, and which the environment
 /// shows no trace of, is sent again.
 const PROMOTE_ROUNDS: u32 = 3;
-/// A rollback started by a signal gets this long (the runner kills the
-/// job 7.5 s after its first signal; cleanup needs the rest).
-const CANCELLED_ROLLBACK_SECS: u64 = 3;
-/// A rollback started when the run's budget is (nearly) spent still gets
-/// this long, taken from the cleanup's minute.
-const ROLLBACK_FLOOR_SECS: u64 = 10;
-/// Each kind of rollback request is sent at most this often.
-const ROLLBACK_SENDS_MAX: u32 = 3;
 
 /// Where the gate stands, for cleanup and a cancellation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,12 +131,6 @@ fn flags(ctx: &Ctx<'_>) -> PromoteFlags {
     }
 }
 
-/// One reading of the environment, typed.
-async fn read(ctx: &Ctx<'_>, owner: Kind, owner_id: &str, env: &str) -> Result<Env, ApiError> {
-    let v = ctx.api.read_environment(owner, owner_id, env).await?;
-    Ok(Env::parse(&v))
-}
-
 async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure> {
     let cfg = ctx.cfg;
     let word = c.owner.as_str();
@@ -148,23 +142,26 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
     // One budget for the run: the promotion, the environment's test and
     // a rollback end by the run's end, as the deploy did by its own.
     let until = ctx.run_until;
-    ctx.api.set_deadline(Some(until));
-    let before = read(ctx, c.owner, c.owner_id, env)
+    let api = ctx.api.until(Some(until));
+    let ctx = &ctx.with_api(&api);
+    let before = ctx
+        .api
+        .read_environment(c.owner, c.owner_id, env)
         .await
         .map_err(|e| with_outcome(deploy_error(e), "nothing was promoted".into()))?;
     // A new model's (or chain's) first deployment is promoted into
     // production by the platform itself: there is nothing to gate or to
     // roll back to.
-    let already = [&before.current, &before.candidate]
-        .into_iter()
-        .any(|d| d.as_deref() == Some(c.tested));
-    if before.candidate.as_deref().is_some_and(|d| d != c.tested) {
-        return Err(Failure::Deploy(anyhow!(
-            "{}: another promotion is in progress, so nothing was promoted; wait for it to finish (or cancel it), then run again",
-            before.describe(env)
-        )));
-    }
-    let previous = before.current.clone().filter(|d| d != c.tested);
+    let (already, previous) = match rules::start(&before, c.tested) {
+        Start::Busy => {
+            return Err(Failure::Deploy(anyhow!(
+                "{}: another promotion is in progress, so nothing was promoted; wait for it to finish (or cancel it), then run again",
+                before.describe(env)
+            )));
+        }
+        Start::Already { previous } => (true, previous),
+        Start::Promote { previous } => (false, previous),
+    };
     {
         let mut st = ctx.state.lock().unwrap();
         st.previous_deployment_id = previous.clone();
@@ -219,16 +216,18 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
         ctx,
         until,
         &format!("the promotion into {env}"),
-        async || {
-            let json = ctx.api.environment_of(c.owner, c.owner_id, env).await;
+        async |api: &Api| {
+            let read = api.environment_of(c.owner, c.owner_id, env).await;
             // Real traffic breaking an objective cancels a rolling promotion.
-            let seen = json.as_ref().ok();
-            if let Some(f) =
-                crate::evidence::watch(ctx, &mut live, c.owner, c.owner_id, env, seen).await
+            let seen = read.as_ref().ok();
+            let ctx = &ctx.with_api(api);
+            if let Some(run) = ctx.evidence()
+                && let Some(f) =
+                    crate::evidence::watch(&run, &mut live, c.owner, c.owner_id, env, seen).await
             {
                 return Ok(Poll::Failed(f));
             }
-            check_promotion(ctx, &mut track, &promoted, env, json)
+            check_promotion(ctx, &mut track, &promoted, env, read)
         },
     )
     .await;
@@ -319,21 +318,14 @@ async fn promote_once(
             .await
         {
             Ok(id) => return Ok(id),
-            Err(
-                e @ (ApiError::Ambiguous { .. }
-                | ApiError::Transient { .. }
-                | ApiError::NotSent { .. }),
-            ) => e,
+            Err(e) if rules::answer_lost(&e) => e,
             Err(e) => {
                 // Refused: say what the environment shows (another
                 // client's promotion in flight names both deployments).
                 // After a lost answer, the refusal may be our own first
                 // promote, applied late: looked up by identity once more.
-                let now = read(ctx, owner, owner_id, env).await;
-                if lost_before
-                    && let Ok(n) = &now
-                    && promotion::lookup(n, target, before) == Lookup::Applied
-                {
+                let now = ctx.api.read_environment(owner, owner_id, env).await;
+                if rules::refusal_is_ours(lost_before, now.as_ref().ok(), target, before) {
                     ctx.say(&format!(
                         "the promotion did start: {env} is taking {target}"
                     ));
@@ -350,7 +342,7 @@ async fn promote_once(
         ctx.say(&format!(
             "the promote request got no usable answer ({e}); looking at {env}"
         ));
-        let now = read(ctx, owner, owner_id, env).await.map_err(|r| {
+        let now = ctx.api.read_environment(owner, owner_id, env).await.map_err(|r| {
             with_outcome(
                 deploy_error(r),
                 format!(
@@ -374,338 +366,13 @@ async fn promote_once(
             }
         }
     }
-    let now = read(ctx, owner, owner_id, env)
+    let now = ctx
+        .api
+        .read_environment(owner, owner_id, env)
         .await
         .map(|n| n.describe(env))
         .unwrap_or_else(|_| format!("{env} could not be read"));
     Err(Failure::Deploy(anyhow!(
         "the promote request got no usable answer {PROMOTE_ROUNDS} times and {env} shows no promotion of {target}: nothing was promoted; {now}"
     )))
-}
-
-/// Puts `prev` back into `env` after our promotion of `ours` failed or
-/// its environment test did, by `promotion::rollback_step` over a fresh
-/// read each round, and reports what the last read shows. `hurry`: a
-/// signal's short budget. Sets `rolled-back`; answers where traffic is.
-pub(crate) async fn roll_back(
-    ctx: &Ctx<'_>,
-    owner: Kind,
-    owner_id: &str,
-    env: &str,
-    ours: &str,
-    previous: Option<&str>,
-    hurry: bool,
-) -> String {
-    let Some(prev) = previous else {
-        set_phase(ctx, Phase::Settled);
-        ctx.state.lock().unwrap().rolled_back = Some(false);
-        let msg = format!(
-            "nothing to roll back to: {ours} is the first deployment of {env} and is left as it is"
-        );
-        ctx.warn(&msg);
-        return msg;
-    };
-    let now = Instant::now();
-    let until = if hurry {
-        let signalled = ctx.state.lock().unwrap().cancelled_at.unwrap_or(now);
-        signalled + Duration::from_secs(CANCELLED_ROLLBACK_SECS)
-    } else {
-        ctx.run_until
-            .max(now + Duration::from_secs(ROLLBACK_FLOOR_SECS))
-    };
-    if until > ctx.run_until && !hurry {
-        ctx.say(&format!(
-            "the run's budget is spent: the rollback gets {} more",
-            human(until - now)
-        ));
-    }
-    ctx.api.set_deadline(Some(until));
-    ctx.say(&format!("Rolling {env} back to deployment {prev}"));
-    set_phase(ctx, Phase::RollingBack);
-    let (rolled_back, msg) = put_back(ctx, owner, owner_id, env, ours, prev, hurry, until).await;
-    set_phase(ctx, Phase::Settled);
-    ctx.state.lock().unwrap().rolled_back = Some(rolled_back);
-    ctx.promotion_event("", &msg);
-    if rolled_back {
-        ctx.say(&msg);
-    } else {
-        ctx.warn(&msg);
-    }
-    msg
-}
-
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the rollback's plain values; a struct would only rename them"
-)]
-async fn put_back(
-    ctx: &Ctx<'_>,
-    owner: Kind,
-    owner_id: &str,
-    env: &str,
-    ours: &str,
-    prev: &str,
-    hurry: bool,
-    until: Instant,
-) -> (bool, String) {
-    let chain = owner == Kind::Chain;
-    // The id our promote of `prev` answered (a platform copy of it), kept
-    // in the gate's state so that a rollback resumed after a signal knows it.
-    let (mut back, ours_known) = {
-        let st = ctx.state.lock().unwrap();
-        let g = st.gate.as_ref();
-        (
-            g.and_then(|g| g.back.clone()),
-            g.is_none_or(|g| g.promoted.is_some()),
-        )
-    };
-    let remember = |id: &str| {
-        if let Some(g) = ctx.state.lock().unwrap().gate.as_mut() {
-            g.back = Some(id.to_string());
-        }
-    };
-    let mut acted = false;
-    let (mut cancels, mut promotes) = (0u32, 0u32);
-    let mut last: Option<Env> = None;
-    loop {
-        let e = match read(ctx, owner, owner_id, env).await {
-            Ok(e) => e,
-            Err(err) => {
-                if let (Some(l), true) = (&last, Instant::now() >= until) {
-                    return (false, unfinished(&l.describe(env), env, hurry));
-                }
-                let seen = last
-                    .map(|l| format!(" (last read: {})", l.describe(env)))
-                    .unwrap_or_default();
-                return (
-                    false,
-                    format!(
-                        "the rollback could not read {env} ({err}){seen}: whether {prev} serves again is unknown; check {env} in the Baseten UI and promote {prev} if it does not"
-                    ),
-                );
-            }
-        };
-        let step = promotion::rollback_step(&e, ours, prev, back.as_deref(), hurry, chain);
-        match step {
-            Step::Done => {
-                let serving = e.current.clone().unwrap_or_default();
-                return if !acted {
-                    (
-                        false,
-                        format!("traffic stays on the previous deployment {prev}"),
-                    )
-                } else if serving == prev {
-                    (
-                        true,
-                        format!("rolled back: traffic is back on the previous deployment {prev}"),
-                    )
-                } else {
-                    (
-                        true,
-                        format!(
-                            "rolled back: traffic is back on the previous deployment {prev} (the platform re-created it as {serving})"
-                        ),
-                    )
-                };
-            }
-            Step::Displaced { by } if !ours_known => {
-                return (
-                    false,
-                    format!(
-                        "not rolled back: {}; the promote's answer never came, so deployment {by} cannot be confirmed as this run's (the platform may have copied ours, or another client promoted it): it is left as it is — check {env} in the Baseten UI",
-                        e.describe(env)
-                    ),
-                );
-            }
-            Step::Displaced { by } => {
-                return (
-                    false,
-                    format!(
-                        "not rolled back: another client moved {env} meanwhile ({}); deployment {by} was not created by this run, so the rollback does not fight it",
-                        e.describe(env)
-                    ),
-                );
-            }
-            Step::Wait => {}
-            Step::Cancel { force } if cancels < ROLLBACK_SENDS_MAX => {
-                cancels += 1;
-                acted = true;
-                let how = if force {
-                    "Force-cancelling the rolling promotion"
-                } else {
-                    "Cancelling the promotion"
-                };
-                ctx.say(&format!("{how} into {env}"));
-                ctx.promotion_event("", &format!("cancel the promotion of {ours}"));
-                // The answer says little; the next read says what happened
-                // (a promotion that just finished refuses the cancel, and
-                // is then promoted back).
-                if let Err(err) = ctx.api.cancel_promotion(owner_id, env, force).await {
-                    ctx.say(&format!("the cancel was not taken ({err}); reading {env}"));
-                }
-                continue;
-            }
-            Step::ChainInterrupt if promotes < ROLLBACK_SENDS_MAX => {
-                promotes += 1;
-                acted = true;
-                // Chains have no cancel: promote the previous deployment;
-                // while one promotion is in flight the platform refuses a
-                // second, and then ending ours is the way back.
-                ctx.promotion_event("", &format!("promote {prev} back into {env}"));
-                match ctx
-                    .api
-                    .promote(owner, owner_id, env, prev, flags(ctx))
-                    .await
-                {
-                    Ok(id) => {
-                        remember(&id);
-                        back = Some(id);
-                    }
-                    Err(ApiError::Permanent { .. }) => {
-                        // Read again: only a candidate that is still ours
-                        // is ended.
-                        let again = read(ctx, owner, owner_id, env).await;
-                        if again.is_ok_and(|a| a.candidate.as_deref() == Some(ours)) {
-                            end_chain_candidate(ctx, owner_id, env, ours).await;
-                        }
-                    }
-                    Err(err) => ctx.say(&format!(
-                        "the promote of {prev} got no usable answer ({err}); reading {env}"
-                    )),
-                }
-                continue;
-            }
-            Step::ChainEndOurs if promotes < ROLLBACK_SENDS_MAX => {
-                promotes += 1;
-                acted = true;
-                end_chain_candidate(ctx, owner_id, env, ours).await;
-                continue;
-            }
-            Step::PromoteBack if promotes < ROLLBACK_SENDS_MAX => {
-                promotes += 1;
-                acted = true;
-                if let Err(msg) = reactivate(ctx, owner, owner_id, prev).await {
-                    return (false, format!("{msg}; {}", e.describe(env)));
-                }
-                ctx.promotion_event("", &format!("promote {prev} back into {env}"));
-                match promote_once(ctx, owner, owner_id, env, prev, e.current.as_deref()).await {
-                    Ok(id) => {
-                        remember(&id);
-                        back = Some(id);
-                    }
-                    Err(f) => {
-                        return (
-                            false,
-                            format!(
-                                "the rollback failed ({f}): promote {prev} again in the Baseten UI"
-                            ),
-                        );
-                    }
-                }
-                continue;
-            }
-            Step::Cancel { .. } | Step::ChainInterrupt | Step::ChainEndOurs | Step::PromoteBack => {
-                return (
-                    false,
-                    format!(
-                        "the rollback was tried {ROLLBACK_SENDS_MAX} times and {}: promote {prev} again in the Baseten UI",
-                        e.describe(env)
-                    ),
-                );
-            }
-        }
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return (false, unfinished(&e.describe(env), env, hurry));
-        }
-        if let Some(line) = e.flight.as_ref().map(|f| match f.percent {
-            Some(p) => format!("rollback: {}, {p:.0}% of traffic on {ours}", f.status),
-            None => format!("rollback: {}", f.status),
-        }) && last.as_ref().and_then(|l| l.flight.as_ref()) != e.flight.as_ref()
-        {
-            ctx.say(&line);
-            ctx.promotion_event("", &line);
-        }
-        last = Some(e);
-        tokio::time::sleep(ctx.cfg.poll_interval.min(left)).await;
-    }
-}
-
-/// Ends our own chain promotion by deactivating our candidate (chains
-/// have no cancel endpoint).
-async fn end_chain_candidate(ctx: &Ctx<'_>, chain_id: &str, env: &str, ours: &str) {
-    ctx.say(&format!(
-        "{env} cannot be handed back while {ours} is being promoted: deactivating {ours} (this run's) so that its promotion ends"
-    ));
-    ctx.promotion_event("", &format!("deactivate {ours} to end its promotion"));
-    if let Err(err) = ctx.api.deactivate_chain(chain_id, ours).await {
-        ctx.say(&format!(
-            "deactivating {ours} failed ({err}); reading {env}"
-        ));
-    }
-}
-
-/// A rollback out of time, with the last read.
-fn unfinished(seen: &str, env: &str, hurry: bool) -> String {
-    let budget = if hurry {
-        "the seconds a cancelled run has"
-    } else {
-        "the run's budget"
-    };
-    format!(
-        "the rollback did not finish within {budget}: {seen}; the platform may still finish it — check {env} in the Baseten UI"
-    )
-}
-
-/// A deployment the environment's cleanup strategy deactivated cannot be
-/// promoted: a model's is activated first (documented); a chain's cannot
-/// be (there is no chain activate), which the error says.
-async fn reactivate(ctx: &Ctx<'_>, owner: Kind, owner_id: &str, prev: &str) -> Result<(), String> {
-    let status = ctx
-        .api
-        .deployment_status_of(owner, owner_id, prev)
-        .await
-        .unwrap_or_default();
-    if !matches!(status.as_str(), "INACTIVE" | "DEACTIVATING") {
-        return Ok(());
-    }
-    match owner {
-        Kind::Model => {
-            ctx.say(&format!(
-                "the previous deployment {prev} is {status} (the environment's cleanup strategy deactivated it): activating it first"
-            ));
-            ctx.promotion_event("", &format!("activate {prev}"));
-            ctx.api.activate(owner_id, prev).await.map_err(|e| {
-                format!("the previous deployment {prev} is {status} and activating it failed ({e})")
-            })
-        }
-        Kind::Chain => Err(format!(
-            "the previous chain deployment {prev} is {status} (the environment's cleanup strategy deactivated it) and chains cannot be re-activated through the API: redeploy it or promote another one in the Baseten UI"
-        )),
-    }
-}
-
-/// A signal arrived while a gated promotion was under way: the rollback
-/// runs with a signal's short budget (a promotion in flight is cancelled —
-/// force-cancelled only when rolling — a chain's is ended by promoting the
-/// previous deployment or deactivating ours, a promoted deployment whose
-/// environment test had not passed is replaced by the previous one), and
-/// the run reports what the last read shows.
-pub(crate) async fn cleanup_gated(ctx: &Ctx<'_>, cancelled: bool) {
-    let gate = ctx.state.lock().unwrap().gate.clone();
-    let Some(g) = gate else { return };
-    if !cancelled || g.phase == Phase::Settled {
-        return;
-    }
-    let Some(prev) = g.previous.clone() else {
-        ctx.note(format!(
-            "cancelled during the promotion into {}: it is the environment's first deployment, left as it is",
-            g.env
-        ));
-        return;
-    };
-    let ours = g.promoted.clone().unwrap_or_else(|| g.tested.clone());
-    let outcome = roll_back(ctx, g.owner, &g.owner_id, &g.env, &ours, Some(&prev), true).await;
-    let msg = format!("cancelled during the promotion into {}: {outcome}", g.env);
-    ctx.note(msg);
 }

@@ -1,8 +1,11 @@
 //! The deploy core that models and chains share: the run's context and
 //! state, team resolution, the config as sent, validate/package/upload
-//! (`upload`), the one wait loop and promotion tracking (`wait`), the smoke
-//! test (`smoke`) and the cleanup decision (`cleanup`). `model` and `chain`
-//! tell their own story with these steps and never use each other.
+//! (`upload`), creating exactly once (`create`), the one wait loop and
+//! promotion tracking (`wait`), the smoke test and what follows it
+//! (`smoke`), the cleanup decision (`cleanup`) and the gated promotion
+//! (`gate`). `model` and `chain` tell their own story with these steps and
+//! never use each other. Each phase makes its platform requests through
+//! its own `Api` handle (`Api::until`), so its budget is its own.
 
 mod cleanup;
 mod create;
@@ -21,25 +24,20 @@ use crate::baseten::{Api, ApiError, Named, Team, python_json};
 pub(crate) use crate::ci::human;
 use crate::ci::{PredictStats, Reporter, StatusEvent};
 use crate::config::Config;
-use crate::git;
+use crate::kind::Kind;
+use crate::net::TRUSS_COMPAT_VERSION;
 use crate::outcome::Failure;
+use crate::{evidence, git};
 
 pub(crate) use cleanup::{Serving, cleanup_created};
 pub(crate) use create::{Trace, create_once};
 pub(crate) use gate::{Candidate, check_gate_target, cleanup_gated, promote_after_predict};
-pub(crate) use smoke::smoke_test;
+pub(crate) use smoke::{smoke_test, test_and_promote};
 pub(crate) use upload::{
     abort_unfinished_uploads, package_and_upload, preflight_secrets, scratch_dir, secret_names,
     validate_config,
 };
 pub(crate) use wait::{Poll, PromotionTrack, check_promotion, poll_until};
-
-/// The truss client version whose archive and wire format we reproduce; sent
-/// in `truss_user_env` so the platform treats the upload as that client's.
-/// The repository's `truss-version` file is its one definition, shared with
-/// the chain helper and `scripts/python-env`.
-pub(crate) const TRUSS_COMPAT_VERSION: &str =
-    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/truss-version")).trim_ascii();
 
 /// What the run learned, kept outside the flow so that a cancelled or
 /// failed flow still leaves what cleanup and outputs need.
@@ -96,6 +94,21 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The same run, its platform requests made through `api` (a handle
+    /// with this phase's deadline, from [`Api::until`]).
+    pub(crate) fn with_api<'b>(&'b self, api: &'b Api) -> Ctx<'b> {
+        Ctx {
+            cfg: self.cfg,
+            api,
+            s3_http: self.s3_http,
+            rep: Arc::clone(&self.rep),
+            state: self.state,
+            started: self.started,
+            deploy_until: self.deploy_until,
+            run_until: self.run_until,
+        }
+    }
+
     /// The owner's id and every deployment this run created, the tested
     /// one first when a gated promotion made the platform create another.
     pub(crate) fn created_all(
@@ -155,6 +168,20 @@ impl Ctx<'_> {
 
     pub(crate) fn note(&self, note: String) {
         self.state.lock().unwrap().notes.push(note);
+    }
+
+    /// What the evidence hooks need of this run (this context's platform
+    /// handle, so the phase's budget), when there are evidence inputs.
+    pub(crate) fn evidence(&self) -> Option<evidence::Run<'_>> {
+        Some(evidence::Run {
+            settings: self.cfg.evidence.as_ref()?,
+            api: self.api,
+            endpoints: &self.cfg.endpoints,
+            environment: self.cfg.environment.as_deref(),
+            gated: self.cfg.gated_environment().is_some(),
+            predict_timeout: self.cfg.predict_timeout,
+            log: self,
+        })
     }
 
     /// Records the ready moment and says it.
@@ -250,6 +277,47 @@ pub(crate) fn existing(ctx: &Ctx<'_>, kind: &str, name: &str, listed: Vec<Named>
         None => ctx.say(&format!("{kind} {name:?} is new: creating it")),
     }
     found
+}
+
+impl evidence::Journal for Ctx<'_> {
+    fn position(&self) -> evidence::Position {
+        let st = self.state.lock().unwrap();
+        let owner = match (&st.model_id, &st.chain_id) {
+            (Some(m), _) => Some((Kind::Model, m.clone())),
+            (None, Some(c)) => Some((Kind::Chain, c.clone())),
+            _ => None,
+        };
+        evidence::Position {
+            owner,
+            deployment_id: st.deployment_id.clone(),
+            environment_url: st.environment_url.clone(),
+        }
+    }
+
+    fn analyses(
+        &self,
+        change: &mut dyn FnMut(&mut Vec<evidence::Analysis>),
+    ) -> Vec<evidence::Analysis> {
+        let mut st = self.state.lock().unwrap();
+        change(&mut st.evidence);
+        st.evidence.clone()
+    }
+
+    fn say(&self, msg: &str) {
+        Ctx::say(self, msg);
+    }
+
+    fn warn(&self, msg: &str) {
+        Ctx::warn(self, msg);
+    }
+
+    fn notice(&self, msg: &str) {
+        Ctx::notice(self, msg);
+    }
+
+    fn note(&self, msg: String) {
+        Ctx::note(self, msg);
+    }
 }
 
 /// A platform error that ends the deploy; one cut short by the run's

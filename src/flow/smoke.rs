@@ -6,14 +6,71 @@ use std::time::Instant;
 use anyhow::anyhow;
 use serde_json::Value;
 
-use super::{Ctx, human};
+use super::{Candidate, Ctx, human, promote_after_predict};
 use crate::ci::{PredictStats, StreamStats};
+use crate::kind::Kind;
 use crate::outcome::Failure;
 
 /// First characters of a predict response kept in outputs.
 pub(crate) const PREDICT_RESPONSE_MAX_CHARS: usize = 4096;
 /// First characters of a predict response shown in the log.
 const SHOWN_RESPONSE_CHARS: usize = 500;
+
+/// After the wait, for models and chains alike: the smoke test of the
+/// deployment itself (a model's `predict`, a chain's `run_remote`; a
+/// model's payload may ask for a stream), then, with `promotion:
+/// after-predict`, the gated promotion. Nothing without a payload.
+pub(crate) async fn test_and_promote(
+    ctx: &Ctx<'_>,
+    owner: Kind,
+    owner_id: &str,
+    deployment_id: &str,
+) -> Result<(), Failure> {
+    let cfg = ctx.cfg;
+    let Some(payload) = &cfg.predict_payload else {
+        ctx.say("No predict payload configured, skipping predict check");
+        return Ok(());
+    };
+    // A gated promotion tests the deployment itself first.
+    let regional = cfg
+        .create_environment()
+        .filter(|_| cfg.regional_environment);
+    let (title, endpoint, url, streaming) = match owner {
+        Kind::Model => (
+            "Predict",
+            "predict",
+            cfg.endpoints
+                .model_predict(owner_id, deployment_id, regional),
+            payload
+                .get("stream")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        ),
+        Kind::Chain => (
+            "Predict (run_remote)",
+            "run_remote",
+            cfg.endpoints
+                .chain_run_remote(owner_id, deployment_id, regional),
+            false,
+        ),
+    };
+    ctx.group(title);
+    let r = smoke_test(ctx, endpoint, &url, payload, streaming).await;
+    ctx.end_group();
+    r?;
+    if cfg.gated_environment().is_some() {
+        let candidate = Candidate {
+            owner,
+            owner_id,
+            tested: deployment_id,
+            endpoint,
+            payload,
+            streaming,
+        };
+        promote_after_predict(ctx, &candidate).await?;
+    }
+    Ok(())
+}
 
 /// Sends `payload` to `url` (`label` is `predict` or `run_remote`) and
 /// records the answer; with `streaming` the answer is read as SSE tokens.
@@ -31,8 +88,10 @@ pub(crate) async fn smoke_test(
     ctx.state.lock().unwrap().predict_url = Some(url.to_string());
     let started = Instant::now();
     // The predict's own deadline (below) bounds it and names it in the
-    // message; the deploy budget no longer applies.
-    ctx.api.set_deadline(None);
+    // message; the deploy budget no longer applies (to the evidence after
+    // it either: it bounds its own requests).
+    let api = ctx.api.until(None);
+    let ctx = &ctx.with_api(&api);
     let call = ctx.api.invoke(
         label,
         url,
@@ -81,5 +140,8 @@ pub(crate) async fn smoke_test(
         });
     }
     // With evidence inputs: the sample and its verdict.
-    crate::evidence::after_smoke(ctx, label, url).await
+    match ctx.evidence() {
+        Some(run) => crate::evidence::after_smoke(&run, label, url).await,
+        None => Ok(()),
+    }
 }

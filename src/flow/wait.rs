@@ -4,10 +4,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
-use serde_json::Value;
 
 use super::{Ctx, human};
-use crate::baseten::ApiError;
+use crate::baseten::{Api, ApiError};
 use crate::outcome::Failure;
 use crate::promotion;
 use crate::retry::{Classify, Policy};
@@ -28,14 +27,15 @@ pub(crate) enum Poll {
 /// Polls until `poll` reads ready or failed, or the deadline passes. It
 /// owns the wall-clock deadline (which holds even when every poll fails),
 /// backoff with jitter and Retry-After on failed reads, and the sleep
-/// between polls; `poll` owns reading and reporting. `what` names the thing
+/// between polls; `poll` owns reading and reporting, each request through
+/// the handle it is given (the last look's has its own short deadline). `what` names the thing
 /// waited for. Only a permanent error ends the wait early: reads are safe
 /// to repeat, so every other failure is polled through.
 pub(crate) async fn poll_until(
     ctx: &Ctx<'_>,
     deadline: Instant,
     what: &str,
-    mut poll: impl AsyncFnMut() -> Result<Poll, ApiError>,
+    mut poll: impl AsyncFnMut(&Api) -> Result<Poll, ApiError>,
 ) -> Result<(), Failure> {
     let cfg = ctx.cfg;
     // Failed reads back off, but never so far that a deployment that became
@@ -53,10 +53,8 @@ pub(crate) async fn poll_until(
             let grace = cfg
                 .poll_interval
                 .min(Duration::from_secs(LAST_LOOK_MAX_SECS));
-            let budget = ctx.api.deadline();
-            ctx.api.set_deadline(Some(Instant::now() + grace));
-            let look = tokio::time::timeout(grace, poll()).await;
-            ctx.api.set_deadline(budget);
+            let api = ctx.api.until(Some(Instant::now() + grace));
+            let look = tokio::time::timeout(grace, poll(&api)).await;
             match look {
                 Ok(Ok(Poll::Ready)) => return Ok(()),
                 Ok(Ok(Poll::Failed(f))) => return Err(f),
@@ -70,7 +68,7 @@ pub(crate) async fn poll_until(
                 human(cfg.wait_timeout)
             )));
         }
-        let sleep_for = match tokio::time::timeout(deadline - now, poll()).await {
+        let sleep_for = match tokio::time::timeout(deadline - now, poll(ctx.api)).await {
             // The deadline hit mid-request; the top of the loop reports it.
             Err(_) => continue,
             Ok(Ok(Poll::Ready)) => return Ok(()),
@@ -143,16 +141,15 @@ impl PromotionTrack {
 
 /// Our deployment (a model deployment or a chain deployment) is ready; is
 /// it the one serving the environment yet? `environment` is the
-/// environment's answer (EnvironmentV1 or ChainEnvironmentV1).
+/// environment's reading (EnvironmentV1 or ChainEnvironmentV1).
 pub(crate) fn check_promotion(
     ctx: &Ctx<'_>,
     track: &mut PromotionTrack,
     deployment_id: &str,
     env: &str,
-    environment: Result<Value, ApiError>,
+    environment: Result<promotion::Env, ApiError>,
 ) -> Result<Poll, ApiError> {
-    let json = environment?;
-    let parsed = promotion::Env::parse(&json);
+    let parsed = environment?;
     let view = match &track.gate {
         Some(g) => promotion::read_gated(&parsed, deployment_id, g.previous.as_deref()),
         None => promotion::read_env(&parsed, deployment_id),

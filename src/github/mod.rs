@@ -533,7 +533,12 @@ mod tests {
             "failure"
         );
         assert_eq!(final_state(&Err(Failure::Timeout("x".into()))), "error");
-        assert_eq!(final_state(&Err(Failure::Cancelled("SIGINT"))), "error");
+        assert_eq!(
+            final_state(&Err(Failure::Cancelled(
+                crate::outcome::CancelReason::Signal("SIGINT")
+            ))),
+            "error"
+        );
         assert_eq!(
             environment_for(Some("production"), "m"),
             ("production".into(), false)
