@@ -16,6 +16,8 @@ mod dotenv;
 mod file;
 mod github;
 mod json;
+
+pub(in crate::ci) use json::{Entries, top_level_lines};
 mod shell;
 
 pub(super) use file::{append_file, lacks_final_newline};
