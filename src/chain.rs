@@ -137,7 +137,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
     let gen_dir = tempfile::tempdir()
         .context("creating a temporary directory")
         .map_err(fail)?;
-    let python = python_program(std::env::var(PYTHON_ENV_VAR).ok().as_deref());
+    let python = python_program((ctx.env)(PYTHON_ENV_VAR).as_deref());
     let requested = Some(cfg.model_name.as_str()).filter(|n| !n.is_empty());
     let generated = ctx.within("chain code generation", async {
         generate(&python, file, requested, gen_dir.path())

@@ -74,5 +74,9 @@ pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
 /// Directory of extra trusted CA certificates (PEM files).
 pub const SSL_CERT_DIR: &str = "SSL_CERT_DIR";
 
+/// The Python interpreter that runs the chain code generator (default:
+/// `python3` on `PATH`).
+pub const TRUSS_PUSH_PYTHON: &str = "TRUSS_PUSH_PYTHON";
+
 /// Log filter for debug output on stderr (`truss_push=debug`).
 pub const TRUSS_PUSH_LOG: &str = "TRUSS_PUSH_LOG";

@@ -120,7 +120,7 @@ pub(crate) async fn execute(
     rep: &Arc<Mutex<Reporter>>,
     state: &Mutex<State>,
     started: Instant,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
     stop: &mut Stop<'_>,
     gh: Option<&github::Session>,
 ) -> Result<(), Failure> {
@@ -168,6 +168,7 @@ pub(crate) async fn execute(
         started,
         deploy_until,
         run_until,
+        env,
     };
     // GitHub hears of the start alongside the deploy, never ahead of it.
     let deploying = async {

@@ -37,5 +37,5 @@ mod status;
 mod targets;
 pub mod truss_config;
 
-pub use run::{Io, run};
+pub use run::run;
 pub use secret::RedactedStderr;

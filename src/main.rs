@@ -31,7 +31,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let code = runtime.block_on(truss_push::run(cli, parse_error, truss_push::Io::process()));
+    let code = runtime.block_on(truss_push::run(cli, parse_error));
     // A blocking task (packaging a huge file, reading a stuck file) may
     // still run after a cancelled run wrote its outputs: do not wait for it.
     runtime.shutdown_background();

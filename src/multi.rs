@@ -121,7 +121,7 @@ pub(crate) async fn run(
 async fn deploy_all(
     planned: &[Planned],
     rep: &Arc<Mutex<Reporter>>,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
     signals: &mut Signals,
     max_parallel: usize,
     fail_fast: bool,
@@ -164,7 +164,7 @@ async fn deploy_all(
 async fn deploy_one(
     p: &Planned,
     rep: &Arc<Mutex<Reporter>>,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
     halt: tokio::sync::watch::Receiver<Halt>,
 ) -> Done {
     let label = format!("{} {}", p.found.kind.as_str(), p.found.path.display());

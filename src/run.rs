@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::ci::{CiEnv, Reporter};
 use crate::ci_context::CiContext;
-use crate::cli::Cli;
+use crate::cli::{Cli, EnvLookup};
 use crate::config::Config;
 use crate::execute::{Signals, Stop, execute};
 use crate::flow::State;
@@ -16,43 +16,16 @@ use crate::outcome::Failure;
 use crate::report::{self, install_panic_hook, report};
 use crate::settings::{Early, Settings};
 
-/// Reads one environment variable as `std::env::var` does, so a value that
-/// is not UTF-8 is told apart from an unset one.
-pub(crate) type EnvLookup = Box<dyn Fn(&str) -> Result<String, std::env::VarError> + Send + Sync>;
-
-/// Everything a run needs from the outside world, so tests can run it
-/// in-process.
-pub struct Io {
-    pub env: EnvLookup,
-    pub reporter: Reporter,
-    /// Write the outputs and exit 1 should anything panic (the process, not
-    /// an in-process test).
-    pub exit_on_panic: bool,
-}
-
-impl Io {
-    /// The real process environment and stdio.
-    pub fn process() -> Self {
-        let env = |k: &str| std::env::var(k);
-        let kind = CiEnv::from_lookup(|k| env(k).ok()).kind();
-        Self {
-            env: Box::new(env),
-            reporter: Reporter::stdio(kind),
-            exit_on_panic: true,
-        }
-    }
-}
-
 /// Runs the whole job and returns the process exit code. `parse_error` is a
 /// command-line error already found by clap: it is reported like any bad
 /// input, with outputs written.
-pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
-    let env = io.env;
+pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
+    let env: EnvLookup<'_> = &|k: &str| std::env::var(k);
     let mut signals = Signals::install();
     let ci_env = CiEnv::from_lookup(|k| env(k).ok());
     let ci_context = CiContext::from_lookup(&|k| env(k).ok());
-    let rep = Arc::new(Mutex::new(io.reporter));
-    let inputs = cli.gather(&*env);
+    let rep = Arc::new(Mutex::new(Reporter::stdio(ci_env.kind())));
+    let inputs = cli.gather(env);
     let early = Early::read(&inputs);
     let secrets = early.secrets.clone();
     let out_settings = early.outputs.clone();
@@ -64,21 +37,18 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
     }
     for k in &early.secrets {
         rep.lock().unwrap().mask(k);
-        crate::secret::register(k);
     }
     let started = Instant::now();
     let state = Arc::new(Mutex::new(State {
         model_name: early.model_name.clone(),
         ..State::default()
     }));
-    if io.exit_on_panic {
-        install_panic_hook(
-            ci_env.clone(),
-            out_settings.clone(),
-            Arc::clone(&state),
-            early.api_key.clone(),
-        );
-    }
+    install_panic_hook(
+        ci_env.clone(),
+        out_settings.clone(),
+        Arc::clone(&state),
+        early.api_key.clone(),
+    );
 
     let plan = early.plan;
     // A bad `plan` is an input error like the others found this early.
@@ -103,7 +73,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>, io: Io) -> u8 {
         }
         Ok(Road::Several(s)) => {
             let (r, fanout) =
-                crate::multi::run(&s, &*env, &ci_context, &rep, &state, &mut signals).await;
+                crate::multi::run(&s, env, &ci_context, &rep, &state, &mut signals).await;
             (r, Kind::Model, None, fanout)
         }
         Ok(Road::One(s)) => match Config::resolve(&s, s.truss_directory.trim(), &ci_context) {

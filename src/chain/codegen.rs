@@ -15,7 +15,7 @@ use crate::net::TRUSS_COMPAT_VERSION;
 
 /// Python interpreter override for chain code generation (else `python3`
 /// on PATH).
-pub(crate) const PYTHON_ENV_VAR: &str = "TRUSS_PUSH_PYTHON";
+pub(crate) use crate::env_vars::TRUSS_PUSH_PYTHON as PYTHON_ENV_VAR;
 /// The interpreter used when the override is unset.
 pub(crate) const DEFAULT_PYTHON: &str = "python3";
 /// The helper, shipped inside the binary so a release is still one file.

@@ -105,7 +105,7 @@ struct Upload {
 /// warnings go to stderr. Every registered secret ([`crate::secret`]) is
 /// replaced by `***` in everything this reporter prints, whoever called
 /// it. Write errors are ignored: losing a log line must not fail a deploy.
-pub struct Reporter {
+pub(crate) struct Reporter {
     kind: CiKind,
     terminal: bool,
     out: Sink,

@@ -19,7 +19,7 @@ mod inputs;
 
 /// Reads one environment variable the way `std::env::var` does, so that a
 /// value which is not UTF-8 is told apart from an unset one.
-pub(crate) type EnvLookup<'a> = &'a dyn Fn(&str) -> Result<String, VarError>;
+pub(crate) type EnvLookup<'a> = &'a (dyn Fn(&str) -> Result<String, VarError> + Sync);
 
 pub(crate) use inputs::Kind;
 pub use inputs::{INPUTS, Input, InputSpec};

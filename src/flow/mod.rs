@@ -91,6 +91,8 @@ pub(crate) struct Ctx<'a> {
     /// budget plus predict-timeout (the smoke tests, a gated promotion and
     /// its rollback share what the deploy left).
     pub(crate) run_until: Instant,
+    /// The run's environment, as injected at its start.
+    pub(crate) env: &'a (dyn Fn(&str) -> Option<String> + Sync),
 }
 
 impl Ctx<'_> {
@@ -106,6 +108,7 @@ impl Ctx<'_> {
             started: self.started,
             deploy_until: self.deploy_until,
             run_until: self.run_until,
+            env: self.env,
         }
     }
 
