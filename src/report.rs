@@ -260,8 +260,14 @@ pub(crate) fn report(
     };
     // print-config already put its own document on stdout.
     if out.json && !cfg.is_some_and(|c| c.print_config) {
-        let doc = ci::render_result::<()>(&outputs, code, &st.history, &st.notes, None);
-        r.data(&crate::evidence::with_json(doc, &st.evidence));
+        let evidence = Some(&st.evidence[..]).filter(|e| !e.is_empty());
+        r.data(&ci::render_result(
+            &outputs,
+            code,
+            &st.history,
+            &st.notes,
+            evidence,
+        ));
     }
     code
 }

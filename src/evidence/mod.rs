@@ -321,18 +321,6 @@ pub(crate) fn markdown(all: &[Analysis]) -> String {
     all.iter().map(Analysis::markdown).collect()
 }
 
-/// The `--json` document with the analyses added as `evidence`.
-pub(crate) fn with_json(doc: String, all: &[Analysis]) -> String {
-    let Some(end) = doc.rfind('}').filter(|_| !all.is_empty()) else {
-        return doc;
-    };
-    let body = doc[..end].trim_end();
-    let list = crate::secret::redact_registered(
-        &serde_json::to_string(all).expect("plain data serializes"),
-    );
-    format!("{body},\n  \"evidence\": {list}\n{}", &doc[end..])
-}
-
 /// Appends the evidence sections to the step summary file.
 pub(crate) fn append_summary(
     path: &Path,
@@ -349,15 +337,4 @@ pub(crate) fn append_summary(
         .append(true)
         .open(path)?
         .write_all(text.as_bytes())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn json_gains_the_analyses_as_one_key() {
-        let doc = "{\n  \"status\": \"success\",\n  \"notes\": []\n}\n".to_string();
-        assert_eq!(with_json(doc.clone(), &[]), doc);
-    }
 }
