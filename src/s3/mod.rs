@@ -9,13 +9,16 @@
 //! CreateMultipartUpload itself), so no data is sent to the wrong region.
 //!
 //! The pieces: `plan` picks single PUT or multipart, `multipart` runs the
-//! parts, `request` sends one call (signing, retries), `payload` builds each
+//! parts, `call` names the calls, `request` sends one (signing, retries),
+//! `wire` carries the data requests (HTTP/1.1 with `Expect: 100-continue`,
+//! so S3 can refuse before the body is sent), `payload` builds each
 //! attempt's body, `region` finds the bucket's region, `url` addresses S3,
 //! `error` and `xml` read S3's answers, `sigv4` signs.
 //!
 //! Archive bytes go out in one pass, as boto3 sends them: unsigned
 //! aws-chunked bodies with a CRC32 trailer that S3 verifies (see `payload`).
 
+mod call;
 mod error;
 mod multipart;
 mod payload;
@@ -24,6 +27,7 @@ mod region;
 mod request;
 mod sigv4;
 mod url;
+mod wire;
 mod xml;
 
 use std::fs::File;
@@ -35,9 +39,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use reqwest::Url;
 
+use self::call::Call;
 use self::plan::{Plan, plan};
 use self::region::Regions;
-use self::request::Call;
+pub(crate) use self::wire::Settings as WireSettings;
 use crate::retry;
 pub(crate) use crate::secret::Secret;
 
@@ -90,6 +95,8 @@ pub(crate) struct Options {
     pub(crate) concurrency: usize,
     /// Which failed requests are sent again, how often, and after how long.
     pub(crate) retry: retry::Policy,
+    /// The data connections' roots, user agent and connect timeout.
+    pub(crate) wire: WireSettings,
 }
 
 impl Default for Options {
@@ -105,6 +112,7 @@ impl Default for Options {
             // and a second CreateMultipartUpload at worst leaves an empty
             // upload for the bucket's lifecycle rule to remove.
             retry: retry::Policy::IDEMPOTENT,
+            wire: WireSettings::default(),
         }
     }
 }
@@ -140,7 +148,10 @@ impl std::fmt::Debug for Uploader {
 }
 
 struct Inner {
+    /// The bodiless calls, and data requests a proxy carries.
     client: reqwest::Client,
+    /// The data requests: HTTP/1.1 with `Expect: 100-continue`.
+    wire: wire::Wire,
     options: Options,
     regions: Regions,
     /// The multipart upload S3 holds open for us, if any: set once S3 gave
@@ -173,6 +184,7 @@ impl Uploader {
         Self {
             inner: Arc::new(Inner {
                 client,
+                wire: wire::Wire::new(&options.wire),
                 options,
                 regions: Regions::default(),
                 open: std::sync::Mutex::new(None),

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use anyhow::{Context as _, anyhow};
 use tokio::task::JoinSet;
 
+use super::call::Call;
 use super::payload::checksum_text;
-use super::request::Call;
 use super::xml::{StoredPart, xml_text};
 use super::{Job, Progress, Uploader};
 
@@ -20,7 +20,12 @@ impl Uploader {
         parts: u64,
         progress: &Progress<'_>,
     ) -> anyhow::Result<u32> {
-        let created = self.inner.call(job, &Call::create_multipart()).await?;
+        // The parts' connections open while CreateMultipartUpload is on its
+        // way: the first parts then start without a handshake each.
+        let create = Call::create_multipart();
+        let warming = self.inner.warm(job, parts);
+        let (created, ()) = tokio::join!(self.inner.call(job, &create), warming);
+        let created = created?;
         let upload_id = xml_text(&created.body, "UploadId")
             .filter(|id| !id.is_empty())
             .ok_or_else(|| anyhow!("S3 started a multipart upload but returned no UploadId"))?;

@@ -6,10 +6,11 @@ use std::sync::Mutex;
 
 use reqwest::StatusCode;
 
+use super::call::{Call, Operation};
 use super::error::{Failure, answer_kind, rejection_message};
 use super::plan::{MAX_OBJECT_BYTES, MAX_PARTS, Plan, plan};
 use super::region::redirect_region;
-use super::request::{Call, Operation, signed_headers};
+use super::request::signed_headers;
 use super::url::{bucket_url, object_url, set_query, virtual_host_ok};
 use super::xml::{S3Error, StoredPart, complete_xml, root_element, s3_error};
 use super::*;
@@ -749,6 +750,7 @@ mod against_fake {
                     attempts,
                     ..Options::default().retry.instant()
                 },
+                wire: WireSettings::default(),
             },
         )
     }
