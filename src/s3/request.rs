@@ -134,43 +134,10 @@ impl Inner {
             region,
             &sigv4::amz_date(now),
         );
-        let (status, headers, body) = match &payload.body {
-            Content::File(file_body) if self.wire.direct(&url) => {
-                // This layer writes the head itself: refuse what could not
-                // be sent as a header (a CR or LF would end it early).
-                if headers
-                    .iter()
-                    .any(|(_, v)| HeaderValue::from_str(v).is_err())
-                {
-                    return Err(unsendable());
-                }
-                let request = wire::Request {
-                    method: call.method.as_str(),
-                    url: &url,
-                    headers: &headers,
-                    content_length: payload.length,
-                };
-                let answer = self
-                    .wire
-                    .send(&request, file_body, fresh)
-                    .await
-                    .map_err(Failure::Wire)?;
-                if answer.early {
-                    tracing::debug!(
-                        status = answer.status,
-                        "S3 answered {} before its body was sent",
-                        call.operation
-                    );
-                }
-                let status = StatusCode::from_u16(answer.status).map_err(|_| {
-                    Failure::Wire(wire::Error::Exchange(std::io::Error::other(
-                        "the answer's status is not an HTTP status",
-                    )))
-                })?;
-                let body = String::from_utf8_lossy(&answer.body).into_owned();
-                (status, answer.headers, body)
-            }
-            _ => self.send_reqwest(call, url, &payload, headers).await?,
+        let (status, headers, body) = if self.wire.direct(&url) {
+            self.send_wire(call, &url, &payload, headers, fresh).await?
+        } else {
+            self.send_reqwest(call, url, &payload, headers).await?
         };
         match s3_error(status.as_u16(), &body) {
             None => Ok(Reply {
@@ -189,8 +156,60 @@ impl Inner {
         }
     }
 
-    /// Sends a prepared request with reqwest: the bodiless calls, and data
-    /// requests when a proxy carries them.
+    /// Sends a prepared request on the uploader's own connections (`wire`):
+    /// a data request with `Expect: 100-continue`.
+    async fn send_wire(
+        &self,
+        call: &Call,
+        url: &Url,
+        payload: &Prepared,
+        mut headers: Vec<(&'static str, String)>,
+        fresh: bool,
+    ) -> Result<(StatusCode, HeaderMap, String), Failure> {
+        // This layer writes the head itself: refuse what could not be sent
+        // as a header (a CR or LF would end it early).
+        if headers
+            .iter()
+            .any(|(_, v)| HeaderValue::from_str(v).is_err())
+        {
+            return Err(unsendable());
+        }
+        if let Some(content_type) = payload.content_type {
+            headers.push(("content-type", content_type.to_owned()));
+        }
+        let request = wire::Request {
+            method: call.method.as_str(),
+            url,
+            headers: &headers,
+            content_length: payload.length,
+        };
+        let outgoing = match &payload.body {
+            Content::Bytes(bytes) => wire::Outgoing::Bytes(bytes),
+            Content::File(body) => wire::Outgoing::File(body),
+        };
+        let answer = self
+            .wire
+            .send(&request, outgoing, fresh)
+            .await
+            .map_err(Failure::Wire)?;
+        if answer.early {
+            tracing::debug!(
+                status = answer.status,
+                "S3 answered {} before its body was sent",
+                call.operation
+            );
+        }
+        let status = StatusCode::from_u16(answer.status).map_err(|_| {
+            Failure::Wire(wire::Error::Exchange(std::io::Error::other(
+                "the answer's status is not an HTTP status",
+            )))
+        })?;
+        let body = String::from_utf8_lossy(&answer.body).into_owned();
+        Ok((status, answer.headers, body))
+    }
+
+    /// Sends a prepared request with reqwest, when a proxy carries it
+    /// (without `Expect`: reqwest cannot wait for the `100`).
     async fn send_reqwest(
         &self,
         call: &Call,
@@ -235,8 +254,9 @@ impl Inner {
     }
 
     /// Opens the connections `parts` parts will use (at most the
-    /// concurrency), when their host is known already: a fixed endpoint, or
-    /// a bucket whose region S3 confirmed.
+    /// concurrency) but the one the call in flight holds and hands on, when
+    /// their host is known already: a fixed endpoint, or a bucket whose
+    /// region S3 confirmed.
     pub(super) async fn warm(&self, job: &Job, parts: u64) {
         let endpoint = self.options.endpoint.as_ref();
         let Some(region) = self
@@ -252,7 +272,7 @@ impl Inner {
         if self.wire.direct(&url) {
             let count = usize::try_from(parts).unwrap_or(usize::MAX);
             self.wire
-                .warm(&url, self.options.concurrency.max(1).min(count))
+                .warm(&url, self.options.concurrency.max(1).min(count) - 1)
                 .await;
         }
     }

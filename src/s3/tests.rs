@@ -728,7 +728,7 @@ mod against_fake {
     use std::path::PathBuf;
 
     use fake_baseten::FakeBaseten;
-    use fake_baseten::s3::S3Event;
+    use fake_baseten::s3::{Refusal, S3Event};
     use fake_baseten::scenario::{Fault, Scenario};
 
     use super::*;
@@ -843,9 +843,8 @@ mod against_fake {
         let target = target(&fake);
         let progress = Progress::default();
 
-        let report = upload(&uploader(&fake, 3, 3), &target, &path, &progress)
-            .await
-            .unwrap();
+        let uploader = uploader(&fake, 3, 3);
+        let report = upload(&uploader, &target, &path, &progress).await.unwrap();
 
         assert_eq!((report.bytes, report.parts), (size as u64, 3));
         assert_eq!(stored(&fake, &target.key), data);
@@ -856,8 +855,16 @@ mod against_fake {
         for part in &parts {
             assert_eq!(part.status, 200, "{part:?}");
             assert!(part.signature_verified, "{part:?}");
+            assert!(part.crc32_verified, "{part:?}");
             assert_eq!(part.payload_mode, "STREAMING-UNSIGNED-PAYLOAD-TRAILER");
         }
+        // The fake said `100 Continue` as S3 does: no part waited for it.
+        assert!(
+            !uploader
+                .inner
+                .wire
+                .waited_in_vain(&url(&fake.s3_endpoint()))
+        );
         let completes = events_of(&events, "s3.complete_multipart_upload");
         assert_eq!(completes.len(), 1);
         assert_eq!(completes[0].status, 200);
@@ -967,6 +974,38 @@ mod against_fake {
             .filter(|e| e.error_code.as_deref() == Some("SignatureDoesNotMatch"))
             .count();
         assert_eq!(rejected, 2, "{events:#?}");
+        assert_eq!(fake.s3().open_uploads(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refusal_at_the_headers_is_s3s_message_and_no_body_byte_reaches_s3() {
+        let fake = start().await;
+        fake.s3()
+            .refuse_at_headers("s3.upload_part", Refusal::AccessDenied, 1);
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = archive(&dir, 11 * MIB as usize, 9);
+        let target = target(&fake);
+
+        let error = upload(&uploader(&fake, 1, 3), &target, &path, &Progress::default())
+            .await
+            .unwrap_err();
+
+        let shown = format!("{error:#}");
+        assert!(
+            shown.contains(
+                "S3 rejected the upload: AccessDenied: Access Denied (HTTP 403 on UploadPart 1)"
+            ),
+            "{shown}"
+        );
+        let events = fake.s3().events();
+        let parts = events_of(&events, "s3.upload_part");
+        assert_eq!(parts.len(), 1, "a 403 is not retried: {events:#?}");
+        assert_eq!(
+            (parts[0].status, parts[0].body_bytes),
+            (403, 0),
+            "{:?}",
+            parts[0]
+        );
         assert_eq!(fake.s3().open_uploads(), 0);
     }
 

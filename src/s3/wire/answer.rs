@@ -74,7 +74,10 @@ impl Conn {
                 io::ErrorKind::UnexpectedEof,
                 "the server closed the connection before its answer was complete",
             )),
-            _ => Ok(()),
+            _ => {
+                self.received = true;
+                Ok(())
+            }
         }
     }
 

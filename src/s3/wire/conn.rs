@@ -82,6 +82,9 @@ pub(super) struct Conn {
     pub(super) stream: Stream,
     pub(super) unread: Vec<u8>,
     pub(super) idle_since: Instant,
+    /// Whether any byte arrived since the current request went out: a
+    /// pooled connection that fails before one did was closed while idle.
+    pub(super) received: bool,
 }
 
 /// Opens a connection to `origin` within `timeout` (name lookup, TCP and
@@ -127,5 +130,6 @@ pub(super) async fn connect(
         stream,
         unread: Vec::new(),
         idle_since: Instant::now(),
+        received: false,
     })
 }

@@ -88,6 +88,14 @@ impl Origin {
     }
 }
 
+/// What a request carries: bytes in memory (sent with the head, no
+/// `Expect`), or a range of the archive (sent after S3's `100`).
+#[derive(Clone, Copy)]
+pub(super) enum Outgoing<'a> {
+    Bytes(&'a [u8]),
+    File(&'a FileBody),
+}
+
 /// One request's head: method, URL, and every header but `Host`,
 /// `Content-Length` and `Expect`, which this layer writes.
 pub(super) struct Request<'a> {
@@ -234,7 +242,7 @@ impl Wire {
     pub(super) async fn send(
         &self,
         request: &Request<'_>,
-        body: &FileBody,
+        body: Outgoing<'_>,
         fresh: bool,
     ) -> Result<Answer, Error> {
         let origin = Origin::of(request.url).map_err(Error::Connect)?;
@@ -270,10 +278,17 @@ impl Wire {
         conn: &mut Conn,
         origin: &Origin,
         request: &Request<'_>,
-        body: &FileBody,
+        body: Outgoing<'_>,
         reused: bool,
     ) -> Result<(Answer, bool), Failed> {
-        let head = self.head_bytes(request);
+        conn.received = false;
+        let body = match body {
+            Outgoing::File(body) => body,
+            Outgoing::Bytes(bytes) => {
+                return self.exchange_bytes(conn, request, bytes, reused).await;
+            }
+        };
+        let head = self.head_bytes(request, true);
         let lost = |e: io::Error| {
             if reused {
                 Failed::Stale
@@ -291,7 +306,7 @@ impl Wire {
                         self.remember_ignores_expect(origin);
                         break;
                     }
-                    Ok(Err(e)) if conn.unread.is_empty() => return Err(lost(e)),
+                    Ok(Err(e)) if !conn.received => return Err(lost(e)),
                     Ok(Err(e)) => return Err(Failed::Other(Error::Exchange(e))),
                     Ok(Ok(interim)) if interim.status == 100 => break,
                     // Another interim answer (102, 103): keep waiting.
@@ -353,7 +368,61 @@ impl Wire {
         Ok((answer, reusable))
     }
 
-    fn head_bytes(&self, request: &Request<'_>) -> Vec<u8> {
+    /// A request whose whole body is `bytes` (none, or a small XML
+    /// document): nothing to hold back, so no `Expect`.
+    async fn exchange_bytes(
+        &self,
+        conn: &mut Conn,
+        request: &Request<'_>,
+        bytes: &[u8],
+        reused: bool,
+    ) -> Result<(Answer, bool), Failed> {
+        let mut out = self.head_bytes(request, false);
+        out.extend_from_slice(bytes);
+        let sent = async {
+            conn.stream.write_all(&out).await?;
+            conn.stream.flush().await
+        };
+        if let Err(e) = sent.await {
+            return Err(if reused {
+                Failed::Stale
+            } else {
+                Failed::Other(Error::Exchange(e))
+            });
+        }
+        let answered = with_answer_wait(async {
+            let last = loop {
+                let head = conn.read_head().await?;
+                if !(100..200).contains(&head.status) {
+                    break head;
+                }
+            };
+            let (body, framed) = conn
+                .read_body(&last, request.method, ANSWER_MAX_BYTES)
+                .await?;
+            let reusable = framed && last.keeps_alive();
+            io::Result::Ok((last, body, reusable))
+        })
+        .await;
+        let (last, body, reusable) = match answered {
+            Ok(answered) => answered,
+            // No byte of an answer on a pooled connection: it was closed
+            // while idle (S3 read nothing it could have applied).
+            Err(_) if reused && !conn.received => {
+                return Err(Failed::Stale);
+            }
+            Err(e) => return Err(Failed::Other(Error::Exchange(e))),
+        };
+        let answer = Answer {
+            status: last.status,
+            headers: last.headers,
+            body,
+            early: false,
+        };
+        Ok((answer, reusable))
+    }
+
+    fn head_bytes(&self, request: &Request<'_>, expect: bool) -> Vec<u8> {
         let url = request.url;
         let mut target = url.path().to_owned();
         if let Some(query) = url.query() {
@@ -367,9 +436,12 @@ impl Wire {
             (None, _) => String::new(),
         };
         let mut head = format!(
-            "{} {target} HTTP/1.1\r\nhost: {host}\r\nuser-agent: {}\r\ncontent-length: {}\r\nexpect: 100-continue\r\n",
+            "{} {target} HTTP/1.1\r\nhost: {host}\r\nuser-agent: {}\r\ncontent-length: {}\r\n",
             request.method, self.user_agent, request.content_length
         );
+        if expect {
+            head.push_str("expect: 100-continue\r\n");
+        }
         for (name, value) in request.headers {
             head.push_str(name);
             head.push_str(": ");
@@ -410,6 +482,12 @@ impl Wire {
         if conns.len() < IDLE_PER_ORIGIN_MAX {
             conns.push(conn);
         }
+    }
+
+    /// Whether a request to `url`'s origin waited for a `100` in vain.
+    #[cfg(test)]
+    pub(super) fn waited_in_vain(&self, url: &Url) -> bool {
+        Origin::of(url).is_ok_and(|origin| self.known_to_ignore_expect(&origin))
     }
 
     fn known_to_ignore_expect(&self, origin: &Origin) -> bool {

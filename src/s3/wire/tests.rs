@@ -53,7 +53,8 @@ async fn send(wire: &Wire, url: &Url, archive: &Archive, fresh: bool) -> Result<
         headers: &[("x-amz-content-sha256", "UNSIGNED".to_owned())],
         content_length: encoded_length(archive.len),
     };
-    wire.send(&request, &body(archive), fresh).await
+    wire.send(&request, Outgoing::File(&body(archive)), fresh)
+        .await
 }
 
 /// Reads a request head from `stream`: its text, and bytes after it.
