@@ -304,3 +304,80 @@ fn the_tls_roots_are_the_bundled_ones_plus_the_extra_cas() {
     );
     assert_eq!((added, roots.len()), (1, bundled + 1));
 }
+
+#[tokio::test]
+async fn over_tls_the_extra_ca_is_trusted_and_the_body_waits_for_100() {
+    let testdata = concat!(env!("CARGO_MANIFEST_DIR"), "/src/s3/wire/testdata");
+    let cert = std::fs::read(format!("{testdata}/localhost.der")).unwrap();
+    let key = std::fs::read(format!("{testdata}/localhost-key.pk8.der")).unwrap();
+    let server_config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![rustls::pki_types::CertificateDer::from(cert)],
+        rustls::pki_types::PrivateKeyDer::Pkcs8(key.into()),
+    )
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut tls = acceptor.accept(tcp).await.unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 65536];
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = tls.read(&mut buf).await.unwrap();
+            got.extend_from_slice(&buf[..n]);
+        }
+        let end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        let head = String::from_utf8(got[..end].to_vec()).unwrap();
+        assert_eq!(got.len(), end, "no body byte before 100 Continue");
+        tls.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .unwrap();
+        let mut body = got.split_off(end);
+        while body.len() < content_length(&head) {
+            let n = tls.read(&mut buf).await.unwrap();
+            assert!(n > 0);
+            body.extend_from_slice(&buf[..n]);
+        }
+        tls.write_all(b"HTTP/1.1 200 OK\r\netag: \"t\"\r\ncontent-length: 0\r\n\r\n")
+            .await
+            .unwrap();
+        tls.flush().await.unwrap();
+        (head, body.len(), listener, acceptor)
+    });
+    let ca = format!("{testdata}/ca.pem");
+    let env = |name: &str| (name == "SSL_CERT_FILE").then(|| ca.clone());
+    let wire = Wire::new(&Settings {
+        extra_roots: crate::net::extra_root_ders(&env),
+        ..Settings::default()
+    });
+    let url = Url::parse(&format!("https://localhost:{port}/bucket/key")).unwrap();
+    let archive = archive(150_000);
+
+    let answer = send(&wire, &url, &archive, false).await.unwrap();
+
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.headers["etag"], "\"t\"");
+    let (head, body_len, listener, acceptor) = server.await.unwrap();
+    assert!(head.starts_with("PUT /bucket/key HTTP/1.1\r\n"), "{head}");
+    assert!(
+        head.contains(&format!("host: localhost:{port}\r\n")),
+        "{head}"
+    );
+    assert_eq!(body_len as u64, encoded_length(archive.len));
+    // Without the extra CA the same server is refused at the handshake.
+    let second = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        acceptor.accept(tcp).await.is_err()
+    });
+    let untrusting = Wire::new(&Settings::default());
+    let error = send(&untrusting, &url, &archive, false).await.unwrap_err();
+    assert!(matches!(error, Error::Connect(_)), "{error:?}");
+    assert!(second.await.unwrap(), "the handshake failed");
+}
