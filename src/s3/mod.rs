@@ -273,8 +273,8 @@ impl Uploader {
                 1
             }
             Plan::Multipart { part_size, parts } => {
-                self.upload_multipart(&job, size, part_size, parts, progress)
-                    .await?
+                let layout = plan::layout(size, part_size, parts, options.concurrency);
+                self.upload_multipart(&job, size, &layout, progress).await?
             }
         };
         Ok(UploadReport {

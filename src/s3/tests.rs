@@ -120,6 +120,47 @@ fn plan_table() {
 }
 
 #[test]
+fn parts_cover_the_file_and_the_first_round_is_staggered() {
+    let gib = 1024 * MIB;
+    let p = DEFAULT_PART_SIZE_BYTES;
+    for (size, concurrency) in [
+        (gib + 12_345, 16),
+        (12 * MIB, 3),
+        (50 * MIB, 1),
+        (100 * MIB, 4),
+    ] {
+        let Plan::Multipart { part_size, parts } = plan(size, 8 * MIB, p).unwrap() else {
+            unreachable!("over the threshold")
+        };
+        let layout = super::plan::layout(size, part_size, parts, concurrency);
+        let mut at = 0;
+        for (i, (offset, len)) in layout.iter().enumerate() {
+            assert_eq!(*offset, at, "contiguous");
+            let last = i == layout.len() - 1;
+            assert!(last || *len >= 5 * MIB, "S3's minimum: {len}");
+            assert!(*len <= part_size);
+            at += len;
+        }
+        assert_eq!(at, size, "the whole file");
+        let first_round: Vec<u64> = layout.iter().take(concurrency).map(|(_, l)| *l).collect();
+        let distinct = first_round
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        if parts > concurrency as u64 && concurrency > 1 {
+            assert_eq!(distinct, concurrency, "{first_round:?}");
+            assert!(
+                layout[concurrency..layout.len() - 1]
+                    .iter()
+                    .all(|(_, l)| *l == part_size)
+            );
+        } else {
+            assert_eq!(layout.len() as u64, parts, "equal parts: {layout:?}");
+        }
+    }
+}
+
+#[test]
 fn object_url_table() {
     let local = url("http://127.0.0.1:9000");
     let prefixed = url("https://minio.example/s3/");
