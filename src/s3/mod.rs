@@ -56,11 +56,14 @@ pub(crate) const DEFAULT_MULTIPART_THRESHOLD_BYTES: u64 = 8 * MIB;
 /// 8 MiB of resending, and part buffers stay within the 64 MiB RSS budget.
 pub(crate) const DEFAULT_PART_SIZE_BYTES: u64 = 8 * MIB;
 /// Parts in flight. Through a link whose connections each get a tenth of
-/// its capacity (30 ms round trip), 10 (boto3's `max_concurrency`) reached
-/// 79 % of it on 1 GiB, 16 reached 85 % and 24 only 87 %, at about 1 MiB
-/// of memory per part in flight (BENCHMARKS.md, "Uploads through a shaped
-/// link"); the `upload-concurrency` input sets it.
-pub(crate) const DEFAULT_CONCURRENCY: usize = 16;
+/// its capacity (300 ms round trip in the benchmark), 16 reached 83–86 % of
+/// it on 1 GiB and 24 reached 92 % (three runs each; 32: 91 %): each part
+/// now pays a round trip for its `100 Continue` besides its answer, and
+/// more connections fill the link while some wait. A part in flight costs
+/// one 64 KiB buffer and a socket, so 24 stays near 11 MiB of peak RSS
+/// (BENCHMARKS.md, "Uploads through a shaped link"); the
+/// `upload-concurrency` input sets it.
+pub(crate) const DEFAULT_CONCURRENCY: usize = 24;
 
 /// The temporary credentials `model_s3_upload_credentials` hands out.
 #[derive(Clone, Debug)]
