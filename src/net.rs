@@ -293,6 +293,52 @@ pub(crate) fn show_bytes(bytes: &[u8], max: usize) -> String {
     format!("{:?}{more}", head.as_ref())
 }
 
+/// The extra CA certificates of [`extra_roots`] as DER, for the S3 data
+/// connections that do their own TLS (`s3::wire`), so they trust what the
+/// reqwest clients trust. Unreadable files and broken blocks are passed
+/// over (`extra_roots` already refused or reported them; the TLS root
+/// store skips DER that is no certificate).
+pub(crate) fn extra_root_ders(env: &dyn Fn(&str) -> Option<String>) -> Vec<Vec<u8>> {
+    use base64::Engine as _;
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    if let Some(file) = env(ev::SSL_CERT_FILE).filter(|s| !s.is_empty()) {
+        files.push(file.into());
+    }
+    if let Some(dir) = env(ev::SSL_CERT_DIR).filter(|s| !s.is_empty()) {
+        for d in std::env::split_paths(&dir) {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            let mut paths: Vec<_> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect();
+            paths.sort();
+            files.extend(paths);
+        }
+    }
+    let mut ders = Vec::new();
+    for path in files {
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        for block in pem_blocks(&text) {
+            let body: String = block
+                .trim_start_matches(PEM_BEGIN)
+                .trim_end_matches(PEM_END)
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            if let Ok(der) = base64::engine::general_purpose::STANDARD.decode(body) {
+                ders.push(der);
+            }
+        }
+    }
+    ders
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -541,13 +541,13 @@ pub const INPUTS: &[InputSpec] = &[
         kind: Kind::Number(Range {
             unit: Unit::Requests,
             min: 1.0,
-            // Each part in flight holds a few 1 MiB chunks: 32 stays within
-            // the 64 MiB memory budget.
+            // Each part in flight holds a 64 KiB buffer and a connection;
+            // 32 keeps the number of sockets to S3 modest.
             max: 32.0,
             whole: true,
         }),
         default: Some(UPLOAD_CONCURRENCY_DEFAULT),
-        help: "Parts of a large archive uploaded at once (more helps on a long, fast link; each costs about 1 MiB)",
+        help: "Parts of a large archive uploaded at once (more helps on a long, fast link; each costs a connection and a 64 KiB buffer)",
         heading: BEHAVIOUR,
     },
 ];
@@ -672,4 +672,4 @@ impl Input {
 
 /// `upload-concurrency`'s default, chosen by measurement through a shaped
 /// link (BENCHMARKS.md, "Upload through a shaped link").
-const UPLOAD_CONCURRENCY_DEFAULT: &str = "16";
+const UPLOAD_CONCURRENCY_DEFAULT: &str = "24";

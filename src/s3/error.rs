@@ -8,7 +8,8 @@ use std::time::Duration;
 use anyhow::anyhow;
 use reqwest::StatusCode;
 
-use super::request::Operation;
+use super::call::Operation;
+use super::wire;
 use super::xml::S3Error;
 use crate::retry::{self, Classify, Kind};
 
@@ -17,6 +18,8 @@ pub(super) enum Failure {
     /// No HTTP answer (connect, TLS, reset, timeout) or a request that could
     /// not be built.
     Transport(reqwest::Error),
+    /// The same from the data requests' own HTTP layer.
+    Wire(wire::Error),
     /// S3 answered with an error (possibly inside a 200, as Complete can).
     S3 {
         status: StatusCode,
@@ -32,6 +35,11 @@ impl Classify for Failure {
     fn kind(&self) -> Kind {
         match self {
             Self::Transport(error) => transport_kind(error.is_connect(), error.is_builder()),
+            Self::Wire(wire::Error::Connect(_)) => Kind::NotSent,
+            Self::Wire(wire::Error::Exchange(_)) => Kind::Ambiguous,
+            // The archive changed or could not be read: another try reads
+            // the same file.
+            Self::Wire(wire::Error::File(_)) => Kind::Permanent,
             Self::S3 { status, error, .. } => answer_kind(status.as_u16(), error.code.as_deref()),
             Self::Local(_) => Kind::Permanent,
         }
@@ -40,7 +48,7 @@ impl Classify for Failure {
     fn retry_after(&self) -> Option<Duration> {
         match self {
             Self::S3 { retry_after, .. } => *retry_after,
-            Self::Transport(_) | Self::Local(_) => None,
+            Self::Transport(_) | Self::Wire(_) | Self::Local(_) => None,
         }
     }
 }
@@ -82,6 +90,7 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Transport(error) => write!(f, "{error}"),
+            Self::Wire(error) => write!(f, "{error}"),
             Self::S3 { status, error, .. } => write!(
                 f,
                 "HTTP {} {}",
@@ -109,6 +118,8 @@ impl Failure {
         };
         match self {
             Self::Transport(error) => anyhow::Error::new(error)
+                .context(format!("could not complete S3 {operation}{tries}")),
+            Self::Wire(error) => anyhow::Error::new(error)
                 .context(format!("could not complete S3 {operation}{tries}")),
             Self::S3 { status, error, .. } => {
                 anyhow!(rejection_message(

@@ -9,13 +9,16 @@
 //! CreateMultipartUpload itself), so no data is sent to the wrong region.
 //!
 //! The pieces: `plan` picks single PUT or multipart, `multipart` runs the
-//! parts, `request` sends one call (signing, retries), `payload` builds each
+//! parts, `call` names the calls, `request` sends one (signing, retries),
+//! `wire` carries the data requests (HTTP/1.1 with `Expect: 100-continue`,
+//! so S3 can refuse before the body is sent), `payload` builds each
 //! attempt's body, `region` finds the bucket's region, `url` addresses S3,
 //! `error` and `xml` read S3's answers, `sigv4` signs.
 //!
 //! Archive bytes go out in one pass, as boto3 sends them: unsigned
 //! aws-chunked bodies with a CRC32 trailer that S3 verifies (see `payload`).
 
+mod call;
 mod error;
 mod multipart;
 mod payload;
@@ -24,6 +27,7 @@ mod region;
 mod request;
 mod sigv4;
 mod url;
+mod wire;
 mod xml;
 
 use std::fs::File;
@@ -35,9 +39,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use reqwest::Url;
 
+use self::call::Call;
 use self::plan::{Plan, plan};
 use self::region::Regions;
-use self::request::Call;
+pub(crate) use self::wire::Settings as WireSettings;
 use crate::retry;
 pub(crate) use crate::secret::Secret;
 
@@ -51,11 +56,14 @@ pub(crate) const DEFAULT_MULTIPART_THRESHOLD_BYTES: u64 = 8 * MIB;
 /// 8 MiB of resending, and part buffers stay within the 64 MiB RSS budget.
 pub(crate) const DEFAULT_PART_SIZE_BYTES: u64 = 8 * MIB;
 /// Parts in flight. Through a link whose connections each get a tenth of
-/// its capacity (30 ms round trip), 10 (boto3's `max_concurrency`) reached
-/// 79 % of it on 1 GiB, 16 reached 85 % and 24 only 87 %, at about 1 MiB
-/// of memory per part in flight (BENCHMARKS.md, "Uploads through a shaped
-/// link"); the `upload-concurrency` input sets it.
-pub(crate) const DEFAULT_CONCURRENCY: usize = 16;
+/// its capacity (300 ms round trip in the benchmark), 16 reached 83–86 % of
+/// it on 1 GiB and 24 reached 92 % (three runs each; 32: 91 %): each part
+/// now pays a round trip for its `100 Continue` besides its answer, and
+/// more connections fill the link while some wait. A part in flight costs
+/// one 64 KiB buffer and a socket, so 24 stays near 11 MiB of peak RSS
+/// (BENCHMARKS.md, "Uploads through a shaped link"); the
+/// `upload-concurrency` input sets it.
+pub(crate) const DEFAULT_CONCURRENCY: usize = 24;
 
 /// The temporary credentials `model_s3_upload_credentials` hands out.
 #[derive(Clone, Debug)]
@@ -90,6 +98,8 @@ pub(crate) struct Options {
     pub(crate) concurrency: usize,
     /// Which failed requests are sent again, how often, and after how long.
     pub(crate) retry: retry::Policy,
+    /// The data connections' roots, user agent and connect timeout.
+    pub(crate) wire: WireSettings,
 }
 
 impl Default for Options {
@@ -105,6 +115,7 @@ impl Default for Options {
             // and a second CreateMultipartUpload at worst leaves an empty
             // upload for the bucket's lifecycle rule to remove.
             retry: retry::Policy::IDEMPOTENT,
+            wire: WireSettings::default(),
         }
     }
 }
@@ -140,7 +151,10 @@ impl std::fmt::Debug for Uploader {
 }
 
 struct Inner {
+    /// The bodiless calls, and data requests a proxy carries.
     client: reqwest::Client,
+    /// The data requests: HTTP/1.1 with `Expect: 100-continue`.
+    wire: wire::Wire,
     options: Options,
     regions: Regions,
     /// The multipart upload S3 holds open for us, if any: set once S3 gave
@@ -173,6 +187,7 @@ impl Uploader {
         Self {
             inner: Arc::new(Inner {
                 client,
+                wire: wire::Wire::new(&options.wire),
                 options,
                 regions: Regions::default(),
                 open: std::sync::Mutex::new(None),
@@ -261,8 +276,8 @@ impl Uploader {
                 1
             }
             Plan::Multipart { part_size, parts } => {
-                self.upload_multipart(&job, size, part_size, parts, progress)
-                    .await?
+                let layout = plan::layout(size, part_size, parts, options.concurrency);
+                self.upload_multipart(&job, size, &layout, progress).await?
             }
         };
         Ok(UploadReport {

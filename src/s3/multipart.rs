@@ -6,8 +6,8 @@ use std::sync::Arc;
 use anyhow::{Context as _, anyhow};
 use tokio::task::JoinSet;
 
+use super::call::Call;
 use super::payload::checksum_text;
-use super::request::Call;
 use super::xml::{StoredPart, xml_text};
 use super::{Job, Progress, Uploader};
 
@@ -16,18 +16,23 @@ impl Uploader {
         &self,
         job: &Arc<Job>,
         size: u64,
-        part_size: u64,
-        parts: u64,
+        layout: &[(u64, u64)],
         progress: &Progress<'_>,
     ) -> anyhow::Result<u32> {
-        let created = self.inner.call(job, &Call::create_multipart()).await?;
+        let parts = layout.len() as u64;
+        // The parts' connections open while CreateMultipartUpload is on its
+        // way: the first parts then start without a handshake each.
+        let create = Call::create_multipart();
+        let warming = self.inner.warm(job, parts);
+        let (created, ()) = tokio::join!(self.inner.call(job, &create), warming);
+        let created = created?;
         let upload_id = xml_text(&created.body, "UploadId")
             .filter(|id| !id.is_empty())
             .ok_or_else(|| anyhow!("S3 started a multipart upload but returned no UploadId"))?;
         self.inner
             .set_open(Some((Arc::clone(job), upload_id.clone())));
         let outcome = match self
-            .upload_parts(job, &upload_id, size, part_size, parts, progress)
+            .upload_parts(job, &upload_id, size, layout, progress)
             .await
         {
             Ok(stored) => self
@@ -60,17 +65,18 @@ impl Uploader {
         }
     }
 
-    /// Sends every part with at most `concurrency` in flight; returns what
-    /// S3 stored of each, in ascending part order.
+    /// Sends every part of `layout` (offset and length, in part order)
+    /// with at most `concurrency` in flight; returns what S3 stored of
+    /// each, in ascending part order.
     async fn upload_parts(
         &self,
         job: &Arc<Job>,
         upload_id: &str,
         size: u64,
-        part_size: u64,
-        parts: u64,
+        layout: &[(u64, u64)],
         progress: &Progress<'_>,
     ) -> anyhow::Result<Vec<StoredPart>> {
+        let parts = layout.len() as u64;
         let concurrency = self.inner.options.concurrency.max(1);
         let mut in_flight = JoinSet::new();
         let mut next: u64 = 1;
@@ -78,8 +84,7 @@ impl Uploader {
         let mut sent: u64 = 0;
         loop {
             while in_flight.len() < concurrency && next <= parts {
-                let offset = (next - 1) * part_size;
-                let len = part_size.min(size - offset);
+                let (offset, len) = layout[(next - 1) as usize];
                 let number = u32::try_from(next).context("part number exceeds u32")?;
                 let inner = Arc::clone(&self.inner);
                 let job = Arc::clone(job);

@@ -11,8 +11,11 @@
 //! of every part and about 1.5 CPU-seconds per GiB of hashing, for no check
 //! the trailer does not already give.
 //!
-//! Memory stays at a few chunks per request in flight, whatever the part
-//! size: each chunk is read, checksummed and framed in one buffer.
+//! A file body goes out one of two ways with the same bytes: written
+//! straight to the connection by `wire` ([`FileBody::write_to`]: each chunk
+//! read into one buffer behind room for its header, checksummed and written
+//! while in cache, no copy), or as a stream of chunks for reqwest when a
+//! proxy carries the request ([`FileBody::stream`]).
 
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,11 +27,17 @@ use base64::Engine as _;
 use super::sigv4;
 
 /// Bytes read from the archive per step, and so the aws-chunked chunk size
-/// (S3 wants at least 8 KiB in every chunk but the last). 1 MiB, botocore's
-/// size too: measured against 256 KiB, it cut the upload's CPU per GiB by a
-/// quarter (fewer wake-ups of the blocking pool and of the HTTP writer) for
-/// about 8 MiB more peak RSS with four parts in flight.
-const STREAM_CHUNK_BYTES: u64 = 1024 * 1024;
+/// (S3 wants at least 8 KiB in every chunk but the last). 64 KiB, curl's
+/// upload buffer: a chunk is read, checksummed and written to the socket
+/// while it is still in the CPU's cache. With 1 MiB chunks each byte was
+/// copied twice through memory (file to buffer, buffer to socket), and on
+/// a 2 GiB loopback upload those two copies were most of the CPU
+/// (BENCHMARKS.md, "Upload CPU: the profile").
+pub(super) const STREAM_CHUNK_BYTES: u64 = 64 * 1024;
+
+/// Room kept before each chunk's bytes for its `{hex size}\r\n` header, so
+/// header, bytes and CRLF leave in one write from one buffer.
+const HEADER_ROOM: usize = 16;
 
 /// Chunk buffers kept for reuse once the HTTP client has written them: a
 /// few per part in flight.
@@ -54,9 +63,93 @@ pub(super) enum Payload {
     },
 }
 
+/// One attempt's body: bytes in memory, or a range of the archive.
+pub(super) enum Content {
+    Bytes(Vec<u8>),
+    File(FileBody),
+}
+
+/// A range of the archive, framed as aws-chunked with its CRC32 trailer.
+pub(super) struct FileBody {
+    file: Arc<File>,
+    offset: u64,
+    len: u64,
+    checksum: Arc<OnceLock<u32>>,
+    buffers: Buffers,
+    sent: Arc<AtomicU64>,
+}
+
+/// Why a file body could not be written.
+#[derive(Debug)]
+pub(super) enum WriteError {
+    /// Reading the archive failed (or it got shorter): not the network's fault.
+    File(std::io::Error),
+    /// Writing to the connection failed.
+    Net(std::io::Error),
+}
+
+impl FileBody {
+    /// The body as a stream of chunks, for reqwest.
+    pub(super) fn stream(&self) -> reqwest::Body {
+        reqwest::Body::wrap_stream(chunk_stream(
+            Arc::clone(&self.file),
+            self.buffers.clone(),
+            self.offset,
+            self.len,
+            Arc::clone(&self.checksum),
+            Arc::clone(&self.sent),
+        ))
+    }
+
+    /// Writes the framed body to `out`: each chunk is read into one buffer
+    /// behind room for its header, checksummed, and written with its header
+    /// and CRLF in one call, so no byte is copied into a framing buffer.
+    /// The read is a blocking `pread` of 64 KiB on the task's own thread,
+    /// taken on purpose: the archive was just written, so it comes from the
+    /// page cache in microseconds, where a trip through the blocking pool
+    /// costs two thread wake-ups per chunk and hands the bytes to another
+    /// core's cache.
+    pub(super) async fn write_to<W>(&self, out: &mut W) -> Result<(), WriteError>
+    where
+        W: tokio::io::AsyncWrite + Unpin,
+    {
+        use tokio::io::AsyncWriteExt as _;
+        let chunk = usize::try_from(self.len.min(STREAM_CHUNK_BYTES))
+            .map_err(|e| WriteError::File(std::io::Error::other(e)))?;
+        let mut buffer = vec![0u8; HEADER_ROOM + chunk + 2];
+        let mut crc = crc32fast::Hasher::new();
+        let (mut at, mut left) = (self.offset, self.len);
+        while left > 0 {
+            let n = left.min(STREAM_CHUNK_BYTES);
+            let header = chunk_header(n);
+            let data_end = HEADER_ROOM + n as usize;
+            let start = HEADER_ROOM - header.len();
+            buffer[start..HEADER_ROOM].copy_from_slice(header.as_bytes());
+            read_exact_at(&self.file, &mut buffer[HEADER_ROOM..data_end], at)
+                .map_err(|e| WriteError::File(short_read(e)))?;
+            crc.update(&buffer[HEADER_ROOM..data_end]);
+            buffer[data_end..data_end + 2].copy_from_slice(b"\r\n");
+            out.write_all(&buffer[start..data_end + 2])
+                .await
+                .map_err(WriteError::Net)?;
+            self.sent.fetch_add(n, Ordering::Relaxed);
+            at += n;
+            left -= n;
+        }
+        let crc32 = crc.finalize();
+        out.write_all(final_chunk(crc32).as_bytes())
+            .await
+            .map_err(WriteError::Net)?;
+        out.flush().await.map_err(WriteError::Net)?;
+        // A retry builds a new cell, so this one is only ever set here.
+        let _ = self.checksum.set(crc32);
+        Ok(())
+    }
+}
+
 /// One attempt's body and the headers that describe it.
 pub(super) struct Prepared {
-    pub(super) body: reqwest::Body,
+    pub(super) body: Content,
     /// The `x-amz-content-sha256` value, which the signature covers.
     pub(super) content_sha256: String,
     /// Sent as `Content-Length`: S3 needs the length up front, and a
@@ -89,7 +182,7 @@ impl Payload {
     ) -> Prepared {
         match self {
             Self::Empty => Prepared {
-                body: reqwest::Body::from(Vec::new()),
+                body: Content::Bytes(Vec::new()),
                 content_sha256: sigv4::EMPTY_SHA256.to_owned(),
                 length: 0,
                 content_type: None,
@@ -97,7 +190,7 @@ impl Payload {
                 checksum: None,
             },
             Self::Xml(xml) => Prepared {
-                body: reqwest::Body::from(xml.clone().into_bytes()),
+                body: Content::Bytes(xml.clone().into_bytes()),
                 content_sha256: sigv4::sha256_hex(xml.as_bytes()),
                 length: xml.len() as u64,
                 content_type: Some("application/xml"),
@@ -107,14 +200,14 @@ impl Payload {
             Self::File { offset, len } => {
                 let checksum = Arc::new(OnceLock::new());
                 Prepared {
-                    body: reqwest::Body::wrap_stream(chunk_stream(
-                        Arc::clone(file),
-                        buffers.clone(),
-                        *offset,
-                        *len,
-                        Arc::clone(&checksum),
-                        Arc::clone(sent),
-                    )),
+                    body: Content::File(FileBody {
+                        file: Arc::clone(file),
+                        offset: *offset,
+                        len: *len,
+                        checksum: Arc::clone(&checksum),
+                        buffers: buffers.clone(),
+                        sent: Arc::clone(sent),
+                    }),
                     content_sha256: STREAMING_UNSIGNED_TRAILER.to_owned(),
                     length: encoded_length(*len),
                     content_type: None,
@@ -264,7 +357,8 @@ fn chunk_stream(
         let n = cursor.left.min(STREAM_CHUNK_BYTES);
         let (reader, at) = (Arc::clone(&cursor.file), cursor.at);
         let home = cursor.buffers.clone();
-        let (chunk, crc) = tokio::task::spawn_blocking(move || {
+        // Read on the task's own thread, as `FileBody::write_to` does.
+        let (chunk, crc) = {
             let header = chunk_header(n);
             let data_len = usize::try_from(n).map_err(std::io::Error::other)?;
             let data_end = header.len() + data_len;
@@ -274,10 +368,8 @@ fn chunk_stream(
             crc.update(&buffer[header.len()..data_end]);
             buffer[data_end..].copy_from_slice(b"\r\n");
             let chunk = bytes::Bytes::from_owner(Lent { buffer, home });
-            Ok::<_, std::io::Error>((chunk, crc))
-        })
-        .await
-        .map_err(std::io::Error::other)??;
+            (chunk, crc)
+        };
         cursor.crc = Some(crc);
         cursor.sent.fetch_add(n, Ordering::Relaxed);
         cursor.at += n;
@@ -400,6 +492,30 @@ mod tests {
                     .headers
                     .contains(&("x-amz-decoded-content-length", len.to_string()))
             );
+        }
+    }
+
+    #[tokio::test]
+    async fn the_direct_writer_sends_the_same_bytes_as_the_stream() {
+        let chunk = STREAM_CHUNK_BYTES as usize;
+        let mut data = vec![0; 3 * chunk + 77];
+        fastrand::Rng::with_seed(9).fill(&mut data);
+        for (offset, len) in [(0, 0), (5, 1000), (0, chunk), (3, 2 * chunk + 70)] {
+            let (wire, _, streamed_crc) = wire_of(&data, offset as u64, len as u64).await;
+            let (_dir, file) = archive(&data);
+            let prepared = Payload::File {
+                offset: offset as u64,
+                len: len as u64,
+            }
+            .prepare(&file, &Buffers::default(), &Arc::default());
+            let Content::File(body) = prepared.body else {
+                unreachable!("a file payload has a file body")
+            };
+            let mut written = Vec::new();
+            body.write_to(&mut written).await.unwrap();
+            assert!(written == wire, "offset {offset} len {len}");
+            let checksum = prepared.checksum.unwrap();
+            assert_eq!(checksum.get(), Some(&streamed_crc));
         }
     }
 

@@ -6,8 +6,6 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::error::Failure;
-use super::request::{Call, header_str};
-use super::{Inner, Job};
 
 /// The region boto3 signs for when nothing else is known; S3 answers with the
 /// bucket's real region.
@@ -38,37 +36,6 @@ impl Regions {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .insert(bucket.to_owned(), region.to_owned());
-    }
-}
-
-impl Inner {
-    /// Learns the bucket's region with a bodiless HeadBucket before the first
-    /// request that carries data. S3 rejects a wrong-region PUT before
-    /// reading its body and closes the connection, which the client sees as
-    /// a broken pipe rather than the region answer (botocore avoids this
-    /// with `Expect: 100-continue`, which our HTTP client cannot send).
-    /// S3 names the region in `x-amz-bucket-region` whatever the status,
-    /// even when the credentials may not list the bucket. Best effort: on no
-    /// answer the data request still follows a region answer itself.
-    pub(super) async fn probe_region(&self, job: &Job) {
-        let region = match self
-            .attempt(job, &Call::head_bucket(), DEFAULT_REGION)
-            .await
-        {
-            Ok(reply) => Some(
-                header_str(&reply.headers, "x-amz-bucket-region")
-                    .unwrap_or_else(|| DEFAULT_REGION.to_owned()),
-            ),
-            Err(Failure::S3 { header_region, .. }) => header_region,
-            Err(failure) => {
-                tracing::debug!("S3 HeadBucket gave no region: {failure}");
-                None
-            }
-        };
-        if let Some(region) = region.filter(|r| valid_region(r)) {
-            tracing::debug!(bucket = %job.bucket, %region, "S3 bucket region");
-            self.regions.remember(&job.bucket, &region);
-        }
     }
 }
 

@@ -2,126 +2,22 @@
 //! addressed, signed and sent afresh, and the crate's retry helper decides
 //! whether another attempt follows.
 
-use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::anyhow;
+use reqwest::StatusCode;
+use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderValue};
-use reqwest::{Method, Url};
 
+use super::call::{Call, Operation, header_str};
 use super::error::Failure;
-use super::payload::{CHECKSUM_ALGORITHM, Payload};
-use super::region::region_to_follow;
+use super::payload::{Content, Prepared};
+use super::region::{DEFAULT_REGION, region_to_follow, valid_region};
 use super::url::{bucket_url, object_url, set_query};
-use super::xml::{StoredPart, complete_xml, s3_error};
-use super::{Credentials, Inner, Job, sigv4};
+use super::xml::s3_error;
+use super::{Credentials, Inner, Job, sigv4, wire};
 use crate::retry;
-
-/// The S3 operations this module sends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Operation {
-    PutObject,
-    CreateMultipartUpload,
-    UploadPart(u32),
-    CompleteMultipartUpload,
-    AbortMultipartUpload,
-    HeadBucket,
-}
-
-impl fmt::Display for Operation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::PutObject => f.write_str("PutObject"),
-            Self::CreateMultipartUpload => f.write_str("CreateMultipartUpload"),
-            Self::UploadPart(n) => write!(f, "UploadPart {n}"),
-            Self::CompleteMultipartUpload => f.write_str("CompleteMultipartUpload"),
-            Self::AbortMultipartUpload => f.write_str("AbortMultipartUpload"),
-            Self::HeadBucket => f.write_str("HeadBucket"),
-        }
-    }
-}
-
-/// One logical request; `Inner::call` turns it into attempts.
-pub(super) struct Call {
-    pub(super) operation: Operation,
-    method: Method,
-    /// Decoded; encoded identically for the wire and for signing.
-    query: Vec<(String, String)>,
-    /// Sent and signed besides the authentication and framing headers.
-    pub(super) headers: Vec<(&'static str, String)>,
-    payload: Payload,
-}
-
-impl Call {
-    pub(super) fn put_object(size: u64) -> Self {
-        Self {
-            operation: Operation::PutObject,
-            method: Method::PUT,
-            query: Vec::new(),
-            headers: Vec::new(),
-            payload: Payload::File {
-                offset: 0,
-                len: size,
-            },
-        }
-    }
-
-    pub(super) fn create_multipart() -> Self {
-        Self {
-            operation: Operation::CreateMultipartUpload,
-            method: Method::POST,
-            query: vec![("uploads".to_owned(), String::new())],
-            // As boto3 does: S3 then keeps each part's CRC32 and checks the
-            // list in CompleteMultipartUpload against them.
-            headers: vec![("x-amz-checksum-algorithm", CHECKSUM_ALGORITHM.to_owned())],
-            payload: Payload::Empty,
-        }
-    }
-
-    pub(super) fn upload_part(number: u32, upload_id: &str, offset: u64, len: u64) -> Self {
-        Self {
-            operation: Operation::UploadPart(number),
-            method: Method::PUT,
-            query: vec![
-                ("partNumber".to_owned(), number.to_string()),
-                ("uploadId".to_owned(), upload_id.to_owned()),
-            ],
-            headers: Vec::new(),
-            payload: Payload::File { offset, len },
-        }
-    }
-
-    pub(super) fn complete_multipart(upload_id: &str, parts: &[StoredPart]) -> Self {
-        Self {
-            operation: Operation::CompleteMultipartUpload,
-            method: Method::POST,
-            query: vec![("uploadId".to_owned(), upload_id.to_owned())],
-            headers: Vec::new(),
-            payload: Payload::Xml(complete_xml(parts)),
-        }
-    }
-
-    pub(super) fn head_bucket() -> Self {
-        Self {
-            operation: Operation::HeadBucket,
-            method: Method::HEAD,
-            query: Vec::new(),
-            headers: Vec::new(),
-            payload: Payload::Empty,
-        }
-    }
-
-    pub(super) fn abort_multipart(upload_id: &str) -> Self {
-        Self {
-            operation: Operation::AbortMultipartUpload,
-            method: Method::DELETE,
-            query: vec![("uploadId".to_owned(), upload_id.to_owned())],
-            headers: Vec::new(),
-            payload: Payload::Empty,
-        }
-    }
-}
 
 /// A successful answer.
 pub(super) struct Reply {
@@ -157,7 +53,9 @@ impl Inner {
         let (tries_ref, followed_ref) = (&tries, &followed_region);
         let outcome = retry::run_noting(policy, None, note, move |try_number| async move {
             tries_ref.store(try_number, Ordering::Relaxed);
-            self.try_once(job, call, followed_ref).await
+            // A retry never rides a connection that was open before it.
+            let fresh = try_number > 1;
+            self.try_once(job, call, followed_ref, fresh).await
         })
         .await;
         outcome.map_err(|failure| {
@@ -179,10 +77,11 @@ impl Inner {
         job: &Job,
         call: &Call,
         followed_region: &AtomicBool,
+        fresh: bool,
     ) -> Result<Reply, Failure> {
         loop {
             let region = self.regions.for_bucket(&job.bucket);
-            let failure = match self.attempt(job, call, &region).await {
+            let failure = match self.attempt(job, call, &region, fresh).await {
                 Ok(reply) => {
                     if self.regions.known(&job.bucket).is_none() {
                         self.regions.remember(&job.bucket, &region);
@@ -202,12 +101,14 @@ impl Inner {
         }
     }
 
-    /// One attempt of `call`, signed for `region`.
+    /// One attempt of `call`, signed for `region`; with `fresh`, on a new
+    /// connection.
     pub(super) async fn attempt(
         &self,
         job: &Job,
         call: &Call,
         region: &str,
+        fresh: bool,
     ) -> Result<Reply, Failure> {
         let endpoint = self.options.endpoint.as_ref();
         let url = if call.operation == Operation::HeadBucket {
@@ -233,21 +134,104 @@ impl Inner {
             region,
             &sigv4::amz_date(now),
         );
+        let (status, headers, body) = if self.wire.direct(&url) {
+            self.send_wire(call, &url, &payload, headers, fresh).await?
+        } else {
+            self.send_reqwest(call, url, &payload, headers).await?
+        };
+        match s3_error(status.as_u16(), &body) {
+            None => Ok(Reply {
+                headers,
+                body,
+                checksum: payload.checksum.and_then(|c| c.get().copied()),
+            }),
+            Some(error) => Err(Failure::S3 {
+                status,
+                error,
+                header_region: header_str(&headers, "x-amz-bucket-region"),
+                retry_after: header_str(&headers, "retry-after")
+                    .as_deref()
+                    .and_then(retry::parse_retry_after),
+            }),
+        }
+    }
+
+    /// Sends a prepared request on the uploader's own connections (`wire`):
+    /// a data request with `Expect: 100-continue`.
+    async fn send_wire(
+        &self,
+        call: &Call,
+        url: &Url,
+        payload: &Prepared,
+        mut headers: Vec<(&'static str, String)>,
+        fresh: bool,
+    ) -> Result<(StatusCode, HeaderMap, String), Failure> {
+        // This layer writes the head itself: refuse what could not be sent
+        // as a header (a CR or LF would end it early).
+        if headers
+            .iter()
+            .any(|(_, v)| HeaderValue::from_str(v).is_err())
+        {
+            return Err(unsendable());
+        }
+        if let Some(content_type) = payload.content_type {
+            headers.push(("content-type", content_type.to_owned()));
+        }
+        let request = wire::Request {
+            method: call.method.as_str(),
+            url,
+            headers: &headers,
+            content_length: payload.length,
+        };
+        let outgoing = match &payload.body {
+            Content::Bytes(bytes) => wire::Outgoing::Bytes(bytes),
+            Content::File(body) => wire::Outgoing::File(body),
+        };
+        let answer = self
+            .wire
+            .send(&request, outgoing, fresh)
+            .await
+            .map_err(Failure::Wire)?;
+        if answer.early {
+            tracing::debug!(
+                status = answer.status,
+                "S3 answered {} before its body was sent",
+                call.operation
+            );
+        }
+        let status = StatusCode::from_u16(answer.status).map_err(|_| {
+            Failure::Wire(wire::Error::Exchange(std::io::Error::other(
+                "the answer's status is not an HTTP status",
+            )))
+        })?;
+        let body = String::from_utf8_lossy(&answer.body).into_owned();
+        Ok((status, answer.headers, body))
+    }
+
+    /// Sends a prepared request with reqwest, when a proxy carries it
+    /// (without `Expect`: reqwest cannot wait for the `100`).
+    async fn send_reqwest(
+        &self,
+        call: &Call,
+        url: Url,
+        payload: &Prepared,
+        headers: Vec<(&'static str, String)>,
+    ) -> Result<(StatusCode, HeaderMap, String), Failure> {
         let sent_url = url.clone();
+        let body = match &payload.body {
+            Content::Bytes(bytes) => reqwest::Body::from(bytes.clone()),
+            Content::File(file_body) => file_body.stream(),
+        };
         let mut request = self
             .client
             .request(call.method.clone(), url)
             .header(reqwest::header::CONTENT_LENGTH, payload.length)
-            .body(payload.body);
+            .body(body);
         if let Some(content_type) = payload.content_type {
             request = request.header(reqwest::header::CONTENT_TYPE, content_type);
         }
         for (name, value) in headers {
-            let mut value = HeaderValue::from_str(&value).map_err(|_| {
-                Failure::Local(anyhow!(
-                    "the upload credentials contain characters that cannot be sent in an HTTP header"
-                ))
-            })?;
+            let mut value = HeaderValue::from_str(&value).map_err(|_| unsendable())?;
             if matches!(name, "authorization" | "x-amz-security-token") {
                 value.set_sensitive(true);
             }
@@ -266,29 +250,67 @@ impl Inner {
         let status = response.status();
         let headers = response.headers().clone();
         let body = response.text().await.map_err(Failure::Transport)?;
-        match s3_error(status.as_u16(), &body) {
-            None => Ok(Reply {
-                headers,
-                body,
-                checksum: payload.checksum.and_then(|c| c.get().copied()),
-            }),
-            Some(error) => Err(Failure::S3 {
-                status,
-                error,
-                header_region: header_str(&headers, "x-amz-bucket-region"),
-                retry_after: header_str(&headers, "retry-after")
-                    .as_deref()
-                    .and_then(retry::parse_retry_after),
-            }),
+        Ok((status, headers, body))
+    }
+
+    /// Opens the connections `parts` parts will use (at most the
+    /// concurrency) but the one the call in flight holds and hands on, when
+    /// their host is known already: a fixed endpoint, or a bucket whose
+    /// region S3 confirmed.
+    pub(super) async fn warm(&self, job: &Job, parts: u64) {
+        let endpoint = self.options.endpoint.as_ref();
+        let Some(region) = self
+            .regions
+            .known(&job.bucket)
+            .or_else(|| endpoint.map(|_| DEFAULT_REGION.to_owned()))
+        else {
+            return;
+        };
+        let Ok(url) = object_url(endpoint, &job.bucket, &job.key, &region) else {
+            return;
+        };
+        if self.wire.direct(&url) {
+            let count = usize::try_from(parts).unwrap_or(usize::MAX);
+            self.wire
+                .warm(&url, self.options.concurrency.max(1).min(count) - 1)
+                .await;
+        }
+    }
+
+    /// Learns the bucket's region with a bodiless HeadBucket before the first
+    /// request that carries data, so archive bytes are not offered to a
+    /// region that is only a guess (S3 would refuse them at the headers,
+    /// costing a round trip; through a proxy, without `Expect`, the refusal
+    /// comes as a broken pipe after the body was pushed). S3 names the
+    /// region in `x-amz-bucket-region` whatever the status, even when the
+    /// credentials may not list the bucket. Best effort: on no answer the
+    /// data request still follows a region answer itself.
+    pub(super) async fn probe_region(&self, job: &Job) {
+        let region = match self
+            .attempt(job, &Call::head_bucket(), DEFAULT_REGION, false)
+            .await
+        {
+            Ok(reply) => Some(
+                header_str(&reply.headers, "x-amz-bucket-region")
+                    .unwrap_or_else(|| DEFAULT_REGION.to_owned()),
+            ),
+            Err(Failure::S3 { header_region, .. }) => header_region,
+            Err(failure) => {
+                tracing::debug!("S3 HeadBucket gave no region: {failure}");
+                None
+            }
+        };
+        if let Some(region) = region.filter(|r| valid_region(r)) {
+            tracing::debug!(bucket = %job.bucket, %region, "S3 bucket region");
+            self.regions.remember(&job.bucket, &region);
         }
     }
 }
 
-pub(super) fn header_str(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().to_owned())
+fn unsendable() -> Failure {
+    Failure::Local(anyhow!(
+        "the upload credentials contain characters that cannot be sent in an HTTP header"
+    ))
 }
 
 /// The headers to send for one request: `extra` (framing and options,

@@ -6,10 +6,11 @@ use std::sync::Mutex;
 
 use reqwest::StatusCode;
 
+use super::call::{Call, Operation};
 use super::error::{Failure, answer_kind, rejection_message};
 use super::plan::{MAX_OBJECT_BYTES, MAX_PARTS, Plan, plan};
 use super::region::redirect_region;
-use super::request::{Call, Operation, signed_headers};
+use super::request::signed_headers;
 use super::url::{bucket_url, object_url, set_query, virtual_host_ok};
 use super::xml::{S3Error, StoredPart, complete_xml, root_element, s3_error};
 use super::*;
@@ -116,6 +117,47 @@ fn plan_table() {
     }
     let too_big = plan(MAX_OBJECT_BYTES + 1, t, p).unwrap_err().to_string();
     assert!(too_big.contains("5 TiB"), "{too_big}");
+}
+
+#[test]
+fn parts_cover_the_file_and_the_first_round_is_staggered() {
+    let gib = 1024 * MIB;
+    let p = DEFAULT_PART_SIZE_BYTES;
+    for (size, concurrency) in [
+        (gib + 12_345, 16),
+        (12 * MIB, 3),
+        (50 * MIB, 1),
+        (100 * MIB, 4),
+    ] {
+        let Plan::Multipart { part_size, parts } = plan(size, 8 * MIB, p).unwrap() else {
+            unreachable!("over the threshold")
+        };
+        let layout = super::plan::layout(size, part_size, parts, concurrency);
+        let mut at = 0;
+        for (i, (offset, len)) in layout.iter().enumerate() {
+            assert_eq!(*offset, at, "contiguous");
+            let last = i == layout.len() - 1;
+            assert!(last || *len >= 5 * MIB, "S3's minimum: {len}");
+            assert!(*len <= part_size);
+            at += len;
+        }
+        assert_eq!(at, size, "the whole file");
+        let first_round: Vec<u64> = layout.iter().take(concurrency).map(|(_, l)| *l).collect();
+        let distinct = first_round
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        if parts > concurrency as u64 && concurrency > 1 {
+            assert_eq!(distinct, concurrency, "{first_round:?}");
+            assert!(
+                layout[concurrency..layout.len() - 1]
+                    .iter()
+                    .all(|(_, l)| *l == part_size)
+            );
+        } else {
+            assert_eq!(layout.len() as u64, parts, "equal parts: {layout:?}");
+        }
+    }
 }
 
 #[test]
@@ -727,7 +769,7 @@ mod against_fake {
     use std::path::PathBuf;
 
     use fake_baseten::FakeBaseten;
-    use fake_baseten::s3::S3Event;
+    use fake_baseten::s3::{Refusal, S3Event};
     use fake_baseten::scenario::{Fault, Scenario};
 
     use super::*;
@@ -749,6 +791,7 @@ mod against_fake {
                     attempts,
                     ..Options::default().retry.instant()
                 },
+                wire: WireSettings::default(),
             },
         )
     }
@@ -841,9 +884,8 @@ mod against_fake {
         let target = target(&fake);
         let progress = Progress::default();
 
-        let report = upload(&uploader(&fake, 3, 3), &target, &path, &progress)
-            .await
-            .unwrap();
+        let uploader = uploader(&fake, 3, 3);
+        let report = upload(&uploader, &target, &path, &progress).await.unwrap();
 
         assert_eq!((report.bytes, report.parts), (size as u64, 3));
         assert_eq!(stored(&fake, &target.key), data);
@@ -854,8 +896,16 @@ mod against_fake {
         for part in &parts {
             assert_eq!(part.status, 200, "{part:?}");
             assert!(part.signature_verified, "{part:?}");
+            assert!(part.crc32_verified, "{part:?}");
             assert_eq!(part.payload_mode, "STREAMING-UNSIGNED-PAYLOAD-TRAILER");
         }
+        // The fake said `100 Continue` as S3 does: no part waited for it.
+        assert!(
+            !uploader
+                .inner
+                .wire
+                .waited_in_vain(&url(&fake.s3_endpoint()))
+        );
         let completes = events_of(&events, "s3.complete_multipart_upload");
         assert_eq!(completes.len(), 1);
         assert_eq!(completes[0].status, 200);
@@ -965,6 +1015,38 @@ mod against_fake {
             .filter(|e| e.error_code.as_deref() == Some("SignatureDoesNotMatch"))
             .count();
         assert_eq!(rejected, 2, "{events:#?}");
+        assert_eq!(fake.s3().open_uploads(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refusal_at_the_headers_is_s3s_message_and_no_body_byte_reaches_s3() {
+        let fake = start().await;
+        fake.s3()
+            .refuse_at_headers("s3.upload_part", Refusal::AccessDenied, 1);
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = archive(&dir, 11 * MIB as usize, 9);
+        let target = target(&fake);
+
+        let error = upload(&uploader(&fake, 1, 3), &target, &path, &Progress::default())
+            .await
+            .unwrap_err();
+
+        let shown = format!("{error:#}");
+        assert!(
+            shown.contains(
+                "S3 rejected the upload: AccessDenied: Access Denied (HTTP 403 on UploadPart 1)"
+            ),
+            "{shown}"
+        );
+        let events = fake.s3().events();
+        let parts = events_of(&events, "s3.upload_part");
+        assert_eq!(parts.len(), 1, "a 403 is not retried: {events:#?}");
+        assert_eq!(
+            (parts[0].status, parts[0].body_bytes),
+            (403, 0),
+            "{:?}",
+            parts[0]
+        );
         assert_eq!(fake.s3().open_uploads(), 0);
     }
 

@@ -25,4 +25,5 @@ mod published_api;
 mod ship;
 mod snapshots;
 mod upload;
+mod upload_expect;
 mod wire;

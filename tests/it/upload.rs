@@ -66,14 +66,18 @@ fn a_multipart_upload_through_a_slow_link_stores_every_part_checksummed() {
     assert_eq!(run.code, 0, "{run:?}");
 
     let [(key, size)] = fake.s3().objects().try_into().expect("one object");
-    let expected_parts = size.div_ceil(PART_BYTES);
     let events = fake.s3().events();
     let parts = ops(&events, "s3.upload_part");
     let mut numbers: Vec<u32> = parts.iter().map(|e| e.part_number.unwrap()).collect();
     numbers.sort_unstable();
+    // 8 MiB parts, the first round's staggered down towards 5 MiB.
+    assert!(
+        (size.div_ceil(PART_BYTES)..=size.div_ceil(5 << 20)).contains(&(parts.len() as u64)),
+        "{parts:#?}"
+    );
     assert_eq!(
         numbers,
-        (1..=expected_parts as u32).collect::<Vec<_>>(),
+        (1..=parts.len() as u32).collect::<Vec<_>>(),
         "each part sent once: {parts:#?}"
     );
     for part in &parts {
@@ -128,10 +132,11 @@ fn a_part_that_fails_is_sent_again_alone() {
 
     let events = fake.s3().events();
     let parts = ops(&events, "s3.upload_part");
-    let [(_, size)] = fake.s3().objects().try_into().expect("one object");
+    let mut numbers: Vec<u32> = parts.iter().map(|e| e.part_number.unwrap()).collect();
+    numbers.sort_unstable();
     assert_eq!(
-        parts.len() as u64,
-        size.div_ceil(PART_BYTES),
+        numbers,
+        (1..=parts.len() as u32).collect::<Vec<_>>(),
         "S3 received every part once: only the lost one was resent"
     );
     assert!(parts.iter().all(|p| p.status == 200 && p.crc32_verified));

@@ -99,6 +99,41 @@ pub struct S3Event {
     /// The body's CRC32, computed here, matched the one the client sent
     /// (header or trailer) and was stored with the part.
     pub crc32_verified: bool,
+    /// Bytes of the request body the fake read (as framed on the wire). A
+    /// request refused at its headers reads none: to a client that sent
+    /// `Expect: 100-continue` no `100` went out, so none were sent either.
+    pub body_bytes: u64,
+}
+
+/// A refusal S3 makes from a request's headers alone, before it reads any
+/// of the body (tests script it with [`FakeS3::refuse_at_headers`]). The
+/// signature is still checked and recorded first, as S3 does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// 403 `AccessDenied`, as a bucket policy or a revoked key answers.
+    AccessDenied,
+    /// 400 `ExpiredToken`: the temporary credentials ran out.
+    ExpiredToken,
+}
+
+impl Refusal {
+    fn error(self) -> S3Error {
+        match self {
+            Self::AccessDenied => access_denied("Access Denied"),
+            Self::ExpiredToken => S3Error::new(
+                StatusCode::BAD_REQUEST,
+                "ExpiredToken",
+                "The provided token has expired.",
+            ),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct ScriptedRefusal {
+    operation: String,
+    refusal: Refusal,
+    left: u32,
 }
 
 /// Temporary credentials, good for one key only.
@@ -147,6 +182,7 @@ struct State {
     uploads: HashMap<String, Upload>,
     objects: BTreeMap<String, StoredObject>,
     events: Vec<S3Event>,
+    refusals: Vec<ScriptedRefusal>,
 }
 
 pub struct FakeS3 {
@@ -195,6 +231,27 @@ impl FakeS3 {
         }
     }
 
+    /// Refuses the next `times` requests of `operation` (`s3.put_object`,
+    /// `s3.upload_part`, …) with `refusal`, answered from the headers
+    /// without reading the body.
+    pub fn refuse_at_headers(&self, operation: &str, refusal: Refusal, times: u32) {
+        self.lock().refusals.push(ScriptedRefusal {
+            operation: operation.to_owned(),
+            refusal,
+            left: times,
+        });
+    }
+
+    fn scripted_refusal(&self, operation: Op) -> Option<Refusal> {
+        let mut state = self.lock();
+        let scripted = state
+            .refusals
+            .iter_mut()
+            .find(|r| r.operation == operation.name() && r.left > 0)?;
+        scripted.left -= 1;
+        Some(scripted.refusal)
+    }
+
     /// True when the request is addressed to the bucket (path-style first
     /// segment, or a `Host` that starts with `{bucket}.`).
     pub fn matches(&self, host: Option<&str>, path: &str) -> bool {
@@ -222,6 +279,16 @@ impl FakeS3 {
     pub async fn handle(&self, req: Request) -> Response {
         let (parts, body) = req.into_parts();
         let mut judged = Judged::default();
+        // Counted as the handlers pull it, so a body never pulled counts
+        // zero (and hyper never sends `100 Continue` for it).
+        let counted = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = std::sync::Arc::clone(&counted);
+        let body = Body::from_stream(body.into_data_stream().map(move |frame| {
+            if let Ok(bytes) = &frame {
+                counter.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            }
+            frame
+        }));
         let mut body = Some(body);
         let outcome = self.serve(&parts, &mut body, &mut judged).await;
         let error_code = outcome.as_ref().err().map(|e| e.code.to_owned());
@@ -243,6 +310,7 @@ impl FakeS3 {
             error_code,
             part_number: judged.part_number,
             crc32_verified: judged.crc32_verified,
+            body_bytes: counted.load(std::sync::atomic::Ordering::Relaxed),
         });
         response
     }
@@ -336,6 +404,9 @@ impl FakeS3 {
         judged.key = key.clone().unwrap_or_default();
         judged.operation = classify(&parts.method, key.is_some(), &query);
         let authed = self.authenticate(parts, raw_query, judged)?;
+        if let Some(refusal) = self.scripted_refusal(judged.operation) {
+            return Err(refusal.error());
+        }
         if let Some(key) = &key
             && *key != authed.grant.key
         {
