@@ -134,7 +134,7 @@ impl Inner {
             region,
             &sigv4::amz_date(now),
         );
-        let (status, headers, body) = if self.wire.direct(&url) {
+        let (status, headers, body) = if self.wire.carries(&url) {
             self.send_wire(call, &url, &payload, headers, fresh).await?
         } else {
             self.send_reqwest(call, url, &payload, headers).await?
@@ -208,8 +208,9 @@ impl Inner {
         Ok((status, answer.headers, body))
     }
 
-    /// Sends a prepared request with reqwest, when a proxy carries it
-    /// (without `Expect`: reqwest cannot wait for the `100`).
+    /// Sends a prepared request with reqwest, when a proxy this layer does
+    /// not tunnel through carries it (without `Expect`: reqwest cannot wait
+    /// for the `100`).
     async fn send_reqwest(
         &self,
         call: &Call,
@@ -269,7 +270,7 @@ impl Inner {
         let Ok(url) = object_url(endpoint, &job.bucket, &job.key, &region) else {
             return;
         };
-        if self.wire.direct(&url) {
+        if self.wire.carries(&url) {
             let count = usize::try_from(parts).unwrap_or(usize::MAX);
             self.wire
                 .warm(&url, self.options.concurrency.max(1).min(count) - 1)
@@ -280,7 +281,7 @@ impl Inner {
     /// Learns the bucket's region with a bodiless HeadBucket before the first
     /// request that carries data, so archive bytes are not offered to a
     /// region that is only a guess (S3 would refuse them at the headers,
-    /// costing a round trip; through a proxy, without `Expect`, the refusal
+    /// costing a round trip; through a proxy reqwest carries, without `Expect`, the refusal
     /// comes as a broken pipe after the body was pushed). S3 names the
     /// region in `x-amz-bucket-region` whatever the status, even when the
     /// credentials may not list the bucket. Best effort: on no answer the

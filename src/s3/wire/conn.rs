@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
-use super::Origin;
+use super::{Origin, Tunnel};
 
 /// A connection's byte stream, plain or TLS.
 pub(super) enum Stream {
@@ -87,16 +87,25 @@ pub(super) struct Conn {
     pub(super) received: bool,
 }
 
-/// Opens a connection to `origin` within `timeout` (name lookup, TCP and
-/// the TLS handshake together), trying each address in turn.
+/// The most a proxy's answer to `CONNECT` may hold before its blank line.
+const TUNNEL_ANSWER_MAX_BYTES: usize = 16 * 1024;
+
+/// Opens a connection to `origin` within `timeout` (name lookup, TCP, the
+/// proxy's tunnel when there is one, and the TLS handshake together),
+/// trying each address in turn.
 pub(super) async fn connect(
     origin: &Origin,
+    tunnel: Option<&Tunnel>,
     tls: &Arc<rustls::ClientConfig>,
     timeout: Duration,
 ) -> io::Result<Conn> {
+    let (host, port) = match tunnel {
+        Some(t) => (t.host.as_str(), t.port),
+        None => (origin.host.as_str(), origin.port),
+    };
     let opening = async {
         let mut last = None;
-        for addr in tokio::net::lookup_host((origin.host.as_str(), origin.port)).await? {
+        for addr in tokio::net::lookup_host((host, port)).await? {
             match TcpStream::connect(addr).await {
                 Ok(tcp) => {
                     // Heads and the last chunk are small writes that must
@@ -112,7 +121,10 @@ pub(super) async fn connect(
         }))
     };
     let handshake = async {
-        let tcp = opening.await?;
+        let mut tcp = opening.await?;
+        if let Some(tunnel) = tunnel {
+            open_tunnel(&mut tcp, origin, tunnel).await?;
+        }
         if !origin.https {
             return io::Result::Ok(Stream::Plain(tcp));
         }
@@ -132,4 +144,66 @@ pub(super) async fn connect(
         idle_since: Instant::now(),
         received: false,
     })
+}
+
+/// Asks the proxy on `tcp` for a tunnel to `origin` (`CONNECT`, with the
+/// proxy's credentials when its URL had them) and reads its answer: a 2xx
+/// opens the tunnel, anything else is a connect error naming the proxy's
+/// status. The tunnel carries TLS end to end: the proxy sees no request.
+async fn open_tunnel(tcp: &mut TcpStream, origin: &Origin, tunnel: &Tunnel) -> io::Result<()> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let authority = if origin.host.contains(':') {
+        format!("[{}]:{}", origin.host, origin.port)
+    } else {
+        format!("{}:{}", origin.host, origin.port)
+    };
+    let mut head = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n");
+    if let Some(auth) = &tunnel.auth {
+        head.push_str(&format!("Proxy-Authorization: {auth}\r\n"));
+    }
+    head.push_str("\r\n");
+    tcp.write_all(head.as_bytes()).await?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let end = loop {
+        if let Some(at) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        if got.len() > TUNNEL_ANSWER_MAX_BYTES {
+            return Err(io::Error::other("the proxy's answer to CONNECT has no end"));
+        }
+        let n = tcp.read(&mut buf).await?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the proxy closed the connection instead of opening a tunnel",
+            ));
+        }
+        got.extend_from_slice(&buf[..n]);
+    };
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut answer = httparse::Response::new(&mut headers);
+    let code = match answer.parse(&got[..end]) {
+        Ok(httparse::Status::Complete(_)) => answer.code.unwrap_or(0),
+        _ => {
+            return Err(io::Error::other(
+                "the proxy's answer to CONNECT is not HTTP",
+            ));
+        }
+    };
+    if !(200..300).contains(&code) {
+        return Err(io::Error::new(
+            io::ErrorKind::ConnectionRefused,
+            format!(
+                "the proxy refused a tunnel to {authority}: {code} {}",
+                answer.reason.unwrap_or_default()
+            ),
+        ));
+    }
+    if got.len() > end {
+        return Err(io::Error::other(
+            "the proxy sent data before the tunnel's TLS handshake",
+        ));
+    }
+    Ok(())
 }

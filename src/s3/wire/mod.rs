@@ -14,9 +14,11 @@
 //! early or failed is closed, never reused, and a retry (`fresh`) always
 //! opens a new one. TLS uses the same roots as the reqwest client: the
 //! bundled public roots plus the CAs of `SSL_CERT_FILE`/`SSL_CERT_DIR`.
-//! When `HTTPS_PROXY`/`HTTP_PROXY` apply to a host (by reqwest's own rules,
-//! `NO_PROXY` included) this layer is not used for it: the request goes
-//! through reqwest and its proxy support, without `Expect`.
+//! When `HTTPS_PROXY` applies to an `https` host (by reqwest's own rules,
+//! `NO_PROXY` included) and names an `http://` proxy, each connection is a
+//! `CONNECT` tunnel through it, TLS end to end; for an `https://` proxy, or
+//! a plain `http` host behind `HTTP_PROXY`, the request goes through
+//! reqwest and its proxy support instead, without `Expect`.
 
 mod answer;
 mod conn;
@@ -86,6 +88,27 @@ impl Origin {
             .unwrap_or(if https { 443 } else { 80 });
         Ok(Self { https, host, port })
     }
+}
+
+/// An HTTP proxy's tunnel (`CONNECT`) to an `https` origin: the proxy's
+/// address and, when its URL named a user, its `Proxy-Authorization`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Tunnel {
+    host: String,
+    port: u16,
+    auth: Option<String>,
+}
+
+/// How a request to a URL travels.
+#[derive(Debug, PartialEq, Eq)]
+enum Route {
+    /// Straight to S3.
+    Direct,
+    /// Through a proxy's tunnel, TLS end to end.
+    Tunnel(Tunnel),
+    /// Through reqwest, without `Expect`: a proxy that is itself `https`,
+    /// or plain `http` to S3 through a proxy (it would see the request).
+    Reqwest,
 }
 
 /// What a request carries: bytes in memory (sent with the head, no
@@ -201,20 +224,50 @@ impl Wire {
         }
     }
 
-    /// Whether a request to `url` goes through this layer: not when a proxy
-    /// applies to its host (reqwest carries it then).
-    pub(super) fn direct(&self, url: &Url) -> bool {
+    /// Whether this layer carries a request to `url`: straight, or through
+    /// an HTTP proxy's tunnel; not through an `https` proxy or a proxy for
+    /// plain `http` (reqwest carries those, without `Expect`).
+    pub(super) fn carries(&self, url: &Url) -> bool {
+        self.route(url) != Route::Reqwest
+    }
+
+    fn route(&self, url: &Url) -> Route {
         let Some(host) = url.host_str() else {
-            return false;
+            return Route::Reqwest;
         };
         let authority = match url.port() {
             Some(port) => format!("{host}:{port}"),
             None => host.to_owned(),
         };
         let Ok(uri) = format!("{}://{authority}/", url.scheme()).parse::<http::Uri>() else {
-            return false;
+            return Route::Reqwest;
         };
-        self.proxies.intercept(&uri).is_none()
+        let Some(proxy) = self.proxies.intercept(&uri) else {
+            return Route::Direct;
+        };
+        let proxy_uri = proxy.uri();
+        match (url.scheme(), proxy_uri.scheme_str(), proxy_uri.host()) {
+            ("https", Some("http"), Some(host)) => Route::Tunnel(Tunnel {
+                host: host
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned(),
+                port: proxy_uri.port_u16().unwrap_or(80),
+                auth: proxy
+                    .basic_auth()
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
+            }),
+            _ => Route::Reqwest,
+        }
+    }
+
+    /// The tunnel a connection to `url` opens first, if any.
+    fn tunnel(&self, url: &Url) -> Option<Tunnel> {
+        match self.route(url) {
+            Route::Tunnel(t) => Some(t),
+            _ => None,
+        }
     }
 
     /// Opens up to `count` connections to `url`'s origin ahead of need, so
@@ -226,8 +279,9 @@ impl Wire {
             return;
         };
         let have = self.idle_of(&origin).len();
-        let opening =
-            (have..count).map(|_| conn::connect(&origin, &self.tls, self.connect_timeout));
+        let tunnel = self.tunnel(url);
+        let opening = (have..count)
+            .map(|_| conn::connect(&origin, tunnel.as_ref(), &self.tls, self.connect_timeout));
         for conn in futures_util::future::join_all(opening)
             .await
             .into_iter()
@@ -246,12 +300,13 @@ impl Wire {
         fresh: bool,
     ) -> Result<Answer, Error> {
         let origin = Origin::of(request.url).map_err(Error::Connect)?;
+        let tunnel = self.tunnel(request.url);
         let mut pooled = if fresh { None } else { self.check_out(&origin) };
         loop {
             let reused = pooled.is_some();
             let mut conn = match pooled.take() {
                 Some(conn) => conn,
-                None => conn::connect(&origin, &self.tls, self.connect_timeout)
+                None => conn::connect(&origin, tunnel.as_ref(), &self.tls, self.connect_timeout)
                     .await
                     .map_err(Error::Connect)?,
             };

@@ -267,16 +267,45 @@ async fn no_server_is_a_connect_error() {
 }
 
 #[test]
-fn a_proxy_for_the_host_routes_around_this_layer() {
+fn a_proxy_for_the_host_is_tunnelled_or_left_to_reqwest() {
     let mut wire = Wire::new(&Settings::default());
     wire.proxies = Matcher::builder()
-        .https("http://proxy.example:3128")
+        .https("http://user:secret@proxy.example:3128")
+        .http("http://proxy.example:3128")
         .no("localhost,127.0.0.1")
         .build();
     let url = |s: &str| Url::parse(s).unwrap();
-    assert!(!wire.direct(&url("https://bucket.s3.amazonaws.com/k")));
-    assert!(wire.direct(&url("https://127.0.0.1:9000/b/k")));
-    assert!(wire.direct(&url("http://bucket.s3.amazonaws.com/k")));
+    let tunnel = |auth: Option<&str>| {
+        Route::Tunnel(Tunnel {
+            host: "proxy.example".into(),
+            port: 3128,
+            auth: auth.map(str::to_owned),
+        })
+    };
+    // https through an http proxy: a tunnel, the proxy's credentials sent
+    // to the proxy alone.
+    assert_eq!(
+        wire.route(&url("https://bucket.s3.amazonaws.com/k")),
+        tunnel(Some("Basic dXNlcjpzZWNyZXQ="))
+    );
+    assert!(wire.carries(&url("https://bucket.s3.amazonaws.com/k")));
+    assert_eq!(
+        wire.route(&url("https://127.0.0.1:9000/b/k")),
+        Route::Direct
+    );
+    // Plain http through a proxy: the proxy would read the request itself.
+    assert_eq!(
+        wire.route(&url("http://bucket.s3.amazonaws.com/k")),
+        Route::Reqwest
+    );
+    // A proxy reached over https is reqwest's.
+    wire.proxies = Matcher::builder()
+        .https("https://proxy.example:3129")
+        .build();
+    assert_eq!(
+        wire.route(&url("https://bucket.s3.amazonaws.com/k")),
+        Route::Reqwest
+    );
 }
 
 #[test]
@@ -305,8 +334,11 @@ fn the_tls_roots_are_the_bundled_ones_plus_the_extra_cas() {
     assert_eq!((added, roots.len()), (1, bundled + 1));
 }
 
-#[tokio::test]
-async fn over_tls_the_extra_ca_is_trusted_and_the_body_waits_for_100() {
+/// A TLS server for `localhost` (the test CA's certificate) that takes one
+/// PUT, checks that no body byte came before its `100`, and answers 200;
+/// it hands back the head, the body's length, and its listener and
+/// acceptor for a second connection.
+async fn tls_put_server() -> (u16, TlsServer) {
     let testdata = concat!(env!("CARGO_MANIFEST_DIR"), "/src/s3/wire/testdata");
     let cert = std::fs::read(format!("{testdata}/localhost.der")).unwrap();
     let key = std::fs::read(format!("{testdata}/localhost-key.pk8.der")).unwrap();
@@ -351,10 +383,21 @@ async fn over_tls_the_extra_ca_is_trusted_and_the_body_waits_for_100() {
         tls.flush().await.unwrap();
         (head, body.len(), listener, acceptor)
     });
-    let ca = format!("{testdata}/ca.pem");
-    let env = |name: &str| (name == "SSL_CERT_FILE").then(|| ca.clone());
+    (port, server)
+}
+
+type TlsServer = tokio::task::JoinHandle<(String, usize, TcpListener, tokio_rustls::TlsAcceptor)>;
+
+fn test_ca_roots() -> Vec<Vec<u8>> {
+    let ca = concat!(env!("CARGO_MANIFEST_DIR"), "/src/s3/wire/testdata/ca.pem");
+    crate::net::extra_root_ders(&|name: &str| (name == "SSL_CERT_FILE").then(|| ca.to_owned()))
+}
+
+#[tokio::test]
+async fn over_tls_the_extra_ca_is_trusted_and_the_body_waits_for_100() {
+    let (port, server) = tls_put_server().await;
     let wire = Wire::new(&Settings {
-        extra_roots: crate::net::extra_root_ders(&env),
+        extra_roots: test_ca_roots(),
         ..Settings::default()
     });
     let url = Url::parse(&format!("https://localhost:{port}/bucket/key")).unwrap();
@@ -380,4 +423,93 @@ async fn over_tls_the_extra_ca_is_trusted_and_the_body_waits_for_100() {
     let error = send(&untrusting, &url, &archive, false).await.unwrap_err();
     assert!(matches!(error, Error::Connect(_)), "{error:?}");
     assert!(second.await.unwrap(), "the handshake failed");
+}
+
+/// A proxy on loopback that answers one `CONNECT` with `answer` and, on a
+/// 200, relays bytes both ways to `port`; it sends the `CONNECT` head it
+/// got as soon as it has it.
+async fn connect_proxy(
+    port: u16,
+    answer: &'static str,
+) -> (u16, tokio::sync::oneshot::Receiver<String>) {
+    let proxy = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy_port = proxy.local_addr().unwrap().port();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut client, _) = proxy.accept().await.unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = client.read(&mut buf).await.unwrap();
+            assert!(n > 0);
+            got.extend_from_slice(&buf[..n]);
+        }
+        let _ = tx.send(String::from_utf8(got).unwrap());
+        client.write_all(answer.as_bytes()).await.unwrap();
+        if answer.starts_with("HTTP/1.1 200") {
+            let mut upstream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+        }
+    });
+    (proxy_port, rx)
+}
+
+#[tokio::test]
+async fn through_an_http_proxy_a_tunnel_carries_tls_and_the_body_still_waits_for_100() {
+    let (port, server) = tls_put_server().await;
+    let (proxy_port, connect) =
+        connect_proxy(port, "HTTP/1.1 200 Connection established\r\n\r\n").await;
+    let mut wire = Wire::new(&Settings {
+        extra_roots: test_ca_roots(),
+        ..Settings::default()
+    });
+    wire.proxies = Matcher::builder()
+        .https(format!("http://ci:pass@127.0.0.1:{proxy_port}"))
+        .build();
+    let url = Url::parse(&format!("https://localhost:{port}/bucket/key")).unwrap();
+    let archive = archive(150_000);
+
+    let answer = send(&wire, &url, &archive, false).await.unwrap();
+
+    assert_eq!(answer.status, 200);
+    let connect = connect.await.unwrap();
+    assert_eq!(
+        connect,
+        format!(
+            "CONNECT localhost:{port} HTTP/1.1\r\nHost: localhost:{port}\r\nProxy-Authorization: Basic Y2k6cGFzcw==\r\n\r\n"
+        )
+    );
+    // The server (past the proxy) saw the request itself, its body only
+    // after the 100, all of it.
+    let (head, body_len, ..) = server.await.unwrap();
+    assert!(head.starts_with("PUT /bucket/key HTTP/1.1\r\n"), "{head}");
+    assert!(
+        !head.to_ascii_lowercase().contains("proxy-authorization"),
+        "{head}"
+    );
+    assert_eq!(body_len as u64, encoded_length(archive.len));
+}
+
+#[tokio::test]
+async fn a_proxy_that_refuses_the_tunnel_is_a_connect_error_with_its_status() {
+    let (proxy_port, _connect) = connect_proxy(
+        1,
+        "HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n",
+    )
+    .await;
+    let mut wire = Wire::new(&Settings::default());
+    wire.proxies = Matcher::builder()
+        .https(format!("http://127.0.0.1:{proxy_port}"))
+        .build();
+    let url = Url::parse("https://bucket.s3.amazonaws.com/key").unwrap();
+
+    let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
+
+    let Error::Connect(e) = &error else {
+        panic!("{error:?}");
+    };
+    assert!(
+        e.to_string().contains("407 Proxy Authentication Required"),
+        "{e}"
+    );
 }
