@@ -20,6 +20,7 @@
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use anyhow::anyhow;
 use base64::Engine as _;
@@ -113,6 +114,14 @@ impl FileBody {
     where
         W: tokio::io::AsyncWrite + Unpin,
     {
+        self.write_within(out, WRITE_STALL).await
+    }
+
+    /// [`Self::write_to`], each write failing after `stall` without progress.
+    async fn write_within<W>(&self, out: &mut W, stall: Duration) -> Result<(), WriteError>
+    where
+        W: tokio::io::AsyncWrite + Unpin,
+    {
         use tokio::io::AsyncWriteExt as _;
         let chunk = usize::try_from(self.len.min(STREAM_CHUNK_BYTES))
             .map_err(|e| WriteError::File(std::io::Error::other(e)))?;
@@ -129,21 +138,39 @@ impl FileBody {
                 .map_err(|e| WriteError::File(short_read(e)))?;
             crc.update(&buffer[HEADER_ROOM..data_end]);
             buffer[data_end..data_end + 2].copy_from_slice(b"\r\n");
-            out.write_all(&buffer[start..data_end + 2])
-                .await
-                .map_err(WriteError::Net)?;
+            within_stall(stall, out.write_all(&buffer[start..data_end + 2])).await?;
             self.sent.fetch_add(n, Ordering::Relaxed);
             at += n;
             left -= n;
         }
         let crc32 = crc.finalize();
-        out.write_all(final_chunk(crc32).as_bytes())
-            .await
-            .map_err(WriteError::Net)?;
-        out.flush().await.map_err(WriteError::Net)?;
+        within_stall(stall, out.write_all(final_chunk(crc32).as_bytes())).await?;
+        within_stall(stall, out.flush()).await?;
         // A retry builds a new cell, so this one is only ever set here.
         let _ = self.checksum.set(crc32);
         Ok(())
+    }
+}
+
+/// How long one write of the body may make no progress: a connection
+/// that takes less than 64 KiB in this long has stalled (a peer that
+/// stopped reading, a path that dropped), and the part is better retried
+/// on a new one than left to the run's deadline.
+const WRITE_STALL: Duration = Duration::from_secs(60);
+
+async fn within_stall(
+    stall: Duration,
+    write: impl std::future::Future<Output = std::io::Result<()>>,
+) -> Result<(), WriteError> {
+    match tokio::time::timeout(stall, write).await {
+        Ok(r) => r.map_err(WriteError::Net),
+        Err(_) => Err(WriteError::Net(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!(
+                "S3 took no data for {} s while the body was being sent",
+                stall.as_secs_f64()
+            ),
+        ))),
     }
 }
 
@@ -517,6 +544,31 @@ mod tests {
             let checksum = prepared.checksum.unwrap();
             assert_eq!(checksum.get(), Some(&streamed_crc));
         }
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_stops_reading_fails_the_body_after_the_stall_time() {
+        let data = vec![7u8; 4 * STREAM_CHUNK_BYTES as usize];
+        let (_dir, file) = archive(&data);
+        let prepared = Payload::File {
+            offset: 0,
+            len: data.len() as u64,
+        }
+        .prepare(&file, &Buffers::default(), &Arc::default());
+        let Content::File(body) = prepared.body else {
+            unreachable!("a file payload has a file body")
+        };
+        // The other end takes 1 KiB and then never reads again.
+        let (mut out, _peer) = tokio::io::duplex(1024);
+        let stall = Duration::from_millis(200);
+        let e = body.write_within(&mut out, stall).await.unwrap_err();
+        let WriteError::Net(e) = e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert!(e.to_string().contains("took no data for 0.2 s"), "{e}");
+        // Only what the peer took was counted as sent.
+        assert!(body.sent.load(Ordering::Relaxed) <= 1024);
     }
 
     #[test]
