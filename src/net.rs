@@ -109,6 +109,28 @@ impl ExtraRoots {
     }
 }
 
+/// The regular files of the `SSL_CERT_DIR` directories, each directory's
+/// in name order; a directory that cannot be listed is passed over.
+fn cert_dir_files(env: &dyn Fn(&str) -> Option<String>) -> Vec<std::path::PathBuf> {
+    let Some(dirs) = env(ev::SSL_CERT_DIR).filter(|s| !s.is_empty()) else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    for d in std::env::split_paths(&dirs) {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut paths: Vec<_> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect();
+        paths.sort();
+        files.extend(paths);
+    }
+    files
+}
+
 /// Extra CA certificates from the environment, on top of the bundled roots.
 /// A certificate that cannot be parsed is skipped (and listed) rather than
 /// failing every request: one stale entry in a corporate bundle must not
@@ -128,22 +150,9 @@ pub(crate) fn extra_roots(env: &dyn Fn(&str) -> Option<String>) -> Result<ExtraR
             );
         }
     }
-    if let Some(dir) = env(ev::SSL_CERT_DIR).filter(|s| !s.is_empty()) {
-        for d in std::env::split_paths(&dir) {
-            let Ok(entries) = std::fs::read_dir(&d) else {
-                continue;
-            };
-            let mut paths: Vec<_> = entries
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.is_file())
-                .collect();
-            paths.sort();
-            for p in paths {
-                if let Ok(bytes) = std::fs::read(&p) {
-                    roots.add_file(&p, &bytes);
-                }
-            }
+    for p in cert_dir_files(env) {
+        if let Ok(bytes) = std::fs::read(&p) {
+            roots.add_file(&p, &bytes);
         }
     }
     Ok(roots)
@@ -304,20 +313,7 @@ pub(crate) fn extra_root_ders(env: &dyn Fn(&str) -> Option<String>) -> Vec<Vec<u
     if let Some(file) = env(ev::SSL_CERT_FILE).filter(|s| !s.is_empty()) {
         files.push(file.into());
     }
-    if let Some(dir) = env(ev::SSL_CERT_DIR).filter(|s| !s.is_empty()) {
-        for d in std::env::split_paths(&dir) {
-            let Ok(entries) = std::fs::read_dir(&d) else {
-                continue;
-            };
-            let mut paths: Vec<_> = entries
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.is_file())
-                .collect();
-            paths.sort();
-            files.extend(paths);
-        }
-    }
+    files.extend(cert_dir_files(env));
     let mut ders = Vec::new();
     for path in files {
         let Ok(bytes) = std::fs::read(&path) else {

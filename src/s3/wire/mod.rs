@@ -33,6 +33,7 @@ use reqwest::Url;
 use reqwest::header::HeaderMap;
 use tokio::io::AsyncWriteExt as _;
 
+use self::answer::Head;
 use self::conn::Conn;
 use super::payload::{FileBody, WriteError};
 
@@ -399,20 +400,7 @@ impl Wire {
                 },
             };
         }
-        let answered = with_answer_wait(async {
-            let last = loop {
-                let head = conn.read_head().await?;
-                if !(100..200).contains(&head.status) {
-                    break head;
-                }
-            };
-            let (body, framed) = conn
-                .read_body(&last, request.method, ANSWER_MAX_BYTES)
-                .await?;
-            let reusable = framed && last.keeps_alive();
-            io::Result::Ok((last, body, reusable))
-        })
-        .await;
+        let answered = with_answer_wait(final_answer(conn, request.method)).await;
         let (last, body, reusable) = answered.map_err(|e| Failed::Other(Error::Exchange(e)))?;
         let answer = Answer {
             status: last.status,
@@ -445,20 +433,7 @@ impl Wire {
                 Failed::Other(Error::Exchange(e))
             });
         }
-        let answered = with_answer_wait(async {
-            let last = loop {
-                let head = conn.read_head().await?;
-                if !(100..200).contains(&head.status) {
-                    break head;
-                }
-            };
-            let (body, framed) = conn
-                .read_body(&last, request.method, ANSWER_MAX_BYTES)
-                .await?;
-            let reusable = framed && last.keeps_alive();
-            io::Result::Ok((last, body, reusable))
-        })
-        .await;
+        let answered = with_answer_wait(final_answer(conn, request.method)).await;
         let (last, body, reusable) = match answered {
             Ok(answered) => answered,
             // No byte of an answer on a pooled connection: it was closed
@@ -565,6 +540,21 @@ async fn with_answer_wait<T>(reading: impl Future<Output = io::Result<T>>) -> io
     tokio::time::timeout(ANSWER_WAIT, reading)
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no answer from S3 in time"))?
+}
+
+/// The final answer on `conn`, past any interim (1xx) ones: its head, its
+/// body within the cap, and whether the connection may carry another
+/// request.
+async fn final_answer(conn: &mut Conn, method: &str) -> io::Result<(Head, Vec<u8>, bool)> {
+    let last = loop {
+        let head = conn.read_head().await?;
+        if !(100..200).contains(&head.status) {
+            break head;
+        }
+    };
+    let (body, framed) = conn.read_body(&last, method, ANSWER_MAX_BYTES).await?;
+    let reusable = framed && last.keeps_alive();
+    Ok((last, body, reusable))
 }
 
 /// The final answer a server sent before it stopped reading the body, if
