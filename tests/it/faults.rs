@@ -267,9 +267,9 @@ fn the_wait_budget_holds_for_setup_against_a_silent_server() {
     assert_eq!(run.status(), "deploy_timeout", "{run:?}");
     assert_eq!(run.code, 3);
     assert!(run.out("error-message").contains("budget"), "{run:?}");
-    // Before: five tries of 120 s each. The budget is 3 s; the bound is
-    // loose on purpose, it only has to tell seconds from minutes.
-    assert!(run.elapsed.as_secs() < 15, "{:?}", run.elapsed);
+    // Without the budget: five tries of 120 s each. The budget is 3 s; the
+    // bound only tells seconds from minutes, so a loaded runner cannot fail it.
+    assert!(run.elapsed.as_secs() < 60, "{:?}", run.elapsed);
     assert_eq!(creates(&fake), 0);
 }
 
@@ -290,7 +290,8 @@ fn a_huge_retry_after_does_not_outlast_the_budget() {
     );
     let run = deploy_within(&fake, &proxy, "3");
     assert_ne!(run.status(), "success", "{run:?}");
-    assert!(run.elapsed.as_secs() < 15, "{:?}", run.elapsed);
+    // Honouring the Retry-After would take eleven days: "did not hang" only.
+    assert!(run.elapsed.as_secs() < 60, "{:?}", run.elapsed);
     assert_eq!(creates(&fake), 0);
 }
 
@@ -312,7 +313,9 @@ fn a_silent_predict_ends_at_the_predict_timeout_and_cleanup_still_runs() {
         run.out("error-message").contains("predict-timeout"),
         "{run:?}"
     );
-    assert!(run.elapsed.as_secs() < 20, "{:?}", run.elapsed);
+    // A silent host never answers: "did not hang" only, the message above
+    // says which deadline ended it.
+    assert!(run.elapsed.as_secs() < 60, "{:?}", run.elapsed);
     // The deployment that failed its smoke test was deactivated.
     assert!(
         endpoints(&fake)
