@@ -650,3 +650,118 @@ fn docs_reference_gitlab_plan_writes_a_child_pipeline_that_keeps_every_target() 
         assert!(!jobs.is_empty(), "an empty plan still needs one job");
     }
 }
+
+// ---------------------------------------------------------------- links
+
+/// Pages the README links that other branches of this change write; until
+/// they land a link to them may dangle. Once they exist they are checked
+/// like every other page.
+const WRITTEN_ELSEWHERE: &[&str] = &["docs/evidence.md", "docs/deploy-by-content.md"];
+
+/// GitHub's anchor for a heading: lower case, punctuation dropped but `-`
+/// and `_`, spaces to `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            out.insert(anchor(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// `(target, line)` of every relative Markdown link outside code blocks.
+fn relative_links(text: &str) -> Vec<(String, usize)> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for part in line.split("](").skip(1) {
+            let Some(end) = part.find(')') else { continue };
+            let target = &part[..end];
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            out.push((target.to_string(), n + 1));
+        }
+    }
+    out
+}
+
+#[test]
+fn docs_reference_links_resolve_and_the_readme_links_every_page() {
+    let mut pages = vec![repo().join("README.md"), repo().join("CONTRIBUTING.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
+        .expect("docs/")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    pages.extend(docs.iter().cloned());
+
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(readme.lines().count() <= 200, "README.md is over 200 lines");
+    for page in &docs {
+        let rel = page.strip_prefix(repo()).unwrap().display().to_string();
+        assert!(readme.contains(&format!("]({rel}")), "README.md does not link {rel}");
+    }
+    for want in WRITTEN_ELSEWHERE {
+        assert!(readme.contains(&format!("]({want})")), "README.md does not link {want}");
+    }
+
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        let rel_page = page.strip_prefix(repo()).unwrap().display().to_string();
+        for (target, line) in relative_links(&text) {
+            let (file, frag) = target.split_once('#').unwrap_or((&target, ""));
+            let path = if file.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(file)
+            };
+            let resolved = path
+                .canonicalize()
+                .ok()
+                .and_then(|p| p.strip_prefix(repo()).ok().map(|p| p.display().to_string()));
+            let Some(resolved) = resolved else {
+                let lexical = std::path::Path::new(&rel_page)
+                    .parent()
+                    .unwrap()
+                    .join(file)
+                    .display()
+                    .to_string();
+                if !WRITTEN_ELSEWHERE.contains(&lexical.as_str()) {
+                    broken.push(format!("{rel_page}:{line}: {target}: no such file"));
+                }
+                continue;
+            };
+            if !frag.is_empty() && resolved.ends_with(".md") {
+                let text = std::fs::read_to_string(repo().join(&resolved)).unwrap();
+                if !anchors(&text).contains(frag) {
+                    broken.push(format!("{rel_page}:{line}: {target}: no heading #{frag}"));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
