@@ -18,7 +18,11 @@ use crate::harness::truss_push;
 /// The input table itself, compiled here as it is in the crate, so the
 /// pages read every field (kind, range, default, help, heading) that the
 /// crate keeps to itself. It uses nothing but `std`.
-#[allow(dead_code, unreachable_pub, clippy::all)]
+#[allow(
+    dead_code,
+    unreachable_pub,
+    reason = "the crate uses the rest of the table; the pages read only its fields"
+)]
 #[path = "../../src/cli/inputs.rs"]
 mod table;
 
@@ -722,10 +726,16 @@ fn docs_reference_links_resolve_and_the_readme_links_every_page() {
     assert!(readme.lines().count() <= 200, "README.md is over 200 lines");
     for page in &docs {
         let rel = page.strip_prefix(repo()).unwrap().display().to_string();
-        assert!(readme.contains(&format!("]({rel}")), "README.md does not link {rel}");
+        assert!(
+            readme.contains(&format!("]({rel}")),
+            "README.md does not link {rel}"
+        );
     }
     for want in WRITTEN_ELSEWHERE {
-        assert!(readme.contains(&format!("]({want})")), "README.md does not link {want}");
+        assert!(
+            readme.contains(&format!("]({want})")),
+            "README.md does not link {want}"
+        );
     }
 
     let mut broken = Vec::new();
