@@ -775,3 +775,46 @@ fn docs_reference_links_resolve_and_the_readme_links_every_page() {
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
+
+/// Every `yaml` block on the pages parses: a snippet a reader pastes into a
+/// workflow must at least be YAML (a `run: echo "…}}: …"` plain scalar, for
+/// one, is not).
+#[test]
+fn docs_reference_every_yaml_snippet_parses() {
+    let mut pages = vec![repo().join("README.md"), repo().join("CONTRIBUTING.md")];
+    for e in std::fs::read_dir(repo().join("docs")).expect("docs/") {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|e| e == "md") {
+            pages.push(p);
+        }
+    }
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap();
+        let mut block: Option<(usize, String)> = None;
+        for (n, line) in text.lines().enumerate() {
+            match &mut block {
+                None if line.trim_start() == "```yaml" => block = Some((n + 1, String::new())),
+                Some((start, body)) if line.trim_start() == "```" => {
+                    seen += 1;
+                    if let Err(e) = serde_yaml::from_str::<Value>(body) {
+                        bad.push(format!("{}:{start}: {e}", page.display()));
+                    }
+                    block = None;
+                }
+                Some((_, body)) => {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+                None => {}
+            }
+        }
+    }
+    assert!(seen >= 10, "only {seen} yaml blocks found");
+    assert!(
+        bad.is_empty(),
+        "yaml snippets that do not parse:\n{}",
+        bad.join("\n")
+    );
+}
