@@ -159,6 +159,48 @@ fn inputs_section() -> String {
     out
 }
 
+/// The action's own inputs (read by its install step, not the binary) and
+/// each GitLab component's own inputs (job names, stages, the image), from
+/// the files that declare them.
+fn wrapper_inputs_section() -> String {
+    let a = action();
+    let mut out = String::from(
+        "### Only in the GitHub action\n\n| input | default | meaning |\n|---|---|---|\n",
+    );
+    for (name, spec) in a["inputs"].as_mapping().expect("inputs") {
+        let name = name.as_str().expect("input name");
+        if INPUTS.iter().any(|s| s.name == name) {
+            continue;
+        }
+        out.push_str(&format!(
+            "| `{name}` | `{}` | {} |\n",
+            spec["default"].as_str().unwrap_or_default(),
+            cell(spec["description"].as_str().unwrap_or_default().trim()),
+        ));
+    }
+    for path in templates() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (header, _) = text.split_once("\n---\n").expect("a spec header");
+        let header: Value = serde_yaml::from_str(header).expect("YAML");
+        let file = path.file_name().unwrap().to_string_lossy().to_string();
+        out.push_str(&format!(
+            "\n### Only in the GitLab component `templates/{file}`\n\n| input | default | meaning |\n|---|---|---|\n"
+        ));
+        for (name, spec) in header["spec"]["inputs"].as_mapping().expect("inputs") {
+            let name = name.as_str().expect("input name");
+            if INPUTS.iter().any(|s| s.name == name) {
+                continue;
+            }
+            out.push_str(&format!(
+                "| `{name}` | `{}` | {} |\n",
+                spec["default"].as_str().unwrap_or_default(),
+                cell(spec["description"].as_str().unwrap_or_default().trim()),
+            ));
+        }
+    }
+    out
+}
+
 // --------------------------------------------------------------- outputs
 
 /// The Python action's outputs, in the order it writes them: a fact about
@@ -299,6 +341,13 @@ what to change, and the outputs are still written.
 others are read from the step's `env:` under their plain variable (for
 example `TRUSS_PUSH_API_URL`).
 {inputs}
+{wrappers}
+The components take every input above except the secrets (`baseten-api-key`
+and `github-token` come from masked CI/CD variables), `output-file` and
+`output-format` (each component writes its own dotenv report), the
+GitHub-only features and the stdout modes; see
+[GitLab and other CI](gitlab-and-other-ci.md).
+
 ### What some values must be
 
 - `model-name` and `team`: at most 256 characters, no control characters
@@ -348,6 +397,7 @@ With several targets the step's `status` is the worst of the targets'
 `success`, worst first) and the exit code is that target's.
 ",
         inputs = inputs_section(),
+        wrappers = wrapper_inputs_section(),
         outputs = outputs_section(every_run),
         exits = exit_section(),
     )
