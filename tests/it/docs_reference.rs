@@ -39,7 +39,12 @@ fn repo() -> &'static Path {
 fn check_generated(path: &Path, want: &str) {
     let rel = path.strip_prefix(repo()).unwrap_or(path).display();
     if std::env::var_os("UPDATE_DOCS").is_some() {
-        std::fs::write(path, want).unwrap_or_else(|e| panic!("writing {rel}: {e}"));
+        // Through a rename, so a test reading the file meanwhile (the
+        // reference reads the components' headers) never sees half of it.
+        let part = path.with_extension("part");
+        std::fs::write(&part, want)
+            .and_then(|()| std::fs::rename(&part, path))
+            .unwrap_or_else(|e| panic!("writing {rel}: {e}"));
         return;
     }
     let have = std::fs::read_to_string(path).unwrap_or_default();
