@@ -1,4 +1,4 @@
-//! The model deploy, in the order the seed tells it: team, validate,
+//! The model deploy, in the order the platform expects it: team, validate,
 //! package and upload, create, wait until the platform says ready (with an
 //! environment: until it serves it), predict; and the model's cleanup.
 

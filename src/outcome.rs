@@ -88,7 +88,7 @@ impl Failure {
     }
 
     /// Distinct exit codes so shell users can branch without parsing
-    /// outputs. Documented in the README.
+    /// outputs. Documented in docs/reference.md, generated from the constants below.
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
             Failure::Deploy(_) => EXIT_DEPLOY_FAILED,

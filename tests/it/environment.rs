@@ -1,7 +1,7 @@
 //! Deploying into an environment: wait for the promotion, not just the
 //! status; never deactivate what serves traffic.
 //!
-//! The seed history runs on the fake's manual clock, moved by the harness
+//! seed-000's recorded history runs on the fake's manual clock, moved by the harness
 //! once the binary has read what the test wants it to see; the tests assert
 //! the order of what the binary reported and of what the fake answered,
 //! never how long it took.
@@ -11,7 +11,7 @@ use fake_baseten::scenario::Scenario;
 
 use crate::harness::*;
 
-/// The seed's first ready status: SCALED_TO_ZERO at 12.9 s.
+/// seed-000's first ready status: SCALED_TO_ZERO at 12.9 s.
 const SCALED_TO_ZERO_SECS: f64 = 12.9;
 
 fn seed(extra: &str) -> FakeBaseten {

@@ -10,6 +10,7 @@ mod chain_deploy;
 mod chain_harness;
 mod ci_reads;
 mod config_parity;
+mod docs_reference;
 mod environment;
 mod evidence;
 mod fanout;

@@ -67,6 +67,28 @@ fn action_exposes_every_output_from_the_deploy_step() {
     }
 }
 
+/// Inputs the action itself reads (the install step), not the binary.
+const ACTION_ONLY_INPUTS: &[&str] = &["verify-provenance"];
+
+#[test]
+fn the_install_step_reads_verify_provenance() {
+    let a = action();
+    assert_eq!(str_of(&a["inputs"]["verify-provenance"]["default"]), "true");
+    let steps = a["runs"]["steps"].as_sequence().expect("steps");
+    let install = steps
+        .iter()
+        .find(|s| str_of(&s["id"]) == "binary")
+        .expect("a step with id binary");
+    assert_eq!(
+        str_of(&install["env"]["VERIFY_PROVENANCE"]),
+        "${{ inputs.verify-provenance }}"
+    );
+    assert!(
+        str_of(&install["run"]).contains("--verify-provenance \"$VERIFY_PROVENANCE\""),
+        "the install step must pass verify-provenance to scripts/install-binary"
+    );
+}
+
 #[test]
 fn every_action_input_reaches_the_binary_under_a_name_it_reads() {
     let a = action();
@@ -83,6 +105,9 @@ fn every_action_input_reaches_the_binary_under_a_name_it_reads() {
         .collect();
     for (name, _) in a["inputs"].as_mapping().expect("inputs") {
         let name = str_of(name);
+        if ACTION_ONLY_INPUTS.contains(&name) {
+            continue;
+        }
         let spec = INPUTS
             .iter()
             .find(|s| s.name == name)

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::common::{Client, create_vars, scenario, truss_tar};
 
-/// Pushes a new version of the seed's existing model into production and
+/// Pushes a new version of seed-000's existing model into production and
 /// returns (model id, deployment id).
 async fn push_new_version(c: &Client, fake: &FakeBaseten) -> (String, String) {
     let creds = c.credentials("model_s3_upload_credentials").await;

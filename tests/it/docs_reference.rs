@@ -1,0 +1,875 @@
+//! Pages generated from the code, and the facts other pages take from it:
+//! `docs/reference.md` (every input from the input table, every output from
+//! `action.yml` as the binary writes them, every exit code from
+//! `src/outcome.rs`), the input blocks of the GitLab CI/CD components in
+//! `templates/`, and the output count `docs/migrating.md` states.
+//!
+//! A stale page fails here with the command that rewrites it:
+//! `UPDATE_DOCS=1 cargo test --test it docs_reference`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_yaml::Value;
+
+use crate::harness::truss_push;
+
+/// The input table itself, compiled here as it is in the crate, so the
+/// pages read every field (kind, range, default, help, heading) that the
+/// crate keeps to itself. It uses nothing but `std`.
+#[allow(
+    dead_code,
+    unreachable_pub,
+    reason = "the crate uses the rest of the table; the pages read only its fields"
+)]
+#[path = "../../src/cli/inputs.rs"]
+mod table;
+
+use table::{INPUTS, InputSpec, Kind, Unit};
+
+const REGENERATE: &str = "UPDATE_DOCS=1 cargo test --test it docs_reference";
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Compares `path` with what the code says it must hold; with
+/// `UPDATE_DOCS=1` writes it instead.
+fn check_generated(path: &Path, want: &str) {
+    let rel = path.strip_prefix(repo()).unwrap_or(path).display();
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        // Through a rename, so a test reading the file meanwhile (the
+        // reference reads the components' headers) never sees half of it.
+        let part = path.with_extension("part");
+        std::fs::write(&part, want)
+            .and_then(|()| std::fs::rename(&part, path))
+            .unwrap_or_else(|e| panic!("writing {rel}: {e}"));
+        return;
+    }
+    let have = std::fs::read_to_string(path).unwrap_or_default();
+    if have != want {
+        let line = have
+            .lines()
+            .zip(want.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| have.lines().count().min(want.lines().count()));
+        panic!(
+            "{rel} is stale: it differs from what the code says from line {} on\n  have: {:?}\n  want: {:?}\nregenerate it with: {REGENERATE}",
+            line + 1,
+            have.lines().nth(line).unwrap_or("<end of file>"),
+            want.lines().nth(line).unwrap_or("<end of file>"),
+        );
+    }
+}
+
+// ---------------------------------------------------------------- inputs
+
+/// The `--help` section an input is listed under, or "Deploy" for the
+/// inputs the Python action already had.
+fn heading(spec: &InputSpec) -> &'static str {
+    spec.heading.unwrap_or("Deploy")
+}
+
+fn number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// What an input takes, as a reader would write it.
+fn takes(kind: Kind) -> String {
+    match kind {
+        Kind::Path => "a path".into(),
+        Kind::Secret => "a secret (masked, never printed)".into(),
+        Kind::Name => "text".into(),
+        Kind::Bool => "`true`/`false`".into(),
+        Kind::Switch => "`true`/`false`, or the bare flag".into(),
+        Kind::Json => "JSON".into(),
+        Kind::Url => "an `https://` URL".into(),
+        Kind::Template => "a URL with `{prefix}` and `{id}`".into(),
+        Kind::Format => "`dotenv`, `shell` or `json`".into(),
+        Kind::Number(r) => {
+            let unit = match r.unit {
+                Unit::Share => "(a share)".to_string(),
+                u => u.word().to_string(),
+            };
+            let whole = if r.whole { ", whole" } else { "" };
+            format!("{}–{} {unit}{whole}", number(r.min), number(r.max))
+        }
+    }
+}
+
+/// Text for a table cell: `|` would end the cell and `<n>` would be read
+/// as an HTML tag.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn action() -> Value {
+    let text = std::fs::read_to_string(repo().join("action.yml")).expect("action.yml");
+    serde_yaml::from_str(&text).expect("action.yml is YAML")
+}
+
+fn action_inputs() -> BTreeSet<String> {
+    action()["inputs"]
+        .as_mapping()
+        .expect("inputs")
+        .keys()
+        .filter_map(|k| k.as_str().map(str::to_string))
+        .collect()
+}
+
+fn inputs_section() -> String {
+    let in_action = action_inputs();
+    let mut headings: Vec<&str> = Vec::new();
+    for spec in INPUTS {
+        if !headings.contains(&heading(spec)) {
+            headings.push(heading(spec));
+        }
+    }
+    let mut out = String::new();
+    for h in headings {
+        out.push_str(&format!("\n### {h}\n\n"));
+        out.push_str("| input | plain variable | default | takes | in `action.yml` | meaning |\n");
+        out.push_str("|---|---|---|---|---|---|\n");
+        for spec in INPUTS.iter().filter(|s| heading(s) == h) {
+            let default = match spec.default {
+                Some(d) => format!("`{d}`"),
+                None if spec.name == "truss-directory" || spec.name == "baseten-api-key" => {
+                    "required".into()
+                }
+                None => "—".into(),
+            };
+            let action = if in_action.contains(spec.name) {
+                "yes"
+            } else {
+                "env only"
+            };
+            out.push_str(&format!(
+                "| `{}` | `{}` | {} | {} | {} | {} |\n",
+                spec.name,
+                spec.plain_env,
+                cell(&default),
+                cell(&takes(spec.kind)),
+                action,
+                cell(spec.help),
+            ));
+        }
+    }
+    out
+}
+
+/// The action's own inputs (read by its install step, not the binary) and
+/// each GitLab component's own inputs (job names, stages, the image), from
+/// the files that declare them.
+fn wrapper_inputs_section() -> String {
+    let a = action();
+    let mut out = String::from(
+        "### Only in the GitHub action\n\n| input | default | meaning |\n|---|---|---|\n",
+    );
+    for (name, spec) in a["inputs"].as_mapping().expect("inputs") {
+        let name = name.as_str().expect("input name");
+        if INPUTS.iter().any(|s| s.name == name) {
+            continue;
+        }
+        out.push_str(&format!(
+            "| `{name}` | `{}` | {} |\n",
+            spec["default"].as_str().unwrap_or_default(),
+            cell(spec["description"].as_str().unwrap_or_default().trim()),
+        ));
+    }
+    for path in templates() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (header, _) = text.split_once("\n---\n").expect("a spec header");
+        let header: Value = serde_yaml::from_str(header).expect("YAML");
+        let file = path.file_name().unwrap().to_string_lossy().to_string();
+        out.push_str(&format!(
+            "\n### Only in the GitLab component `templates/{file}`\n\n| input | default | meaning |\n|---|---|---|\n"
+        ));
+        for (name, spec) in header["spec"]["inputs"].as_mapping().expect("inputs") {
+            let name = name.as_str().expect("input name");
+            if INPUTS.iter().any(|s| s.name == name) {
+                continue;
+            }
+            out.push_str(&format!(
+                "| `{name}` | `{}` | {} |\n",
+                spec["default"].as_str().unwrap_or_default(),
+                cell(spec["description"].as_str().unwrap_or_default().trim()),
+            ));
+        }
+    }
+    out
+}
+
+// --------------------------------------------------------------- outputs
+
+/// The Python action's outputs, in the order it writes them: a fact about
+/// `basetenlabs/action-truss-push`, which truss-push writes first.
+const ANCHOR_OUTPUTS: &[&str] = &[
+    "deployment-id",
+    "model-id",
+    "chain-id",
+    "model-name",
+    "deploy-time-seconds",
+    "predict-response",
+    "status",
+];
+
+/// The outputs every run writes, in writing order, as the binary writes
+/// them on the shortest path there is: a bad input (nothing is sent). The
+/// JSON file is read as YAML, whose mapping keeps the writing order.
+fn outputs_of_every_run() -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = truss_push(dir.path())
+        .args(["--output-file", "outputs.json"])
+        .output()
+        .expect("the binary runs");
+    assert_eq!(out.status.code(), Some(2), "a run without truss-directory");
+    let text = std::fs::read_to_string(dir.path().join("outputs.json")).expect("outputs file");
+    let doc: Value = serde_yaml::from_str(&text).expect("outputs JSON");
+    doc.as_mapping()
+        .expect("an object")
+        .keys()
+        .map(|k| k.as_str().expect("a name").to_string())
+        .collect()
+}
+
+fn outputs_section(every_run: &[String]) -> String {
+    let a = action();
+    let outputs = a["outputs"].as_mapping().expect("outputs");
+    let mut out = String::from("| output | written | meaning |\n|---|---|---|\n");
+    for (name, spec) in outputs {
+        let name = name.as_str().expect("output name");
+        let when = if every_run.iter().any(|n| n == name) {
+            "every run"
+        } else {
+            "when it applies"
+        };
+        let description = spec["description"].as_str().unwrap_or_default().trim();
+        out.push_str(&format!("| `{name}` | {when} | {} |\n", cell(description)));
+    }
+    out
+}
+
+// ------------------------------------------------------------ exit codes
+
+/// What each exit code constant in `src/outcome.rs` means to a user.
+const EXIT_MEANINGS: &[(&str, &str)] = &[
+    ("EXIT_SUCCESS", "`success`"),
+    ("EXIT_DEPLOY_FAILED", "`deploy_failed`"),
+    (
+        "EXIT_INVALID_INPUT",
+        "`deploy_failed`: invalid input — nothing was uploaded or created",
+    ),
+    ("EXIT_DEPLOY_TIMEOUT", "`deploy_timeout`"),
+    ("EXIT_PREDICT_FAILED", "`predict_failed`"),
+    ("EXIT_CLEANUP_FAILED", "`cleanup_failed`"),
+    (
+        "EXIT_OUTPUTS_NOT_WRITTEN",
+        "the deploy succeeded but `GITHUB_OUTPUT` or the outputs file could not be written (a failed run keeps its own code; `status` keeps the deploy's word)",
+    ),
+    (
+        "EXIT_CANCELLED",
+        "`deploy_failed`: cancelled by SIGINT, SIGTERM or SIGHUP (cleanup ran, outputs were written)",
+    ),
+];
+
+/// `(name, code)` of every `EXIT_*` constant in `src/outcome.rs`.
+fn exit_constants() -> Vec<(String, u8)> {
+    let text = std::fs::read_to_string(repo().join("src/outcome.rs")).expect("src/outcome.rs");
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix("pub(crate) const EXIT_")?;
+            let (name, value) = rest.split_once(": u8 = ")?;
+            let code = value.trim_end_matches(';').trim().parse().ok()?;
+            Some((format!("EXIT_{name}"), code))
+        })
+        .collect()
+}
+
+fn exit_section() -> String {
+    let mut out = String::from("| code | meaning |\n|---|---|\n");
+    let constants = exit_constants();
+    assert!(
+        constants.len() >= 8,
+        "exit codes read from src/outcome.rs: {constants:?}"
+    );
+    for (name, code) in &constants {
+        let meaning = EXIT_MEANINGS
+            .iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| {
+                panic!("src/outcome.rs has {name} = {code}: say what it means in EXIT_MEANINGS")
+            })
+            .1;
+        out.push_str(&format!("| {code} | {meaning} |\n"));
+    }
+    for (name, _) in EXIT_MEANINGS {
+        assert!(
+            constants.iter().any(|(n, _)| n == name),
+            "EXIT_MEANINGS describes {name}, which src/outcome.rs no longer has"
+        );
+    }
+    out
+}
+
+// ------------------------------------------------------------- the page
+
+fn reference_page(every_run: &[String]) -> String {
+    format!(
+        "# Reference: inputs, outputs, exit codes
+
+<!-- GENERATED from src/cli/inputs.rs (the input table), action.yml (the
+outputs, as the binary writes them) and src/outcome.rs (the exit codes) by
+tests/it/docs_reference.rs. Do not edit by hand; regenerate with:
+{REGENERATE} -->
+
+Task pages explain when to use what: see the [README](../README.md#documentation).
+
+## Giving an input
+
+Every input is a flag (`--truss-directory ./my-model`), or an environment
+variable: `INPUT_TRUSS-DIRECTORY` (GitHub's Docker-action form),
+`INPUT_TRUSS_DIRECTORY`, or the plain variable below — in that order, a flag
+before all of them. An empty value means \"not given\". Booleans take
+`true`/`false`, `1`/`0`, `yes`/`no` in any case; anything else is an error,
+never a silent `false`. A flag may repeat; the last one wins. Every input is
+checked before anything is sent: a bad one exits 2 with one message saying
+what to change, and the outputs are still written.
+
+\"in `action.yml`\": the GitHub action declares it as a `with:` input; the
+others are read from the step's `env:` under their plain variable (for
+example `TRUSS_PUSH_API_URL`).
+{inputs}
+{wrappers}
+The components take every input above except the secrets (`baseten-api-key`
+and `github-token` come from masked CI/CD variables), `output-file` and
+`output-format` (each component writes its own dotenv report), the
+GitHub-only features and the stdout modes; see
+[GitLab and other CI](gitlab-and-other-ci.md).
+
+### What some values must be
+
+- `model-name` and `team`: at most 256 characters, no control characters
+  and no invisible formatting characters (bidi overrides such as U+202E,
+  zero-width characters, U+2028/U+2029). `environment`: letters, digits,
+  `_` and `-`, at most 48 characters.
+- `deployment-name` defaults to `PR-<n>_<sha7>` on GitHub pull requests (the
+  pull request's head commit), `MR-<n>_<sha7>` on GitLab merge requests,
+  else `<sha7>`; locally `git rev-parse HEAD`.
+- `team`: the named one; else the only one the key sees; else the team that
+  already has a model of this name; else the team marked default; else an
+  error listing the teams.
+- `promote` is refused together with `environment`; `promotion:
+  after-predict` needs an environment and a predict payload
+  ([gated promotion](gated-promotion.md)); `regional-environment` and
+  `preserve-previous-production-deployment` need an environment.
+- `wait-timeout-seconds` bounds only the client's wait;
+  `deploy-timeout-minutes` is also sent to the platform. How they add up:
+  [the run's budget](network-and-limits.md#the-runs-budget).
+- A value that is not UTF-8 is an error naming where it was set, never a
+  silent \"not given\". Files the run reads are bounded too: `config.yaml`
+  and `.truss_ignore` must be regular files of at most 1 MiB,
+  `GITHUB_EVENT_PATH` at most 25 MiB, and a FIFO, socket, device, broken
+  link or non-UTF-8 file name in the truss is refused.
+- The evidence inputs (`predict-cases` …) are explained in
+  [evidence](evidence.md); `skip-unchanged` and `changed-since` in
+  [deploy by content](deploy-by-content.md) and [monorepos](monorepo.md).
+
+## Outputs
+
+Written to `$GITHUB_OUTPUT` on GitHub, and to `--output-file` anywhere
+(`dotenv` by default, `json` for a `*.json` file, or `shell`). In a dotenv
+file every name is `TRUSS_PUSH_` and the output in capitals with `_`
+(`TRUSS_PUSH_DEPLOYMENT_ID`), and every value fits GitLab's 5 KiB: a long
+value is cut and ends with `…` (`TRUSS_PUSH_PREDICT_RESPONSE_TRUNCATED=true`
+says the predict response was). \"every run\": written on every exit path,
+bad input included, empty when unknown. The others are written only in the
+mode that produces them. `truss-push --json` prints the same values as one
+JSON object on stdout (see [GitHub reporting](github-reporting.md#the---json-result)).
+
+{outputs}
+## Exit codes
+
+{exits}
+With several targets the step's `status` is the worst of the targets'
+(`deploy_failed`, `deploy_timeout`, `predict_failed`, `cleanup_failed`,
+`success`, worst first) and the exit code is that target's.
+",
+        inputs = inputs_section(),
+        wrappers = wrapper_inputs_section(),
+        outputs = outputs_section(every_run),
+        exits = exit_section(),
+    )
+}
+
+#[test]
+fn docs_reference_is_generated_from_the_input_table() {
+    let every_run = outputs_of_every_run();
+    check_generated(
+        &repo().join("docs/reference.md"),
+        &reference_page(&every_run),
+    );
+}
+
+#[test]
+fn docs_reference_lists_every_output_the_binary_writes() {
+    let every_run = outputs_of_every_run();
+    let a = action();
+    let declared: Vec<&str> = a["outputs"]
+        .as_mapping()
+        .expect("outputs")
+        .keys()
+        .filter_map(Value::as_str)
+        .collect();
+    for name in &every_run {
+        assert!(
+            declared.contains(&name.as_str()),
+            "the binary writes `{name}` on every run but action.yml does not declare it, so docs/reference.md cannot list it"
+        );
+    }
+    assert_eq!(
+        &every_run[..ANCHOR_OUTPUTS.len()],
+        ANCHOR_OUTPUTS,
+        "the Python action's outputs come first, in its order"
+    );
+}
+
+/// `docs/migrating.md` says how many outputs every run adds to the Python
+/// action's and names each one: both come from the binary, not a hand count.
+#[test]
+fn docs_reference_migration_page_counts_the_added_outputs_from_the_binary() {
+    let every_run = outputs_of_every_run();
+    let added: Vec<&String> = every_run
+        .iter()
+        .filter(|n| !ANCHOR_OUTPUTS.contains(&n.as_str()))
+        .collect();
+    let page = std::fs::read_to_string(repo().join("docs/migrating.md")).expect("migrating.md");
+    let claim = format!("every run writes {} outputs", every_run.len());
+    assert!(
+        page.contains(&claim),
+        "docs/migrating.md must say \"{claim}\" (the binary writes {every_run:?})"
+    );
+    let claim = format!(
+        "{} more than the Python action's {}",
+        added.len(),
+        ANCHOR_OUTPUTS.len()
+    );
+    assert!(
+        page.contains(&claim),
+        "docs/migrating.md must say \"{claim}\""
+    );
+    for name in added {
+        assert!(
+            page.contains(&format!("`{name}`")),
+            "docs/migrating.md must name the added output `{name}`"
+        );
+    }
+}
+
+// ------------------------------------------------- the GitLab components
+
+/// Inputs the components do not take, and why: secrets come from masked
+/// CI/CD variables (a component input is written into the pipeline's
+/// configuration, where anyone who reads the pipeline sees it); the
+/// components own their dotenv report; the GitHub features and the
+/// stdout-only modes have no use in a GitLab job.
+const NOT_COMPONENT_INPUTS: &[&str] = &[
+    "baseten-api-key",
+    "github-token",
+    "output-file",
+    "output-format",
+    "github-deployment",
+    "pr-comment",
+    "commit-status",
+    "json",
+    "print-config",
+    "plan",
+];
+
+const BEGIN: &str = "# BEGIN generated from src/cli/inputs.rs";
+const END: &str = "# END generated";
+
+/// The inputs a component mirrors, in table order.
+fn component_inputs() -> impl Iterator<Item = &'static InputSpec> {
+    INPUTS
+        .iter()
+        .filter(|s| !NOT_COMPONENT_INPUTS.contains(&s.name))
+}
+
+/// The job variable a component sets for an input: the binary's
+/// `INPUT_NAME` form, which it reads before the plain variable, so a
+/// project variable that happens to share a plain name (`ENVIRONMENT`,
+/// `TEAM`) does not override the component's input.
+fn job_variable(spec: &InputSpec) -> String {
+    format!("INPUT_{}", spec.name.to_ascii_uppercase().replace('-', "_"))
+}
+
+fn quoted(text: &str) -> String {
+    // A JSON string is a YAML double-quoted scalar.
+    serde_json::to_string(text).unwrap()
+}
+
+/// Replaces every generated block in `text` with `render(indent, kind)`,
+/// where `kind` is the word after the marker (`spec` or `variables`).
+fn splice(text: &str, render: impl Fn(&str, &str) -> String) -> String {
+    let mut out = String::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        out.push_str(line);
+        out.push('\n');
+        if let Some(rest) = line.trim_start().strip_prefix(BEGIN) {
+            let indent = &line[..line.len() - line.trim_start().len()];
+            let kind = rest.trim().trim_start_matches('(').trim_end_matches(')');
+            for l in lines.by_ref() {
+                if l.trim_start().starts_with(END) {
+                    out.push_str(&render(indent, kind));
+                    out.push_str(l);
+                    out.push('\n');
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn render_block(indent: &str, kind: &str, skip: &[&str]) -> String {
+    let mut out = String::new();
+    for spec in component_inputs().filter(|s| !skip.contains(&s.name)) {
+        match kind {
+            "spec" => {
+                out.push_str(&format!("{indent}{}:\n", spec.name));
+                out.push_str(&format!("{indent}  description: {}\n", quoted(spec.help)));
+                if spec.name != "truss-directory" {
+                    out.push_str(&format!("{indent}  default: \"\"\n"));
+                }
+            }
+            "variables" => out.push_str(&format!(
+                "{indent}{}: {{value: \"$[[ inputs.{} ]]\", expand: false}}\n",
+                job_variable(spec),
+                spec.name
+            )),
+            // The plan job's trigger forwards every input but the targets,
+            // which each child job names with a flag.
+            "forwarded" if spec.name != "truss-directory" && spec.name != "changed-since" => out
+                .push_str(&format!(
+                    "{indent}{}: {{value: \"$[[ inputs.{} ]]\", expand: false}}\n",
+                    job_variable(spec),
+                    spec.name
+                )),
+            "forwarded" => {}
+            other => panic!("unknown generated block ({other})"),
+        }
+    }
+    out
+}
+
+fn templates() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("templates"))
+        .expect("templates/")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yml"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn docs_reference_gitlab_components_mirror_the_input_table() {
+    let files = templates();
+    assert!(
+        files.len() >= 2,
+        "templates/deploy.yml and templates/plan.yml: {files:?}"
+    );
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains(BEGIN),
+            "{} has no generated blocks",
+            path.display()
+        );
+        let want = splice(&text, |indent, kind| render_block(indent, kind, &[]));
+        check_generated(&path, &want);
+
+        // What GitLab will read: a `spec:` header, `---`, then the jobs;
+        // every input the jobs use is declared, and every declared one used.
+        let (header, jobs) = want.split_once("\n---\n").expect("a spec header, then ---");
+        let header: Value = serde_yaml::from_str(header).expect("the spec header is YAML");
+        let declared: BTreeSet<&str> = header["spec"]["inputs"]
+            .as_mapping()
+            .expect("spec: inputs:")
+            .keys()
+            .filter_map(Value::as_str)
+            .collect();
+        let _: Value = serde_yaml::from_str(jobs).expect("the jobs document is YAML");
+        let used: BTreeSet<&str> = jobs
+            .split("$[[ inputs.")
+            .skip(1)
+            .filter_map(|s| s.split_once(" ]]").map(|(n, _)| n))
+            .collect();
+        assert_eq!(
+            declared,
+            used,
+            "{}: declared vs used inputs",
+            path.display()
+        );
+    }
+}
+
+/// The plan component's child pipeline is written by a shell script from
+/// the matrix the binary prints. Targets with quotes, backslashes, `$`,
+/// spaces, colons and non-ASCII must come back out of the generated YAML
+/// exactly, and an empty plan must still be a valid pipeline.
+#[test]
+fn docs_reference_gitlab_plan_writes_a_child_pipeline_that_keeps_every_target() {
+    let text = std::fs::read_to_string(repo().join("templates/plan.yml")).unwrap();
+    let (_, jobs) = text.split_once("\n---\n").unwrap();
+    let jobs: Value = serde_yaml::from_str(jobs).unwrap();
+    let plan = jobs
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .find(|(_, j)| j["artifacts"]["paths"].is_sequence())
+        .map(|(_, j)| j)
+        .expect("the plan job");
+    let script: Vec<&str> = plan["script"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+
+    let odd = [
+        "models/plain",
+        "models/with space/a:b",
+        "models/quote\"and\\backslash",
+        "models/$HOME-and-`tick`",
+        "models/café-ü",
+    ];
+    for targets in [&odd[..], &[][..]] {
+        let dir = tempfile::tempdir().unwrap();
+        let include: Vec<serde_json::Value> = targets
+            .iter()
+            .map(|t| serde_json::json!({"kind": "model", "name": "n", "target": t}))
+            .collect();
+        let matrix = serde_json::json!({ "include": include }).to_string();
+        // A stand-in truss-push that prints the matrix as the binary does.
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::fs::write(dir.path().join("matrix.json"), &matrix).unwrap();
+        let stub = bin.join("truss-push");
+        std::fs::write(&stub, "#!/bin/sh\ncat \"$STUB_MATRIX\"\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let out = Command::new("sh")
+            .arg("-ec")
+            .arg(script.join("\n"))
+            .current_dir(dir.path())
+            .env(
+                "PATH",
+                format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+            )
+            .env("STUB_MATRIX", dir.path().join("matrix.json"))
+            .env(
+                "TRUSS_PUSH_IMAGE",
+                "registry.example/truss-push:1.2.3-debug",
+            )
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "plan script: {out:?}");
+        let child = std::fs::read_to_string(dir.path().join("truss-push-child.yml"))
+            .expect("the child pipeline");
+        let child: Value = serde_yaml::from_str(&child)
+            .unwrap_or_else(|e| panic!("the child pipeline is YAML: {e}\n{child}"));
+        let jobs = child.as_mapping().expect("jobs");
+        let got: Vec<&str> = jobs
+            .values()
+            .filter_map(|j| j["variables"]["TRUSS_PUSH_TARGET"]["value"].as_str())
+            .collect();
+        assert_eq!(got, targets, "targets through the child pipeline");
+        for job in jobs.values() {
+            assert_eq!(
+                job["image"]["name"].as_str(),
+                Some("registry.example/truss-push:1.2.3-debug")
+            );
+            assert!(job["script"].is_sequence());
+            if job["variables"]["TRUSS_PUSH_TARGET"].is_mapping() {
+                assert_eq!(job["variables"]["TRUSS_PUSH_TARGET"]["expand"], false);
+            }
+        }
+        assert!(!jobs.is_empty(), "an empty plan still needs one job");
+    }
+}
+
+// ---------------------------------------------------------------- links
+
+/// Pages the README links that other branches of this change write; until
+/// they land a link to them may dangle. Once they exist they are checked
+/// like every other page.
+const WRITTEN_ELSEWHERE: &[&str] = &["docs/evidence.md", "docs/deploy-by-content.md"];
+
+/// GitHub's anchor for a heading: lower case, punctuation dropped but `-`
+/// and `_`, spaces to `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            out.insert(anchor(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// `(target, line)` of every relative Markdown link outside code blocks.
+fn relative_links(text: &str) -> Vec<(String, usize)> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for part in line.split("](").skip(1) {
+            let Some(end) = part.find(')') else { continue };
+            let target = &part[..end];
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            out.push((target.to_string(), n + 1));
+        }
+    }
+    out
+}
+
+#[test]
+fn docs_reference_links_resolve_and_the_readme_links_every_page() {
+    let mut pages = vec![repo().join("README.md"), repo().join("CONTRIBUTING.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
+        .expect("docs/")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    pages.extend(docs.iter().cloned());
+
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(readme.lines().count() <= 200, "README.md is over 200 lines");
+    for page in &docs {
+        let rel = page.strip_prefix(repo()).unwrap().display().to_string();
+        assert!(
+            readme.contains(&format!("]({rel}")),
+            "README.md does not link {rel}"
+        );
+    }
+    for want in WRITTEN_ELSEWHERE {
+        assert!(
+            readme.contains(&format!("]({want})")),
+            "README.md does not link {want}"
+        );
+    }
+
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        let rel_page = page.strip_prefix(repo()).unwrap().display().to_string();
+        for (target, line) in relative_links(&text) {
+            let (file, frag) = target.split_once('#').unwrap_or((&target, ""));
+            let path = if file.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(file)
+            };
+            let resolved = path
+                .canonicalize()
+                .ok()
+                .and_then(|p| p.strip_prefix(repo()).ok().map(|p| p.display().to_string()));
+            let Some(resolved) = resolved else {
+                let lexical = std::path::Path::new(&rel_page)
+                    .parent()
+                    .unwrap()
+                    .join(file)
+                    .display()
+                    .to_string();
+                if !WRITTEN_ELSEWHERE.contains(&lexical.as_str()) {
+                    broken.push(format!("{rel_page}:{line}: {target}: no such file"));
+                }
+                continue;
+            };
+            if !frag.is_empty() && resolved.ends_with(".md") {
+                let text = std::fs::read_to_string(repo().join(&resolved)).unwrap();
+                if !anchors(&text).contains(frag) {
+                    broken.push(format!("{rel_page}:{line}: {target}: no heading #{frag}"));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// Every `yaml` block on the pages parses: a snippet a reader pastes into a
+/// workflow must at least be YAML (a `run: echo "…}}: …"` plain scalar, for
+/// one, is not).
+#[test]
+fn docs_reference_every_yaml_snippet_parses() {
+    let mut pages = vec![repo().join("README.md"), repo().join("CONTRIBUTING.md")];
+    for e in std::fs::read_dir(repo().join("docs")).expect("docs/") {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|e| e == "md") {
+            pages.push(p);
+        }
+    }
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap();
+        let mut block: Option<(usize, String)> = None;
+        for (n, line) in text.lines().enumerate() {
+            match &mut block {
+                None if line.trim_start() == "```yaml" => block = Some((n + 1, String::new())),
+                Some((start, body)) if line.trim_start() == "```" => {
+                    seen += 1;
+                    if let Err(e) = serde_yaml::from_str::<Value>(body) {
+                        bad.push(format!("{}:{start}: {e}", page.display()));
+                    }
+                    block = None;
+                }
+                Some((_, body)) => {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+                None => {}
+            }
+        }
+    }
+    assert!(seen >= 10, "only {seen} yaml blocks found");
+    assert!(
+        bad.is_empty(),
+        "yaml snippets that do not parse:\n{}",
+        bad.join("\n")
+    );
+}
