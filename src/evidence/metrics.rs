@@ -6,6 +6,8 @@
 
 use serde_json::Value;
 
+use super::stats::alike;
+
 const REQUESTS: &str = "baseten_inference_requests_total";
 const LATENCY: &str = "baseten_end_to_end_response_time_seconds";
 
@@ -17,11 +19,30 @@ pub(crate) struct Live {
     /// 5xx answers over all answers; `None` without traffic.
     pub(crate) error_rate: Option<f64>,
     pub(crate) p95_ms: Option<f64>,
+    /// The request counters by label set, for the next reading to compare.
+    #[serde(skip)]
+    pub(crate) counters: Vec<f64>,
 }
 
-/// Reads a metrics answer. `Err` says why its shape is not the published
-/// one (the endpoint is unstable): the caller then stops reading it.
-pub(crate) fn read(v: &Value) -> Result<Live, String> {
+/// A metric value: a finite number at least 0, or no data (`null`, or
+/// missing). Anything else makes the answer unreadable.
+fn value(v: Option<&Value>, what: &str) -> Result<Option<f64>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+            _ => Err(format!("{what} is {n}, not a count or a duration")),
+        },
+        Some(other) => Err(format!("{what} is {other}, not a number")),
+    }
+}
+
+/// Reads a metrics answer; `previous` holds the request counters of the
+/// last reading. `Err` says why it cannot be trusted (a shape that is not
+/// the published one, counters negative, non-finite or going down, a
+/// quantile that is not a number): the caller then stops reading it, and
+/// never takes it for "no errors".
+pub(crate) fn read(v: &Value, previous: Option<&[f64]>) -> Result<Live, String> {
     let descriptors = v
         .get("metric_descriptors")
         .and_then(Value::as_array)
@@ -44,49 +65,67 @@ pub(crate) fn read(v: &Value) -> Result<Live, String> {
         .last()
         .and_then(|s| s.get("values"))
         .and_then(Value::as_array);
-    let series = |i: usize| -> Vec<(Value, Option<f64>)> {
+    let series = |i: usize, what: &str| -> Result<Vec<(Value, Option<f64>)>, String> {
         let labels = descriptors[i]
             .get("label_sets")
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
-        let vals = values
-            .and_then(|v| v.get(i))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+        let vals = match values.and_then(|v| v.get(i)) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(a)) => a.clone(),
+            Some(other) => return Err(format!("the values of {what} are {other}, not a list")),
+        };
         labels
             .into_iter()
             .enumerate()
-            .map(|(k, l)| (l, vals.get(k).and_then(Value::as_f64)))
+            .map(|(k, l)| Ok((l, value(vals.get(k), what)?)))
             .collect()
     };
     let (mut requests, mut errors) = (0.0, 0.0);
+    let mut counters = Vec::new();
     if let Some(i) = req_i {
-        for (labels, value) in series(i) {
+        for (labels, value) in series(i, REQUESTS)? {
             let n = value.unwrap_or(0.0);
+            counters.push(n);
             requests += n;
             if labels.get("status").and_then(Value::as_str) == Some("5xx") {
                 errors += n;
             }
         }
     }
-    let p95_ms = lat_i.and_then(|i| {
-        series(i)
-            .into_iter()
-            .find(|(l, _)| {
-                l.get("quantile")
-                    .and_then(Value::as_str)
-                    .and_then(|q| q.parse::<f64>().ok())
-                    == Some(0.95)
-            })
-            .and_then(|(_, v)| v)
-            .map(|s| s * 1000.0)
-    });
+    if let Some(before) = previous
+        && let Some((k, (was, now))) = before
+            .iter()
+            .zip(&counters)
+            .enumerate()
+            .find(|(_, (was, now))| now < was)
+    {
+        return Err(format!(
+            "{REQUESTS} went down from {was} to {now} (label set {k}): a counter only grows"
+        ));
+    }
+    let mut p95_ms = None;
+    if let Some(i) = lat_i {
+        for (labels, value) in series(i, LATENCY)? {
+            let Some(q) = labels.get("quantile") else {
+                continue;
+            };
+            let q = q
+                .as_str()
+                .and_then(|q| q.parse::<f64>().ok())
+                .filter(|q| (0.0..=1.0).contains(q))
+                .ok_or_else(|| format!("the quantile label {q} of {LATENCY} is not a number"))?;
+            if q == 0.95 {
+                p95_ms = value.map(|s| s * 1000.0);
+            }
+        }
+    }
     Ok(Live {
         requests,
         error_rate: (requests > 0.0).then(|| errors / requests),
         p95_ms,
+        counters,
     })
 }
 
@@ -95,16 +134,18 @@ pub(crate) fn breach(live: &Live, max_error_rate: f64, max_p95_ms: Option<f64>) 
     if let Some(r) = live.error_rate
         && r > max_error_rate
     {
+        let (v, l) = alike(r * 100.0, max_error_rate * 100.0, 1);
         return Some(format!(
-            "{:.1}% of real requests answered 5xx, above max-error-rate {:.1}%",
-            r * 100.0,
-            max_error_rate * 100.0
+            "{v}% of real requests answered 5xx, above max-error-rate {l}%"
         ));
     }
     match (live.p95_ms, max_p95_ms) {
-        (Some(p), Some(max)) if p > max => Some(format!(
-            "real traffic's p95 latency is {p:.0} ms, above max-latency-p95-ms {max:.0}"
-        )),
+        (Some(p), Some(max)) if p > max => {
+            let (v, l) = alike(p, max, 0);
+            Some(format!(
+                "real traffic's p95 latency is {v} ms, above max-latency-p95-ms {l}"
+            ))
+        }
         _ => None,
     }
 }
@@ -130,7 +171,11 @@ mod tests {
 
     #[test]
     fn the_published_shape_is_read() {
-        let live = read(&answer(json!([[2], [90, 5, 5], [0.1, 0.25, 0.4, 0.12]]))).unwrap();
+        let live = read(
+            &answer(json!([[2], [90, 5, 5], [0.1, 0.25, 0.4, 0.12]])),
+            None,
+        )
+        .unwrap();
         assert_eq!(live.requests, 100.0);
         assert_eq!(live.error_rate, Some(0.05));
         assert_eq!(live.p95_ms, Some(250.0));
@@ -141,11 +186,10 @@ mod tests {
 
     #[test]
     fn no_traffic_is_no_breach() {
-        let live = read(&answer(json!([
-            [1],
-            [null, null, null],
-            [null, null, null, null]
-        ])))
+        let live = read(
+            &answer(json!([[1], [null, null, null], [null, null, null, null]])),
+            None,
+        )
         .unwrap();
         assert_eq!(live.error_rate, None);
         assert_eq!(live.p95_ms, None);
@@ -154,7 +198,52 @@ mod tests {
 
     #[test]
     fn an_unknown_shape_is_said() {
-        assert!(read(&json!({"data": []})).is_err());
-        assert!(read(&json!({"metric_descriptors": [], "metric_values": []})).is_err());
+        assert!(read(&json!({"data": []}), None).is_err());
+        assert!(
+            read(
+                &json!({"metric_descriptors": [], "metric_values": []}),
+                None
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn hostile_numbers_are_unreadable_never_zero_errors() {
+        let lat = json!([0.1, 0.25, 0.4, 0.12]);
+        let bad = [
+            (json!([[1], [-5, 0, 0], lat]), "not a count"),
+            (json!([[1], ["90", 0, 5], lat]), "not a number"),
+            (
+                json!([[1], [90, 0, 5], [0.1, "fast", 0.4, 0.1]]),
+                "not a number",
+            ),
+            (
+                json!([[1], [90, 0, 5], [0.1, -0.2, 0.4, 0.1]]),
+                "not a count",
+            ),
+            (json!([[1], "many", lat]), "not a list"),
+        ];
+        for (values, why) in bad {
+            let e = read(&answer(values.clone()), None).unwrap_err();
+            assert!(e.contains(why), "{values}: {e}");
+        }
+        let first = read(&answer(json!([[1], [90, 0, 5], lat])), None).unwrap();
+        let e = read(
+            &answer(json!([[1], [80, 0, 5], lat])),
+            Some(&first.counters),
+        )
+        .unwrap_err();
+        assert!(e.contains("went down from 90 to 80"), "{e}");
+        assert!(
+            read(
+                &answer(json!([[1], [95, 0, 5], lat])),
+                Some(&first.counters)
+            )
+            .is_ok()
+        );
+        let mut odd = answer(json!([[1], [90, 0, 5], lat]));
+        odd["metric_descriptors"][2]["label_sets"][1] = json!({"quantile": "p95"});
+        assert!(read(&odd, None).unwrap_err().contains("quantile label"));
     }
 }
