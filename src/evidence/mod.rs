@@ -352,8 +352,6 @@ fn write_file(run: &Run<'_>, all: &[Analysis]) -> Result<(), String> {
 pub(crate) struct Watch {
     /// The endpoint is missing or its answer unreadable: stop asking.
     off: bool,
-    /// The request counters of the last reading, to catch one going down.
-    counters: Option<Vec<f64>>,
 }
 
 /// The hook in a gated promotion's wait: while a rolling promotion moves
@@ -361,8 +359,8 @@ pub(crate) struct Watch {
 /// cancels the promotion when real traffic breaks an objective. Without
 /// evidence inputs, for chains (the endpoint is a model's), or when the
 /// promotion is not rolling, it reads nothing. A missing endpoint or an
-/// unreadable answer (an unknown shape, counters that are negative,
-/// infinite or going down, quantiles that are not numbers) is said once;
+/// unreadable answer (an unknown shape, counts or durations that are
+/// negative or not numbers, quantiles out of order) is said once;
 /// the synthetic evidence then decides.
 pub(crate) async fn watch(
     run: &Run<'_>,
@@ -377,9 +375,8 @@ pub(crate) async fn watch(
         return None;
     }
     let why = match run.api.environment_metrics(owner_id, env).await {
-        Ok(v) => match metrics::read(&v, w.counters.as_deref()) {
+        Ok(v) => match metrics::read(&v) {
             Ok(live) => {
-                w.counters = Some(live.counters.clone());
                 let breach = metrics::breach(
                     &live,
                     s.objectives.max_error_rate,

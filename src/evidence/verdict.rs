@@ -514,12 +514,12 @@ fn regression_reason(r: &Regression) -> Reason {
     Reason {
         short,
         long: format!(
-            "latency regression: the candidate is slower than {}× the baseline ({}, {} of {} candidate requests against {} baseline answers × {}: U = {:.1}, p = {} < {}); p50 {} and p95 {} the baseline's",
+            "latency regression: the candidate is slower than {}× the baseline ({}; {} over {} candidate requests and {} baseline answers × {}: U = {:.1}, p = {} < {}); p50 {} and p95 {} the baseline's",
             r.limit,
             r.test,
             match r.method {
-                Method::Exact => "exact",
-                Method::Asymptotic => "normal approximation",
+                Method::Exact => "exact p",
+                Method::Asymptotic => "p by the normal approximation",
             },
             r.candidate_n,
             r.baseline_n,
