@@ -10,6 +10,8 @@ mod check;
 mod metrics;
 mod sampler;
 mod stats;
+#[cfg(test)]
+mod power;
 pub(crate) mod verdict;
 
 use std::path::Path;
