@@ -8,10 +8,10 @@
 pub(crate) mod cases;
 mod check;
 mod metrics;
-mod sampler;
-mod stats;
 #[cfg(test)]
 mod power;
+mod sampler;
+mod stats;
 pub(crate) mod verdict;
 
 use std::path::Path;

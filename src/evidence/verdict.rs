@@ -559,8 +559,8 @@ fn cut(s: &str, max: usize) -> String {
 }
 
 impl Analysis {
-    /// The verdict in one line.
-    pub(crate) fn verdict_line(&self) -> String {
+    /// The numbers behind the verdict, in one line.
+    fn numbers_line(&self) -> String {
         let passed = self.cases.iter().filter(|c| c.passed).count();
         let (e, m) = alike(
             self.candidate.error_rate * 100.0,
@@ -595,13 +595,19 @@ impl Analysis {
                 if r.regressed { "yes" } else { "no" }
             ));
         }
-        let word = if self.passed { "passed" } else { "FAILED" };
-        format!("Evidence {word} ({}): {}", self.phase, parts.join(" · "))
+        parts.join(" · ")
     }
 
-    /// What the sample could detect, when a regression was judged.
+    /// The verdict in one line, for the log.
+    pub(crate) fn verdict_line(&self) -> String {
+        let word = if self.passed { "passed" } else { "FAILED" };
+        format!("Evidence {word} ({}): {}", self.phase, self.numbers_line())
+    }
+
+    /// What the sample could detect, when a regression was judged and
+    /// did not fire (a pass can be weak; a failure needs no such line).
     pub(crate) fn detect_line(&self) -> Option<String> {
-        let r = self.regression.as_ref()?;
+        let r = self.regression.as_ref().filter(|r| !r.regressed)?;
         Some(match r.detectable_slowdown {
             Some(d) => format!(
                 "With {} candidate requests and {} baseline answers at this spread, the test detects a slowdown of {d:.2}× the baseline {:.0} % of the time; a smaller one can pass.",
@@ -666,7 +672,7 @@ impl Analysis {
             if self.passed { "passed" } else { "failed" },
             self.phase,
             escape(&self.headline),
-            escape(&self.verdict_line())
+            escape(&self.numbers_line())
         );
         for r in &self.reasons {
             out.push_str(&format!("- {}\n", escape(r)));
