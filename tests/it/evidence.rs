@@ -630,7 +630,7 @@ traffic:
     assert_eq!(run.out("baseline-p95-ms"), "");
     assert!(
         run.summary
-            .contains("⚠️ not judged: max-latency-regression"),
+            .contains("- ⚠️ max-latency-regression is not judged here"),
         "{}",
         run.summary
     );
@@ -864,7 +864,7 @@ fn hostile_metrics_answers_are_unreadable_said_once_and_the_synthetic_verdict_de
             "the 0.9 quantile of baseten_end_to_end_response_time_seconds (0.04 s) is below the 0.5 quantile (0.05 s)",
         ),
         (
-            format!("[[[1], [900, 0, 0], [0.01, -1, 0.03, 0.04, 0.02]]]"),
+            "[[[1], [900, 0, 0], [0.01, -1, 0.03, 0.04, 0.02]]]".to_string(),
             "not a count or a duration",
         ),
     ] {
