@@ -273,16 +273,25 @@ mod tests {
     use super::*;
 
     /// Fixture made once with an independent implementation (Python 3.11,
-    /// numpy and scipy from `pip install scipy`, versions in the generated
-    /// file): numpy's `percentile` of `A`, and scipy's
-    /// `mannwhitneyu(x, y, alternative="greater", use_continuity=True)`
-    /// with `method="asymptotic"` on `A` against `B` both ways; on
-    /// `CAND` against `BASE` with each element multiplied by 1.2 in
-    /// Python floats, with `method="exact"` and `method="asymptotic"`,
-    /// the scaled baseline against the candidate (exact), `CAND` plus
-    /// three `numpy.inf` (failed requests, tied) against the scaled
-    /// baseline (asymptotic), and `CAND` against `BASE` unscaled (exact).
-    /// The snippet printed the constants in `stats_fixture.rs` as they are.
+    /// `pip install scipy`: numpy and scipy versions in the generated
+    /// file), printing the constants of `stats_fixture.rs` as they are:
+    ///
+    /// ```python
+    /// import numpy as np, scipy.stats as st
+    /// def mw(x, y, m):
+    ///     r = st.mannwhitneyu(x, y, alternative="greater", method=m, use_continuity=True)
+    ///     return float(r.statistic), float(r.pvalue)
+    /// scaled = [b * 1.2 for b in BASE]          # Python floats: the same products as Rust's
+    /// print([(q, np.percentile(A, q)) for q in (50, 95, 99)])
+    /// print(mw(A, B, "asymptotic"), mw(B, A, "asymptotic"))
+    /// print(mw(CAND, scaled, "exact"), mw(CAND, scaled, "asymptotic"))
+    /// print(mw(scaled, CAND, "exact"))
+    /// print(mw(CAND + [np.inf] * 3, scaled, "asymptotic"))   # failed requests, tied
+    /// print(mw(CAND, BASE, "exact"))
+    /// ```
+    ///
+    /// with `A`, `B`, `CAND` and `BASE` the lists below (`CAND` and the
+    /// scaled `BASE` have no ties, so the exact method applies).
     const A: &[f64] = &[
         12.1, 15.3, 9.8, 22.4, 15.3, 18.0, 11.2, 30.5, 14.4, 16.6, 15.3, 19.9,
     ];
