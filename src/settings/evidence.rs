@@ -149,3 +149,73 @@ impl Given {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn given(pairs: &[(&'static str, &str)]) -> Result<Given, String> {
+        parse(&Inputs::from_pairs(pairs))
+    }
+
+    fn settings(pairs: &[(&'static str, &str)]) -> Settings {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("cases.yaml"),
+            "- {name: refused, payload: {task: nope}, status: 422}\n- {name: ok, payload: {task: a}}\n",
+        )
+        .unwrap();
+        let mut pairs = pairs.to_vec();
+        pairs.push(("predict-cases", "cases.yaml"));
+        let mut payload = None;
+        let s = given(&pairs)
+            .unwrap()
+            .resolve(&mut payload, dir.path())
+            .unwrap()
+            .unwrap();
+        assert_eq!(payload, Some(serde_json::json!({"task": "nope"})));
+        s
+    }
+
+    #[test]
+    fn the_regression_needs_a_sample_of_twenty_and_defaults_to_a_hundred() {
+        let e = given(&[
+            ("predict-requests", "19"),
+            ("max-latency-regression", "1.2"),
+        ])
+        .unwrap_err();
+        assert!(
+            e.starts_with(
+                "predict-requests 19 is too few to judge max-latency-regression: set at least 20"
+            ),
+            "{e}"
+        );
+        assert!(
+            given(&[("predict-requests", "19")]).is_ok(),
+            "no regression, no minimum"
+        );
+        assert_eq!(settings(&[("max-latency-regression", "1.2")]).requests, 100);
+        assert_eq!(
+            settings(&[
+                ("predict-requests", "20"),
+                ("max-latency-regression", "1.2")
+            ])
+            .requests,
+            20
+        );
+        assert_eq!(settings(&[]).requests, 2, "one per case");
+    }
+
+    #[test]
+    fn the_first_case_and_its_status_are_the_smoke_test_without_a_payload() {
+        assert_eq!(settings(&[]).smoke_status, Some(422));
+        let dir = tempfile::tempdir().unwrap();
+        let mut payload = Some(serde_json::json!({"x": 1}));
+        let s = given(&[("max-error-rate", "0.1")])
+            .unwrap()
+            .resolve(&mut payload, dir.path())
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.smoke_status, None, "predict-payload stays the smoke test");
+    }
+}
