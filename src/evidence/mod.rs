@@ -166,11 +166,12 @@ pub(crate) async fn smoke_case(
     let case = &run.settings.cases[0];
     let started = std::time::Instant::now();
     let until = (started + run.predict_timeout).min(run.until);
+    let mut last = String::from("no answer");
     loop {
         let left = until.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
             return Err(Failure::Predict(anyhow!(
-                "{label} did not answer case {:?} within predict-timeout",
+                "{label} did not answer case {:?} within predict-timeout (last: {last})",
                 case.name
             )));
         }
@@ -194,6 +195,7 @@ pub(crate) async fn smoke_case(
             Err(e) => e.to_string(),
         };
         run.log.say(&format!("  {label} {why}; trying again"));
+        last = why;
         tokio::time::sleep(std::time::Duration::from_secs(1).min(left)).await;
     }
 }

@@ -294,7 +294,7 @@ pub(crate) fn judge(
         reasons.push(Reason {
             short: format!("the sample did not finish in the run's budget ({done} of {planned})"),
             long: format!(
-                "the sample did not finish inside the run's budget (wait budget + predict-timeout): {done} of {planned} candidate requests{} had finished when it ran out; nothing is judged on a partial sample",
+                "the sample did not finish inside the run's budget (wait budget + predict-timeout): {done} of {planned} candidate requests{} had finished when it ran out; a partial sample passes nothing",
                 if *baseline == Baseline::Sampled {
                     format!(" and {base_done} of {planned} baseline requests")
                 } else {
