@@ -43,6 +43,7 @@ pub(crate) use json::render_result;
 pub(crate) use json::{TargetResult, results_json};
 pub(crate) use outputs::OutputsFormat;
 pub(crate) use outputs::{Outputs, append_github_output, write_outputs_file};
+pub(crate) use outputs::{append_bounded, replace_bounded};
 pub(crate) use reporter::{Level, Reporter, Sink};
 pub(crate) use summary::{Cell, TableSummary, append_table_summary};
 pub(crate) use summary::{PredictStats, StatusEvent};

@@ -484,7 +484,7 @@ pub const INPUTS: &[InputSpec] = &[
         // exact percentiles to a tenth of a percent.
         kind: number(Unit::Requests, 1.0, 1000.0, true),
         default: None,
-        help: "Counted requests to the candidate, cases cycled (a baseline gets as many) (default: one per case)",
+        help: "Counted requests to the candidate, cases cycled (a baseline gets as many) (default: one per case; 100 with max-latency-regression, which needs at least 20)",
         heading: EVIDENCE,
     },
     InputSpec {

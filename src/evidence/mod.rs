@@ -8,6 +8,8 @@
 pub(crate) mod cases;
 mod check;
 mod metrics;
+#[cfg(test)]
+mod power;
 mod sampler;
 mod stats;
 pub(crate) mod verdict;
@@ -40,6 +42,9 @@ pub(crate) struct Run<'a> {
     pub(crate) gated: bool,
     /// Each sample request's bound.
     pub(crate) predict_timeout: std::time::Duration,
+    /// The run's budget (the wait budget plus predict-timeout from the
+    /// start): the sample, the baseline and the analysis end by it.
+    pub(crate) until: std::time::Instant,
     pub(crate) log: &'a dyn Journal,
 }
 
@@ -66,46 +71,133 @@ pub(crate) trait Journal {
     fn note(&self, msg: String);
 }
 
-/// Where the sample goes: the phase, the URL, and the baseline's
-/// deployment and URL when the environment is served by another one.
-async fn target(run: &Run<'_>, url: &str) -> (&'static str, String, Option<(String, String)>) {
+/// What the sample is compared with.
+enum Compared {
+    /// The deployment serving the environment: its id and URL.
+    Serving(String, String),
+    /// Nothing to compare with, and why.
+    Nothing(String),
+    /// Whether one serves could not be read, and why.
+    Unknown(String),
+}
+
+/// Where the sample goes: the phase, the URL, and what it is compared with.
+async fn target(run: &Run<'_>, url: &str) -> (&'static str, String, Compared) {
     let Position {
         owner,
         deployment_id: ours,
         environment_url: env_url,
     } = run.log.position();
     if env_url.as_deref() == Some(url) {
-        return ("environment", url.into(), None);
+        // After a gated promote, through the environment: the regression
+        // was judged before it.
+        return (
+            "environment",
+            url.into(),
+            Compared::Nothing("this test runs through the environment after the promote".into()),
+        );
     }
     let Some(env) = run.environment else {
-        return ("deployment", url.into(), None);
+        return (
+            "deployment",
+            url.into(),
+            Compared::Nothing(
+                "without an environment no deployment serves users to compare with".into(),
+            ),
+        );
     };
     if !run.gated {
         // At create the platform already moved the environment to this
         // deployment: test it where users reach it. The previous one no
         // longer serves, so there is nothing to compare with.
-        return ("environment", env_url.unwrap_or_else(|| url.into()), None);
+        return (
+            "environment",
+            env_url.unwrap_or_else(|| url.into()),
+            Compared::Nothing(format!(
+                "the baseline is the deployment serving {env}, measured before a promotion: after-predict promote; with promotion at create the environment already moved"
+            )),
+        );
     }
     let (Some((kind, id)), Some(ours)) = (owner, ours) else {
-        return ("deployment", url.into(), None);
+        return (
+            "deployment",
+            url.into(),
+            Compared::Unknown("the deployment serving the environment is not known".into()),
+        );
     };
     let serving = match run.api.read_environment(kind, &id, env).await {
         Ok(e) => e.current.filter(|d| *d != ours),
+        Err(ApiError::Permanent {
+            status: Some(404), ..
+        }) => None,
         Err(e) => {
-            run.log.warn(&format!(
-                "no baseline: reading {env} failed ({e}); the candidate is judged on its own"
-            ));
-            None
+            return (
+                "deployment",
+                url.into(),
+                Compared::Unknown(format!("reading {env} failed ({e})")),
+            );
         }
     };
-    let baseline = serving.map(|d| {
-        let u = match kind {
-            Kind::Model => run.endpoints.model_predict(&id, &d, None),
-            Kind::Chain => run.endpoints.chain_run_remote(&id, &d, None),
+    let compared = match serving {
+        Some(d) => {
+            let u = match kind {
+                Kind::Model => run.endpoints.model_predict(&id, &d, None),
+                Kind::Chain => run.endpoints.chain_run_remote(&id, &d, None),
+            };
+            Compared::Serving(d, u)
+        }
+        None => Compared::Nothing(format!(
+            "nothing serves {env} yet (a first deploy), so there is no baseline"
+        )),
+    };
+    ("deployment", url.into(), compared)
+}
+
+/// The smoke test's own request when the first case expects an answer
+/// that is not a 2xx (a negative case): its payload once, its status and
+/// expectations checked, within `predict-timeout`. A 429 or 5xx it did not
+/// ask for is tried again while time is left, as the ordinary smoke test
+/// does. Answers the text and how long it took.
+pub(crate) async fn smoke_case(
+    run: &Run<'_>,
+    label: &str,
+    url: &str,
+) -> Result<(String, std::time::Duration), Failure> {
+    let case = &run.settings.cases[0];
+    let started = std::time::Instant::now();
+    let until = (started + run.predict_timeout).min(run.until);
+    let mut last = String::from("no answer");
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(Failure::Predict(anyhow!(
+                "{label} did not answer case {:?} within predict-timeout (last: {last})",
+                case.name
+            )));
+        }
+        let why = match run
+            .api
+            .probe(label, url, &case.payload, case.stream, left)
+            .await
+        {
+            Ok(p) if p.status == case.status || !(p.status == 429 || p.status >= 500) => {
+                let ms = p.elapsed.as_secs_f64() * 1000.0;
+                let broken = check::check(case, p.status, &p.text, ms);
+                if let Some(m) = broken.first() {
+                    return Err(Failure::Predict(anyhow!(
+                        "the smoke test (case {:?}) failed: {m}",
+                        case.name
+                    )));
+                }
+                return Ok((p.text, started.elapsed()));
+            }
+            Ok(p) => format!("HTTP {}", p.status),
+            Err(e) => e.to_string(),
         };
-        (d, u)
-    });
-    ("deployment", url.into(), baseline)
+        run.log.say(&format!("  {label} {why}; trying again"));
+        last = why;
+        tokio::time::sleep(std::time::Duration::from_secs(1).min(left)).await;
+    }
 }
 
 /// The hook after a smoke test passed on `url`: with evidence inputs, the
@@ -113,7 +205,18 @@ async fn target(run: &Run<'_>, url: &str) -> (&'static str, String, Option<(Stri
 /// failed objective fails the predict, naming what broke.
 pub(crate) async fn after_smoke(run: &Run<'_>, label: &str, url: &str) -> Result<(), Failure> {
     let s = run.settings;
-    let (phase, url, baseline) = target(run, url).await;
+    let (phase, url, compared) = target(run, url).await;
+    let baseline = match &compared {
+        Compared::Serving(d, u) => Some((d.clone(), u.clone())),
+        _ => None,
+    };
+    if let Compared::Unknown(why) = &compared
+        && s.objectives.max_latency_regression.is_none()
+    {
+        run.log.warn(&format!(
+            "no baseline: {why}; the candidate is judged on its own"
+        ));
+    }
     run.log.say(&format!(
         "Evidence on {url}: {} warm-up and {} counted requests at concurrency {} (they cost inference time){}",
         s.warmup,
@@ -125,10 +228,16 @@ pub(crate) async fn after_smoke(run: &Run<'_>, label: &str, url: &str) -> Result
         }
     ));
     let first = run.log.analyses(&mut |_| {}).is_empty();
-    if first && baseline.is_none() && s.objectives.max_latency_regression.is_some() {
-        let msg = "max-latency-regression is not judged here: the baseline is the deployment serving the environment, measured before a promotion: after-predict promote, and there is none";
-        run.log.notice(msg);
-        run.log.note(msg.into());
+    let mut skipped = Vec::new();
+    if let Compared::Nothing(why) = &compared
+        && first
+        && s.objectives.max_latency_regression.is_some()
+    {
+        let msg =
+            format!("max-latency-regression is not judged here: {why}; the other objectives are");
+        run.log.notice(&msg);
+        run.log.note(msg.clone());
+        skipped.push(msg);
     }
     let plan = Plan {
         api: run.api,
@@ -140,10 +249,23 @@ pub(crate) async fn after_smoke(run: &Run<'_>, label: &str, url: &str) -> Result
         requests: s.requests,
         concurrency: s.concurrency,
         timeout: run.predict_timeout,
+        until: run.until,
     };
-    let samples = sampler::run(&plan).await;
-    let (cases, candidate, base, regression, reasons) =
-        verdict::judge(&s.cases, &samples, &s.objectives, baseline.is_some());
+    let sampled = sampler::run(&plan).await;
+    let state = match &compared {
+        Compared::Serving(..) => verdict::Baseline::Sampled,
+        Compared::Nothing(why) => verdict::Baseline::None(why.clone()),
+        Compared::Unknown(why) => verdict::Baseline::Unknown(why.clone()),
+    };
+    let base_name = baseline.as_ref().map_or("", |(d, _)| d.as_str());
+    let j = verdict::judge(
+        &s.cases,
+        &sampled,
+        s.requests,
+        &s.objectives,
+        &state,
+        base_name,
+    );
     let (baseline_deployment_id, baseline_url) = baseline.unzip();
     let analysis = Analysis {
         phase: phase.into(),
@@ -152,37 +274,39 @@ pub(crate) async fn after_smoke(run: &Run<'_>, label: &str, url: &str) -> Result
         baseline_url,
         warmup: s.warmup,
         concurrency: s.concurrency,
+        requests_planned: s.requests,
+        complete: sampled.complete,
         objectives: s.objectives.clone(),
-        cases,
-        candidate,
-        baseline: base,
-        regression,
+        cases: j.cases,
+        candidate: j.candidate,
+        baseline: j.baseline,
+        regression: j.regression,
+        skipped,
         live: Vec::new(),
-        passed: reasons.is_empty(),
-        reasons,
+        passed: j.reasons.is_empty(),
+        headline: j.headline,
+        reasons: j.reasons,
+        outputs: false,
     };
-    for c in &analysis.cases {
-        run.log.say(&format!(
-            "  case {:?}: {} ({} requests, p50 {} ms, p95 {} ms)",
-            c.name,
-            if c.passed { "pass" } else { "FAIL" },
-            c.requests,
-            c.p50_ms.map_or("–".into(), |v| format!("{v:.1}")),
-            c.p95_ms.map_or("–".into(), |v| format!("{v:.1}")),
-        ));
+    for line in analysis.case_lines() {
+        run.log.say(&line);
     }
-    let line = analysis.verdict_line();
-    run.log.say(&line);
+    run.log.say(&analysis.verdict_line());
+    if let Some(d) = analysis.detect_line() {
+        run.log.say(&format!("  {d}"));
+    }
     let failure = (!analysis.passed).then(|| failure_message(&analysis));
-    record(run, analysis);
-    match failure {
-        Some(m) => Err(Failure::Predict(anyhow!(m))),
-        None => Ok(()),
+    let written = record(run, analysis);
+    match (failure, written) {
+        (Some(m), Ok(())) => Err(Failure::Predict(anyhow!(m))),
+        (Some(m), Err(w)) => Err(Failure::Predict(anyhow!("{m}\n{w}"))),
+        (None, Err(w)) => Err(Failure::Predict(anyhow!(w))),
+        (None, Ok(())) => Ok(()),
     }
 }
 
 /// The failure message: every reason, then each failing case with what
-/// it expected and a short diff of what came back.
+/// it expected and a short diff of its first failing answer.
 fn failure_message(a: &Analysis) -> String {
     let mut m = format!(
         "evidence failed on the {}: {}",
@@ -197,33 +321,40 @@ fn failure_message(a: &Analysis) -> String {
     m
 }
 
-/// Keeps an analysis for the outputs, the summary and `analysis-file`.
-fn record(run: &Run<'_>, analysis: Analysis) {
+/// Keeps an analysis for the outputs, the summary and `analysis-file`;
+/// `Err` says the file could not be written.
+fn record(run: &Run<'_>, analysis: Analysis) -> Result<(), String> {
     let mut analysis = Some(analysis);
-    let all = run.log.analyses(&mut |all| all.extend(analysis.take()));
-    write_file(run, &all);
+    let all = run.log.analyses(&mut |all| {
+        all.extend(analysis.take());
+        mark_outputs(all);
+    });
+    write_file(run, &all)
 }
 
-fn write_file(run: &Run<'_>, all: &[Analysis]) {
+/// Writes `analysis-file` through the one bounded writer every outputs
+/// file goes through: a FIFO nobody reads, a directory or a dangling link
+/// is an error naming the file within its timeout, never a hang.
+fn write_file(run: &Run<'_>, all: &[Analysis]) -> Result<(), String> {
     let Some(path) = run.settings.analysis_file.as_ref() else {
-        return;
+        return Ok(());
     };
     let doc = json!({ "analyses": all });
     let text = serde_json::to_string_pretty(&doc).expect("plain data serializes");
     // An answer quoted in a diff could echo a secret back.
     let text = crate::secret::redact_registered(&text);
-    if let Err(e) = std::fs::write(path, text + "\n") {
-        run.log.warn(&format!(
-            "could not write analysis-file {}: {e}",
+    crate::ci::replace_bounded(path, (text + "\n").as_bytes()).map_err(|e| {
+        format!(
+            "analysis-file {} could not be written ({e}): the evidence is not recorded, so the run does not pass",
             path.display()
-        ));
-    }
+        )
+    })
 }
 
 /// What the metrics watcher remembers between polls.
 #[derive(Debug, Default)]
 pub(crate) struct Watch {
-    /// The endpoint is missing or its answer unknown: stop asking.
+    /// The endpoint is missing or its answer unreadable: stop asking.
     off: bool,
 }
 
@@ -232,7 +363,9 @@ pub(crate) struct Watch {
 /// cancels the promotion when real traffic breaks an objective. Without
 /// evidence inputs, for chains (the endpoint is a model's), or when the
 /// promotion is not rolling, it reads nothing. A missing endpoint or an
-/// unknown answer is said once; the synthetic evidence then decides.
+/// unreadable answer (an unknown shape, counts or durations that are
+/// negative or not numbers, quantiles out of order) is said once;
+/// the synthetic evidence then decides.
 pub(crate) async fn watch(
     run: &Run<'_>,
     w: &mut Watch,
@@ -267,17 +400,23 @@ pub(crate) async fn watch(
                         if let Some(b) = &breach {
                             a.passed = false;
                             a.reasons.push(format!("during the rolling promotion: {b}"));
+                            a.headline =
+                                "real traffic broke an objective during the rolling promotion"
+                                    .into();
                         }
                     }
+                    mark_outputs(all);
                 });
-                write_file(run, &all);
-                return breach.map(|b| {
-                    Failure::Predict(anyhow!(
+                let written = write_file(run, &all);
+                return match (breach, written) {
+                    (Some(b), _) => Some(Failure::Predict(anyhow!(
                         "real traffic during the rolling promotion into {env} broke an objective: {b}"
-                    ))
-                });
+                    ))),
+                    (None, Err(e)) => Some(Failure::Predict(anyhow!(e))),
+                    (None, Ok(())) => None,
+                };
             }
-            Err(why) => format!("its answer has an unknown shape ({why})"),
+            Err(why) => format!("its answer is unreadable ({why})"),
         },
         Err(e @ ApiError::Permanent { .. }) => format!("it is not available ({e})"),
         // A failed read is tried again at the next poll.
@@ -292,27 +431,48 @@ pub(crate) async fn watch(
     None
 }
 
+/// Which analysis gives the evidence outputs: the first that failed (it
+/// decided), else the last that judged a regression (the decision to
+/// promote was taken on it), else the last.
+fn outputs_from(all: &[Analysis]) -> Option<usize> {
+    all.iter()
+        .position(|a| !a.passed)
+        .or_else(|| all.iter().rposition(|a| a.regression.is_some()))
+        .or_else(|| all.len().checked_sub(1))
+}
+
+/// Marks the analysis that gives the outputs (`outputs: true` in `--json`
+/// and `analysis-file`).
+fn mark_outputs(all: &mut [Analysis]) {
+    let chosen = outputs_from(all);
+    for (i, a) in all.iter_mut().enumerate() {
+        a.outputs = Some(i) == chosen;
+    }
+}
+
 /// The evidence outputs (`cases-passed`, `cases-failed`,
-/// `latency-p50-ms`, `latency-p95-ms`, `baseline-p95-ms`) from the
-/// analysis that decided: the first that failed, else the first (the one
-/// with the baseline beside it). None without evidence.
+/// `latency-p50-ms`, `latency-p95-ms`, `baseline-p95-ms`), all from one
+/// analysis ([`outputs_from`]); a baseline that was not measured is
+/// empty, an infinite percentile `inf`. None without evidence.
 pub(crate) fn output_entries(all: &[Analysis]) -> Vec<(&'static str, String)> {
-    let Some(a) = all.iter().find(|a| !a.passed).or(all.first()) else {
+    let Some(a) = outputs_from(all).map(|i| &all[i]) else {
         return Vec::new();
     };
-    let ms = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.1}"));
+    let ms = |v: Option<f64>| match v {
+        None => String::new(),
+        Some(x) if x.is_infinite() => "inf".into(),
+        Some(x) => format!("{x:.1}"),
+    };
     let passed = a.cases.iter().filter(|c| c.passed).count();
-    let baseline = a
-        .baseline
-        .as_ref()
-        .or_else(|| all.iter().find_map(|a| a.baseline.as_ref()))
-        .and_then(|b| b.p95_ms);
     vec![
         ("cases-passed", passed.to_string()),
         ("cases-failed", (a.cases.len() - passed).to_string()),
         ("latency-p50-ms", ms(a.candidate.p50_ms)),
         ("latency-p95-ms", ms(a.candidate.p95_ms)),
-        ("baseline-p95-ms", ms(baseline)),
+        (
+            "baseline-p95-ms",
+            ms(a.baseline.as_ref().and_then(|b| b.p95_ms)),
+        ),
     ]
 }
 
@@ -321,20 +481,17 @@ pub(crate) fn markdown(all: &[Analysis]) -> String {
     all.iter().map(Analysis::markdown).collect()
 }
 
-/// Appends the evidence sections to the step summary file.
+/// Appends the evidence sections to the step summary file, through the
+/// bounded writer.
 pub(crate) fn append_summary(
     path: &Path,
     all: &[Analysis],
     secrets: &[&str],
 ) -> std::io::Result<()> {
-    use std::io::Write;
     if all.is_empty() {
         return Ok(());
     }
     let secrets: Vec<&str> = secrets.iter().copied().filter(|s| !s.is_empty()).collect();
     let text = crate::secret::redact(&markdown(all), &secrets).into_owned();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(path)?
-        .write_all(text.as_bytes())
+    crate::ci::append_bounded(path, text.as_bytes())
 }

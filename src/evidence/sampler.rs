@@ -1,8 +1,10 @@
 //! Sends the sample: warm-up requests one at a time, then the counted
 //! requests with bounded concurrency, candidate and baseline interleaved
 //! (A, B, A, B…) so that drift in the platform or the network hits both.
+//! Everything ends by the run's budget: what was still in flight then is
+//! dropped, and the sample says how far it got.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 
@@ -22,11 +24,15 @@ pub(crate) enum Side {
 pub(crate) struct Sample {
     pub(crate) side: Side,
     pub(crate) case: usize,
+    /// How long the request took, answered or not.
     pub(crate) ms: f64,
-    /// Counts against max-error-rate: no answer, or a 429/5xx the case did
-    /// not ask for.
+    /// Set when the request failed: on the candidate no answer or a
+    /// 429/5xx the case did not ask for (what `max-error-rate` counts); on
+    /// the baseline anything but a 2xx answer (its other answers are not
+    /// comparable latencies).
     pub(crate) error: Option<String>,
-    /// Broken expectations of an answer that was not an error.
+    /// Broken expectations of a candidate's answer that was not an error
+    /// (the baseline is not under test: its answers are not checked).
     pub(crate) mismatches: Vec<Mismatch>,
 }
 
@@ -41,11 +47,28 @@ pub(crate) struct Plan<'a> {
     pub(crate) requests: usize,
     pub(crate) concurrency: usize,
     pub(crate) timeout: Duration,
+    /// The run's budget: nothing is sent or awaited past it.
+    pub(crate) until: Instant,
+}
+
+/// The sample as far as it got.
+#[derive(Debug)]
+pub(crate) struct Sampled {
+    /// The counted samples, in the order they completed.
+    pub(crate) samples: Vec<Sample>,
+    /// Whether every counted request finished before the budget ran out.
+    pub(crate) complete: bool,
 }
 
 /// Whether an HTTP status is the server failing rather than answering.
 fn is_error_status(status: u16, expected: u16) -> bool {
     status != expected && (status == 429 || status >= 500)
+}
+
+/// The HTTP status and the start of an answer, for a message.
+fn answer_head(status: u16, text: &str) -> String {
+    let head: String = text.chars().take(200).collect();
+    format!("HTTP {status}: {head}")
 }
 
 async fn one(plan: &Plan<'_>, side: Side, index: usize) -> Sample {
@@ -55,37 +78,41 @@ async fn one(plan: &Plan<'_>, side: Side, index: usize) -> Sample {
         Side::Candidate => plan.candidate,
         Side::Baseline => plan.baseline.unwrap_or(plan.candidate),
     };
+    let started = Instant::now();
     let sent = plan
         .api
         .probe(plan.label, url, &case.payload, case.stream, plan.timeout)
         .await;
-    match sent {
-        Err(e) => Sample {
-            side,
-            case: case_index,
-            ms: plan.timeout.as_secs_f64() * 1000.0,
-            error: Some(e.to_string()),
-            mismatches: Vec::new(),
-        },
+    let (ms, error, mismatches) = match sent {
+        Err(e) => (
+            started.elapsed().as_secs_f64() * 1000.0,
+            Some(e.to_string()),
+            Vec::new(),
+        ),
         Ok(p) => {
             let ms = p.elapsed.as_secs_f64() * 1000.0;
-            let error = is_error_status(p.status, case.status).then(|| {
-                let head: String = p.text.chars().take(200).collect();
-                format!("HTTP {}: {head}", p.status)
-            });
-            let mismatches = if error.is_some() {
-                Vec::new()
-            } else {
-                check(case, p.status, &p.text, ms)
-            };
-            Sample {
-                side,
-                case: case_index,
-                ms,
-                error,
-                mismatches,
+            match side {
+                Side::Baseline => {
+                    let ok = (200..300).contains(&p.status);
+                    (
+                        ms,
+                        (!ok).then(|| answer_head(p.status, &p.text)),
+                        Vec::new(),
+                    )
+                }
+                Side::Candidate if is_error_status(p.status, case.status) => {
+                    (ms, Some(answer_head(p.status, &p.text)), Vec::new())
+                }
+                Side::Candidate => (ms, None, check(case, p.status, &p.text, ms)),
             }
         }
+    };
+    Sample {
+        side,
+        case: case_index,
+        ms,
+        error,
+        mismatches,
     }
 }
 
@@ -100,21 +127,36 @@ pub(crate) fn order(count: usize, baseline: bool) -> Vec<(Side, usize)> {
         .collect()
 }
 
-/// Runs the plan: the warm-up (not returned), then the counted samples in
-/// the order they completed.
-pub(crate) async fn run(plan: &Plan<'_>) -> Vec<Sample> {
+/// Runs the plan: the warm-up (not returned), then the counted samples,
+/// all by the plan's budget.
+pub(crate) async fn run(plan: &Plan<'_>) -> Sampled {
     let baseline = plan.baseline.is_some();
-    for (side, i) in order(plan.warmup, baseline) {
-        one(plan, side, i).await;
+    let budget = tokio::time::Instant::from_std(plan.until);
+    let warmup = async {
+        for (side, i) in order(plan.warmup, baseline) {
+            one(plan, side, i).await;
+        }
+    };
+    if tokio::time::timeout_at(budget, warmup).await.is_err() {
+        return Sampled {
+            samples: Vec::new(),
+            complete: false,
+        };
     }
     // Counted requests cycle the cases from the first again, so each case
     // is counted as often as the others.
     let jobs = order(plan.requests, baseline);
-    futures_util::stream::iter(jobs)
+    let planned = jobs.len();
+    let samples: Vec<Sample> = futures_util::stream::iter(jobs)
         .map(|(side, i)| one(plan, side, i))
         .buffer_unordered(plan.concurrency.max(1))
+        .take_until(tokio::time::sleep_until(budget))
         .collect()
-        .await
+        .await;
+    Sampled {
+        complete: samples.len() == planned,
+        samples,
+    }
 }
 
 #[cfg(test)]

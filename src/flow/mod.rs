@@ -183,6 +183,7 @@ impl Ctx<'_> {
             environment: self.cfg.environment.as_deref(),
             gated: self.cfg.gated_environment().is_some(),
             predict_timeout: self.cfg.predict_timeout,
+            until: self.run_until,
             log: self,
         })
     }

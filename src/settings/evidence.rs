@@ -23,6 +23,15 @@ const EVIDENCE_INPUTS: &[Input] = &[
     Input::AnalysisFile,
 ];
 
+/// The fewest counted requests a side may have when the regression is
+/// judged: below it the test could detect only slowdowns far past any
+/// limit a user would set.
+pub(crate) const MIN_REGRESSION_REQUESTS: usize = 20;
+/// Counted requests a side gets with `max-latency-regression` and no
+/// `predict-requests`: enough for the test to detect a slowdown about 10 %
+/// past the limit at a typical spread.
+pub(crate) const DEFAULT_REGRESSION_REQUESTS: usize = 100;
+
 /// The evidence inputs, validated.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
@@ -33,6 +42,9 @@ pub(crate) struct Settings {
     pub(crate) warmup: usize,
     pub(crate) objectives: Objectives,
     pub(crate) analysis_file: Option<PathBuf>,
+    /// The smoke test sends the first case (no `predict-payload` was
+    /// given) and that case expects this status.
+    pub(crate) smoke_status: Option<u16>,
 }
 
 /// The evidence inputs as given, every number checked (even when the
@@ -65,6 +77,13 @@ pub(crate) fn parse(inputs: &Inputs) -> Result<Given, String> {
     let max_latency_regression = given(Input::MaxLatencyRegression)
         .then(|| number(inputs, Input::MaxLatencyRegression))
         .transpose()?;
+    if let (Some(n), Some(_)) = (requests, max_latency_regression)
+        && n < MIN_REGRESSION_REQUESTS
+    {
+        return Err(format!(
+            "predict-requests {n} is too few to judge max-latency-regression: set at least {MIN_REGRESSION_REQUESTS} (each side gets as many; without predict-requests it is {DEFAULT_REGRESSION_REQUESTS})"
+        ));
+    }
     Ok(Given {
         on: EVIDENCE_INPUTS.iter().any(|&input| given(input)),
         cases_file: inputs.trimmed(Input::PredictCases).map(PathBuf::from),
@@ -111,16 +130,92 @@ impl Given {
                 );
             }
         };
+        let smoke_status = payload.is_none().then_some(cases[0].status);
         if payload.is_none() {
             *payload = Some(cases[0].payload.clone());
         }
+        let default = match self.objectives.max_latency_regression {
+            Some(_) => DEFAULT_REGRESSION_REQUESTS,
+            None => cases.len(),
+        };
         Ok(Some(Settings {
-            requests: self.requests.unwrap_or(cases.len()),
+            requests: self.requests.unwrap_or(default),
+            smoke_status,
             cases,
             concurrency: self.concurrency,
             warmup: self.warmup,
             objectives: self.objectives.clone(),
             analysis_file: self.analysis_file.clone(),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn given(pairs: &[(&'static str, &str)]) -> Result<Given, String> {
+        parse(&Inputs::from_pairs(pairs))
+    }
+
+    fn settings(pairs: &[(&'static str, &str)]) -> Settings {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("cases.yaml"),
+            "- {name: refused, payload: {task: nope}, status: 422}\n- {name: ok, payload: {task: a}}\n",
+        )
+        .unwrap();
+        let mut pairs = pairs.to_vec();
+        pairs.push(("predict-cases", "cases.yaml"));
+        let mut payload = None;
+        let s = given(&pairs)
+            .unwrap()
+            .resolve(&mut payload, dir.path())
+            .unwrap()
+            .unwrap();
+        assert_eq!(payload, Some(serde_json::json!({"task": "nope"})));
+        s
+    }
+
+    #[test]
+    fn the_regression_needs_a_sample_of_twenty_and_defaults_to_a_hundred() {
+        let e = given(&[
+            ("predict-requests", "19"),
+            ("max-latency-regression", "1.2"),
+        ])
+        .unwrap_err();
+        assert!(
+            e.starts_with(
+                "predict-requests 19 is too few to judge max-latency-regression: set at least 20"
+            ),
+            "{e}"
+        );
+        assert!(
+            given(&[("predict-requests", "19")]).is_ok(),
+            "no regression, no minimum"
+        );
+        assert_eq!(settings(&[("max-latency-regression", "1.2")]).requests, 100);
+        assert_eq!(
+            settings(&[
+                ("predict-requests", "20"),
+                ("max-latency-regression", "1.2")
+            ])
+            .requests,
+            20
+        );
+        assert_eq!(settings(&[]).requests, 2, "one per case");
+    }
+
+    #[test]
+    fn the_first_case_and_its_status_are_the_smoke_test_without_a_payload() {
+        assert_eq!(settings(&[]).smoke_status, Some(422));
+        let dir = tempfile::tempdir().unwrap();
+        let mut payload = Some(serde_json::json!({"x": 1}));
+        let s = given(&[("max-error-rate", "0.1")])
+            .unwrap()
+            .resolve(&mut payload, dir.path())
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.smoke_status, None, "predict-payload stays the smoke test");
     }
 }

@@ -223,6 +223,19 @@ pub(crate) enum OutputsFormat {
     Json,
 }
 
+/// Replaces a file the run writes besides the outputs (`analysis-file`)
+/// through the same bounded writer, so a FIFO or a stuck file system is an
+/// error after its timeout, never a hang.
+pub(crate) fn replace_bounded(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    file::replace_file(path, bytes)
+}
+
+/// Appends to a file the run writes besides the outputs (the evidence
+/// sections of the step summary) through the same bounded writer.
+pub(crate) fn append_bounded(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    file::append_file(path, bytes)
+}
+
 /// Writes (replacing) the outputs file in the requested format.
 pub(crate) fn write_outputs_file(
     path: &Path,

@@ -7,7 +7,9 @@
 //! deployments serving the environment ([`crate::traffic`]): requests split
 //! by the promotion's traffic percentage, latency from whichever deployment
 //! the environment's URL reaches at that instant. `traffic.metrics: false`
-//! answers 404, as an API without the endpoint would.
+//! answers 404, as an API without the endpoint would; `traffic.metrics_values`
+//! scripts the numbers read by read (hostile answers that still fit the
+//! published types).
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
@@ -116,6 +118,14 @@ pub fn environment(
             json!([[weighted.len()], [ok.round(), 0.0, bad.round()], lat])
         }
     };
+    // A scripted answer replaces the computed numbers, read by read.
+    let reads = p.request_count("rest.get_environment_metrics").max(1) as usize;
+    let scripted = &p.scenario.traffic.metrics_values;
+    let values = scripted
+        .get(reads - 1)
+        .or(scripted.last())
+        .cloned()
+        .unwrap_or(values);
     let sets: Vec<Value> = match mode {
         "SERIES" => {
             let step = ((end - start) / SERIES_STEPS).max(1);

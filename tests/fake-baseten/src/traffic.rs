@@ -14,9 +14,14 @@
 //!       median_ms: 8
 //!       error_rate: 0.0      # share of requests answered 500
 //!       live: {error_rate: 0.3, median_ms: 8, spread: 0.1}   # real users' traffic, for the metrics endpoint
+//!       hang_every: 20       # every 20th request to it (k = 19, 39, …) gets no answer for 10 minutes
+//!       reject: 422          # every request answered with this status (an old model that does not know a payload)
 //!   by_payload:              # first rule whose `when` the payload contains (nested; arrays by index)
 //!     - {when: {task: classify}, status: 200, response: {labels: [{name: positive, score: 0.9}]}}
+//!     - {when: {task: sum}, every: 10, response: {}}   # only the 10th, 20th, … match per deployment; else the next rule
 //!   metrics: true            # false: the environment metrics endpoint answers 404, as an API without it
+//!   metrics_values:          # the n-th metrics read answers the n-th entry's `values` (the last repeats)
+//!     - [[1], [900, 0, 100], [0.01, 0.02, 0.03, 0.04, 0.02]]
 //! ```
 //!
 //! Latencies are real milliseconds (the scenario clock does not scale
@@ -42,6 +47,10 @@ pub struct TrafficSpec {
     pub deployments: Vec<DeploymentTraffic>,
     pub by_payload: Vec<PayloadAnswer>,
     pub metrics: bool,
+    /// Scripted `values` of the metrics answers, read by read (each must
+    /// still be numbers or nulls, as published): counters that go down,
+    /// negative ones, whatever a hostile or broken metrics system says.
+    pub metrics_values: Vec<Value>,
 }
 
 impl Default for TrafficSpec {
@@ -51,6 +60,7 @@ impl Default for TrafficSpec {
             deployments: Vec::new(),
             by_payload: Vec::new(),
             metrics: true,
+            metrics_values: Vec::new(),
         }
     }
 }
@@ -86,7 +96,17 @@ pub struct DeploymentTraffic {
     /// What real users see, when it differs from the requests tests send.
     #[serde(default)]
     pub live: Option<Behaviour>,
+    /// Every n-th request (the k-th with k % n = n − 1) hangs for
+    /// [`HANG_SECS`]: the client's timeout ends it.
+    #[serde(default)]
+    pub hang_every: Option<u64>,
+    /// Every request is answered with this status.
+    #[serde(default)]
+    pub reject: Option<u16>,
 }
+
+/// How long a hanging request waits before it answers.
+pub const HANG_SECS: u64 = 600;
 
 impl DeploymentTraffic {
     fn matches(&self, d: &Served<'_>) -> bool {
@@ -103,6 +123,10 @@ pub struct PayloadAnswer {
     #[serde(default = "ok")]
     pub status: u16,
     pub response: Value,
+    /// Applies only to every n-th request (per deployment) its `when`
+    /// matches; the others fall through to the next rule.
+    #[serde(default)]
+    pub every: Option<u64>,
 }
 
 fn ok() -> u16 {
@@ -250,7 +274,7 @@ pub async fn answer(
             p.scenario.traffic.by_payload.clone(),
         )
     };
-    if let (Some(rule), Some(id)) = (rule, deployment_id) {
+    if let (Some(rule), Some(id)) = (&rule, deployment_id) {
         let k = shared.traffic.next(id);
         let (z, u) = draws(seed, id, k);
         let b = &rule.synthetic;
@@ -258,16 +282,33 @@ pub async fn answer(
         if ms > 0.0 {
             tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0)).await;
         }
+        if rule.hang_every.is_some_and(|n| n > 0 && k % n == n - 1) {
+            tokio::time::sleep(Duration::from_secs(HANG_SECS)).await;
+        }
         if u < b.error_rate {
             return Some(crate::inference::error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("Scripted error (request {k} of deployment {id})"),
             ));
         }
+        if let Some(status) = rule.reject {
+            let code = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+            return Some(crate::inference::error(
+                code,
+                format!("Scripted rejection (request {k} of deployment {id})"),
+            ));
+        }
     }
-    let hit = by_payload
-        .into_iter()
-        .find(|r| contains(payload, &r.when))?;
+    let key = deployment_id.unwrap_or("");
+    let hit = by_payload.into_iter().enumerate().find(|(i, r)| {
+        contains(payload, &r.when)
+            && r.every.is_none_or(|n| {
+                // Counted per deployment and rule: the n-th, 2n-th… match.
+                let m = shared.traffic.next(&format!("{key}#rule{i}"));
+                n > 0 && m % n == n - 1
+            })
+    })?;
+    let hit = hit.1;
     let code = StatusCode::from_u16(hit.status).unwrap_or(StatusCode::OK);
     Some((code, axum::Json(hit.response)).into_response())
 }

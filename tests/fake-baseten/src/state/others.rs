@@ -19,6 +19,11 @@ impl Platform {
         n
     }
 
+    /// How many requests to `endpoint` were handled so far (this one included).
+    pub fn request_count(&self, endpoint: &str) -> u32 {
+        self.request_counts.get(endpoint).copied().unwrap_or(0)
+    }
+
     /// Applies the other clients' actions placed after the `n`-th request
     /// to `endpoint`.
     pub fn after_request(&mut self, endpoint: &str, n: u32, now: f64) {
