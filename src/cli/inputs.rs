@@ -524,7 +524,7 @@ pub const INPUTS: &[InputSpec] = &[
         plain_env: "TRUSS_PUSH_MAX_LATENCY_REGRESSION",
         kind: number(Unit::Times, 1.0, 100.0, false),
         default: None,
-        help: "Fail when the candidate's p95 exceeds this many times the serving deployment's and a one-sided Mann-Whitney U test (0.05) says it is slower",
+        help: "Fail when a one-sided Mann-Whitney U test (0.05) finds the candidate slower than this many times the serving deployment, measured side by side; needs environment and promotion: after-predict",
         heading: EVIDENCE,
     },
     InputSpec {

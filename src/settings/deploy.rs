@@ -208,6 +208,17 @@ impl Settings {
             })
             .transpose()?;
         let evidence = evidence::parse(inputs)?;
+        // The regression compares the new deployment with the one serving
+        // the environment before it is replaced: only a gated promotion
+        // has both answering at once. Anywhere else the check could never
+        // measure what it judges, so it is refused rather than skipped.
+        if inputs.trimmed(Input::MaxLatencyRegression).is_some()
+            && (environment.is_none() || promotion != Promotion::AfterPredict)
+        {
+            return Err(
+                "max-latency-regression compares the new deployment with the one serving the environment, side by side before the promotion, which only a gated promotion measures: set environment (or promote: true) and promotion: after-predict, or drop max-latency-regression".into(),
+            );
+        }
 
         // Each number is within its declared range, so these conversions
         // cannot overflow.

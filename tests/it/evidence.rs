@@ -414,6 +414,33 @@ fn bad_evidence_inputs_exit_2_before_any_request() {
 }
 
 #[test]
+fn a_regression_check_outside_a_gated_promotion_is_an_input_error() {
+    // A plain deploy has no environment to compare with, and at-create
+    // moves traffic before the sample: neither could measure a baseline.
+    let (_d, cases) = cases_file("cases.yaml", CASES);
+    for env in [None, Some("production")] {
+        let fake = served("  seed: 1", "");
+        let mut inv = Invocation::new(&fake)
+            .model(example_model())
+            .arg("predict-cases", cases.to_str().unwrap())
+            .arg("max-latency-regression", "1.2");
+        if let Some(e) = env {
+            inv = inv.arg("environment", e);
+        }
+        let run = inv.run();
+        assert_eq!(run.code, 2, "{env:?}: {run:?}");
+        assert!(
+            run.stderr
+                .contains("only a gated promotion measures: set environment"),
+            "{env:?}: {}",
+            run.stderr
+        );
+        assert!(fake.requests().is_empty(), "{env:?}: a request was sent");
+        assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    }
+}
+
+#[test]
 fn a_plain_deploy_samples_the_deployment_and_at_create_the_environment() {
     let (d, cases) = cases_file("cases.yaml", CASES);
     let traffic = format!("  seed: 2\n{}", answers("0.9"));
@@ -427,7 +454,6 @@ fn a_plain_deploy_samples_the_deployment_and_at_create_the_environment() {
             .model(example_model())
             .arg("predict-cases", cases.to_str().unwrap())
             .arg("predict-requests", "20")
-            .arg("max-latency-regression", "1.2")
             .arg("analysis-file", analysis.to_str().unwrap());
         if let Some(e) = env {
             inv = inv.arg("environment", e);
@@ -440,14 +466,6 @@ fn a_plain_deploy_samples_the_deployment_and_at_create_the_environment() {
         assert_eq!(a["phase"], phase);
         assert!(a["url"].as_str().unwrap().contains(path), "{a}");
         assert!(a["baseline_url"].is_null(), "no baseline: {a}");
-        // Asked for a regression check with nothing to compare: said once.
-        let said = format!("{}{}", run.stdout, run.stderr);
-        assert_eq!(
-            said.matches("max-latency-regression is not judged here")
-                .count(),
-            1,
-            "{said}"
-        );
         assert_eq!(run.out("baseline-p95-ms"), "");
         let sampled = fake
             .requests()
