@@ -11,9 +11,9 @@
 //! reports what that read shows. A deployment this run cannot prove it
 //! promoted (another client's, or a platform copy whose answer was lost) is
 //! never adopted, cancelled, rolled over or deactivated. The decisions are
-//! pure functions: the readings of one environment in `promotion`
-//! (`lookup`, `rollback_step`), the gate's own choices in `rules`; this
-//! module performs them and reports.
+//! pure functions over a typed reading (`promotion::Env`): the gate's
+//! choices in `rules`, the rollback's one decision in `step`; this module
+//! performs them and reports.
 
 use std::time::Instant;
 
@@ -24,16 +24,17 @@ use super::{
     Ctx, Poll, PromotionTrack, check_promotion, deploy_error, human, poll_until, smoke_test,
 };
 use crate::baseten::{Api, PromoteFlags};
+use crate::budget::Allowance;
 use crate::kind::Kind;
 use crate::outcome::Failure;
-use crate::promotion::{self, Lookup};
 
 mod rollback;
 mod rules;
+mod step;
 
 pub(crate) use rollback::cleanup_gated;
 use rollback::roll_back;
-use rules::Start;
+use rules::{Lookup, Start};
 
 /// How often a promote whose answer was lost, and which the environment
 /// shows no trace of, is sent again.
@@ -241,7 +242,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
             env,
             &promoted,
             previous.as_deref(),
-            false,
+            Allowance::Run,
         )
         .await;
         Err(with_outcome(f, outcome))
@@ -299,7 +300,7 @@ fn with_outcome(f: Failure, outcome: String) -> Failure {
 /// the way (or unreadable) is looked up in the environment by identity:
 /// `target` serving or being promoted is ours; nothing moved means it never
 /// took effect and it is sent again; any other deployment is never claimed
-/// (`promotion::lookup`). `before` is what served the environment when it
+/// (`rules::lookup`). `before` is what served the environment when it
 /// was sent. Answers the id the platform promotes.
 async fn promote_once(
     ctx: &Ctx<'_>,
@@ -350,7 +351,7 @@ async fn promote_once(
                 ),
             )
         })?;
-        match promotion::lookup(&now, target, before) {
+        match rules::lookup(&now, target, before) {
             Lookup::Applied => {
                 ctx.say(&format!(
                     "the promotion did start: {env} is taking {target}"
