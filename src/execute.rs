@@ -9,7 +9,9 @@ use std::time::Instant;
 use crate::ci::{self, Reporter};
 use crate::config::{Config, Target};
 use crate::flow::{self, Ctx, State};
+use crate::kind::Kind;
 use crate::outcome::{CancelReason, Failure};
+use crate::secret::Secret;
 use crate::{archive, baseten, chain, github, model, net};
 
 /// The signals that stop a run: SIGINT (GitHub's cancel, Ctrl-C), SIGTERM
@@ -109,14 +111,49 @@ impl Stop<'_> {
     }
 }
 
-/// One target's whole deploy: checks, the flow raced against `stop` (and
-/// GitHub told of the start alongside), and its cleanup.
+/// What GitHub reporting gets of a target's config: its settings, what is
+/// deployed and its pages, never the config itself (which would hand it
+/// every input). `None` when nothing will be deployed (dry run,
+/// print-config).
+pub(crate) fn github_job(cfg: &Config) -> Option<github::Job> {
+    if cfg.dry_run || cfg.print_config {
+        return None;
+    }
+    let (kind, name) = match &cfg.target {
+        Target::Model { .. } => (Kind::Model, cfg.model_name.clone()),
+        // A chain's name is the one in its code, read as the plan reads
+        // it (codegen confirms it later): every `chain.py` gets its own
+        // environment and commit-status context from the start.
+        Target::Chain { file } if cfg.model_name.is_empty() => (
+            Kind::Chain,
+            crate::targets::chain_name(file).unwrap_or_else(|_| {
+                file.file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            }),
+        ),
+        Target::Chain { .. } => (Kind::Chain, cfg.model_name.clone()),
+    };
+    Some(github::Job {
+        settings: cfg.github.clone(),
+        kind,
+        name,
+        environment: cfg.environment.clone(),
+        endpoints: cfg.endpoints.clone(),
+    })
+}
+
+/// One target's whole deploy, its files already checked (`plan::check_files`):
+/// `print-config` and dry runs, the flow raced against `stop` (and GitHub
+/// told of the start alongside), and its cleanup. `key` is the Baseten API
+/// key, which only the platform's client built here holds.
 #[allow(
     clippy::too_many_arguments,
     reason = "the run's handles, passed as they are; a struct would only rename them"
 )]
 pub(crate) async fn execute(
     cfg: &Config,
+    key: &Secret,
     rep: &Arc<Mutex<Reporter>>,
     state: &Mutex<State>,
     started: Instant,
@@ -124,11 +161,6 @@ pub(crate) async fn execute(
     stop: &mut Stop<'_>,
     gh: Option<&github::Session>,
 ) -> Result<(), Failure> {
-    // What the truss holds is the user's input too: a FIFO, a broken link
-    // or a name that is not UTF-8 is refused before any request.
-    if let Target::Model { dir, .. } = &cfg.target {
-        archive::plan(dir).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
-    }
     if cfg.print_config {
         return print_config(cfg, rep);
     }
@@ -144,7 +176,7 @@ pub(crate) async fn execute(
     }
     // Each retry of a platform call is said in the run's log.
     let retry_log = Arc::clone(rep);
-    let api = baseten::Api::new(http, cfg.endpoints.clone(), cfg.api_key.clone()).with_retry_notes(
+    let api = baseten::Api::new(http, cfg.endpoints.clone(), key.clone()).with_retry_notes(
         Arc::new(move |line: &str| retry_log.lock().unwrap().line(line)),
     );
     // The run's budget: setup, upload, create and the wait share the wait

@@ -322,17 +322,12 @@ pub(crate) fn markdown(all: &[Analysis]) -> String {
 }
 
 /// Appends the evidence sections to the step summary file.
-pub(crate) fn append_summary(
-    path: &Path,
-    all: &[Analysis],
-    secrets: &[&str],
-) -> std::io::Result<()> {
+pub(crate) fn append_summary(path: &Path, all: &[Analysis]) -> std::io::Result<()> {
     use std::io::Write;
     if all.is_empty() {
         return Ok(());
     }
-    let secrets: Vec<&str> = secrets.iter().copied().filter(|s| !s.is_empty()).collect();
-    let text = crate::secret::redact(&markdown(all), &secrets).into_owned();
+    let text = crate::secret::scrub(&markdown(all)).into_owned();
     std::fs::OpenOptions::new()
         .append(true)
         .open(path)?

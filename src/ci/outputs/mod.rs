@@ -97,12 +97,6 @@ impl Outputs {
         }
     }
 
-    /// Replaces `secret` with `***` in every text output, so a secret that
-    /// reached an error message or a response never lands in a file.
-    pub(crate) fn redact(&mut self, secret: &str) {
-        self.redact_with(|text| crate::secret::redact(text, &[secret]));
-    }
-
     /// A copy with every registered secret replaced by `***`, for the
     /// sinks that read fields rather than [`Self::entries`] (the summary).
     pub(crate) fn redacted(&self) -> Outputs {
@@ -323,11 +317,12 @@ pub(super) mod tests {
 
     #[test]
     fn outputs_redact_a_secret_everywhere() {
+        crate::secret::register("sk-123456");
+        crate::secret::register("");
         let mut outputs = full_outputs();
         outputs.error_message = "401 for key sk-123456: denied".into();
         outputs.predict_response = "echo sk-123456".into();
-        outputs.redact("sk-123456");
-        outputs.redact("");
+        let outputs = outputs.redacted();
         assert_eq!(outputs.error_message, "401 for key ***: denied");
         assert_eq!(outputs.predict_response, "echo ***");
         assert_eq!(outputs.model_name, "my-model");
