@@ -206,14 +206,11 @@ pub(crate) fn report(
             notes: &st.notes,
             history: &st.history,
             promotion: &st.promotion,
+            sections: &[crate::evidence::markdown(&st.evidence)],
         };
         if let Err(e) = ci::append_step_summary(path, &input) {
             r.warning(&format!(
                 "could not write the step summary (GITHUB_STEP_SUMMARY): {e:#}"
-            ));
-        } else if let Err(e) = crate::evidence::append_summary(path, &st.evidence) {
-            r.warning(&format!(
-                "could not write the evidence to the step summary: {e}"
             ));
         }
     }

@@ -12,8 +12,6 @@ mod sampler;
 mod stats;
 pub(crate) mod verdict;
 
-use std::path::Path;
-
 use anyhow::anyhow;
 use serde_json::json;
 
@@ -210,13 +208,10 @@ fn write_file(run: &Run<'_>, all: &[Analysis]) {
     };
     let doc = json!({ "analyses": all });
     let text = serde_json::to_string_pretty(&doc).expect("plain data serializes");
-    // An answer quoted in a diff could echo a secret back.
-    let text = crate::secret::redact_registered(&text);
-    if let Err(e) = std::fs::write(path, text + "\n") {
-        run.log.warn(&format!(
-            "could not write analysis-file {}: {e}",
-            path.display()
-        ));
+    // The sink redacts what an answer quoted in a diff echoed back, and
+    // bounds the write (a FIFO nobody reads); its error names the file.
+    if let Err(e) = crate::ci::write_file(path, &(text + "\n")) {
+        run.log.warn(&format!("could not write analysis-file: {e}"));
     }
 }
 
@@ -319,17 +314,4 @@ pub(crate) fn output_entries(all: &[Analysis]) -> Vec<(&'static str, String)> {
 /// The step summary's evidence sections, one per analysis.
 pub(crate) fn markdown(all: &[Analysis]) -> String {
     all.iter().map(Analysis::markdown).collect()
-}
-
-/// Appends the evidence sections to the step summary file.
-pub(crate) fn append_summary(path: &Path, all: &[Analysis]) -> std::io::Result<()> {
-    use std::io::Write;
-    if all.is_empty() {
-        return Ok(());
-    }
-    let text = crate::secret::scrub(&markdown(all)).into_owned();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(path)?
-        .write_all(text.as_bytes())
 }

@@ -10,6 +10,7 @@ use super::check::Mismatch;
 use super::metrics::Live;
 use super::sampler::{Sample, Side};
 use super::stats::{self, MannWhitney};
+use crate::ci::markdown;
 
 /// The significance level of the regression test.
 pub(crate) const REGRESSION_ALPHA: f64 = 0.05;
@@ -276,11 +277,11 @@ impl Analysis {
         let mut out = format!(
             "\n### {} {}\n\n",
             if self.passed { "✅" } else { "❌" },
-            escape(&self.verdict_line())
+            markdown::inline(&self.verdict_line())
         );
         if !self.reasons.is_empty() {
             for r in &self.reasons {
-                out.push_str(&format!("- {}\n", escape(r)));
+                out.push_str(&format!("- {}\n", markdown::inline(r)));
             }
             out.push('\n');
         }
@@ -289,7 +290,7 @@ impl Analysis {
         for c in &self.cases {
             out.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} | {} |\n",
-                escape(&c.name),
+                markdown::inline(&c.name),
                 if c.passed { "✅ pass" } else { "❌ fail" },
                 c.requests,
                 c.errors,
@@ -301,14 +302,14 @@ impl Analysis {
         for c in self.cases.iter().filter(|c| !c.passed) {
             out.push_str(&format!(
                 "\n<details><summary>{} failed</summary>\n\n```diff\n",
-                escape(&c.name)
+                markdown::inline(&c.name)
             ));
             for m in &c.mismatches {
                 out.push_str(&format!(
                     "# {}\n- {}\n+ {}\n",
-                    fence_safe(&m.expectation),
-                    fence_safe(&m.expected),
-                    fence_safe(&m.got)
+                    markdown::fence_line(&m.expectation),
+                    markdown::fence_line(&m.expected),
+                    markdown::fence_line(&m.got)
                 ));
             }
             out.push_str("```\n</details>\n");
@@ -350,19 +351,6 @@ impl Analysis {
         out.push_str("```\n");
         out
     }
-}
-
-/// Text for a table cell or heading: no pipes, no new lines, no HTML.
-fn escape(s: &str) -> String {
-    s.replace('|', "\\|")
-        .replace(['\n', '\r'], " ")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// Text inside a fenced block: no line may close the fence.
-fn fence_safe(s: &str) -> String {
-    s.replace("```", "'''").replace(['\n', '\r'], " ")
 }
 
 #[cfg(test)]

@@ -249,3 +249,95 @@ fn the_key_echoed_by_the_platform_stays_out_of_the_summary() {
             .all(|v| v.what.contains("'/status'"))
     );
 }
+
+/// A step summary that cannot hold the page: a FIFO nobody reads, a
+/// directory, a symbolic link to nothing. Each is a warning naming the file
+/// (the summary is a convenience), and the run still writes its outputs and
+/// cleans up.
+#[test]
+fn a_step_summary_that_cannot_be_written_is_named_and_the_run_still_ends_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("summary-fifo");
+    mkfifo(&fifo);
+    let link = dir.path().join("summary-link");
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
+    let cases = [
+        (fifo, "a FIFO nobody reads"),
+        (dir.path().to_path_buf(), "a directory"),
+        (link, "a link to nothing"),
+    ];
+    for (target, why) in cases {
+        let fake = fake(ACTIVE);
+        let run = Invocation::new(&fake)
+            .model(example_model())
+            .arg("cleanup", "true")
+            .env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_STEP_SUMMARY", target.to_str().unwrap())
+            .run();
+        assert_eq!(run.code, 0, "{why}: {run:?}");
+        assert_eq!(run.status(), "success", "{why}: GITHUB_OUTPUT written");
+        let warning = run
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("::warning") && l.contains(target.to_str().unwrap()))
+            .unwrap_or_else(|| panic!("{why}: a warning naming the file: {run:?}"));
+        assert!(warning.contains("step summary"), "{why}: {warning}");
+        assert!(
+            endpoints(&fake).contains(&"rest.deactivate_deployment".to_string()),
+            "{why}: cleanup done: {:?}",
+            endpoints(&fake)
+        );
+        assert!(
+            run.elapsed < Duration::from_secs(60),
+            "{why}: did not hang: {:?}",
+            run.elapsed
+        );
+    }
+    assert!(
+        !dir.path().join("nowhere").exists(),
+        "the link made no file"
+    );
+}
+
+/// Evidence whose section alone would pass GitHub's 1 MiB: it draws from
+/// the page's one budget, is cut at a line with the marker, and the page
+/// keeps both verdicts (the run's and the evidence's) and stays under the
+/// limit.
+#[test]
+fn an_evidence_section_past_1_mib_is_cut_with_a_marker_and_the_verdicts_stay() {
+    let fake = fake(ACTIVE);
+    let dir = tempfile::tempdir().unwrap();
+    let cases = dir.path().join("cases.yaml");
+    let long = "n".repeat(8000);
+    let text: String = (0..150)
+        .map(|i| {
+            format!("- {{name: case-{i}-{long}, payload: {{}}, contains: never-in-any-answer}}\n")
+        })
+        .collect();
+    std::fs::write(&cases, text).unwrap();
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("predict-cases", cases.to_str().unwrap())
+        .run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    let page = &run.summary;
+    assert!(page.len() < 1024 * 1024, "{} bytes", page.len());
+    assert!(
+        page.starts_with("## ❌ Truss Deploy (Model)"),
+        "{}",
+        &page[..200.min(page.len())]
+    );
+    assert!(page.contains("| **Status** | `predict_failed` |"));
+    assert!(
+        page.contains("### ❌ Evidence FAILED"),
+        "the evidence's verdict"
+    );
+    assert!(
+        page.ends_with("_Summary truncated to fit GitHub's 1 MiB limit._\n"),
+        "{}",
+        &page[page.len().saturating_sub(300)..]
+    );
+    // Cut at a line, with nothing left open: as many fences close as open.
+    let fences = page.lines().filter(|l| l.starts_with("```")).count();
+    assert_eq!(fences % 2, 0, "an open fence would swallow the marker");
+}

@@ -7,8 +7,6 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use anyhow::Context;
-
 use super::format::format_deploy_time;
 use crate::outcome::Status;
 
@@ -20,7 +18,8 @@ mod json;
 pub(in crate::ci) use json::{Entries, top_level_lines};
 mod shell;
 
-pub(super) use file::{append_file, lacks_final_newline};
+pub(in crate::ci) use file::lacks_final_newline;
+pub(crate) use file::{append_file, replace_file};
 pub(crate) use github::append_github_output;
 
 /// The anchor keeps the first 4096 characters of the predict response.
@@ -228,8 +227,7 @@ pub(crate) fn write_outputs_file(
         OutputsFormat::Shell => shell::render_shell(outputs),
         OutputsFormat::Json => json::render_json(outputs),
     };
-    file::replace_file(path, text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))
+    Ok(file::replace_file(path, &text)?)
 }
 
 #[cfg(test)]
