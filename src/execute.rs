@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::budget::{Budget, Phase};
 use crate::ci::{self, Reporter};
 use crate::config::{Config, Target};
 use crate::flow::{self, Ctx, State};
@@ -179,13 +180,9 @@ pub(crate) async fn execute(
     let api = baseten::Api::new(http, cfg.endpoints.clone(), key.clone()).with_retry_notes(
         Arc::new(move |line: &str| retry_log.lock().unwrap().line(line)),
     );
-    // The run's budget: setup, upload, create and the wait share the wait
-    // budget from the start; the smoke tests, a gated promotion and its
-    // rollback end by the wait budget plus predict-timeout; cleanup has its
-    // minute after that (flow::smoke_test, flow::gate, flow::cleanup_created).
-    let deploy_until = started + cfg.wait_timeout;
-    let run_until = deploy_until + cfg.predict_timeout;
-    let api = api.until(Some(deploy_until));
+    // The run's budget, built once: every phase asks it for its deadline.
+    let budget = Budget::new(started, cfg.wait_timeout, cfg.predict_timeout);
+    let api = api.until(budget.until(Phase::Setup, Instant::now()));
     if cfg.gated_environment().is_some() {
         // A gated run says `rolled-back: false` unless a read proved a
         // rollback, whatever phase it ends in.
@@ -198,8 +195,7 @@ pub(crate) async fn execute(
         rep: Arc::clone(rep),
         state,
         started,
-        deploy_until,
-        run_until,
+        budget: &budget,
         env,
     };
     // GitHub hears of the start alongside the deploy, never ahead of it.
@@ -215,7 +211,7 @@ pub(crate) async fn execute(
         r = deploying => (r, false),
         why = stop.flow() => {
             rep.lock().unwrap().finish();
-            state.lock().unwrap().cancelled_at = Some(Instant::now());
+            budget.cancel(Instant::now());
             (Err(Failure::Cancelled(why)), true)
         }
     };
@@ -262,11 +258,11 @@ async fn deploy(ctx: &Ctx<'_>) -> Result<(), Failure> {
 
 /// Cleanup for the target: model deployment or chain deployment.
 async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
-    flow::abort_unfinished_uploads(ctx, cancelled).await;
+    flow::abort_unfinished_uploads(ctx).await;
     flow::cleanup_gated(ctx, cancelled).await;
     match ctx.cfg.target {
-        Target::Model { .. } => model::cleanup(ctx, cancelled).await,
-        Target::Chain { .. } => chain::cleanup(ctx, cancelled).await,
+        Target::Model { .. } => model::cleanup(ctx).await,
+        Target::Chain { .. } => chain::cleanup(ctx).await,
     }
 }
 

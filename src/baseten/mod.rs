@@ -248,11 +248,11 @@ impl Api {
     }
 
     /// The same client (same connections, notes and garbled-answer counts)
-    /// whose requests end by `deadline`; `None` lifts the bound (the
-    /// caller then bounds the call itself).
-    pub(crate) fn until(&self, deadline: Option<Instant>) -> Api {
+    /// whose requests end by `deadline`: a phase's, from the run's budget
+    /// (`crate::budget::Budget::until`, through `flow::Ctx::api_for`).
+    pub(crate) fn until(&self, deadline: Instant) -> Api {
         Api {
-            deadline,
+            deadline: Some(deadline),
             ..self.clone()
         }
     }

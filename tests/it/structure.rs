@@ -113,3 +113,35 @@ fn github_never_imports_the_config() {
         found.join("\n")
     );
 }
+
+#[test]
+fn phases_take_their_deadlines_from_the_budget_alone() {
+    // The code that runs the phases: a deadline there comes from
+    // `budget::Budget::until` (through `Ctx::until` / `Ctx::api_for`),
+    // never from a sum over the clock or the inputs.
+    let phases =
+        |f: &str| f.starts_with("flow/") || ["model.rs", "chain.rs", "execute.rs"].contains(&f);
+    let sums = [
+        "Instant::now() +",
+        "started +",
+        "wait_timeout +",
+        "predict_timeout +",
+        "until(None",
+        "until(Some(",
+        "deploy_until",
+        "run_until",
+    ];
+    let mut found = Vec::new();
+    for (file, text) in product_sources().into_iter().filter(|(f, _)| phases(f)) {
+        for s in sums {
+            for line in code_lines_with(&text, s) {
+                found.push(format!("{file}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "ask the run's budget for the phase's deadline (ctx.until(Phase::…)):\n{}",
+        found.join("\n")
+    );
+}

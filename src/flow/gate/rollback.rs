@@ -17,8 +17,9 @@ use crate::promotion::Env;
 
 /// Puts `prev` back into `env` after our promotion of `ours` failed or
 /// its environment test did, by `step::next_step` over a fresh read each
-/// round, and reports what the last read shows. `time`: the run's budget,
-/// or a signal's seconds. Sets `rolled-back`; answers where traffic is.
+/// round, and reports what the last read shows, within the rollback's
+/// deadline from the run's budget (a signal's seconds once cancelled).
+/// Sets `rolled-back`; answers where traffic is.
 pub(crate) async fn roll_back(
     ctx: &Ctx<'_>,
     owner: Kind,
@@ -26,7 +27,6 @@ pub(crate) async fn roll_back(
     env: &str,
     ours: &str,
     previous: Option<&str>,
-    time: Allowance,
 ) -> String {
     let Some(prev) = previous else {
         set_phase(ctx, Phase::Settled);
@@ -38,14 +38,15 @@ pub(crate) async fn roll_back(
         return msg;
     };
     let now = Instant::now();
-    let (until, past_budget) = budget::rollback_until(now, time, ctx.run_until);
-    if past_budget {
+    let time = ctx.budget.allowance();
+    let until = ctx.budget.until(budget::Phase::Rollback, now);
+    if time == Allowance::Run && ctx.budget.past_run(until) {
         ctx.say(&format!(
             "the run's budget is spent: the rollback gets {} more",
             human(until - now)
         ));
     }
-    let api = ctx.api.until(Some(until));
+    let api = ctx.api.until(until);
     let ctx = &ctx.with_api(&api);
     ctx.say(&format!("Rolling {env} back to deployment {prev}"));
     set_phase(ctx, Phase::RollingBack);
@@ -254,12 +255,7 @@ pub(crate) async fn cleanup_gated(ctx: &Ctx<'_>, cancelled: bool) {
             g.env
         )),
         OnSignal::RollBack { ours, prev } => {
-            let at = ctx.state.lock().unwrap().cancelled_at;
-            let time = Allowance::Signal {
-                at: at.unwrap_or_else(Instant::now),
-            };
-            let outcome =
-                roll_back(ctx, g.owner, &g.owner_id, &g.env, &ours, Some(&prev), time).await;
+            let outcome = roll_back(ctx, g.owner, &g.owner_id, &g.env, &ours, Some(&prev)).await;
             let msg = format!("cancelled during the promotion into {}: {outcome}", g.env);
             ctx.note(msg);
         }
