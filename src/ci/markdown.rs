@@ -2,11 +2,16 @@
 //! evidence section and the pull-request comment — escaped in one place:
 //! a value from the platform, the user or a model's answer is shown as
 //! text, never read as table syntax, markup, a link or a closing fence.
+//! Each value is redacted (`secret::scrub`) before it is escaped: an
+//! escape inside a secret (`|` as `\|`) would hide it from the page's
+//! final redaction.
+
+use crate::secret::scrub;
 
 /// Text for a Markdown table cell: `|` escaped, line breaks as `<br>`, and
 /// HTML-significant characters as entities so a value cannot inject markup.
 pub(crate) fn cell(value: &str) -> String {
-    let normalized = value.replace("\r\n", "\n").replace('\r', "\n");
+    let normalized = scrub(value).replace("\r\n", "\n").replace('\r', "\n");
     let mut out = String::with_capacity(normalized.len());
     for c in normalized.chars() {
         match c {
@@ -32,6 +37,7 @@ pub(crate) fn inline(value: &str) -> String {
 /// escaped; a value with a backtick cannot be a simple code span and is
 /// shown as text.
 pub(crate) fn code(value: &str) -> String {
+    let value = &*scrub(value);
     if value.contains('`') || value.is_empty() {
         return cell(value);
     }
@@ -81,7 +87,9 @@ pub(crate) fn fenced(text: &str, info: &str) -> String {
 /// their own (a diff's `-`/`+`): it may not break the line, nor hold a run
 /// of backticks that could read as a fence.
 pub(crate) fn fence_line(value: &str) -> String {
-    value.replace("```", "'''").replace(['\n', '\r'], " ")
+    scrub(value)
+        .replace("```", "'''")
+        .replace(['\n', '\r'], " ")
 }
 
 /// `text` cut at a line's end to at most `max_bytes`, `marker` after it: a
@@ -159,6 +167,14 @@ mod tests {
         for (got, want) in cases {
             assert_eq!(got, want);
         }
+    }
+
+    #[test]
+    fn a_secret_is_redacted_before_an_escape_could_split_it() {
+        crate::secret::register("sk-md|<canary>");
+        assert_eq!(cell("key sk-md|<canary>"), "key ***");
+        assert_eq!(code("sk-md|<canary>"), "`***`");
+        assert_eq!(fence_line("+ sk-md|<canary>"), "+ ***");
     }
 
     #[test]

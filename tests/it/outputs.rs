@@ -37,11 +37,14 @@ fn an_unwritable_github_output_fails_the_step() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
     mkfifo(&fifo);
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
     let cases = [
         (dir.path().to_path_buf(), "a directory"),
         (dir.path().join("missing/out"), "a missing directory"),
         ("/dev/full".into(), "a full device"),
         (fifo, "a FIFO nobody reads"),
+        (link, "a link to nothing"),
     ];
     for (target, why) in cases {
         let run = deploy_with_github_output(&target);

@@ -72,7 +72,11 @@ fn only_the_sink_opens_a_file_for_writing() {
     let writers = [
         "OpenOptions",
         "File::create",
+        "File::options",
         "fs::write(",
+        "fs::copy(",
+        "fs::rename(",
+        ".persist(",
         "create_new(",
         ".append(true)",
         ".write(true)",
