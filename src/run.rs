@@ -47,12 +47,16 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     }));
     install_panic_hook(ci_env.clone(), out_settings.clone(), Arc::clone(&state));
 
-    let plan = early.plan;
-    let key = early.api_key;
+    let plan = early.plan.clone();
+    // A malformed key is refused on every road; a missing one only where
+    // it is needed (a plan needs none).
+    let key = early.deploy_key();
+    let malformed = early.api_key.clone().err();
     // A bad `plan` is an input error like the others found this early.
     let early = parse_error
         .or(early.outputs_error)
-        .or_else(|| plan.clone().err());
+        .or_else(|| plan.clone().err())
+        .or(malformed);
     // A plan, several targets or change detection take their own road;
     // one target named plainly takes today's, unchanged.
     let road = match early {

@@ -8,8 +8,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::format::{format_deploy_time, format_elapsed, format_utc};
-use super::markdown::{self, code as code_cell, fence_for as code_fence, inline as escape_inline};
-use super::markdown::{cell as escape_cell, link_target};
+use super::markdown;
 use super::outputs::{Outputs, append_file, lacks_final_newline, truncate_bytes, truncate_chars};
 use crate::kind::Kind;
 use crate::outcome::Status;
@@ -145,12 +144,12 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
         format!(
             "## {} Truss Deploy ({kind_word}): {}",
             if ok { "✅" } else { "❌" },
-            escape_inline(name)
+            markdown::inline(name)
         ),
         String::new(),
         "| Metric | Value |".into(),
         "|--------|-------|".into(),
-        metric_row("Status", &code_cell(out.status.as_str())),
+        metric_row("Status", &markdown::code(out.status.as_str())),
         metric_row(id_label, &code_or_na(id)),
         metric_row("Deployment ID", &code_or_na(&out.deployment_id)),
         metric_row(
@@ -180,7 +179,7 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
         ("Previous Deployment", &out.previous_deployment_id),
     ] {
         if !value.is_empty() && *value != out.deployment_id {
-            lines.push(metric_row(label, &code_cell(value)));
+            lines.push(metric_row(label, &markdown::code(value)));
         }
     }
     if let Some(back) = out.rolled_back {
@@ -196,24 +195,27 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
     if !out.last_status.is_empty() {
         lines.push(metric_row(
             "Last Platform Status",
-            &code_cell(&out.last_status),
+            &markdown::code(&out.last_status),
         ));
     }
 
     let mut links = Vec::new();
     if !out.logs_url.is_empty() {
-        links.push(format!("[View logs]({})", link_target(&out.logs_url)));
+        links.push(format!(
+            "[View logs]({})",
+            markdown::link_target(&out.logs_url)
+        ));
     }
     if !input.page_url.is_empty() {
         links.push(format!(
             "[{kind_word} page]({})",
-            link_target(input.page_url)
+            markdown::link_target(input.page_url)
         ));
     }
     if !out.environment_url.is_empty() {
         links.push(format!(
             "[Environment URL]({})",
-            link_target(&out.environment_url)
+            markdown::link_target(&out.environment_url)
         ));
     }
     if !links.is_empty() {
@@ -223,7 +225,7 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
 
     if !ok && !out.error_message.is_empty() {
         let message = truncate_chars(&out.error_message, SUMMARY_TEXT_MAX_CHARS);
-        let fence = code_fence(message);
+        let fence = markdown::fence_for(message);
         lines.push(String::new());
         lines.push("**Error:**".into());
         lines.push(String::new());
@@ -239,7 +241,7 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
         for note in input.notes {
             lines.push(format!(
                 "- {}",
-                escape_inline(truncate_chars(note, SUMMARY_TEXT_MAX_CHARS))
+                markdown::inline(truncate_chars(note, SUMMARY_TEXT_MAX_CHARS))
             ));
         }
     }
@@ -292,13 +294,13 @@ fn history_row(event: &StatusEvent) -> String {
     let status = if event.status.is_empty() {
         String::new()
     } else {
-        code_cell(&event.status)
+        markdown::code(&event.status)
     };
     format!(
         "| {} | {} | {status} | {} |",
         format_utc(event.at),
         format_elapsed(event.elapsed),
-        escape_cell(&event.event)
+        markdown::cell(&event.event)
     )
 }
 
@@ -306,7 +308,7 @@ fn code_or_na(id: &str) -> String {
     if id.is_empty() {
         "N/A".into()
     } else {
-        code_cell(id)
+        markdown::code(id)
     }
 }
 
@@ -338,10 +340,14 @@ pub(crate) struct TableSummary<'a> {
 fn render_cell(cell: &Cell) -> String {
     match cell {
         Cell::Text(t) if t.is_empty() => "N/A".into(),
-        Cell::Text(t) => escape_cell(truncate_chars(t, SUMMARY_TEXT_MAX_CHARS)),
+        Cell::Text(t) => markdown::cell(truncate_chars(t, SUMMARY_TEXT_MAX_CHARS)),
         Cell::Code(c) => code_or_na(c),
-        Cell::Link { label, url } if url.is_empty() => escape_cell(label),
-        Cell::Link { label, url } => format!("[{}]({})", escape_cell(label), link_target(url)),
+        Cell::Link { label, url } if url.is_empty() => markdown::cell(label),
+        Cell::Link { label, url } => format!(
+            "[{}]({})",
+            markdown::cell(label),
+            markdown::link_target(url)
+        ),
     }
 }
 
@@ -350,7 +356,7 @@ fn render_table_summary(input: &TableSummary<'_>, max_bytes: usize) -> String {
         format!(
             "## {} {}",
             if input.ok { "✅" } else { "❌" },
-            escape_inline(input.heading)
+            markdown::inline(input.heading)
         ),
         String::new(),
         format!("| {} |", input.columns.join(" | ")),
@@ -373,7 +379,7 @@ fn render_table_summary(input: &TableSummary<'_>, max_bytes: usize) -> String {
         for d in input.details {
             lines.push(format!(
                 "- {}",
-                escape_inline(truncate_chars(d, SUMMARY_TEXT_MAX_CHARS))
+                markdown::inline(truncate_chars(d, SUMMARY_TEXT_MAX_CHARS))
             ));
         }
     }
@@ -767,14 +773,17 @@ last poll: HTTP 503 ```busy```
             ("<script>&", "&lt;script&gt;&amp;"),
         ];
         for (raw, want) in cases {
-            assert_eq!(escape_cell(raw), want, "{raw:?}");
+            assert_eq!(markdown::cell(raw), want, "{raw:?}");
         }
-        assert_eq!(code_cell("a|b"), "`a\\|b`");
-        assert_eq!(code_cell("a\nb"), "`a b`");
-        assert_eq!(code_cell("a`b"), "a`b");
-        assert_eq!(code_fence("no ticks"), "```");
-        assert_eq!(code_fence("has ```` four"), "`````");
-        assert_eq!(link_target("https://x/a b(c)"), "https://x/a%20b%28c%29");
+        assert_eq!(markdown::code("a|b"), "`a\\|b`");
+        assert_eq!(markdown::code("a\nb"), "`a b`");
+        assert_eq!(markdown::code("a`b"), "a`b");
+        assert_eq!(markdown::fence_for("no ticks"), "```");
+        assert_eq!(markdown::fence_for("has ```` four"), "`````");
+        assert_eq!(
+            markdown::link_target("https://x/a b(c)"),
+            "https://x/a%20b%28c%29"
+        );
     }
 
     #[test]

@@ -45,10 +45,11 @@ pub(crate) struct Early {
     pub(crate) stdout_is_data: bool,
     /// The secret values given, to mask and redact.
     pub(crate) secrets: Vec<Secret>,
-    /// The Baseten API key, checked: what a deploy needs (a plan sends
-    /// nothing and needs none). Only `execute` builds the platform's
-    /// client from it; no `Config` carries it.
-    pub(crate) api_key: Result<Secret, String>,
+    /// The Baseten API key, checked when given (`None`: not given). A
+    /// deploy needs it ([`Early::deploy_key`]); a plan sends nothing and
+    /// needs none. Only `execute` builds the platform's client from it; no
+    /// `Config` carries it.
+    pub(crate) api_key: Result<Option<Secret>, String>,
     /// `model-name`, or `model_name` from config.yaml, or empty.
     pub(crate) model_name: String,
     /// `plan` parsed; its error is an input error of the run.
@@ -76,17 +77,29 @@ impl Early {
     }
 }
 
-/// The Baseten API key: required for a deploy, one word.
-fn api_key(inputs: &Inputs) -> Result<Secret, String> {
-    let key = inputs.trimmed(Input::BasetenApiKey).filter(|k| !k.is_empty()).ok_or(
-        "baseten-api-key is required: pass your Baseten API key from a secret, e.g. baseten-api-key: ${{ secrets.BASETEN_API_KEY }}",
-    )?;
+impl Early {
+    /// The key a deploy needs: given, and one word.
+    pub(crate) fn deploy_key(&self) -> Result<Secret, String> {
+        self.api_key.clone()?.ok_or_else(|| {
+            "baseten-api-key is required: pass your Baseten API key from a secret, e.g. baseten-api-key: ${{ secrets.BASETEN_API_KEY }}".to_string()
+        })
+    }
+}
+
+/// The Baseten API key when given: one word.
+fn api_key(inputs: &Inputs) -> Result<Option<Secret>, String> {
+    let Some(key) = inputs
+        .trimmed(Input::BasetenApiKey)
+        .filter(|k| !k.is_empty())
+    else {
+        return Ok(None);
+    };
     if key.chars().any(char::is_whitespace) {
         return Err(
             "baseten-api-key contains whitespace inside it: check the secret's value".into(),
         );
     }
-    Ok(Secret::new(key))
+    Ok(Some(Secret::new(key)))
 }
 
 /// The environment name becomes part of the regional predict host
@@ -351,16 +364,19 @@ mod tests {
         let early = Early::read(&inputs);
         let shown = format!("{early:?}");
         assert!(!shown.contains("early-canary"), "{shown}");
-        assert_eq!(
-            early.api_key.map(|k| k.expose().to_string()),
-            Ok("sk-early-canary".into())
-        );
+        let key = early.deploy_key().map(|k| k.expose().to_string());
+        assert_eq!(key, Ok("sk-early-canary".into()));
         let exposed: Vec<&str> = early.secrets.iter().map(Secret::expose).collect();
         assert_eq!(exposed, ["sk-early-canary", "ghs-early-canary"]);
-        // A deploy needs the key, one word; a plan never asks for it.
+        // A deploy needs the key, one word; a plan needs none, but one
+        // given malformed is refused by every road.
         for (given, err) in [("", "is required"), ("sk a", "whitespace")] {
             let e = Early::read(&Inputs::from_pairs(&[("baseten-api-key", given)]));
-            assert!(e.api_key.is_err_and(|m| m.contains(err)), "{given:?}");
+            assert!(e.deploy_key().is_err_and(|m| m.contains(err)), "{given:?}");
         }
+        let none = Early::read(&Inputs::from_pairs(&[]));
+        assert_eq!(none.api_key, Ok(None));
+        let bad = Early::read(&Inputs::from_pairs(&[("baseten-api-key", "sk a")]));
+        assert!(bad.api_key.is_err());
     }
 }

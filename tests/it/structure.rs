@@ -149,3 +149,31 @@ fn phases_take_their_deadlines_from_the_budget_alone() {
         found.join("\n")
     );
 }
+
+#[test]
+fn the_truss_files_are_checked_in_one_place() {
+    // `plan::check_files` is the one check of a truss's files, called once
+    // per target by every road (one target, several, a plan).
+    let callers: Vec<String> = product_sources()
+        .into_iter()
+        .filter(|(f, text)| {
+            f != "archive.rs" && !code_lines_with(text, "archive::plan(").is_empty()
+        })
+        .map(|(f, _)| f)
+        .collect();
+    assert_eq!(
+        callers,
+        ["plan.rs"],
+        "check the truss's files through plan::check_files"
+    );
+    let roads: Vec<String> = product_sources()
+        .into_iter()
+        .filter(|(_, text)| !code_lines_with(text, "check_files(").is_empty())
+        .map(|(f, _)| f)
+        .collect();
+    assert_eq!(
+        roads,
+        ["plan.rs", "run.rs"],
+        "prepare (several, plan) and one target"
+    );
+}
