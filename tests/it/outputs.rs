@@ -264,27 +264,50 @@ fn a_step_summary_that_cannot_be_written_is_named_and_the_run_still_ends_whole()
     mkfifo(&fifo);
     let link = dir.path().join("summary-link");
     std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
+    // A failing evidence case adds a section to the page: it is written
+    // with the rest, through the same bounded sink, not after it.
+    let cases_file = dir.path().join("cases.yaml");
+    std::fs::write(
+        &cases_file,
+        "- {name: a, payload: {}, contains: never-in-any-answer}\n",
+    )
+    .unwrap();
     let cases = [
-        (fifo, "a FIFO nobody reads"),
-        (dir.path().to_path_buf(), "a directory"),
-        (link, "a link to nothing"),
+        (fifo.clone(), "a FIFO nobody reads", false),
+        (fifo, "a FIFO nobody reads, with evidence", true),
+        (dir.path().to_path_buf(), "a directory", false),
+        (link, "a link to nothing", false),
     ];
-    for (target, why) in cases {
+    for (target, why, evidence) in cases {
         let fake = fake(ACTIVE);
-        let run = Invocation::new(&fake)
+        let mut inv = Invocation::new(&fake)
             .model(example_model())
             .arg("cleanup", "true")
             .env("GITHUB_ACTIONS", "true")
-            .env("GITHUB_STEP_SUMMARY", target.to_str().unwrap())
-            .run();
-        assert_eq!(run.code, 0, "{why}: {run:?}");
-        assert_eq!(run.status(), "success", "{why}: GITHUB_OUTPUT written");
+            .env("GITHUB_STEP_SUMMARY", target.to_str().unwrap());
+        if evidence {
+            inv = inv.arg("predict-cases", cases_file.to_str().unwrap());
+        }
+        let run = inv.run();
+        let (code, status) = if evidence {
+            (4, "predict_failed")
+        } else {
+            (0, "success")
+        };
+        assert_eq!(run.code, code, "{why}: {run:?}");
+        assert_eq!(run.status(), status, "{why}: GITHUB_OUTPUT written");
         let warning = run
             .stdout
             .lines()
             .find(|l| l.starts_with("::warning") && l.contains(target.to_str().unwrap()))
             .unwrap_or_else(|| panic!("{why}: a warning naming the file: {run:?}"));
         assert!(warning.contains("step summary"), "{why}: {warning}");
+        let said = warning.matches("did not finish").count();
+        assert_eq!(
+            said,
+            usize::from(why.contains("FIFO")),
+            "{why}: once: {warning}"
+        );
         assert!(
             endpoints(&fake).contains(&"rest.deactivate_deployment".to_string()),
             "{why}: cleanup done: {:?}",

@@ -31,11 +31,8 @@ impl fmt::Display for WriteError {
     }
 }
 
-impl std::error::Error for WriteError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.cause)
-    }
-}
+/// The message says the cause itself, so no chain repeats it.
+impl std::error::Error for WriteError {}
 
 /// Appends `text`, redacted, to the file at `path`, creating it if missing.
 /// When the file does not end with a newline, one is written first, so the
