@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::baseten::{
     Api, ApiError, ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest, Team,
 };
+use crate::budget::Phase;
 use crate::flow::{
     self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
 };
@@ -289,7 +290,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
 /// or the deadline passes.
 async fn wait(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id: &str) -> Result<(), Failure> {
     let cfg = ctx.cfg;
-    let deadline = ctx.deploy_until;
+    let deadline = ctx.until(Phase::Wait);
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let mut logs_shown: BTreeSet<String> = BTreeSet::new();
     let mut warned_unknown: BTreeSet<String> = BTreeSet::new();
@@ -377,10 +378,9 @@ fn chain_serving(answer: Result<Value, ApiError>) -> Serving {
 
 /// Cleanup of the chain deployment (with a gated promotion: of each one
 /// this run created), by the rules models follow.
-pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
+pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
     flow::cleanup_created(
         ctx,
-        cancelled,
         |st| &st.chain_id,
         "chain deployment",
         serving_environment,

@@ -334,7 +334,6 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(c.model_name, "hello");
-        assert_eq!(c.api_key.expose(), "key");
         assert_eq!(
             c.cleanup,
             Cleanup {

@@ -6,10 +6,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::budget::{Budget, Phase};
 use crate::ci::{self, Reporter};
 use crate::config::{Config, Target};
 use crate::flow::{self, Ctx, State};
+use crate::kind::Kind;
 use crate::outcome::{CancelReason, Failure};
+use crate::secret::Secret;
 use crate::{archive, baseten, chain, github, model, net};
 
 /// The signals that stop a run: SIGINT (GitHub's cancel, Ctrl-C), SIGTERM
@@ -109,14 +112,49 @@ impl Stop<'_> {
     }
 }
 
-/// One target's whole deploy: checks, the flow raced against `stop` (and
-/// GitHub told of the start alongside), and its cleanup.
+/// What GitHub reporting gets of a target's config: its settings, what is
+/// deployed and its pages, never the config itself (which would hand it
+/// every input). `None` when nothing will be deployed (dry run,
+/// print-config).
+pub(crate) fn github_job(cfg: &Config) -> Option<github::Job> {
+    if cfg.dry_run || cfg.print_config {
+        return None;
+    }
+    let (kind, name) = match &cfg.target {
+        Target::Model { .. } => (Kind::Model, cfg.model_name.clone()),
+        // A chain's name is the one in its code, read as the plan reads
+        // it (codegen confirms it later): every `chain.py` gets its own
+        // environment and commit-status context from the start.
+        Target::Chain { file } if cfg.model_name.is_empty() => (
+            Kind::Chain,
+            crate::targets::chain_name(file).unwrap_or_else(|_| {
+                file.file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            }),
+        ),
+        Target::Chain { .. } => (Kind::Chain, cfg.model_name.clone()),
+    };
+    Some(github::Job {
+        settings: cfg.github.clone(),
+        kind,
+        name,
+        environment: cfg.environment.clone(),
+        endpoints: cfg.endpoints.clone(),
+    })
+}
+
+/// One target's whole deploy, its files already checked (`plan::check_files`):
+/// `print-config` and dry runs, the flow raced against `stop` (and GitHub
+/// told of the start alongside), and its cleanup. `key` is the Baseten API
+/// key, which only the platform's client built here holds.
 #[allow(
     clippy::too_many_arguments,
     reason = "the run's handles, passed as they are; a struct would only rename them"
 )]
 pub(crate) async fn execute(
     cfg: &Config,
+    key: &Secret,
     rep: &Arc<Mutex<Reporter>>,
     state: &Mutex<State>,
     started: Instant,
@@ -124,11 +162,6 @@ pub(crate) async fn execute(
     stop: &mut Stop<'_>,
     gh: Option<&github::Session>,
 ) -> Result<(), Failure> {
-    // What the truss holds is the user's input too: a FIFO, a broken link
-    // or a name that is not UTF-8 is refused before any request.
-    if let Target::Model { dir, .. } = &cfg.target {
-        archive::plan(dir).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
-    }
     if cfg.print_config {
         return print_config(cfg, rep);
     }
@@ -144,16 +177,12 @@ pub(crate) async fn execute(
     }
     // Each retry of a platform call is said in the run's log.
     let retry_log = Arc::clone(rep);
-    let api = baseten::Api::new(http, cfg.endpoints.clone(), cfg.api_key.clone()).with_retry_notes(
+    let api = baseten::Api::new(http, cfg.endpoints.clone(), key.clone()).with_retry_notes(
         Arc::new(move |line: &str| retry_log.lock().unwrap().line(line)),
     );
-    // The run's budget: setup, upload, create and the wait share the wait
-    // budget from the start; the smoke tests, a gated promotion and its
-    // rollback end by the wait budget plus predict-timeout; cleanup has its
-    // minute after that (flow::smoke_test, flow::gate, flow::cleanup_created).
-    let deploy_until = started + cfg.wait_timeout;
-    let run_until = deploy_until + cfg.predict_timeout;
-    let api = api.until(Some(deploy_until));
+    // The run's budget, built once: every phase asks it for its deadline.
+    let budget = Budget::new(started, cfg.wait_timeout, cfg.predict_timeout);
+    let api = api.until(budget.until(Phase::Setup, Instant::now()));
     if cfg.gated_environment().is_some() {
         // A gated run says `rolled-back: false` unless a read proved a
         // rollback, whatever phase it ends in.
@@ -166,8 +195,7 @@ pub(crate) async fn execute(
         rep: Arc::clone(rep),
         state,
         started,
-        deploy_until,
-        run_until,
+        budget: &budget,
         env,
     };
     // GitHub hears of the start alongside the deploy, never ahead of it.
@@ -183,7 +211,7 @@ pub(crate) async fn execute(
         r = deploying => (r, false),
         why = stop.flow() => {
             rep.lock().unwrap().finish();
-            state.lock().unwrap().cancelled_at = Some(Instant::now());
+            budget.cancel(Instant::now());
             (Err(Failure::Cancelled(why)), true)
         }
     };
@@ -230,11 +258,11 @@ async fn deploy(ctx: &Ctx<'_>) -> Result<(), Failure> {
 
 /// Cleanup for the target: model deployment or chain deployment.
 async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
-    flow::abort_unfinished_uploads(ctx, cancelled).await;
+    flow::abort_unfinished_uploads(ctx).await;
     flow::cleanup_gated(ctx, cancelled).await;
     match ctx.cfg.target {
-        Target::Model { .. } => model::cleanup(ctx, cancelled).await,
-        Target::Chain { .. } => chain::cleanup(ctx, cancelled).await,
+        Target::Model { .. } => model::cleanup(ctx).await,
+        Target::Chain { .. } => chain::cleanup(ctx).await,
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod archive;
 mod baseten;
+mod budget;
 mod chain;
 mod changes;
 mod ci;

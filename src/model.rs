@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::baseten::{
     Api, ApiError, CreateRequest, Created, Environment, LogLine, OrderedObject, now_epoch_millis,
 };
+use crate::budget::Phase;
 use crate::config::RAW_CONFIG_MAX_BYTES;
 use crate::flow::{
     self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
@@ -201,7 +202,7 @@ pub(crate) async fn deploy(
 /// environment, serving it), failed, or the deadline passes.
 async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), Failure> {
     let cfg = ctx.cfg;
-    let deadline = ctx.deploy_until;
+    let deadline = ctx.until(Phase::Wait);
     let logs = (cfg.stream_logs).then(|| {
         spawn_log_stream(
             ctx.api.clone(),
@@ -334,10 +335,9 @@ fn spawn_log_stream(
 
 /// Cleanup of the model deployment (with a gated promotion: of each one
 /// this run created), once one was created.
-pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
+pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
     flow::cleanup_created(
         ctx,
-        cancelled,
         |st| &st.model_id,
         "deployment",
         serving_environment,

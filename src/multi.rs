@@ -16,6 +16,7 @@ use futures_util::StreamExt;
 use crate::ci::{Cell, Level, Reporter};
 use crate::ci_context::CiContext;
 use crate::cli::EnvLookup;
+use crate::secret::Secret;
 use crate::settings::Settings;
 
 use crate::execute::{self, Halt, Signals, Stop};
@@ -72,6 +73,7 @@ fn status_of(r: &Result<(), Failure>) -> Status {
 /// outside `results`: the one target's when there is one.
 pub(crate) async fn run(
     settings: &Settings,
+    key: &Secret,
     env: EnvLookup<'_>,
     ci: &CiContext,
     rep: &Arc<Mutex<Reporter>>,
@@ -102,6 +104,7 @@ pub(crate) async fn run(
     }
     let mut done = deploy_all(
         &planned,
+        key,
         rep,
         &lookup,
         signals,
@@ -120,6 +123,7 @@ pub(crate) async fn run(
 /// Runs the targets, `max_parallel` at a time, until all have ended.
 async fn deploy_all(
     planned: &[Planned],
+    key: &Secret,
     rep: &Arc<Mutex<Reporter>>,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
     signals: &mut Signals,
@@ -128,7 +132,7 @@ async fn deploy_all(
 ) -> Vec<Done> {
     let (tx, rx) = tokio::sync::watch::channel(Halt::default());
     let mut running = futures_util::stream::iter(planned)
-        .map(|p| deploy_one(p, rep, env, rx.clone()))
+        .map(|p| deploy_one(p, key, rep, env, rx.clone()))
         .buffer_unordered(max_parallel);
     let mut done = Vec::with_capacity(planned.len());
     loop {
@@ -163,6 +167,7 @@ async fn deploy_all(
 /// when it ends.
 async fn deploy_one(
     p: &Planned,
+    key: &Secret,
     rep: &Arc<Mutex<Reporter>>,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
     halt: tokio::sync::watch::Receiver<Halt>,
@@ -206,11 +211,21 @@ async fn deploy_one(
         own.lock().unwrap().notice(n);
     }
     // Each target is its own GitHub deployment, comment and status.
-    let gh = github::Session::open(&p.cfg, env, &own);
-    let result = execute::execute(&p.cfg, &own, &state, started, env, &mut stop, gh.as_ref()).await;
+    let gh = execute::github_job(&p.cfg).and_then(|job| github::Session::open(job, env, &own));
+    let result = execute::execute(
+        &p.cfg,
+        key,
+        &own,
+        &state,
+        started,
+        env,
+        &mut stop,
+        gh.as_ref(),
+    )
+    .await;
     if let Some(gh) = &gh {
-        let outputs = report::target_outputs(&state.lock().unwrap(), &result, &p.cfg);
-        gh.finish_within(&result, &outputs, &state, &p.cfg, stop.cleanup())
+        let outputs = report::final_outputs(&state.lock().unwrap(), &result, Some(&p.cfg));
+        gh.finish_within(&result, &outputs, &state, stop.cleanup())
             .await;
     }
     let status = status_of(&result);

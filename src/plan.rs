@@ -20,9 +20,9 @@ use crate::targets::{self, Found};
 
 /// GitHub Actions refuses a matrix that expands to more jobs than this.
 pub(crate) const GITHUB_MATRIX_JOBS_MAX: usize = 256;
-/// Stand-ins for the inputs only a deploy job needs, so that a plan checks
-/// everything else exactly as that job will; neither is ever sent.
-const PLAN_KEY_STAND_IN: &str = "plan-sends-nothing";
+/// A stand-in for the default deployment name, made from each deploy job's
+/// commit, so that a plan checks everything else exactly as that job will;
+/// never sent.
 const PLAN_NAME_STAND_IN: &str = "plan";
 
 /// The targets a run deploys, and why.
@@ -154,9 +154,7 @@ pub(crate) fn prepare(settings: &Settings, ci: &CiContext) -> Result<Prepared, S
     for (index, (found, _)) in sel.chosen.iter().enumerate() {
         let path = found.path.to_string_lossy();
         let cfg = Config::resolve(settings, &path, ci).map_err(|e| format!("{path}: {e}"))?;
-        if let Target::Model { dir, .. } = &cfg.target {
-            archive::plan(dir).map_err(|e| format!("{path}: {e:#}"))?;
-        }
+        check_files(&cfg).map_err(|e| format!("{path}: {e}"))?;
         planned.push(Planned {
             index,
             found: found.clone(),
@@ -164,6 +162,17 @@ pub(crate) fn prepare(settings: &Settings, ci: &CiContext) -> Result<Prepared, S
         });
     }
     Ok((sel, planned))
+}
+
+/// The truss's files, checked once per target in every mode (one target,
+/// several, a plan): what the truss holds is the user's input too, so a
+/// FIFO, a broken link or a name that is not UTF-8 is refused before any
+/// request. A chain's trusses are generated later, by its helper.
+pub(crate) fn check_files(cfg: &Config) -> Result<(), String> {
+    match &cfg.target {
+        Target::Model { dir, .. } => archive::plan(dir).map(drop).map_err(|e| format!("{e:#}")),
+        Target::Chain { .. } => Ok(()),
+    }
 }
 
 /// Plan mode: select, print the matrix on stdout (log lines go to stderr
@@ -177,17 +186,12 @@ pub(crate) fn run(
     json: bool,
 ) -> (Result<(), Failure>, Option<Fanout>) {
     // Every input a deploy job would refuse is refused here, so a matrix
-    // never fans out into jobs that all fail on the same input. Two
-    // inputs are the deploy jobs' own: the key (a plan needs none) and
-    // the default deployment name (made from each deploy job's commit).
+    // never fans out into jobs that all fail on the same input. The key is
+    // the deploy jobs' own (no settings hold it; a plan needs none), and so
+    // is the default deployment name (made from each deploy job's commit).
     let mut checked = inputs.clone();
-    for (input, stand_in) in [
-        (Input::BasetenApiKey, PLAN_KEY_STAND_IN),
-        (Input::DeploymentName, PLAN_NAME_STAND_IN),
-    ] {
-        if checked.trimmed(input).is_none() {
-            checked = checked.with(input, stand_in);
-        }
+    if checked.trimmed(Input::DeploymentName).is_none() {
+        checked = checked.with(Input::DeploymentName, PLAN_NAME_STAND_IN);
     }
     let prepared = Settings::parse(&checked, ci).and_then(|s| prepare(&s, ci));
     let sel = match prepared {

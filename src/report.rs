@@ -61,30 +61,13 @@ pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Ou
 }
 
 /// The outputs of a finished run as every writer (and GitHub) receives
-/// them: the status and error from `result`, and neither the API key nor
-/// the GitHub token in any of them, whatever a message, a status or a note
-/// happened to quote.
+/// them: the status and error from `result`, and no registered secret (the
+/// API key, the GitHub token) in any of them, whatever a message, a status
+/// or a note happened to quote.
 pub(crate) fn final_outputs(
     st: &State,
     result: &Result<(), Failure>,
     cfg: Option<&Config>,
-    secrets: &[String],
-) -> Outputs {
-    let secrets: Vec<Option<&str>> = secrets.iter().map(|s| Some(s.as_str())).collect();
-    outputs_redacted(st, result, cfg, &secrets)
-}
-
-/// One target's outputs in a several-target run, its own secrets redacted.
-pub(crate) fn target_outputs(st: &State, result: &Result<(), Failure>, cfg: &Config) -> Outputs {
-    let token = cfg.github.token.as_ref().map(|t| t.expose());
-    outputs_redacted(st, result, Some(cfg), &[Some(cfg.api_key.expose()), token])
-}
-
-fn outputs_redacted(
-    st: &State,
-    result: &Result<(), Failure>,
-    cfg: Option<&Config>,
-    secrets: &[Option<&str>],
 ) -> Outputs {
     let status = match result {
         Ok(()) => Status::Success,
@@ -94,24 +77,16 @@ fn outputs_redacted(
     if let Err(f) = result {
         outputs.error_message = f.to_string();
     }
-    for secret in secrets.iter().flatten() {
-        outputs.redact(secret);
-    }
-    outputs
+    outputs.redacted()
 }
 
 /// Defence in depth: should anything panic, the outputs are still written
 /// (status `deploy_failed`, the deployment if one was created, "internal
 /// error: …" with the key redacted) and the process exits 1 instead of
 /// dying bare.
-pub(crate) fn install_panic_hook(
-    ci_env: CiEnv,
-    out: OutputSettings,
-    state: Arc<Mutex<State>>,
-    key: String,
-) {
+pub(crate) fn install_panic_hook(ci_env: CiEnv, out: OutputSettings, state: Arc<Mutex<State>>) {
     std::panic::set_hook(Box::new(move |info| {
-        let outputs = panic_outputs(&state, &key, &info.to_string());
+        let outputs = panic_outputs(&state, &info.to_string());
         eprintln!("error: deploy_failed: {}", outputs.error_message);
         if let Some(path) = &ci_env.github_output {
             let _ = ci::append_github_output(path, &outputs);
@@ -131,10 +106,10 @@ pub(crate) fn install_panic_hook(
 
 /// The outputs the panic hook writes for `panic` (the panic's own text):
 /// what the state knew, unless a thread panicked holding it, and the
-/// message with the key redacted (the registry holds it already; `key`
-/// also covers a hook installed before it was registered).
-fn panic_outputs(state: &Mutex<State>, key: &str, panic: &str) -> Outputs {
-    let msg = secret::redact(&secret::scrub(panic), &[key]).into_owned();
+/// message with every registered secret redacted (the run registers them
+/// before it installs the hook).
+fn panic_outputs(state: &Mutex<State>, panic: &str) -> Outputs {
+    let msg = secret::scrub(panic).into_owned();
     let st = match state.try_lock() {
         Ok(g) => Some(g),
         Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
@@ -165,7 +140,6 @@ pub(crate) fn report(
     state: &Mutex<State>,
     kind: Kind,
     cfg: Option<&Config>,
-    secrets: &[String],
     result: &Result<(), Failure>,
     fanout: Option<&Fanout>,
 ) -> u8 {
@@ -177,7 +151,7 @@ pub(crate) fn report(
     // The writers, the summary, the JSON document and the reporter redact
     // every registered secret (the key and the GitHub token, registered by
     // `run` before anything could print) whatever quoted it.
-    let mut outputs = final_outputs(&st, result, cfg, secrets);
+    let mut outputs = final_outputs(&st, result, cfg);
     if let Some(f) = fanout {
         outputs.matrix = f.matrix.clone();
         outputs.targets_count = f.targets_count;
@@ -232,18 +206,11 @@ pub(crate) fn report(
             notes: &st.notes,
             history: &st.history,
             promotion: &st.promotion,
+            sections: &[crate::evidence::markdown(&st.evidence)],
         };
         if let Err(e) = ci::append_step_summary(path, &input) {
             r.warning(&format!(
                 "could not write the step summary (GITHUB_STEP_SUMMARY): {e:#}"
-            ));
-        } else if let Err(e) = crate::evidence::append_summary(
-            path,
-            &st.evidence,
-            &secrets.iter().map(String::as_str).collect::<Vec<_>>(),
-        ) {
-            r.warning(&format!(
-                "could not write the evidence to the step summary: {e}"
             ));
         }
     }
@@ -282,12 +249,13 @@ mod tests {
     #[test]
     fn a_panic_writes_outputs_naming_the_deployment_and_never_the_key() {
         const KEY: &str = "sk-panic-canary-3";
+        secret::register(KEY);
         let state = Mutex::new(State {
             deployment_id: Some("dep1".into()),
             ..State::default()
         });
         let panic = format!("panicked at src/model.rs:1:1: key {KEY}");
-        let outputs = panic_outputs(&state, KEY, &panic);
+        let outputs = panic_outputs(&state, &panic);
         assert_eq!(outputs.status, Status::DeployFailed);
         assert_eq!(outputs.deployment_id, "dep1");
         assert_eq!(
@@ -301,7 +269,7 @@ mod tests {
         assert!(text.contains("dep1") && !text.contains(KEY), "{text}");
 
         let held = state.lock().unwrap();
-        let outputs = panic_outputs(&state, KEY, &panic);
+        let outputs = panic_outputs(&state, &panic);
         drop(held);
         assert_eq!(
             outputs.deployment_id, "",

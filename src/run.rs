@@ -8,12 +8,14 @@ use crate::ci::{CiEnv, Reporter};
 use crate::ci_context::CiContext;
 use crate::cli::{Cli, EnvLookup};
 use crate::config::Config;
-use crate::execute::{Signals, Stop, execute};
+use crate::execute::{self, Signals, Stop};
 use crate::flow::State;
 use crate::github;
 use crate::kind::Kind;
 use crate::outcome::Failure;
+use crate::plan::check_files;
 use crate::report::{self, install_panic_hook, report};
+use crate::secret::Secret;
 use crate::settings::{Early, Settings};
 
 /// Runs the whole job and returns the process exit code. `parse_error` is a
@@ -27,7 +29,6 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     let rep = Arc::new(Mutex::new(Reporter::stdio(ci_env.kind())));
     let inputs = cli.gather(env);
     let early = Early::read(&inputs);
-    let secrets = early.secrets.clone();
     let out_settings = early.outputs.clone();
     if early.stdout_is_data {
         // Nothing but the document goes to stdout from here on, masks
@@ -35,34 +36,38 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         // piece of data turns every log line to stderr.
         rep.lock().unwrap().data("");
     }
+    // Registered before anything can print: every sink redacts them.
     for k in &early.secrets {
-        rep.lock().unwrap().mask(k);
+        rep.lock().unwrap().mask(k.expose());
     }
     let started = Instant::now();
     let state = Arc::new(Mutex::new(State {
         model_name: early.model_name.clone(),
         ..State::default()
     }));
-    install_panic_hook(
-        ci_env.clone(),
-        out_settings.clone(),
-        Arc::clone(&state),
-        early.api_key.clone(),
-    );
+    install_panic_hook(ci_env.clone(), out_settings.clone(), Arc::clone(&state));
 
-    let plan = early.plan;
+    let plan = early.plan.clone();
+    // A malformed key is refused on every road; a missing one only where
+    // it is needed (a plan needs none).
+    let key = early.deploy_key();
+    let malformed = early.api_key.clone().err();
     // A bad `plan` is an input error like the others found this early.
     let early = parse_error
         .or(early.outputs_error)
-        .or_else(|| plan.clone().err());
+        .or_else(|| plan.clone().err())
+        .or(malformed);
     // A plan, several targets or change detection take their own road;
     // one target named plainly takes today's, unchanged.
     let road = match early {
         Some(e) => Err(e),
         None if plan == Ok(true) => Ok(Road::Plan),
-        None => Settings::parse(&inputs, &ci_context).map(|s| match crate::multi::wanted(&s) {
-            true => Road::Several(s),
-            false => Road::One(s),
+        None => Settings::parse(&inputs, &ci_context).and_then(|s| {
+            let key = key?;
+            Ok(match crate::multi::wanted(&s) {
+                true => Road::Several(s, key),
+                false => Road::One(s, key),
+            })
         }),
     };
     let (result, kind, cfg, fanout) = match road {
@@ -71,12 +76,14 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
             let (r, fanout) = crate::plan::run(&inputs, &ci_context, &rep, out_settings.json);
             (r, Kind::Model, None, fanout)
         }
-        Ok(Road::Several(s)) => {
+        Ok(Road::Several(s, key)) => {
             let (r, fanout) =
-                crate::multi::run(&s, env, &ci_context, &rep, &state, &mut signals).await;
+                crate::multi::run(&s, &key, env, &ci_context, &rep, &state, &mut signals).await;
             (r, Kind::Model, None, fanout)
         }
-        Ok(Road::One(s)) => match Config::resolve(&s, s.truss_directory.trim(), &ci_context) {
+        Ok(Road::One(s, key)) => match Config::resolve(&s, s.truss_directory.trim(), &ci_context)
+            .and_then(|cfg| check_files(&cfg).map(|()| cfg))
+        {
             Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
             Ok(cfg) => {
                 let kind = cfg.target.kind();
@@ -84,9 +91,11 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
                 for n in &cfg.notices {
                     rep.lock().unwrap().notice(n);
                 }
-                let gh = github::Session::open(&cfg, &|k| env(k).ok(), &rep);
-                let r = execute(
+                let gh = execute::github_job(&cfg)
+                    .and_then(|job| github::Session::open(job, &|k| env(k).ok(), &rep));
+                let r = execute::execute(
                     &cfg,
+                    &key,
                     &rep,
                     &state,
                     started,
@@ -96,10 +105,8 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
                 )
                 .await;
                 if let Some(gh) = &gh {
-                    let outputs =
-                        report::final_outputs(&state.lock().unwrap(), &r, Some(&cfg), &secrets);
-                    gh.finish_within(&r, &outputs, &state, &cfg, signals.next())
-                        .await;
+                    let outputs = report::final_outputs(&state.lock().unwrap(), &r, Some(&cfg));
+                    gh.finish_within(&r, &outputs, &state, signals.next()).await;
                 }
                 (r, kind, Some(cfg), None)
             }
@@ -112,7 +119,6 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         &state,
         kind,
         cfg.as_ref(),
-        &secrets,
         &result,
         fanout.as_ref(),
     )
@@ -123,7 +129,7 @@ enum Road {
     /// `plan`: print the targets, deploy nothing.
     Plan,
     /// Several targets, or change detection.
-    Several(Settings),
+    Several(Settings, Secret),
     /// One target named plainly.
-    One(Settings),
+    One(Settings, Secret),
 }

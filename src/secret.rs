@@ -1,5 +1,6 @@
 //! A string that must never be printed (the API key), and the one
-//! redaction every sink goes through: the reporter (stdout, stderr), the
+//! redaction every sink goes through (`register` once, `scrub` at each
+//! sink): the reporter (stdout, stderr), the
 //! outputs, files and summary, the JSON documents, debug logs and panic
 //! messages.
 //!
@@ -20,7 +21,7 @@ static REGISTERED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// `text` with every occurrence of each secret replaced by `***`; borrowed
 /// when there is none. Empty secrets are ignored.
-pub(crate) fn redact<'a, S: AsRef<str>>(text: &'a str, secrets: &[S]) -> Cow<'a, str> {
+fn redact<'a, S: AsRef<str>>(text: &'a str, secrets: &[S]) -> Cow<'a, str> {
     let mut text = Cow::Borrowed(text);
     for secret in secrets.iter().map(AsRef::as_ref) {
         if !secret.is_empty() && text.contains(secret) {
@@ -54,18 +55,13 @@ pub(crate) fn scrub(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// `text` redacted of every registered secret.
-pub(crate) fn redact_registered(text: &str) -> String {
-    scrub(text).into_owned()
-}
-
 /// Standard error through the process-wide redaction, for debug logs.
 pub struct RedactedStderr;
 
 impl Write for RedactedStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
-        std::io::stderr().write_all(redact_registered(&text).as_bytes())?;
+        std::io::stderr().write_all(scrub(&text).as_bytes())?;
         Ok(buf.len())
     }
 
@@ -111,10 +107,7 @@ mod tests {
         assert!(matches!(redact("nothing", &["k1"]), Cow::Borrowed(_)));
         assert_eq!(redact("x", &[""]), "x");
         register("sk-registered-canary");
-        assert_eq!(
-            redact_registered("Api-Key sk-registered-canary"),
-            "Api-Key ***"
-        );
+        assert_eq!(scrub("Api-Key sk-registered-canary"), "Api-Key ***");
         register("sk-registered");
         assert_eq!(scrub("sk-registered-canary sk-registered"), "*** ***");
         assert!(matches!(scrub("clean"), Cow::Borrowed(_)));

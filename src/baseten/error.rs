@@ -129,7 +129,7 @@ pub(crate) async fn from_status(what: &str, mut resp: Response) -> ApiError {
         .unwrap_or_default();
     // Secrets are removed before the body is cut: a cut could keep part
     // of one, which no later redaction would recognise.
-    let body = crate::secret::redact_registered(&String::from_utf8_lossy(&head));
+    let body = crate::secret::scrub(&String::from_utf8_lossy(&head)).into_owned();
     let detail = serde_json::from_str::<Value>(&body)
         .ok()
         .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))

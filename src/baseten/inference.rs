@@ -87,7 +87,7 @@ impl Api {
                 .await
                 .unwrap_or_default();
             // Redacted before it is cut, so no part of a secret survives.
-            let head: String = crate::secret::redact_registered(&String::from_utf8_lossy(&body))
+            let head: String = crate::secret::scrub(&String::from_utf8_lossy(&body))
                 .chars()
                 .take(ERROR_HEAD_CHARS)
                 .collect();

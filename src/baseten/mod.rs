@@ -195,8 +195,7 @@ impl Api {
     fn shown_head(&self, bytes: &[u8]) -> String {
         let end = bytes.len().min(GARBLED_SHOWN_BYTES + 1024);
         let text = String::from_utf8_lossy(&bytes[..end]);
-        let text = crate::secret::redact(&text, &[self.key.expose()]);
-        let text = crate::secret::redact_registered(&text);
+        let text = crate::secret::scrub(&text);
         let mut shown = net::show_bytes(text.as_bytes(), GARBLED_SHOWN_BYTES);
         if end < bytes.len() && !shown.ends_with('…') {
             shown.push('…');
@@ -249,11 +248,11 @@ impl Api {
     }
 
     /// The same client (same connections, notes and garbled-answer counts)
-    /// whose requests end by `deadline`; `None` lifts the bound (the
-    /// caller then bounds the call itself).
-    pub(crate) fn until(&self, deadline: Option<Instant>) -> Api {
+    /// whose requests end by `deadline`: a phase's, from the run's budget
+    /// (`crate::budget::Budget::until`, through `flow::Ctx::api_for`).
+    pub(crate) fn until(&self, deadline: Instant) -> Api {
         Api {
-            deadline,
+            deadline: Some(deadline),
             ..self.clone()
         }
     }

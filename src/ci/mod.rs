@@ -13,7 +13,14 @@
 //!   file of single-quoted assignments that is safe to `source`, or one JSON
 //!   object of strings. A destination that cannot be written is an error the
 //!   caller reports; writes never block the process for long.
-//! - `summary`: the Markdown step summary, capped at GitHub's 1 MiB.
+//! - `outputs/file`: the one sink every file the run writes goes through
+//!   (`write_file` for the rest of the crate): redacted, bounded in time,
+//!   refusing what cannot hold text, its error naming the file.
+//! - `summary`: the Markdown step summary, one page with one budget
+//!   (GitHub's 1 MiB) that every section, the evidence included, draws
+//!   from.
+//! - `markdown`: escaping for every Markdown page (the summary, the
+//!   evidence section, the pull-request comment).
 //! - `reporter`: the `Reporter` that owns stdout and stderr — groups,
 //!   annotations, masking and upload progress in the CI system's own form.
 //! - `runner_text`: where GitHub's runner ends a line and what it reads
@@ -31,6 +38,7 @@
 mod detect;
 mod format;
 mod json;
+pub(crate) mod markdown;
 mod outputs;
 mod reporter;
 mod runner_text;
@@ -42,8 +50,8 @@ pub(crate) use format::{format_bytes, format_utc, human_duration as human};
 pub(crate) use json::render_result;
 pub(crate) use json::{TargetResult, results_json};
 pub(crate) use outputs::OutputsFormat;
+pub(crate) use outputs::replace_file as write_file;
 pub(crate) use outputs::{Outputs, append_github_output, write_outputs_file};
-pub(crate) use outputs::{append_bounded, replace_bounded};
 pub(crate) use reporter::{Level, Reporter, Sink};
 pub(crate) use summary::{Cell, TableSummary, append_table_summary};
 pub(crate) use summary::{PredictStats, StatusEvent};

@@ -1,12 +1,14 @@
-//! The Markdown step summary: the result table, links, error, notes and
-//! the status history, kept under GitHub's size limit.
+//! The Markdown step summary: the result table, links, error, notes, the
+//! status history and the sections after them (the evidence), on one page
+//! with one budget — what is left of GitHub's 1 MiB — that every part
+//! draws from. Past it, parts are cut with a marker, the verdict at the
+//! top never.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use anyhow::Context;
-
 use super::format::{format_deploy_time, format_elapsed, format_utc};
+use super::markdown;
 use super::outputs::{Outputs, append_file, lacks_final_newline, truncate_bytes, truncate_chars};
 use crate::kind::Kind;
 use crate::outcome::Status;
@@ -68,25 +70,47 @@ pub(crate) struct SummaryInput<'a> {
     pub(crate) history: &'a [StatusEvent],
     /// A gated promotion's steps: traffic over time and the rollback.
     pub(crate) promotion: &'a [StatusEvent],
+    /// Markdown sections after the result (the evidence), in order; each
+    /// is cut with the marker when the page is full.
+    pub(crate) sections: &'a [String],
 }
 
 /// Longest error message or note kept in the summary, so the table and
 /// links always fit under the size cap.
 const SUMMARY_TEXT_MAX_CHARS: usize = 64 * 1024;
 const SUMMARY_TRUNCATED_MARKER: &str = "\n\n_Summary truncated to fit GitHub's 1 MiB limit._\n";
+/// What the result's own part leaves for the sections after it when the
+/// page is full: enough for each section's heading and verdict.
+const SECTIONS_RESERVE_BYTES: usize = 64 * 1024;
 
-/// Renders the summary Markdown, at most `max_bytes` long: history rows are
-/// dropped from the middle first (keeping the first row and the latest
-/// ones), and only then is the text cut.
+/// Renders the summary Markdown, at most `max_bytes` long. The result comes
+/// first and keeps its verdict: past the budget its history rows are
+/// dropped from the middle (the first row and the latest ones kept), and
+/// only then is its text cut; the sections after it share what is left,
+/// each cut at a line with the marker (its heading and verdict first).
 fn render_summary(input: &SummaryInput<'_>, max_bytes: usize) -> String {
+    let wanted: usize = input.sections.iter().map(String::len).sum();
+    let own = max_bytes - wanted.min(SECTIONS_RESERVE_BYTES).min(max_bytes / 2);
     let rows = input.history.len();
     let mut text = render_summary_with(input, rows);
     let mut keep = rows;
-    while text.len() > max_bytes && keep > 0 {
+    while text.len() > own && keep > 0 {
         keep /= 2;
         text = render_summary_with(input, keep);
     }
-    cut_to(text, max_bytes)
+    let mut page = cut_to(text, own);
+    for section in input.sections {
+        let left = max_bytes - page.len();
+        if section.len() <= left {
+            page.push_str(section);
+            continue;
+        }
+        if let Some(cut) = markdown::cut(section, left, SUMMARY_TRUNCATED_MARKER) {
+            page.push_str(&cut);
+        }
+        break;
+    }
+    page
 }
 
 /// `text` if it fits in `max_bytes`, else cut to fit with the truncation
@@ -120,12 +144,12 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
         format!(
             "## {} Truss Deploy ({kind_word}): {}",
             if ok { "✅" } else { "❌" },
-            escape_inline(name)
+            markdown::inline(name)
         ),
         String::new(),
         "| Metric | Value |".into(),
         "|--------|-------|".into(),
-        metric_row("Status", &code_cell(out.status.as_str())),
+        metric_row("Status", &markdown::code(out.status.as_str())),
         metric_row(id_label, &code_or_na(id)),
         metric_row("Deployment ID", &code_or_na(&out.deployment_id)),
         metric_row(
@@ -155,7 +179,7 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
         ("Previous Deployment", &out.previous_deployment_id),
     ] {
         if !value.is_empty() && *value != out.deployment_id {
-            lines.push(metric_row(label, &code_cell(value)));
+            lines.push(metric_row(label, &markdown::code(value)));
         }
     }
     if let Some(back) = out.rolled_back {
@@ -171,24 +195,27 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
     if !out.last_status.is_empty() {
         lines.push(metric_row(
             "Last Platform Status",
-            &code_cell(&out.last_status),
+            &markdown::code(&out.last_status),
         ));
     }
 
     let mut links = Vec::new();
     if !out.logs_url.is_empty() {
-        links.push(format!("[View logs]({})", link_target(&out.logs_url)));
+        links.push(format!(
+            "[View logs]({})",
+            markdown::link_target(&out.logs_url)
+        ));
     }
     if !input.page_url.is_empty() {
         links.push(format!(
             "[{kind_word} page]({})",
-            link_target(input.page_url)
+            markdown::link_target(input.page_url)
         ));
     }
     if !out.environment_url.is_empty() {
         links.push(format!(
             "[Environment URL]({})",
-            link_target(&out.environment_url)
+            markdown::link_target(&out.environment_url)
         ));
     }
     if !links.is_empty() {
@@ -198,7 +225,7 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
 
     if !ok && !out.error_message.is_empty() {
         let message = truncate_chars(&out.error_message, SUMMARY_TEXT_MAX_CHARS);
-        let fence = code_fence(message);
+        let fence = markdown::fence_for(message);
         lines.push(String::new());
         lines.push("**Error:**".into());
         lines.push(String::new());
@@ -214,7 +241,7 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
         for note in input.notes {
             lines.push(format!(
                 "- {}",
-                escape_inline(truncate_chars(note, SUMMARY_TEXT_MAX_CHARS))
+                markdown::inline(truncate_chars(note, SUMMARY_TEXT_MAX_CHARS))
             ));
         }
     }
@@ -267,13 +294,13 @@ fn history_row(event: &StatusEvent) -> String {
     let status = if event.status.is_empty() {
         String::new()
     } else {
-        code_cell(&event.status)
+        markdown::code(&event.status)
     };
     format!(
         "| {} | {} | {status} | {} |",
         format_utc(event.at),
         format_elapsed(event.elapsed),
-        escape_cell(&event.event)
+        markdown::cell(&event.event)
     )
 }
 
@@ -281,65 +308,8 @@ fn code_or_na(id: &str) -> String {
     if id.is_empty() {
         "N/A".into()
     } else {
-        code_cell(id)
+        markdown::code(id)
     }
-}
-
-/// A value as an inline code span inside a table cell. Code spans show text
-/// literally, so only the table's own syntax (`|`, line breaks) is escaped;
-/// a value with a backtick cannot be a simple code span and is shown as text.
-fn code_cell(value: &str) -> String {
-    if value.contains('`') || value.is_empty() {
-        return escape_cell(value);
-    }
-    let one_line = value.replace(['\r', '\n'], " ");
-    format!("`{}`", one_line.replace('|', "\\|"))
-}
-
-/// Text for a Markdown table cell: `|` escaped, line breaks as `<br>`, and
-/// HTML-significant characters as entities so a value cannot inject markup.
-fn escape_cell(value: &str) -> String {
-    let normalized = value.replace("\r\n", "\n").replace('\r', "\n");
-    let mut out = String::with_capacity(normalized.len());
-    for c in normalized.chars() {
-        match c {
-            '|' => out.push_str("\\|"),
-            '\n' => out.push_str("<br>"),
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Text for a heading or list item: one line, no markup injection.
-fn escape_inline(value: &str) -> String {
-    escape_cell(value).replace("<br>", " ")
-}
-
-/// Percent-encodes the characters that would end or break a Markdown link target.
-fn link_target(url: &str) -> String {
-    let mut out = String::with_capacity(url.len());
-    for c in url.chars() {
-        match c {
-            ' ' => out.push_str("%20"),
-            '(' => out.push_str("%28"),
-            ')' => out.push_str("%29"),
-            '<' => out.push_str("%3C"),
-            '>' => out.push_str("%3E"),
-            '\n' | '\r' => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A backtick fence longer than any backtick run in `text` (at least three).
-fn code_fence(text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    "`".repeat(longest.max(2) + 1)
 }
 
 /// A cell of a [`TableSummary`].
@@ -370,10 +340,14 @@ pub(crate) struct TableSummary<'a> {
 fn render_cell(cell: &Cell) -> String {
     match cell {
         Cell::Text(t) if t.is_empty() => "N/A".into(),
-        Cell::Text(t) => escape_cell(truncate_chars(t, SUMMARY_TEXT_MAX_CHARS)),
+        Cell::Text(t) => markdown::cell(truncate_chars(t, SUMMARY_TEXT_MAX_CHARS)),
         Cell::Code(c) => code_or_na(c),
-        Cell::Link { label, url } if url.is_empty() => escape_cell(label),
-        Cell::Link { label, url } => format!("[{}]({})", escape_cell(label), link_target(url)),
+        Cell::Link { label, url } if url.is_empty() => markdown::cell(label),
+        Cell::Link { label, url } => format!(
+            "[{}]({})",
+            markdown::cell(label),
+            markdown::link_target(url)
+        ),
     }
 }
 
@@ -382,7 +356,7 @@ fn render_table_summary(input: &TableSummary<'_>, max_bytes: usize) -> String {
         format!(
             "## {} {}",
             if input.ok { "✅" } else { "❌" },
-            escape_inline(input.heading)
+            markdown::inline(input.heading)
         ),
         String::new(),
         format!("| {} |", input.columns.join(" | ")),
@@ -405,7 +379,7 @@ fn render_table_summary(input: &TableSummary<'_>, max_bytes: usize) -> String {
         for d in input.details {
             lines.push(format!(
                 "- {}",
-                escape_inline(truncate_chars(d, SUMMARY_TEXT_MAX_CHARS))
+                markdown::inline(truncate_chars(d, SUMMARY_TEXT_MAX_CHARS))
             ));
         }
     }
@@ -449,10 +423,10 @@ pub(crate) fn append_table_summary(path: &Path, input: &TableSummary<'_>) -> any
     write_summary(path, &render_table_summary(&input, budget))
 }
 
-/// Appends rendered summary text, redacted once more as a whole.
+/// Appends rendered summary text through the sink (which redacts it once
+/// more as a whole).
 fn write_summary(path: &Path, text: &str) -> anyhow::Result<()> {
-    append_file(path, scrub(text).as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))
+    Ok(append_file(path, text)?)
 }
 
 /// What is left of GitHub's 1 MiB in the summary file at `path`.
@@ -481,12 +455,18 @@ pub(crate) fn append_step_summary(path: &Path, input: &SummaryInput<'_>) -> anyh
     let notes: Vec<String> = input.notes.iter().map(|n| scrub(n).into_owned()).collect();
     let history: Vec<StatusEvent> = input.history.iter().map(StatusEvent::redacted).collect();
     let promotion: Vec<StatusEvent> = input.promotion.iter().map(StatusEvent::redacted).collect();
+    let sections: Vec<String> = input
+        .sections
+        .iter()
+        .map(|s| scrub(s).into_owned())
+        .collect();
     let input = SummaryInput {
         outputs: &outputs,
         page_url: &page_url,
         notes: &notes,
         history: &history,
         promotion: &promotion,
+        sections: &sections,
         ..input.clone()
     };
     write_summary(path, &render_summary(&input, budget))
@@ -532,6 +512,7 @@ mod tests {
             notes: &notes,
             history: &history,
             promotion: &[],
+            sections: &[],
         };
         let want = "\
 ## ✅ Truss Deploy (Model): my-model
@@ -583,6 +564,7 @@ mod tests {
             notes: &notes,
             history: &history,
             promotion: &[],
+            sections: &[],
         };
         let want = "\
 ## ❌ Truss Deploy (Chain): my\\|chain
@@ -632,6 +614,7 @@ last poll: HTTP 503 ```busy```
             notes: &[],
             history: &[],
             promotion: &[],
+            sections: &[],
         };
         let text = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
         assert!(text.contains(
@@ -660,6 +643,7 @@ last poll: HTTP 503 ```busy```
             notes: &[],
             history: &history,
             promotion: &[],
+            sections: &[],
         };
         let full = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
         assert!(full.contains("poll 2500"), "everything fits under 1 MiB");
@@ -684,6 +668,7 @@ last poll: HTTP 503 ```busy```
             notes: &[],
             history: &[],
             promotion: &[],
+            sections: &[],
         };
         let capped = render_summary(&input, 4096);
         assert!(capped.len() <= 4096);
@@ -705,6 +690,7 @@ last poll: HTTP 503 ```busy```
             notes: &[],
             history: &[],
             promotion: &[],
+            sections: &[],
         };
         append_step_summary(&path, &input).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
@@ -721,6 +707,63 @@ last poll: HTTP 503 ```busy```
     }
 
     #[test]
+    fn sections_share_the_one_budget_and_are_cut_after_their_verdict() {
+        let outputs = full_outputs();
+        let history: Vec<StatusEvent> = (0..4000)
+            .map(|i| StatusEvent {
+                at: at(1_700_000_000 + i),
+                elapsed: Duration::from_secs(i),
+                status: "BUILDING".into(),
+                event: "in progress".into(),
+            })
+            .collect();
+        let evidence = format!(
+            "\n### ❌ Evidence FAILED (predict): p95 900 ms\n\n<details><summary>a failed</summary>\n\n```diff\n{}```\n</details>\n",
+            "- expected\n+ got\n".repeat(100_000)
+        );
+        let sections = [evidence];
+        let input = SummaryInput {
+            kind: Kind::Model,
+            outputs: &outputs,
+            predict: None,
+            page_url: "",
+            notes: &[],
+            history: &history,
+            promotion: &[],
+            sections: &sections,
+        };
+        let max = 256 * 1024;
+        let page = render_summary(&input, max);
+        assert!(page.len() <= max, "{}", page.len());
+        assert!(
+            page.starts_with("## ✅ Truss Deploy (Model): my-model"),
+            "the verdict stays on top"
+        );
+        assert!(page.contains("| **Status** | `success` |"));
+        assert!(
+            page.contains("### ❌ Evidence FAILED (predict): p95 900 ms"),
+            "its own verdict stays"
+        );
+        assert!(page.contains("rows omitted"), "history made room first");
+        assert!(
+            page.ends_with(&format!("```\n</details>\n{SUMMARY_TRUNCATED_MARKER}")),
+            "closed, then marked"
+        );
+        // Room enough: everything, whole.
+        let small = [String::from("\n### ✅ Evidence passed\n")];
+        let input = SummaryInput {
+            sections: &small,
+            history: &[],
+            ..input
+        };
+        let page = render_summary(&input, max);
+        assert!(
+            page.ends_with("### ✅ Evidence passed\n") && !page.contains("truncated"),
+            "{page}"
+        );
+    }
+
+    #[test]
     fn cells_escape_table_syntax_and_markup() {
         let cases = [
             ("plain", "plain"),
@@ -730,14 +773,17 @@ last poll: HTTP 503 ```busy```
             ("<script>&", "&lt;script&gt;&amp;"),
         ];
         for (raw, want) in cases {
-            assert_eq!(escape_cell(raw), want, "{raw:?}");
+            assert_eq!(markdown::cell(raw), want, "{raw:?}");
         }
-        assert_eq!(code_cell("a|b"), "`a\\|b`");
-        assert_eq!(code_cell("a\nb"), "`a b`");
-        assert_eq!(code_cell("a`b"), "a`b");
-        assert_eq!(code_fence("no ticks"), "```");
-        assert_eq!(code_fence("has ```` four"), "`````");
-        assert_eq!(link_target("https://x/a b(c)"), "https://x/a%20b%28c%29");
+        assert_eq!(markdown::code("a|b"), "`a\\|b`");
+        assert_eq!(markdown::code("a\nb"), "`a b`");
+        assert_eq!(markdown::code("a`b"), "a`b");
+        assert_eq!(markdown::fence_for("no ticks"), "```");
+        assert_eq!(markdown::fence_for("has ```` four"), "`````");
+        assert_eq!(
+            markdown::link_target("https://x/a b(c)"),
+            "https://x/a%20b%28c%29"
+        );
     }
 
     #[test]
@@ -767,6 +813,7 @@ last poll: HTTP 503 ```busy```
             notes: &notes,
             history: &history,
             promotion: &history,
+            sections: &[],
         };
         append_step_summary(&path, &input).unwrap();
         let rows = [vec![

@@ -14,8 +14,6 @@ mod sampler;
 mod stats;
 pub(crate) mod verdict;
 
-use std::path::Path;
-
 use anyhow::anyhow;
 use serde_json::json;
 
@@ -341,14 +339,10 @@ fn write_file(run: &Run<'_>, all: &[Analysis]) -> Result<(), String> {
     };
     let doc = json!({ "analyses": all });
     let text = serde_json::to_string_pretty(&doc).expect("plain data serializes");
-    // An answer quoted in a diff could echo a secret back.
-    let text = crate::secret::redact_registered(&text);
-    crate::ci::replace_bounded(path, (text + "\n").as_bytes()).map_err(|e| {
-        format!(
-            "analysis-file {} could not be written ({e}): the evidence is not recorded, so the run does not pass",
-            path.display()
-        )
-    })
+    // The sink redacts what an answer quoted in a diff echoed back, and
+    // bounds the write (a FIFO nobody reads); its error names the file.
+    crate::ci::write_file(path, &(text + "\n"))
+        .map_err(|e| format!("{e}: the evidence is not recorded, so the run does not pass"))
 }
 
 /// What the metrics watcher remembers between polls.
@@ -479,19 +473,4 @@ pub(crate) fn output_entries(all: &[Analysis]) -> Vec<(&'static str, String)> {
 /// The step summary's evidence sections, one per analysis.
 pub(crate) fn markdown(all: &[Analysis]) -> String {
     all.iter().map(Analysis::markdown).collect()
-}
-
-/// Appends the evidence sections to the step summary file, through the
-/// bounded writer.
-pub(crate) fn append_summary(
-    path: &Path,
-    all: &[Analysis],
-    secrets: &[&str],
-) -> std::io::Result<()> {
-    if all.is_empty() {
-        return Ok(());
-    }
-    let secrets: Vec<&str> = secrets.iter().copied().filter(|s| !s.is_empty()).collect();
-    let text = crate::secret::redact(&markdown(all), &secrets).into_owned();
-    crate::ci::append_bounded(path, text.as_bytes())
 }

@@ -16,6 +16,7 @@ use super::check::Mismatch;
 use super::metrics::Live;
 use super::sampler::{Sample, Sampled, Side};
 use super::stats::{self, MannWhitney, Method, alike};
+use crate::ci::markdown;
 
 /// The significance level of the regression test.
 pub(crate) const REGRESSION_ALPHA: f64 = 0.05;
@@ -676,17 +677,17 @@ impl Analysis {
             if self.passed { "✅" } else { "❌" },
             if self.passed { "passed" } else { "failed" },
             self.phase,
-            escape(&self.headline),
-            escape(&self.numbers_line())
+            markdown::inline(&self.headline),
+            markdown::inline(&self.numbers_line())
         );
         for r in &self.reasons {
-            out.push_str(&format!("- {}\n", escape(r)));
+            out.push_str(&format!("- {}\n", markdown::inline(r)));
         }
         for s in &self.skipped {
-            out.push_str(&format!("- ⚠️ {}\n", escape(s)));
+            out.push_str(&format!("- ⚠️ {}\n", markdown::inline(s)));
         }
         if let Some(d) = self.detect_line() {
-            out.push_str(&format!("- {}\n", escape(&d)));
+            out.push_str(&format!("- {}\n", markdown::inline(&d)));
         }
         if !self.reasons.is_empty() || !self.skipped.is_empty() || self.regression.is_some() {
             out.push('\n');
@@ -696,7 +697,7 @@ impl Analysis {
         for c in &self.cases {
             out.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} | {} |\n",
-                escape(&c.name),
+                markdown::inline(&c.name),
                 Self::case_cell(c),
                 c.requests,
                 c.errors,
@@ -713,15 +714,15 @@ impl Analysis {
                 .collect();
             out.push_str(&format!(
                 "\n<details><summary>{}: {}</summary>\n\nThe first failing answer:\n\n```diff\n",
-                escape(&c.name),
-                escape(&counts.join(", "))
+                markdown::inline(&c.name),
+                markdown::inline(&counts.join(", "))
             ));
             for m in &c.mismatches {
                 out.push_str(&format!(
                     "# {}\n- {}\n+ {}\n",
-                    fence_safe(&m.expectation),
-                    fence_safe(&m.expected),
-                    fence_safe(&m.got)
+                    markdown::fence_line(&m.expectation),
+                    markdown::fence_line(&m.expected),
+                    markdown::fence_line(&m.got)
                 ));
             }
             out.push_str("```\n</details>\n");
@@ -804,19 +805,6 @@ fn axis_decimals(bottom: f64, top: f64) -> usize {
     } else {
         ((5.0 / span).log10().ceil() as usize).min(4)
     }
-}
-
-/// Text for a table cell or heading: no pipes, no new lines, no HTML.
-fn escape(s: &str) -> String {
-    s.replace('|', "\\|")
-        .replace(['\n', '\r'], " ")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// Text inside a fenced block: no line may close the fence.
-fn fence_safe(s: &str) -> String {
-    s.replace("```", "'''").replace(['\n', '\r'], " ")
 }
 
 #[cfg(test)]

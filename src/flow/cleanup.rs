@@ -3,22 +3,12 @@
 //! explicitly. A check that fails counts as serving, because a failed check
 //! must never take production down.
 
-use std::time::{Duration, Instant};
-
 use anyhow::anyhow;
 
 use super::{Ctx, State};
 use crate::baseten::{Api, ApiError};
+use crate::budget::Phase;
 use crate::outcome::Failure;
-
-/// How long cleanup may take: the last part of the run's budget.
-pub(crate) const CLEANUP_ALLOWANCE_SECS: u64 = 60;
-/// How long cleanup may take once the run is cancelled (GitHub sends
-/// SIGTERM 7.5 s after SIGINT, and kills 2.5 s later).
-pub(crate) const CANCELLED_CLEANUP_BUDGET_SECS: u64 = 3;
-/// Everything after a signal — a gated rollback and every deactivation —
-/// ends this long after it, a second before the runner's SIGTERM.
-pub(crate) const CANCELLED_TAIL_MILLIS: u64 = 6_500;
 
 /// Whether a deployment may be serving traffic.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,37 +89,12 @@ fn after_check(gated: bool, serving: &Serving) -> Act {
     }
 }
 
-/// When every request of one deployment's cleanup (the check and the
-/// deactivation) must end: its allowance from `now`, whatever the deploy
-/// budget left, yet never past the run's end plus the cleanup minute (a
-/// rollback that ran late took from it); after a signal, one deadline for
-/// the rollback and every deployment's cleanup together.
-fn cleanup_end(
-    now: Instant,
-    cancelled: bool,
-    run_until: Instant,
-    cancelled_at: Option<Instant>,
-) -> Instant {
-    let allowance = if cancelled {
-        CANCELLED_CLEANUP_BUDGET_SECS
-    } else {
-        CLEANUP_ALLOWANCE_SECS
-    };
-    let end = (now + Duration::from_secs(allowance))
-        .min(run_until + Duration::from_secs(CLEANUP_ALLOWANCE_SECS));
-    match cancelled_at {
-        Some(at) => end.min(at + Duration::from_millis(CANCELLED_TAIL_MILLIS)),
-        None => end,
-    }
-}
-
 /// Decides ([`start`], [`after_check`]) and performs cleanup. `serving`
 /// checks whether the deployment serves an environment; `deactivate`
 /// deactivates it; both make their requests through the handle they are
 /// given (the cleanup's budget).
 async fn cleanup_deployment(
     ctx: &Ctx<'_>,
-    cancelled: bool,
     label: &str,
     serving: impl AsyncFnOnce(&Api) -> Serving,
     deactivate: impl AsyncFnOnce(&Api) -> Result<(), ApiError>,
@@ -151,9 +116,10 @@ async fn cleanup_deployment(
         }
         return Ok(());
     }
-    let cancelled_at = ctx.state.lock().unwrap().cancelled_at;
-    let end = cleanup_end(Instant::now(), cancelled, ctx.run_until, cancelled_at);
-    let api = ctx.api.until(Some(end));
+    // Its allowance from now, whatever the deploy budget left, yet never
+    // past the run's end plus the cleanup minute; after a signal, one
+    // tail for the rollback and every deployment's cleanup together.
+    let api = ctx.api_for(Phase::Cleanup);
     ctx.group("Cleanup");
     let act = match first {
         Start::Check => after_check(gated, &serving(&api).await),
@@ -197,7 +163,6 @@ async fn cleanup_deployment(
 /// `deactivate` take the owner id and a deployment id.
 pub(crate) async fn cleanup_created(
     ctx: &Ctx<'_>,
-    cancelled: bool,
     owner: fn(&State) -> &Option<String>,
     kind: &str,
     serving: impl AsyncFn(&Api, &str, &str) -> Serving,
@@ -210,7 +175,6 @@ pub(crate) async fn cleanup_created(
     for id in ids {
         let r = cleanup_deployment(
             ctx,
-            cancelled,
             &format!("{kind} {id}"),
             async |api: &Api| serving(api, &owner_id, &id).await,
             async |api: &Api| deactivate(api, &owner_id, &id).await,
@@ -276,27 +240,6 @@ mod tests {
                 after_check(gated, &unknown()),
                 Act::Leave { why } if why.contains("(503)")
             ));
-        }
-    }
-
-    #[test]
-    fn the_cleanup_deadline() {
-        let t0 = Instant::now();
-        let s = Duration::from_secs;
-        let ms = Duration::from_millis;
-        // (now, cancelled, run_until, cancelled_at, expected)
-        let cases = [
-            // Its minute, within the run's end plus a minute.
-            (t0, false, t0 + s(600), None, t0 + s(60)),
-            // Late (a rollback ran past the run's end): what is left of it.
-            (t0 + s(90), false, t0, None, t0 + s(60)),
-            // Cancelled: three seconds, and the tail after the signal.
-            (t0, true, t0 + s(600), None, t0 + s(3)),
-            (t0 + s(5), true, t0 + s(600), Some(t0), t0 + ms(6_500)),
-            (t0, true, t0 + s(600), Some(t0), t0 + s(3)),
-        ];
-        for (now, cancelled, run_until, at, want) in cases {
-            assert_eq!(cleanup_end(now, cancelled, run_until, at), want);
         }
     }
 }

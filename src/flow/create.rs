@@ -4,21 +4,17 @@
 //! not, and when the outcome stays unknown the run fails saying what to
 //! check — so every deployment the tool made is reported or cleaned up.
 
-use std::time::{Duration, Instant};
-
 use anyhow::anyhow;
 
 use super::{Ctx, deploy_error};
 use crate::baseten::{Api, ApiError};
+use crate::budget::Phase;
 use crate::outcome::Failure;
 use crate::retry::{Classify, Kind};
 
 /// Tries of a create whose answers are lost while the platform says,
 /// each time, that nothing was created (so sending again is safe).
 const CREATE_ROUNDS: u32 = 5;
-/// A create and the lookup after it may run this long past the deploy
-/// budget: cutting them short could leave a deployment nobody reports.
-const CREATE_GRACE_SECS: u64 = 60;
 
 /// Whether a failed mutation may have been applied: the connection broke
 /// after sending, or a server or proxy failed after receiving it. A refusal
@@ -107,9 +103,8 @@ pub(crate) async fn create_once<T>(
     mut find: impl AsyncFnMut(&Api) -> Result<Option<T>, ApiError>,
 ) -> Result<T, Failure> {
     // `send` and `find` make their requests through this handle: the
-    // deploy budget, stretched to the grace when less is left.
-    let grace = Instant::now() + Duration::from_secs(CREATE_GRACE_SECS);
-    let api = &ctx.api.until(ctx.api.deadline().map(|d| d.max(grace)));
+    // deploy budget, stretched to the create's grace when less is left.
+    let api = &ctx.api_for(Phase::Create);
     let mut round = 0;
     loop {
         round += 1;

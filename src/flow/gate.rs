@@ -11,29 +11,26 @@
 //! reports what that read shows. A deployment this run cannot prove it
 //! promoted (another client's, or a platform copy whose answer was lost) is
 //! never adopted, cancelled, rolled over or deactivated. The decisions are
-//! pure functions: the readings of one environment in `promotion`
-//! (`lookup`, `rollback_step`), the gate's own choices in `rules`; this
-//! module performs them and reports.
-
-use std::time::Instant;
+//! pure functions over a typed reading (`promotion::Env`): the gate's
+//! choices in `rules`, the rollback's one decision in `step`; this module
+//! performs them and reports.
 
 use anyhow::anyhow;
 use serde_json::Value;
 
-use super::{
-    Ctx, Poll, PromotionTrack, check_promotion, deploy_error, human, poll_until, smoke_test,
-};
+use super::{Ctx, Poll, PromotionTrack, check_promotion, deploy_error, poll_until, smoke_test};
 use crate::baseten::{Api, PromoteFlags};
+use crate::budget;
 use crate::kind::Kind;
 use crate::outcome::Failure;
-use crate::promotion::{self, Lookup};
 
 mod rollback;
 mod rules;
+mod step;
 
 pub(crate) use rollback::cleanup_gated;
 use rollback::roll_back;
-use rules::Start;
+use rules::{Lookup, Start};
 
 /// How often a promote whose answer was lost, and which the environment
 /// shows no trace of, is sent again.
@@ -139,10 +136,10 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
         st.tested_deployment_id = Some(c.tested.to_string());
         st.rolled_back = Some(false);
     }
-    // One budget for the run: the promotion, the environment's test and
-    // a rollback end by the run's end, as the deploy did by its own.
-    let until = ctx.run_until;
-    let api = ctx.api.until(Some(until));
+    // The promotion's deadline, from the run's budget: the promotion and
+    // the environment's test end by the run's end (a smoke test asks for
+    // its own, a rollback for its own).
+    let api = ctx.api_for(budget::Phase::Promotion);
     let ctx = &ctx.with_api(&api);
     let before = ctx
         .api
@@ -214,7 +211,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
     let mut live = crate::evidence::Watch::default();
     let waited = poll_until(
         ctx,
-        until,
+        ctx.until(budget::Phase::Promotion),
         &format!("the promotion into {env}"),
         async |api: &Api| {
             let read = api.environment_of(c.owner, c.owner_id, env).await;
@@ -241,7 +238,6 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
             env,
             &promoted,
             previous.as_deref(),
-            false,
         )
         .await;
         Err(with_outcome(f, outcome))
@@ -260,18 +256,8 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
     );
     ctx.say(&format!("Smoke test through {env}"));
     // The environment's test gets predict-timeout, cut to what is left of
-    // the run's budget.
-    let test = tokio::time::timeout_at(
-        tokio::time::Instant::from_std(until.max(Instant::now())),
-        smoke_test(ctx, c.endpoint, &url, c.payload, c.streaming),
-    )
-    .await
-    .unwrap_or_else(|_| {
-        Err(Failure::Predict(anyhow!(
-            "the smoke test through {env} did not finish within the run's budget (wait budget + predict-timeout, {} in all)",
-            human(cfg.wait_timeout + cfg.predict_timeout)
-        )))
-    });
+    // the run's budget (`Phase::Smoke`).
+    let test = smoke_test(ctx, c.endpoint, &url, c.payload, c.streaming).await;
     match test {
         Ok(()) => {
             ctx.promotion_event("", &format!("{env} passed its smoke test on {promoted}"));
@@ -299,7 +285,7 @@ fn with_outcome(f: Failure, outcome: String) -> Failure {
 /// the way (or unreadable) is looked up in the environment by identity:
 /// `target` serving or being promoted is ours; nothing moved means it never
 /// took effect and it is sent again; any other deployment is never claimed
-/// (`promotion::lookup`). `before` is what served the environment when it
+/// (`rules::lookup`). `before` is what served the environment when it
 /// was sent. Answers the id the platform promotes.
 async fn promote_once(
     ctx: &Ctx<'_>,
@@ -350,7 +336,7 @@ async fn promote_once(
                 ),
             )
         })?;
-        match promotion::lookup(&now, target, before) {
+        match rules::lookup(&now, target, before) {
             Lookup::Applied => {
                 ctx.say(&format!(
                     "the promotion did start: {env} is taking {target}"

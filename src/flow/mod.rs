@@ -14,6 +14,7 @@ mod smoke;
 mod upload;
 mod wait;
 
+use crate::budget::{Budget, Phase};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -65,8 +66,6 @@ pub(crate) struct State {
     pub(crate) promotion: Vec<StatusEvent>,
     /// Where a gated promotion stands (`promotion: after-predict`).
     pub(crate) gate: Option<gate::Gate>,
-    /// When a signal stopped the flow: what follows shares one deadline.
-    pub(crate) cancelled_at: Option<Instant>,
     pub(crate) notes: Vec<String>,
     /// Each evidence analysis, in the order they ran.
     pub(crate) evidence: Vec<crate::evidence::Analysis>,
@@ -84,20 +83,26 @@ pub(crate) struct Ctx<'a> {
     pub(crate) rep: Arc<Mutex<Reporter>>,
     pub(crate) state: &'a Mutex<State>,
     pub(crate) started: Instant,
-    /// Setup, upload, create and the wait all end by this moment: the start
-    /// plus the wait budget.
-    pub(crate) deploy_until: Instant,
-    /// Everything but cleanup ends by this moment: the start plus the wait
-    /// budget plus predict-timeout (the smoke tests, a gated promotion and
-    /// its rollback share what the deploy left).
-    pub(crate) run_until: Instant,
+    /// The run's budget: every phase's deadline ([`Ctx::until`],
+    /// [`Ctx::api_for`]).
+    pub(crate) budget: &'a Budget,
     /// The run's environment, as injected at its start.
     pub(crate) env: &'a (dyn Fn(&str) -> Option<String> + Sync),
 }
 
 impl Ctx<'_> {
+    /// This phase's deadline, asked now of the run's budget.
+    pub(crate) fn until(&self, phase: Phase) -> Instant {
+        self.budget.until(phase, Instant::now())
+    }
+
+    /// The platform's client whose requests end by `phase`'s deadline.
+    pub(crate) fn api_for(&self, phase: Phase) -> Api {
+        self.api.until(self.until(phase))
+    }
+
     /// The same run, its platform requests made through `api` (a handle
-    /// with this phase's deadline, from [`Api::until`]).
+    /// with a phase's deadline, from [`Ctx::api_for`]).
     pub(crate) fn with_api<'b>(&'b self, api: &'b Api) -> Ctx<'b> {
         Ctx {
             cfg: self.cfg,
@@ -106,8 +111,7 @@ impl Ctx<'_> {
             rep: Arc::clone(&self.rep),
             state: self.state,
             started: self.started,
-            deploy_until: self.deploy_until,
-            run_until: self.run_until,
+            budget: self.budget,
             env: self.env,
         }
     }
@@ -183,7 +187,7 @@ impl Ctx<'_> {
             environment: self.cfg.environment.as_deref(),
             gated: self.cfg.gated_environment().is_some(),
             predict_timeout: self.cfg.predict_timeout,
-            until: self.run_until,
+            until: self.until(Phase::Evidence),
             log: self,
         })
     }
@@ -343,7 +347,7 @@ impl Ctx<'_> {
         what: &str,
         work: impl Future<Output = Result<T, Failure>>,
     ) -> Result<T, Failure> {
-        let deadline = tokio::time::Instant::from_std(self.deploy_until);
+        let deadline = tokio::time::Instant::from_std(self.until(Phase::Upload));
         match tokio::time::timeout_at(deadline, work).await {
             Ok(r) => r,
             Err(_) => Err(Failure::Timeout(format!(

@@ -7,6 +7,7 @@ use anyhow::anyhow;
 use serde_json::Value;
 
 use super::{Candidate, Ctx, human, promote_after_predict};
+use crate::budget::Phase;
 use crate::ci::{PredictStats, StreamStats};
 use crate::kind::Kind;
 use crate::outcome::Failure;
@@ -87,10 +88,10 @@ pub(crate) async fn smoke_test(
     ));
     ctx.state.lock().unwrap().predict_url = Some(url.to_string());
     let started = Instant::now();
-    // The predict's own deadline (below) bounds it and names it in the
-    // message; the deploy budget no longer applies (to the evidence after
-    // it either: it bounds its own requests).
-    let api = ctx.api.until(None);
+    // The smoke test's deadline, from the run's budget: predict-timeout
+    // from now, cut to the run's end (which the message then names).
+    let until = ctx.until(Phase::Smoke);
+    let api = ctx.api.until(until);
     let ctx = &ctx.with_api(&api);
     // A cases file whose first case expects an answer that is not a 2xx
     // (a negative case) smoke-tests with that case and its status.
@@ -122,16 +123,26 @@ pub(crate) async fn smoke_test(
         payload,
         streaming,
         PREDICT_RESPONSE_MAX_CHARS,
-        started + ctx.cfg.predict_timeout,
+        until,
     );
-    let answer = match tokio::time::timeout(ctx.cfg.predict_timeout, call).await {
-        Err(_) => {
-            return Err(Failure::Predict(anyhow!(
-                "{label} did not finish within predict-timeout ({})",
-                human(ctx.cfg.predict_timeout)
-            )));
-        }
-        Ok(r) => r.map_err(Failure::Predict)?,
+    let cut = until.saturating_duration_since(started) < ctx.cfg.predict_timeout;
+    let out_of_time = || match cut {
+        true => Failure::Predict(anyhow!(
+            "{label} did not finish within the run's budget (wait budget + predict-timeout, {} in all)",
+            human(ctx.budget.run_length())
+        )),
+        false => Failure::Predict(anyhow!(
+            "{label} did not finish within predict-timeout ({})",
+            human(ctx.cfg.predict_timeout)
+        )),
+    };
+    // The request's own timeout is cut to the same deadline: whichever
+    // fires first, running out of time is said as such.
+    let answer = match tokio::time::timeout_at(until.into(), call).await {
+        Ok(Ok(a)) => a,
+        Err(_) => return Err(out_of_time()),
+        Ok(Err(_)) if Instant::now() >= until => return Err(out_of_time()),
+        Ok(Err(e)) => return Err(Failure::Predict(e)),
     };
     let total = started.elapsed().as_secs_f64();
     let shown: String = answer
@@ -163,7 +174,10 @@ pub(crate) async fn smoke_test(
             stream,
         });
     }
-    // With evidence inputs: the sample and its verdict.
+    // With evidence inputs: the sample and its verdict, within the
+    // evidence's own deadline from the run's budget.
+    let api = ctx.api_for(Phase::Evidence);
+    let ctx = &ctx.with_api(&api);
     match ctx.evidence() {
         Some(run) => crate::evidence::after_smoke(&run, label, url).await,
         None => Ok(()),

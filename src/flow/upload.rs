@@ -9,6 +9,7 @@ use anyhow::{Context, anyhow};
 
 use super::{Ctx, deploy_error, human};
 use crate::baseten::{Team, UploadCredentials};
+use crate::budget::Phase;
 use crate::ci::format_bytes;
 use crate::outcome::Failure;
 use crate::{archive, s3};
@@ -218,16 +219,15 @@ pub(crate) async fn package_and_upload(
 /// budget, so S3 keeps none of their parts. Best effort, like the abort
 /// after a failed part: a leftover upload costs storage until the bucket's
 /// lifecycle rule removes it, never a wrong deploy.
-pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>, cancelled: bool) {
+pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>) {
     let uploaders = std::mem::take(&mut ctx.state.lock().unwrap().uploaders);
-    let budget = Duration::from_secs(if cancelled {
-        super::cleanup::CANCELLED_CLEANUP_BUDGET_SECS
-    } else {
-        super::cleanup::CLEANUP_ALLOWANCE_SECS
-    });
+    // Cleanup's deadline, from the run's budget (a signal's seconds after
+    // a cancel).
+    let until = ctx.until(Phase::Cleanup);
+    let budget = until.saturating_duration_since(std::time::Instant::now());
     let aborts =
         futures_util::future::join_all(uploaders.iter().map(s3::Uploader::abort_unfinished));
-    match tokio::time::timeout(budget, aborts).await {
+    match tokio::time::timeout_at(until.into(), aborts).await {
         Err(_) => ctx.warn(&format!(
             "could not abort the unfinished S3 upload within {}; its parts stay until the bucket's lifecycle rule removes them",
             human(budget)

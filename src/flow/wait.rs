@@ -7,6 +7,7 @@ use anyhow::anyhow;
 
 use super::{Ctx, human};
 use crate::baseten::{Api, ApiError};
+use crate::budget::Phase;
 use crate::outcome::Failure;
 use crate::promotion;
 use crate::retry::{Classify, Policy};
@@ -53,8 +54,9 @@ pub(crate) async fn poll_until(
             let grace = cfg
                 .poll_interval
                 .min(Duration::from_secs(LAST_LOOK_MAX_SECS));
-            let api = ctx.api.until(Some(Instant::now() + grace));
-            let look = tokio::time::timeout(grace, poll(&api)).await;
+            let until = ctx.until(Phase::LastLook { grace });
+            let api = ctx.api.until(until);
+            let look = tokio::time::timeout_at(until.into(), poll(&api)).await;
             match look {
                 Ok(Ok(Poll::Ready)) => return Ok(()),
                 Ok(Ok(Poll::Failed(f))) => return Err(f),

@@ -215,7 +215,7 @@ impl Client {
             req = req.json(b);
         }
         let resp = req.send().await.map_err(|e| {
-            let text = crate::secret::redact_registered(&describe(&e));
+            let text = crate::secret::scrub(&describe(&e)).into_owned();
             if e.is_connect() {
                 GhError::NotSent(text)
             } else {
@@ -241,7 +241,7 @@ impl Client {
                 .ok()
                 .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))
                 .unwrap_or_default();
-            let message = crate::secret::redact_registered(&message);
+            let message = crate::secret::scrub(&message).into_owned();
             return Err(GhError::Status {
                 status,
                 message: message.chars().take(300).collect(),

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::ci::{Outputs, PredictStats};
+use crate::ci::{Outputs, PredictStats, markdown};
 use crate::kind::Kind;
 use crate::outcome::Status;
 
@@ -34,29 +34,6 @@ pub(super) fn marker(kind: Kind, name: &str) -> String {
 /// first line.
 pub(super) fn is_ours(body: &str, marker: &str) -> bool {
     body.lines().next().map(str::trim) == Some(marker)
-}
-
-/// `|`, line breaks and backticks would end a table cell or a code span.
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|")
-        .replace(['\r', '\n'], " ")
-        .replace('`', "'")
-}
-
-fn link(text: &str, url: &str) -> String {
-    if url.is_empty() {
-        cell(text)
-    } else {
-        format!("[{}]({})", cell(text), url.replace(['(', ')', ' '], ""))
-    }
-}
-
-/// A fenced block that `text` cannot close: the fence is longer than any
-/// run of backticks inside it.
-fn fenced(text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest.max(2) + 1);
-    format!("{fence}text\n{text}\n{fence}\n")
 }
 
 /// Everything the comment shows besides the outputs.
@@ -119,9 +96,9 @@ pub(super) fn render(v: &View<'_>) -> String {
     };
     let _ = writeln!(
         text,
-        "### {icon} Baseten {}: `{}` {}\n",
+        "### {icon} Baseten {}: {} {}\n",
         v.kind.as_str(),
-        cell(&o.model_name),
+        markdown::code(&o.model_name),
         verdict(o)
     );
     text.push_str("| | |\n|---|---|\n");
@@ -132,20 +109,23 @@ pub(super) fn render(v: &View<'_>) -> String {
     };
     row("Status", format!("`{}`", o.status));
     if !o.deployment_id.is_empty() {
-        row("Deployment", link(&o.deployment_id, v.page_url));
+        row("Deployment", markdown::link(&o.deployment_id, v.page_url));
     }
     row(
         "Logs",
         if o.logs_url.is_empty() {
             String::new()
         } else {
-            link("logs", &o.logs_url)
+            markdown::link("logs", &o.logs_url)
         },
     );
     if !o.environment_url.is_empty() {
-        row("Environment", link(&o.environment_url, &o.environment_url));
+        row(
+            "Environment",
+            markdown::link(&o.environment_url, &o.environment_url),
+        );
     } else if !o.predict_url.is_empty() {
-        row("Predict URL", cell(&o.predict_url));
+        row("Predict URL", markdown::cell(&o.predict_url));
     }
     if let Some(s) = o.deploy_time_seconds {
         row("Deploy time", format!("{s:.1}s"));
@@ -158,14 +138,14 @@ pub(super) fn render(v: &View<'_>) -> String {
         }
     }
     if o.status != Status::Success && !o.last_status.is_empty() {
-        row(
-            "Last platform status",
-            format!("`{}`", cell(&o.last_status)),
-        );
+        row("Last platform status", markdown::code(&o.last_status));
     }
     if !o.error_message.is_empty() {
         text.push('\n');
-        text.push_str(&fenced(&cut(&o.error_message, COMMENT_ERROR_MAX_CHARS)));
+        text.push_str(&markdown::fenced(
+            &cut(&o.error_message, COMMENT_ERROR_MAX_CHARS),
+            "text",
+        ));
     }
     let commit = v
         .sha

@@ -21,8 +21,8 @@ use std::time::Duration;
 use reqwest::{Method, Url};
 use serde_json::{Value, json};
 
+use crate::baseten::Endpoints;
 use crate::ci::{Outputs, PredictStats, Reporter};
-use crate::config::{Config, Target};
 use crate::env_vars as ev;
 use crate::flow::State;
 use crate::kind::Kind;
@@ -111,6 +111,20 @@ fn environment_for(environment: Option<&str>, name: &str) -> (String, bool) {
     }
 }
 
+/// What GitHub reporting needs of one target, and nothing more: the
+/// reporting settings (the GitHub token among them), what is deployed and
+/// where its pages are. Never the Baseten key, which no value here holds.
+#[derive(Clone, Debug)]
+pub(crate) struct Job {
+    pub(crate) settings: crate::settings::github::Settings,
+    pub(crate) kind: Kind,
+    /// The name known when the run starts (a chain's may come later).
+    pub(crate) name: String,
+    pub(crate) environment: Option<String>,
+    /// The platform's pages, for the links in statuses and the comment.
+    pub(crate) endpoints: Endpoints,
+}
+
 /// One run's GitHub reporting.
 pub(crate) struct Session {
     client: Client,
@@ -124,6 +138,7 @@ pub(crate) struct Session {
     environment: Option<String>,
     /// The name known when the run starts (a chain's may come later).
     early_name: String,
+    endpoints: Endpoints,
     /// The GitHub deployment, once created.
     deployment_id: Mutex<Option<u64>>,
     /// Whether GitHub counts its environment as production (its answer's
@@ -138,16 +153,16 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// The session for this run, or `None` when no GitHub feature is on,
-    /// nothing will be deployed (dry run, print-config), or something the
-    /// features need is missing — which is said once, as a warning.
+    /// The session for `job`, or `None` when no GitHub feature is on, or
+    /// something the features need is missing — which is said once, as a
+    /// warning.
     pub(crate) fn open(
-        cfg: &Config,
+        job: Job,
         env: &dyn Fn(&str) -> Option<String>,
         rep: &Arc<Mutex<Reporter>>,
     ) -> Option<Session> {
-        let s = &cfg.github;
-        if !s.any() || cfg.dry_run || cfg.print_config {
+        let s = &job.settings;
+        if !s.any() {
             return None;
         }
         let warn = |msg: String| {
@@ -197,24 +212,6 @@ impl Session {
             Ok(h) => h,
             Err(e) => return warn(format!("GitHub: {e:#}, so GitHub is skipped.")),
         };
-        let (kind, early_name) = match &cfg.target {
-            Target::Model { .. } => (Kind::Model, cfg.model_name.clone()),
-            // A chain's name is the one in its code, read as the plan reads
-            // it (codegen confirms it later): every `chain.py` gets its own
-            // environment and commit-status context from the start.
-            Target::Chain { file } => (
-                Kind::Chain,
-                if cfg.model_name.is_empty() {
-                    crate::targets::chain_name(file).unwrap_or_else(|_| {
-                        file.file_stem()
-                            .map(|s| s.to_string_lossy().into_owned())
-                            .unwrap_or_default()
-                    })
-                } else {
-                    cfg.model_name.clone()
-                },
-            ),
-        };
         let mut deployment = s.deployment;
         let mut commit_status = s.commit_status;
         if s.sha.is_none() && (deployment || commit_status) {
@@ -239,9 +236,10 @@ impl Session {
             commit_status,
             sha: s.sha.clone(),
             run_url: s.run_url.clone(),
-            kind,
-            environment: cfg.environment.clone(),
-            early_name,
+            kind: job.kind,
+            environment: job.environment.clone(),
+            early_name: job.name.clone(),
+            endpoints: job.endpoints.clone(),
             deployment_id: Mutex::new(None),
             production: Mutex::new(false),
             begun: Mutex::new(false),
@@ -359,14 +357,13 @@ impl Session {
         result: &Result<(), Failure>,
         outputs: &Outputs,
         state: &Mutex<State>,
-        cfg: &Config,
         stop: impl Future,
     ) {
         let (predict, page) = {
             let st = state.lock().unwrap();
             let page = match (&st.model_id, &st.chain_id) {
-                (Some(m), _) => cfg.endpoints.model_page(m),
-                (None, Some(c)) => cfg.endpoints.chain_page(c),
+                (Some(m), _) => self.endpoints.model_page(m),
+                (None, Some(c)) => self.endpoints.chain_page(c),
                 _ => String::new(),
             };
             (st.predict, page)

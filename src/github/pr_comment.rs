@@ -105,7 +105,7 @@ impl Session {
     /// is none of ours (or GitHub refuses the edit).
     pub(super) async fn upsert_comment(&self, pr: u64, marker: &str, body: &str) {
         // Whatever the outputs held, neither secret reaches a comment.
-        let body = crate::secret::redact_registered(body);
+        let body = crate::secret::scrub(body).into_owned();
         let pr_s = pr.to_string();
         // Creating one blind could duplicate ours: skip instead.
         let Some(marked) = self.marked_comments(&pr_s, marker).await else {

@@ -15,7 +15,6 @@ use super::{
 use crate::baseten::{Endpoints, OrderedObject};
 use crate::ci_context::CiContext;
 use crate::cli::{Input, Inputs};
-use crate::secret::Secret;
 
 /// Whether cleanup runs, and whether the user said so or it is the default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,7 +44,6 @@ pub(crate) struct Settings {
     pub truss_directory: String,
     /// `changed-since` as given.
     pub changed_since: Option<String>,
-    pub api_key: Secret,
     /// `model-name` as given (else config.yaml's, or the chain's).
     pub given_model_name: Option<String>,
     /// `deployment-name` as given (else made from the commit).
@@ -95,14 +93,6 @@ impl Settings {
         let truss_directory = inputs.trimmed(Input::TrussDirectory).ok_or(
             "truss-directory is required: set it to your model directory (with config.yaml) or your chain's .py file",
         )?;
-        let api_key = inputs.trimmed(Input::BasetenApiKey).ok_or(
-            "baseten-api-key is required: pass your Baseten API key from a secret, e.g. baseten-api-key: ${{ secrets.BASETEN_API_KEY }}",
-        )?;
-        if api_key.chars().any(char::is_whitespace) {
-            return Err(
-                "baseten-api-key contains whitespace inside it: check the secret's value".into(),
-            );
-        }
 
         let bool_input = |input: Input| -> Result<bool, String> {
             parse_bool(input.name(), inputs.or_default(input).unwrap_or("false"))
@@ -246,7 +236,6 @@ impl Settings {
                 .unwrap_or(truss_directory)
                 .to_string(),
             changed_since: inputs.trimmed(Input::ChangedSince).map(str::to_string),
-            api_key: Secret::new(api_key),
             given_model_name,
             given_deployment_name,
             given_payload,

@@ -23,6 +23,7 @@ use serde_json::Value;
 use crate::ci::OutputsFormat as OutputFormat;
 use crate::cli::{Input, Inputs, Kind};
 use crate::files::read_regular_file;
+use crate::secret::Secret;
 
 /// A config.yaml larger than this is not a Truss config; it is refused
 /// before it is read into memory.
@@ -32,7 +33,8 @@ pub(crate) const CONFIG_YAML_MAX_MIB: u64 = 1;
 /// from everything the run writes.
 pub(crate) const SECRET_INPUTS: [Input; 2] = [Input::BasetenApiKey, Input::GithubToken];
 
-/// What the run reads before validating anything.
+/// What the run reads before validating anything. The secrets are held
+/// as [`Secret`], so no `Debug` of it prints them.
 #[derive(Clone, Debug)]
 pub(crate) struct Early {
     pub(crate) outputs: OutputSettings,
@@ -42,9 +44,12 @@ pub(crate) struct Early {
     /// stdout carries a document (`json`, `print-config`, `plan`).
     pub(crate) stdout_is_data: bool,
     /// The secret values given, to mask and redact.
-    pub(crate) secrets: Vec<String>,
-    /// The API key as given (empty when not), for the panic hook.
-    pub(crate) api_key: String,
+    pub(crate) secrets: Vec<Secret>,
+    /// The Baseten API key, checked when given (`None`: not given). A
+    /// deploy needs it ([`Early::deploy_key`]); a plan sends nothing and
+    /// needs none. Only `execute` builds the platform's client from it; no
+    /// `Config` carries it.
+    pub(crate) api_key: Result<Option<Secret>, String>,
     /// `model-name`, or `model_name` from config.yaml, or empty.
     pub(crate) model_name: String,
     /// `plan` parsed; its error is an input error of the run.
@@ -61,18 +66,40 @@ impl Early {
             secrets: SECRET_INPUTS
                 .iter()
                 .filter_map(|&input| inputs.trimmed(input))
-                .map(str::to_string)
+                .map(Secret::new)
                 .collect(),
-            api_key: inputs
-                .trimmed(Input::BasetenApiKey)
-                .unwrap_or_default()
-                .to_string(),
+            api_key: api_key(inputs),
             model_name: best_effort_model_name(inputs),
             plan: inputs
                 .trimmed(Input::Plan)
                 .map_or(Ok(false), |v| parse_bool("plan", v)),
         }
     }
+}
+
+impl Early {
+    /// The key a deploy needs: given, and one word.
+    pub(crate) fn deploy_key(&self) -> Result<Secret, String> {
+        self.api_key.clone()?.ok_or_else(|| {
+            "baseten-api-key is required: pass your Baseten API key from a secret, e.g. baseten-api-key: ${{ secrets.BASETEN_API_KEY }}".to_string()
+        })
+    }
+}
+
+/// The Baseten API key when given: one word.
+fn api_key(inputs: &Inputs) -> Result<Option<Secret>, String> {
+    let Some(key) = inputs
+        .trimmed(Input::BasetenApiKey)
+        .filter(|k| !k.is_empty())
+    else {
+        return Ok(None);
+    };
+    if key.chars().any(char::is_whitespace) {
+        return Err(
+            "baseten-api-key contains whitespace inside it: check the secret's value".into(),
+        );
+    }
+    Ok(Some(Secret::new(key)))
 }
 
 /// The environment name becomes part of the regional predict host
@@ -321,5 +348,35 @@ pub(crate) fn is_falsy(v: &Value) -> bool {
         Value::String(s) => s.is_empty(),
         Value::Array(a) => a.is_empty(),
         Value::Object(o) => o.is_empty(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_early_settings_hold_the_secrets_and_never_print_them() {
+        let inputs = Inputs::from_pairs(&[
+            ("baseten-api-key", " sk-early-canary \n"),
+            ("github-token", "ghs-early-canary"),
+        ]);
+        let early = Early::read(&inputs);
+        let shown = format!("{early:?}");
+        assert!(!shown.contains("early-canary"), "{shown}");
+        let key = early.deploy_key().map(|k| k.expose().to_string());
+        assert_eq!(key, Ok("sk-early-canary".into()));
+        let exposed: Vec<&str> = early.secrets.iter().map(Secret::expose).collect();
+        assert_eq!(exposed, ["sk-early-canary", "ghs-early-canary"]);
+        // A deploy needs the key, one word; a plan needs none, but one
+        // given malformed is refused by every road.
+        for (given, err) in [("", "is required"), ("sk a", "whitespace")] {
+            let e = Early::read(&Inputs::from_pairs(&[("baseten-api-key", given)]));
+            assert!(e.deploy_key().is_err_and(|m| m.contains(err)), "{given:?}");
+        }
+        let none = Early::read(&Inputs::from_pairs(&[]));
+        assert_eq!(none.api_key, Ok(None));
+        let bad = Early::read(&Inputs::from_pairs(&[("baseten-api-key", "sk a")]));
+        assert!(bad.api_key.is_err());
     }
 }

@@ -849,10 +849,7 @@ fn an_analysis_file_that_cannot_be_written_fails_the_run_with_outputs_and_cleanu
         assert_eq!(run.status(), "predict_failed", "{path:?}: {run:?}");
         let said = format!("{}{}", run.stdout, run.stderr);
         assert!(
-            said.contains(&format!(
-                "analysis-file {} could not be written",
-                path.display()
-            )),
+            said.contains(&format!("cannot write {}", path.display())),
             "{path:?}: {said}"
         );
         // The other outputs were written, nothing was promoted, and the

@@ -37,11 +37,14 @@ fn an_unwritable_github_output_fails_the_step() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
     mkfifo(&fifo);
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
     let cases = [
         (dir.path().to_path_buf(), "a directory"),
         (dir.path().join("missing/out"), "a missing directory"),
         ("/dev/full".into(), "a full device"),
         (fifo, "a FIFO nobody reads"),
+        (link, "a link to nothing"),
     ];
     for (target, why) in cases {
         let run = deploy_with_github_output(&target);
@@ -248,4 +251,119 @@ fn the_key_echoed_by_the_platform_stays_out_of_the_summary() {
             .iter()
             .all(|v| v.what.contains("'/status'"))
     );
+}
+
+/// A step summary that cannot hold the page: a FIFO nobody reads, a
+/// directory, a symbolic link to nothing. Each is a warning naming the file
+/// (the summary is a convenience), and the run still writes its outputs and
+/// cleans up.
+#[test]
+fn a_step_summary_that_cannot_be_written_is_named_and_the_run_still_ends_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("summary-fifo");
+    mkfifo(&fifo);
+    let link = dir.path().join("summary-link");
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
+    // A failing evidence case adds a section to the page: it is written
+    // with the rest, through the same bounded sink, not after it.
+    let cases_file = dir.path().join("cases.yaml");
+    std::fs::write(
+        &cases_file,
+        "- {name: a, payload: {}, contains: never-in-any-answer}\n",
+    )
+    .unwrap();
+    let cases = [
+        (fifo.clone(), "a FIFO nobody reads", false),
+        (fifo, "a FIFO nobody reads, with evidence", true),
+        (dir.path().to_path_buf(), "a directory", false),
+        (link, "a link to nothing", false),
+    ];
+    for (target, why, evidence) in cases {
+        let fake = fake(ACTIVE);
+        let mut inv = Invocation::new(&fake)
+            .model(example_model())
+            .arg("cleanup", "true")
+            .env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_STEP_SUMMARY", target.to_str().unwrap());
+        if evidence {
+            inv = inv.arg("predict-cases", cases_file.to_str().unwrap());
+        }
+        let run = inv.run();
+        let (code, status) = if evidence {
+            (4, "predict_failed")
+        } else {
+            (0, "success")
+        };
+        assert_eq!(run.code, code, "{why}: {run:?}");
+        assert_eq!(run.status(), status, "{why}: GITHUB_OUTPUT written");
+        let warning = run
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("::warning") && l.contains(target.to_str().unwrap()))
+            .unwrap_or_else(|| panic!("{why}: a warning naming the file: {run:?}"));
+        assert!(warning.contains("step summary"), "{why}: {warning}");
+        let said = warning.matches("did not finish").count();
+        assert_eq!(
+            said,
+            usize::from(why.contains("FIFO")),
+            "{why}: once: {warning}"
+        );
+        assert!(
+            endpoints(&fake).contains(&"rest.deactivate_deployment".to_string()),
+            "{why}: cleanup done: {:?}",
+            endpoints(&fake)
+        );
+        assert!(
+            run.elapsed < Duration::from_secs(60),
+            "{why}: did not hang: {:?}",
+            run.elapsed
+        );
+    }
+    assert!(
+        !dir.path().join("nowhere").exists(),
+        "the link made no file"
+    );
+}
+
+/// Evidence whose section alone would pass GitHub's 1 MiB: it draws from
+/// the page's one budget, is cut at a line with the marker, and the page
+/// keeps both verdicts (the run's and the evidence's) and stays under the
+/// limit.
+#[test]
+fn an_evidence_section_past_1_mib_is_cut_with_a_marker_and_the_verdicts_stay() {
+    let fake = fake(ACTIVE);
+    let dir = tempfile::tempdir().unwrap();
+    let cases = dir.path().join("cases.yaml");
+    let long = "n".repeat(8000);
+    let text: String = (0..150)
+        .map(|i| {
+            format!("- {{name: case-{i}-{long}, payload: {{}}, contains: never-in-any-answer}}\n")
+        })
+        .collect();
+    std::fs::write(&cases, text).unwrap();
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("predict-cases", cases.to_str().unwrap())
+        .run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    let page = &run.summary;
+    assert!(page.len() < 1024 * 1024, "{} bytes", page.len());
+    assert!(
+        page.starts_with("## ❌ Truss Deploy (Model)"),
+        "{}",
+        &page[..200.min(page.len())]
+    );
+    assert!(page.contains("| **Status** | `predict_failed` |"));
+    assert!(
+        page.contains("### ❌ Evidence failed (deployment)"),
+        "the evidence's verdict"
+    );
+    assert!(
+        page.ends_with("_Summary truncated to fit GitHub's 1 MiB limit._\n"),
+        "{}",
+        &page[page.len().saturating_sub(300)..]
+    );
+    // Cut at a line, with nothing left open: as many fences close as open.
+    let fences = page.lines().filter(|l| l.starts_with("```")).count();
+    assert_eq!(fences % 2, 0, "an open fence would swallow the marker");
 }

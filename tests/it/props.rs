@@ -391,14 +391,14 @@ fn any_bytes_in_any_inputs_end_in_a_documented_code_with_outputs_and_no_panic() 
     }
 }
 
-/// The codes in the README's exit code table.
-fn readme_exit_codes() -> Vec<i32> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md reads");
+/// The codes in the reference page's exit code table.
+fn documented_exit_codes() -> Vec<i32> {
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/reference.md");
+    let readme = std::fs::read_to_string(page).expect("docs/reference.md reads");
     let section = readme
         .split("\n## Exit codes")
         .nth(1)
-        .expect("the README has an exit code section");
+        .expect("docs/reference.md has an exit code section");
     let section = section.split("\n## ").next().unwrap_or(section);
     section
         .lines()
@@ -414,13 +414,13 @@ fn readme_exit_codes() -> Vec<i32> {
 }
 
 #[test]
-fn every_exit_code_the_property_accepts_is_in_the_readme() {
-    let documented = readme_exit_codes();
+fn every_exit_code_the_property_accepts_is_in_the_reference() {
+    let documented = documented_exit_codes();
     assert!(documented.contains(&0), "the table parses: {documented:?}");
     for (code, status) in EXIT_CODES {
         assert!(
             documented.contains(code),
-            "exit code {code} ({status}) is not in the README's table {documented:?}"
+            "exit code {code} ({status}) is not in docs/reference.md's table {documented:?}"
         );
     }
 }

@@ -1,11 +1,15 @@
-//! The one writer every outputs file goes through: on a helper thread,
-//! abandoned after a timeout (a FIFO nobody reads), refusing what can
-//! never hold outputs, appending after a newline of its own when the file
-//! lacks one.
+//! The one sink every file the run writes for the user goes through
+//! (`GITHUB_OUTPUT`, the step summary, `output-file`, the evidence's
+//! analysis file): every registered secret redacted from the text, the
+//! write on a helper thread abandoned after a timeout (a FIFO nobody
+//! reads), what can never hold text refused (a directory, a device, a
+//! socket, a link to nothing), an append after a newline of its own when
+//! the file lacks one, and an error that names the file.
 
+use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileTypeExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -14,17 +18,33 @@ use std::time::Duration;
 /// write is abandoned and reported as failed, so the process still ends.
 const FILE_WRITE_TIMEOUT_MILLIS: u64 = 3_000;
 
-/// Appends `bytes` to the file at `path`, creating it if missing. When the
-/// file does not end with a newline, one is written first, so the first
-/// line of `bytes` is never glued to someone else's last line (both the
-/// runner's output file and Markdown skip a blank line).
-pub(in crate::ci) fn append_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_with_timeout(path, bytes, WriteMode::Append)
+/// A file the sink could not write: which, and why.
+#[derive(Debug)]
+pub(crate) struct WriteError {
+    path: PathBuf,
+    cause: io::Error,
 }
 
-/// Replaces the file at `path` with `bytes`.
-pub(super) fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_with_timeout(path, bytes, WriteMode::Replace)
+impl fmt::Display for WriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot write {}: {}", self.path.display(), self.cause)
+    }
+}
+
+/// The message says the cause itself, so no chain repeats it.
+impl std::error::Error for WriteError {}
+
+/// Appends `text`, redacted, to the file at `path`, creating it if missing.
+/// When the file does not end with a newline, one is written first, so the
+/// first line of `text` is never glued to someone else's last line (both
+/// the runner's output file and Markdown skip a blank line).
+pub(crate) fn append_file(path: &Path, text: &str) -> Result<(), WriteError> {
+    write_with_timeout(path, text, WriteMode::Append)
+}
+
+/// Replaces the file at `path` with `text`, redacted.
+pub(crate) fn replace_file(path: &Path, text: &str) -> Result<(), WriteError> {
+    write_with_timeout(path, text, WriteMode::Replace)
 }
 
 #[derive(Clone, Copy)]
@@ -36,16 +56,22 @@ enum WriteMode {
 /// Writes on a helper thread and gives up after [`FILE_WRITE_TIMEOUT_MILLIS`]:
 /// a blocked `open` cannot be interrupted, but it can be left behind (the
 /// process exits soon after the outputs are written).
-fn write_with_timeout(path: &Path, bytes: &[u8], mode: WriteMode) -> io::Result<()> {
+fn write_with_timeout(path: &Path, text: &str, mode: WriteMode) -> Result<(), WriteError> {
+    let named = |cause: io::Error| WriteError {
+        path: path.to_path_buf(),
+        cause,
+    };
+    let bytes = crate::secret::scrub(text).into_owned().into_bytes();
     let (tx, rx) = mpsc::sync_channel(1);
-    let (owned_path, owned_bytes) = (path.to_path_buf(), bytes.to_vec());
+    let owned_path = path.to_path_buf();
     std::thread::Builder::new()
         .name("outputs-write".into())
         .spawn(move || {
-            let _ = tx.send(write_now(&owned_path, &owned_bytes, mode));
-        })?;
+            let _ = tx.send(write_now(&owned_path, &bytes, mode));
+        })
+        .map_err(named)?;
     let timeout = Duration::from_millis(FILE_WRITE_TIMEOUT_MILLIS);
-    match rx.recv_timeout(timeout) {
+    let result = match rx.recv_timeout(timeout) {
         Ok(result) => result,
         Err(mpsc::RecvTimeoutError::Timeout) => Err(io::Error::new(
             io::ErrorKind::TimedOut,
@@ -57,7 +83,8 @@ fn write_with_timeout(path: &Path, bytes: &[u8], mode: WriteMode) -> io::Result<
         Err(mpsc::RecvTimeoutError::Disconnected) => Err(io::Error::other(
             "the writing thread ended without a result",
         )),
-    }
+    };
+    result.map_err(named)
 }
 
 fn write_now(path: &Path, bytes: &[u8], mode: WriteMode) -> io::Result<()> {
@@ -84,7 +111,9 @@ fn write_now(path: &Path, bytes: &[u8], mode: WriteMode) -> io::Result<()> {
 }
 
 /// Refuses what can never hold outputs, with a message better than the
-/// system's: directories, block devices, sockets, a missing directory.
+/// system's: directories, block devices, sockets, a link to nothing (which
+/// `open` would follow, creating a file wherever it points), a missing
+/// directory.
 /// Regular files, character devices (`/dev/null`, a terminal) and pipes
 /// (`/dev/stdout` in CI) are written; a FIFO without a reader is caught by
 /// the write timeout.
@@ -102,6 +131,16 @@ fn check_destination(path: &Path) -> io::Result<()> {
             } else {
                 Ok(())
             }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound && path.is_symlink() => {
+            let to = std::fs::read_link(path).unwrap_or_default();
+            Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "it is a symbolic link to {}, which does not exist",
+                    to.display()
+                ),
+            ))
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => Err(io::Error::new(
@@ -144,22 +183,37 @@ mod tests {
         for (before, after) in cases {
             let path = dir.path().join("out");
             std::fs::write(&path, before).unwrap();
-            append_file(&path, b"x\n").unwrap();
+            append_file(&path, "x\n").unwrap();
             assert_eq!(std::fs::read_to_string(&path).unwrap(), after, "{before:?}");
         }
         let missing = dir.path().join("new");
-        append_file(&missing, b"x\n").unwrap();
+        append_file(&missing, "x\n").unwrap();
         assert_eq!(std::fs::read_to_string(&missing).unwrap(), "x\n");
+    }
+
+    #[test]
+    fn what_the_sink_writes_is_redacted() {
+        crate::secret::register("sk-sink-canary");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        replace_file(&path, "key=sk-sink-canary\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "key=***\n");
     }
 
     #[test]
     fn destinations_that_cannot_hold_outputs_are_errors() {
         let dir = tempfile::tempdir().unwrap();
-        let err = append_file(dir.path(), b"x").unwrap_err();
-        assert!(err.to_string().contains("a directory"), "{err}");
-        let err = replace_file(&dir.path().join("no/such/file"), b"x").unwrap_err();
+        let err = append_file(dir.path(), "x").unwrap_err();
+        let named = format!("cannot write {}: it is a directory", dir.path().display());
+        assert!(err.to_string().starts_with(&named), "{err}");
+        let err = replace_file(&dir.path().join("no/such/file"), "x").unwrap_err();
         assert!(err.to_string().contains("does not exist"), "{err}");
-        assert!(append_file(Path::new("/dev/full"), b"x").is_err());
-        assert!(append_file(Path::new("/dev/null"), b"x").is_ok());
+        let link = dir.path().join("dangling");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
+        let err = append_file(&link, "x").unwrap_err();
+        assert!(err.to_string().contains("symbolic link to"), "{err}");
+        assert!(!dir.path().join("nowhere").exists(), "nothing created");
+        assert!(append_file(Path::new("/dev/full"), "x").is_err());
+        assert!(append_file(Path::new("/dev/null"), "x").is_ok());
     }
 }

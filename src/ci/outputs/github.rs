@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 
 use super::Outputs;
 use super::file::append_file;
@@ -73,7 +73,7 @@ fn pick_delimiter(
 pub(crate) fn append_github_output(path: &Path, outputs: &Outputs) -> anyhow::Result<()> {
     let mut rng = fastrand::Rng::new();
     let text = render_github_output(&outputs.entries(), &mut || random_delimiter(&mut rng))?;
-    append_file(path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
+    Ok(append_file(path, &text)?)
 }
 
 #[cfg(test)]

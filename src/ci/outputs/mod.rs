@@ -7,8 +7,6 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use anyhow::Context;
-
 use super::format::format_deploy_time;
 use crate::outcome::Status;
 
@@ -20,7 +18,8 @@ mod json;
 pub(in crate::ci) use json::{Entries, top_level_lines};
 mod shell;
 
-pub(super) use file::{append_file, lacks_final_newline};
+pub(in crate::ci) use file::lacks_final_newline;
+pub(crate) use file::{append_file, replace_file};
 pub(crate) use github::append_github_output;
 
 /// The anchor keeps the first 4096 characters of the predict response.
@@ -95,12 +94,6 @@ impl Outputs {
             results: None,
             evidence: Vec::new(),
         }
-    }
-
-    /// Replaces `secret` with `***` in every text output, so a secret that
-    /// reached an error message or a response never lands in a file.
-    pub(crate) fn redact(&mut self, secret: &str) {
-        self.redact_with(|text| crate::secret::redact(text, &[secret]));
     }
 
     /// A copy with every registered secret replaced by `***`, for the
@@ -223,19 +216,6 @@ pub(crate) enum OutputsFormat {
     Json,
 }
 
-/// Replaces a file the run writes besides the outputs (`analysis-file`)
-/// through the same bounded writer, so a FIFO or a stuck file system is an
-/// error after its timeout, never a hang.
-pub(crate) fn replace_bounded(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    file::replace_file(path, bytes)
-}
-
-/// Appends to a file the run writes besides the outputs (the evidence
-/// sections of the step summary) through the same bounded writer.
-pub(crate) fn append_bounded(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    file::append_file(path, bytes)
-}
-
 /// Writes (replacing) the outputs file in the requested format.
 pub(crate) fn write_outputs_file(
     path: &Path,
@@ -247,8 +227,7 @@ pub(crate) fn write_outputs_file(
         OutputsFormat::Shell => shell::render_shell(outputs),
         OutputsFormat::Json => json::render_json(outputs),
     };
-    file::replace_file(path, text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))
+    Ok(file::replace_file(path, &text)?)
 }
 
 #[cfg(test)]
@@ -336,11 +315,12 @@ pub(super) mod tests {
 
     #[test]
     fn outputs_redact_a_secret_everywhere() {
+        crate::secret::register("sk-123456");
+        crate::secret::register("");
         let mut outputs = full_outputs();
         outputs.error_message = "401 for key sk-123456: denied".into();
         outputs.predict_response = "echo sk-123456".into();
-        outputs.redact("sk-123456");
-        outputs.redact("");
+        let outputs = outputs.redacted();
         assert_eq!(outputs.error_message, "401 for key ***: denied");
         assert_eq!(outputs.predict_response, "echo ***");
         assert_eq!(outputs.model_name, "my-model");

@@ -1,22 +1,25 @@
 //! Putting the previous deployment back: after a failed promotion or
 //! environment test (`roll_back`), or when a signal stops a gated promotion
 //! midway (`cleanup_gated`). Each round reads the environment, decides
-//! (`promotion::rollback_step`, then `rules::next_move`) and performs one
+//! (`step::next_step`, the one rollback decision) and performs one
 //! request; the run reports what the last read shows.
 
 use std::time::Instant;
 
-use super::rules::{self, Ending, Move, OnSignal, Sent};
+use super::rules::{self, OnSignal};
+use super::step::{self, Ending, Put, Sent, Step};
 use super::{Phase, flags, promote_once, set_phase};
 use crate::baseten::ApiError;
+use crate::budget::{self, Allowance};
 use crate::flow::{Ctx, human};
 use crate::kind::Kind;
-use crate::promotion::{self, Env};
+use crate::promotion::Env;
 
 /// Puts `prev` back into `env` after our promotion of `ours` failed or
-/// its environment test did, by `promotion::rollback_step` over a fresh
-/// read each round, and reports what the last read shows. `hurry`: a
-/// signal's short budget. Sets `rolled-back`; answers where traffic is.
+/// its environment test did, by `step::next_step` over a fresh read each
+/// round, and reports what the last read shows, within the rollback's
+/// deadline from the run's budget (a signal's seconds once cancelled).
+/// Sets `rolled-back`; answers where traffic is.
 pub(crate) async fn roll_back(
     ctx: &Ctx<'_>,
     owner: Kind,
@@ -24,7 +27,6 @@ pub(crate) async fn roll_back(
     env: &str,
     ours: &str,
     previous: Option<&str>,
-    hurry: bool,
 ) -> String {
     let Some(prev) = previous else {
         set_phase(ctx, Phase::Settled);
@@ -36,20 +38,20 @@ pub(crate) async fn roll_back(
         return msg;
     };
     let now = Instant::now();
-    let cancelled_at = ctx.state.lock().unwrap().cancelled_at;
-    let (until, past_budget) = rules::rollback_until(now, hurry, cancelled_at, ctx.run_until);
-    if past_budget {
+    let time = ctx.budget.allowance();
+    let until = ctx.budget.until(budget::Phase::Rollback, now);
+    if time == Allowance::Run && ctx.budget.past_run(until) {
         ctx.say(&format!(
             "the run's budget is spent: the rollback gets {} more",
             human(until - now)
         ));
     }
-    let api = ctx.api.until(Some(until));
+    let api = ctx.api.until(until);
     let ctx = &ctx.with_api(&api);
     ctx.say(&format!("Rolling {env} back to deployment {prev}"));
     set_phase(ctx, Phase::RollingBack);
-    let ending = put_back(ctx, owner, owner_id, env, ours, prev, hurry, until).await;
-    let (rolled_back, msg) = (ending.rolled_back(), ending.text(env, prev, hurry));
+    let ending = put_back(ctx, owner, owner_id, env, ours, prev, time, until).await;
+    let (rolled_back, msg) = (ending.rolled_back(), ending.text(env, prev, time));
     set_phase(ctx, Phase::Settled);
     ctx.state.lock().unwrap().rolled_back = Some(rolled_back);
     ctx.promotion_event("", &msg);
@@ -61,8 +63,8 @@ pub(crate) async fn roll_back(
     msg
 }
 
-/// The rollback's loop: read, decide ([`promotion::rollback_step`], then
-/// [`rules::next_move`]), perform, until an ending.
+/// The rollback's loop: read, decide ([`step::next_step`]), perform, until
+/// an ending.
 #[allow(
     clippy::too_many_arguments,
     reason = "the rollback's plain values; a struct would only rename them"
@@ -74,10 +76,9 @@ async fn put_back(
     env: &str,
     ours: &str,
     prev: &str,
-    hurry: bool,
+    time: Allowance,
     until: Instant,
 ) -> Ending {
-    let chain = owner == Kind::Chain;
     // The id our promote of `prev` answered (a platform copy of it), kept
     // in the gate's state so that a rollback resumed after a signal knows it.
     let (mut back, ours_known) = {
@@ -101,16 +102,21 @@ async fn put_back(
             Ok(e) => e,
             Err(err) => {
                 let out_of_time = Instant::now() >= until;
-                return rules::unread(err.to_string(), last.as_ref(), env, out_of_time);
+                return step::unread(err.to_string(), last.as_ref(), env, out_of_time);
             }
         };
-        let step = promotion::rollback_step(&e, ours, prev, back.as_deref(), hurry, chain);
-        let next = rules::next_move(step, &e, env, prev, sent, ours_known);
+        let put = Put {
+            ours,
+            prev,
+            back: back.as_deref(),
+            ours_known,
+        };
+        let next = step::next_step(&e, env, put, sent, owner, time);
         sent.count(&next);
         match next {
-            Move::End(ending) => return ending,
-            Move::Wait => {}
-            Move::Cancel { force } => {
+            Step::End(ending) => return ending,
+            Step::Wait => {}
+            Step::Cancel { force } => {
                 let how = if force {
                     "Force-cancelling the rolling promotion"
                 } else {
@@ -126,7 +132,7 @@ async fn put_back(
                 }
                 continue;
             }
-            Move::ChainInterrupt => {
+            Step::ChainInterrupt => {
                 // Chains have no cancel: promote the previous deployment;
                 // while one promotion is in flight the platform refuses a
                 // second, and then ending ours is the way back.
@@ -151,11 +157,11 @@ async fn put_back(
                 }
                 continue;
             }
-            Move::ChainEndOurs => {
+            Step::ChainEndOurs => {
                 end_chain_candidate(ctx, owner_id, env, ours).await;
                 continue;
             }
-            Move::PromoteBack => {
+            Step::PromoteBack => {
                 if let Err(msg) = reactivate(ctx, owner, owner_id, prev).await {
                     let why = format!("{msg}; {}", e.describe(env));
                     return Ending::Failed { why };
@@ -249,8 +255,7 @@ pub(crate) async fn cleanup_gated(ctx: &Ctx<'_>, cancelled: bool) {
             g.env
         )),
         OnSignal::RollBack { ours, prev } => {
-            let outcome =
-                roll_back(ctx, g.owner, &g.owner_id, &g.env, &ours, Some(&prev), true).await;
+            let outcome = roll_back(ctx, g.owner, &g.owner_id, &g.env, &ours, Some(&prev)).await;
             let msg = format!("cancelled during the promotion into {}: {outcome}", g.env);
             ctx.note(msg);
         }

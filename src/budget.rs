@@ -1,0 +1,273 @@
+//! The run's budget: one value, built once when a target's deploy starts,
+//! that every phase asks for its deadline ([`Budget::until`]). No phase
+//! computes a deadline of its own, so none can get time past the run's end
+//! (README, "The run's budget"):
+//!
+//! - setup, packaging, the upload, the create and the wait end by the
+//!   start plus the wait budget (a create, and the lookup after a lost
+//!   answer, may run up to [`CREATE_GRACE_SECS`] past it);
+//! - the smoke tests (each at most `predict-timeout`), the evidence, a
+//!   gated promotion and its rollback end by that plus `predict-timeout`
+//!   (a rollback started when that is spent still gets
+//!   [`ROLLBACK_FLOOR_SECS`], taken from cleanup's minute);
+//! - cleanup has [`CLEANUP_ALLOWANCE_SECS`] and ends by the run's end
+//!   plus that;
+//! - after a signal, what is left (a rollback, every cleanup) shares the
+//!   seconds the runner leaves before it kills the job.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A create and the lookup after it may run this long past the deploy
+/// budget: cutting them short could leave a deployment nobody reports.
+pub(crate) const CREATE_GRACE_SECS: u64 = 60;
+/// A rollback started by a signal gets this long (the runner kills the
+/// job 7.5 s after its first signal; cleanup needs the rest).
+pub(crate) const CANCELLED_ROLLBACK_SECS: u64 = 3;
+/// A rollback started when the run's budget is (nearly) spent still gets
+/// this long, taken from the cleanup's minute.
+pub(crate) const ROLLBACK_FLOOR_SECS: u64 = 10;
+/// How long cleanup may take: the last part of the run's budget.
+pub(crate) const CLEANUP_ALLOWANCE_SECS: u64 = 60;
+/// How long cleanup may take once the run is cancelled (GitHub sends
+/// SIGTERM 7.5 s after SIGINT, and kills 2.5 s later).
+pub(crate) const CANCELLED_CLEANUP_SECS: u64 = 3;
+/// Everything after a signal — a gated rollback and every deactivation —
+/// ends this long after it, a second before the runner's SIGTERM.
+pub(crate) const CANCELLED_TAIL_MILLIS: u64 = 6_500;
+
+/// The phases of one target's run, each with its own deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Teams, models, validation, the secrets check.
+    Setup,
+    /// Packaging, the upload, a chain's code generation.
+    Upload,
+    /// Creating the deployment, and the lookup after a lost answer.
+    Create,
+    /// Waiting for the deployment to be ready.
+    Wait,
+    /// The wait's one last read at its deadline, given `grace` at most.
+    LastLook { grace: Duration },
+    /// One smoke test: `predict-timeout` from its start, within the run.
+    Smoke,
+    /// The evidence sample after a smoke test.
+    Evidence,
+    /// A gated promotion: the promote, its wait, the environment's test.
+    Promotion,
+    /// Putting the previous deployment back.
+    Rollback,
+    /// Deactivating what the run created.
+    Cleanup,
+}
+
+/// The time what is left of the run may take: the run's own budget, or —
+/// once a signal (or a several-target halt) stopped the flow — the few
+/// seconds the runner leaves before it kills the job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Allowance {
+    /// The run goes on within its budget.
+    Run,
+    /// The run was cancelled at this moment: what follows shares the
+    /// seconds after it.
+    Signal { at: Instant },
+}
+
+/// One target's budget, from its start.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    started: Instant,
+    wait: Duration,
+    predict: Duration,
+    cancelled_at: Mutex<Option<Instant>>,
+}
+
+impl Budget {
+    /// The budget of a run started at `started` with the wait budget `wait`
+    /// and `predict-timeout` `predict`.
+    pub(crate) fn new(started: Instant, wait: Duration, predict: Duration) -> Budget {
+        Budget {
+            started,
+            wait,
+            predict,
+            cancelled_at: Mutex::new(None),
+        }
+    }
+
+    /// Setup, upload, create and the wait end here.
+    pub(crate) fn deploy_end(&self) -> Instant {
+        self.started + self.wait
+    }
+
+    /// The wait budget plus `predict-timeout`: the run's length but for
+    /// cleanup, for messages.
+    pub(crate) fn run_length(&self) -> Duration {
+        self.wait + self.predict
+    }
+
+    /// Everything but cleanup ends here.
+    pub(crate) fn run_end(&self) -> Instant {
+        self.deploy_end() + self.predict
+    }
+
+    /// Nothing of the run goes past this: the run's end plus cleanup's
+    /// minute.
+    pub(crate) fn end(&self) -> Instant {
+        self.run_end() + Duration::from_secs(CLEANUP_ALLOWANCE_SECS)
+    }
+
+    /// The flow was stopped at `at` (a signal, a several-target halt):
+    /// from now on what is left shares the seconds after it.
+    pub(crate) fn cancel(&self, at: Instant) {
+        let mut c = self.cancelled_at.lock().unwrap_or_else(|p| p.into_inner());
+        c.get_or_insert(at);
+    }
+
+    /// The run's budget, or a signal's seconds.
+    pub(crate) fn allowance(&self) -> Allowance {
+        match *self.cancelled_at.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(at) => Allowance::Signal { at },
+            None => Allowance::Run,
+        }
+    }
+
+    /// When `phase`, asking at `now`, must end; never past [`Self::end`].
+    pub(crate) fn until(&self, phase: Phase, now: Instant) -> Instant {
+        let s = Duration::from_secs;
+        let deploy = self.deploy_end();
+        let run = self.run_end();
+        let until = match (phase, self.allowance()) {
+            (Phase::Setup | Phase::Upload | Phase::Wait, _) => deploy,
+            (Phase::Create, _) => deploy
+                .max(now + s(CREATE_GRACE_SECS))
+                .min(deploy + s(CREATE_GRACE_SECS)),
+            (Phase::LastLook { grace }, _) => (now + grace).min(run),
+            (Phase::Smoke, _) => (now + self.predict).min(run),
+            (Phase::Evidence | Phase::Promotion, _) => run,
+            (Phase::Rollback, Allowance::Run) => run.max(now + s(ROLLBACK_FLOOR_SECS)),
+            (Phase::Rollback, Allowance::Signal { at }) => at + s(CANCELLED_ROLLBACK_SECS),
+            (Phase::Cleanup, Allowance::Run) => now + s(CLEANUP_ALLOWANCE_SECS),
+            (Phase::Cleanup, Allowance::Signal { at }) => (now + s(CANCELLED_CLEANUP_SECS))
+                .min(at + Duration::from_millis(CANCELLED_TAIL_MILLIS)),
+        };
+        until.min(self.end())
+    }
+
+    /// Whether `until` (a rollback's) runs past the run's end: the run
+    /// says so.
+    pub(crate) fn past_run(&self, until: Instant) -> bool {
+        until > self.run_end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Phase; 10] = [
+        Phase::Setup,
+        Phase::Upload,
+        Phase::Create,
+        Phase::Wait,
+        Phase::LastLook {
+            grace: Duration::from_secs(5),
+        },
+        Phase::Smoke,
+        Phase::Evidence,
+        Phase::Promotion,
+        Phase::Rollback,
+        Phase::Cleanup,
+    ];
+
+    /// The documented bound of each phase, from the README's formula.
+    fn bound(b: &Budget, phase: Phase, now: Instant) -> Instant {
+        let s = Duration::from_secs;
+        match phase {
+            Phase::Setup | Phase::Upload | Phase::Wait => b.deploy_end(),
+            Phase::Create => b.deploy_end() + s(CREATE_GRACE_SECS),
+            Phase::LastLook { .. } | Phase::Evidence | Phase::Promotion => b.run_end(),
+            Phase::Smoke => (now + b.predict).min(b.run_end()),
+            Phase::Rollback | Phase::Cleanup => b.end(),
+        }
+    }
+
+    /// A clock that jumps — to the start, inside each part of the budget,
+    /// onto its edges and far past its end — and every phase asked at
+    /// every moment: no deadline passes its phase's bound nor the run's
+    /// end, and a signal shortens what follows it.
+    #[test]
+    fn no_phase_gets_time_past_its_bound_whatever_the_clock_says() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let b = Budget::new(t0, s(600), s(30));
+        assert_eq!(b.deploy_end(), t0 + s(600));
+        assert_eq!(b.run_end(), t0 + s(630));
+        assert_eq!(b.end(), t0 + s(690));
+        let jumps = [
+            0, 1, 300, 599, 600, 601, 620, 629, 630, 631, 650, 689, 690, 700, 86_400,
+        ];
+        for cancelled in [None, Some(625), Some(700)] {
+            let b = Budget::new(t0, s(600), s(30));
+            if let Some(at) = cancelled {
+                b.cancel(t0 + s(at));
+            }
+            for &j in &jumps {
+                let now = t0 + s(j);
+                for phase in ALL {
+                    let until = b.until(phase, now);
+                    let why = format!("{phase:?} at +{j}s, cancelled {cancelled:?}");
+                    assert!(until <= b.end(), "{why}: past the run's end");
+                    assert!(until <= bound(&b, phase, now), "{why}: past its bound");
+                    if let (Some(at), Phase::Rollback | Phase::Cleanup) = (cancelled, phase) {
+                        let tail = t0 + s(at) + Duration::from_millis(CANCELLED_TAIL_MILLIS);
+                        assert!(until <= tail, "{why}: past the signal's seconds");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn each_phase_gets_what_the_readme_says() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let b = Budget::new(t0, s(100), s(20));
+        // (phase, asked at +secs, deadline at +secs)
+        let cases = [
+            (Phase::Setup, 0, 100),
+            (Phase::Wait, 50, 100),
+            (Phase::Create, 10, 100),
+            (Phase::Create, 90, 150),
+            (Phase::Create, 200, 160),
+            (Phase::Smoke, 100, 120),
+            (Phase::Smoke, 110, 120),
+            (Phase::Smoke, 10, 30),
+            (Phase::Promotion, 105, 120),
+            (Phase::Rollback, 50, 120),
+            (Phase::Rollback, 115, 125),
+            (Phase::Rollback, 175, 180),
+            (Phase::Cleanup, 50, 110),
+            (Phase::Cleanup, 150, 180),
+        ];
+        for (phase, at, want) in cases {
+            assert_eq!(
+                b.until(phase, t0 + s(at)),
+                t0 + s(want),
+                "{phase:?} at +{at}s"
+            );
+        }
+        assert!(b.past_run(b.until(Phase::Rollback, t0 + s(115))));
+        assert!(!b.past_run(b.until(Phase::Rollback, t0 + s(50))));
+        // After a signal: a rollback gets its seconds from the signal, and
+        // cleanup shares the tail with it.
+        b.cancel(t0 + s(40));
+        b.cancel(t0 + s(45)); // the first signal counts
+        assert_eq!(b.allowance(), Allowance::Signal { at: t0 + s(40) });
+        assert_eq!(b.until(Phase::Rollback, t0 + s(41)), t0 + s(43));
+        assert_eq!(b.until(Phase::Cleanup, t0 + s(41)), t0 + s(44));
+        assert_eq!(
+            b.until(Phase::Cleanup, t0 + s(45)),
+            t0 + s(40) + Duration::from_millis(CANCELLED_TAIL_MILLIS)
+        );
+    }
+}
