@@ -19,6 +19,16 @@ use super::xml::s3_error;
 use super::{Credentials, Inner, Job, sigv4, wire};
 use crate::retry;
 
+/// What happens at most once per call, across its tries.
+#[derive(Default)]
+struct Once {
+    /// S3 named another region and the call was re-signed for it.
+    followed_region: AtomicBool,
+    /// A success came before the body was sent, and the request was sent
+    /// once more.
+    repeated_unsent: AtomicBool,
+}
+
 /// A successful answer.
 pub(super) struct Reply {
     pub(super) headers: HeaderMap,
@@ -49,13 +59,13 @@ impl Inner {
         // spawned tasks, see `retry::run_noting`), and such a future cannot
         // borrow the closure's own state.
         let tries = AtomicU32::new(0);
-        let followed_region = AtomicBool::new(false);
-        let (tries_ref, followed_ref) = (&tries, &followed_region);
+        let once = Once::default();
+        let (tries_ref, once_ref) = (&tries, &once);
         let outcome = retry::run_noting(policy, None, note, move |try_number| async move {
             tries_ref.store(try_number, Ordering::Relaxed);
             // A retry never rides a connection that was open before it.
             let fresh = try_number > 1;
-            self.try_once(job, call, followed_ref, fresh).await
+            self.try_once(job, call, once_ref, fresh).await
         })
         .await;
         outcome.map_err(|failure| {
@@ -70,14 +80,16 @@ impl Inner {
     /// One try of `call`: an attempt signed for the region known now, and,
     /// when S3 answers that the bucket is elsewhere, one more signed for
     /// that region. Following the region is not a failed try, and happens
-    /// once per call (`followed_region`) so two answers cannot bounce us
-    /// back and forth.
+    /// once per call (`Once::followed_region`) so two answers cannot bounce
+    /// us back and forth. A success answered before the body was sent is
+    /// never taken: the request goes once more, on a new connection
+    /// (`Once::repeated_unsent`), and a second such answer is the failure.
     async fn try_once(
         &self,
         job: &Job,
         call: &Call,
-        followed_region: &AtomicBool,
-        fresh: bool,
+        once: &Once,
+        mut fresh: bool,
     ) -> Result<Reply, Failure> {
         loop {
             let region = self.regions.for_bucket(&job.bucket);
@@ -91,10 +103,20 @@ impl Inner {
                 Err(failure) => failure,
             };
             if let Some(new_region) = region_to_follow(&failure, &region)
-                && !followed_region.swap(true, Ordering::Relaxed)
+                && !once.followed_region.swap(true, Ordering::Relaxed)
             {
                 tracing::debug!(bucket = %job.bucket, %new_region, "S3 bucket is in another region; re-signing");
                 self.regions.remember(&job.bucket, &new_region);
+                continue;
+            }
+            if let Failure::AnsweredUnsent { status } = failure
+                && !once.repeated_unsent.swap(true, Ordering::Relaxed)
+            {
+                tracing::warn!(
+                    "S3 answered {} with HTTP {status} before its body was sent; not trusting it, sending it again on a new connection",
+                    call.operation
+                );
+                fresh = true;
                 continue;
             }
             return Err(failure);
@@ -139,6 +161,14 @@ impl Inner {
         } else {
             self.send_reqwest(call, url, &payload, headers).await?
         };
+        // A data request's checksum is known once its body went out whole;
+        // a success before that answered a request the server never read.
+        let unsent = payload.checksum.as_ref().is_some_and(|c| c.get().is_none());
+        if unsent && status.is_success() {
+            return Err(Failure::AnsweredUnsent {
+                status: status.as_u16(),
+            });
+        }
         match s3_error(status.as_u16(), &body) {
             None => Ok(Reply {
                 headers,

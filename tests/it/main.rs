@@ -22,6 +22,7 @@ mod official_client;
 mod outputs;
 mod props;
 mod published_api;
+mod s3_answers;
 mod ship;
 mod snapshots;
 mod upload;

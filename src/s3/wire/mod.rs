@@ -8,11 +8,18 @@
 //! as S3's XML error before a byte of the body is sent, instead of a broken
 //! pipe after megabytes were pushed into a closing connection. A server
 //! that ignores `Expect` gets the body after [`EXPECT_WAIT`], and its origin
-//! is remembered so later requests do not wait again.
+//! is remembered so later requests do not wait again. One that answers
+//! `417 Expectation Failed` (it, or something on the way, implements no
+//! expectations) gets the request once more without `Expect`, on a new
+//! connection, as RFC 9110 asks, and its origin is remembered so later
+//! requests there carry no `Expect` at all.
 //!
-//! Connections are kept per origin for the next request; one that answered
-//! early or failed is closed, never reused, and a retry (`fresh`) always
-//! opens a new one. TLS uses the same roots as the reqwest client: the
+//! An answer is read only as the answer to the request just sent:
+//! connections are kept per origin for the next request, but one that
+//! answered early or failed is closed, never reused; one that received any
+//! byte while it sat idle (an answer nobody asked for, a close) is closed
+//! when it is next taken from the pool ([`Wire::check_out`]); and a retry
+//! (`fresh`) always opens a new one. TLS uses the same roots as the reqwest client: the
 //! bundled public roots plus the CAs of `SSL_CERT_FILE`/`SSL_CERT_DIR`.
 //! When `HTTPS_PROXY` applies to an `https` host (by reqwest's own rules,
 //! `NO_PROXY` included) and names an `http://` proxy, each connection is a
@@ -177,6 +184,9 @@ enum Failed {
     /// server had closed it while it was idle. Nothing was sent that could
     /// have been applied; a new connection takes the request.
     Stale,
+    /// `417 Expectation Failed` to a head that carried `Expect`, before any
+    /// of the body: the request is to be repeated without it.
+    ExpectRefused,
     Other(Error),
 }
 
@@ -190,6 +200,9 @@ pub(super) struct Wire {
     /// Origins that sent no `100` within [`EXPECT_WAIT`]: later requests
     /// there send the body at once.
     ignores_expect: Mutex<HashSet<Origin>>,
+    /// Origins that answered `417` to `Expect`: later requests there do not
+    /// send it.
+    refuses_expect: Mutex<HashSet<Origin>>,
 }
 
 /// What the data connections share with the crate's reqwest clients.
@@ -222,6 +235,7 @@ impl Wire {
             user_agent: settings.user_agent.clone(),
             idle: Mutex::default(),
             ignores_expect: Mutex::default(),
+            refuses_expect: Mutex::default(),
         }
     }
 
@@ -303,6 +317,7 @@ impl Wire {
         let origin = Origin::of(request.url).map_err(Error::Connect)?;
         let tunnel = self.tunnel(request.url);
         let mut pooled = if fresh { None } else { self.check_out(&origin) };
+        let mut refused_expect = false;
         loop {
             let reused = pooled.is_some();
             let mut conn = match pooled.take() {
@@ -322,6 +337,18 @@ impl Wire {
                     return Ok(answer);
                 }
                 Err(Failed::Stale) => continue,
+                // Once: the origin is remembered, so the repeat carries no
+                // `Expect` and its answer, whatever it is, is final.
+                Err(Failed::ExpectRefused) if !refused_expect => {
+                    refused_expect = true;
+                    self.remember_refuses_expect(&origin);
+                    continue;
+                }
+                Err(Failed::ExpectRefused) => {
+                    return Err(Error::Exchange(io::Error::other(
+                        "the server answered 417 Expectation Failed twice",
+                    )));
+                }
                 Err(Failed::Other(error)) => return Err(error),
             }
         }
@@ -344,7 +371,8 @@ impl Wire {
                 return self.exchange_bytes(conn, request, bytes, reused).await;
             }
         };
-        let head = self.head_bytes(request, true);
+        let expect = !self.known_to_refuse_expect(origin);
+        let head = self.head_bytes(request, expect);
         let lost = |e: io::Error| {
             if reused {
                 Failed::Stale
@@ -354,7 +382,7 @@ impl Wire {
         };
         conn.stream.write_all(&head).await.map_err(lost)?;
         conn.stream.flush().await.map_err(lost)?;
-        if !self.known_to_ignore_expect(origin) {
+        if expect && !self.known_to_ignore_expect(origin) {
             let deadline = tokio::time::Instant::now() + EXPECT_WAIT;
             loop {
                 match tokio::time::timeout_at(deadline, conn.read_head()).await {
@@ -367,6 +395,11 @@ impl Wire {
                     Ok(Ok(interim)) if interim.status == 100 => break,
                     // Another interim answer (102, 103): keep waiting.
                     Ok(Ok(interim)) if (101..200).contains(&interim.status) => {}
+                    Ok(Ok(last)) if last.status == 417 => {
+                        // The body is not sent; this connection is out of
+                        // step and closes with `conn`.
+                        return Err(Failed::ExpectRefused);
+                    }
                     Ok(Ok(last)) => {
                         // Refused at the headers. The body is never sent, so
                         // the connection is out of step and is closed.
@@ -402,6 +435,11 @@ impl Wire {
         }
         let answered = with_answer_wait(final_answer(conn, request.method)).await;
         let (last, body, reusable) = answered.map_err(|e| Failed::Other(Error::Exchange(e)))?;
+        if expect && last.status == 417 {
+            // A server we sent the body at once (it had ignored `Expect`
+            // before) and that refuses the expectation after all.
+            return Err(Failed::ExpectRefused);
+        }
         let answer = Answer {
             status: last.status,
             headers: last.headers,
@@ -489,12 +527,23 @@ impl Wire {
             .unwrap_or_default()
     }
 
+    /// An idle connection to `origin` that may carry a request: one that
+    /// is not too old and received nothing while it sat in the pool. A
+    /// byte that arrived then (an answer nobody asked for, a close, a
+    /// reset) would be read as the answer to the next request, so such a
+    /// connection is closed instead.
     fn check_out(&self, origin: &Origin) -> Option<Conn> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         let conns = idle.get_mut(origin)?;
-        while let Some(conn) = conns.pop() {
-            if conn.idle_since.elapsed() < IDLE_MAX {
-                return Some(conn);
+        while let Some(mut conn) = conns.pop() {
+            if conn.idle_since.elapsed() >= IDLE_MAX {
+                continue;
+            }
+            match conn.idle_news() {
+                None => return Some(conn),
+                Some(news) => {
+                    tracing::debug!(host = %origin.host, "closing a pooled S3 connection that {news} while idle");
+                }
             }
         }
         None
@@ -525,6 +574,21 @@ impl Wire {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .contains(origin)
+    }
+
+    fn known_to_refuse_expect(&self, origin: &Origin) -> bool {
+        self.refuses_expect
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(origin)
+    }
+
+    fn remember_refuses_expect(&self, origin: &Origin) {
+        tracing::debug!(host = %origin.host, "417 Expectation Failed; sending without Expect from now on");
+        self.refuses_expect
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(origin.clone());
     }
 
     fn remember_ignores_expect(&self, origin: &Origin) {
