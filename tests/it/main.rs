@@ -9,6 +9,7 @@ mod cancel;
 mod chain_deploy;
 mod chain_harness;
 mod ci_reads;
+mod cli;
 mod config_parity;
 mod environment;
 mod evidence;

@@ -73,7 +73,11 @@ fn one_put_answered_before_its_body_is_sent_again_and_the_deploy_goes_on() {
     let puts = of(&events, "s3.put_object");
     assert_eq!(puts.len(), 2, "{events:#?}");
     assert_eq!((puts[0].status, puts[0].body_bytes), (200, 0));
-    assert_eq!((puts[1].status, puts[1].body_bytes > 0), (200, true), "{puts:#?}");
+    assert_eq!(
+        (puts[1].status, puts[1].body_bytes > 0),
+        (200, true),
+        "{puts:#?}"
+    );
     assert_eq!(fake.s3().objects().len(), 1);
 }
 
