@@ -73,6 +73,7 @@ fn status_of(r: &Result<(), Failure>) -> Status {
 pub(crate) async fn run(
     settings: &Settings,
     env: EnvLookup<'_>,
+    net: &Result<crate::net::Network, String>,
     ci: &CiContext,
     rep: &Arc<Mutex<Reporter>>,
     state: &Mutex<State>,
@@ -104,6 +105,7 @@ pub(crate) async fn run(
         &planned,
         rep,
         &lookup,
+        net,
         signals,
         settings.max_parallel,
         settings.fail_fast,
@@ -122,13 +124,14 @@ async fn deploy_all(
     planned: &[Planned],
     rep: &Arc<Mutex<Reporter>>,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
+    net: &Result<crate::net::Network, String>,
     signals: &mut Signals,
     max_parallel: usize,
     fail_fast: bool,
 ) -> Vec<Done> {
     let (tx, rx) = tokio::sync::watch::channel(Halt::default());
     let mut running = futures_util::stream::iter(planned)
-        .map(|p| deploy_one(p, rep, env, rx.clone()))
+        .map(|p| deploy_one(p, rep, env, net, rx.clone()))
         .buffer_unordered(max_parallel);
     let mut done = Vec::with_capacity(planned.len());
     loop {
@@ -165,6 +168,7 @@ async fn deploy_one(
     p: &Planned,
     rep: &Arc<Mutex<Reporter>>,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
+    net: &Result<crate::net::Network, String>,
     halt: tokio::sync::watch::Receiver<Halt>,
 ) -> Done {
     let label = format!("{} {}", p.found.kind.as_str(), p.found.path.display());
@@ -206,8 +210,18 @@ async fn deploy_one(
         own.lock().unwrap().notice(n);
     }
     // Each target is its own GitHub deployment, comment and status.
-    let gh = github::Session::open(&p.cfg, env, &own);
-    let result = execute::execute(&p.cfg, &own, &state, started, env, &mut stop, gh.as_ref()).await;
+    let gh = github::Session::open(&p.cfg, net, &own);
+    let result = execute::execute(
+        &p.cfg,
+        &own,
+        &state,
+        started,
+        env,
+        net,
+        &mut stop,
+        gh.as_ref(),
+    )
+    .await;
     if let Some(gh) = &gh {
         let outputs = report::target_outputs(&state.lock().unwrap(), &result, &p.cfg);
         gh.finish_within(&result, &outputs, &state, &p.cfg, stop.cleanup())

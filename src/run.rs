@@ -26,6 +26,10 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     let ci_context = CiContext::from_lookup(&|k| env(k).ok());
     let rep = Arc::new(Mutex::new(Reporter::stdio(ci_env.kind())));
     let inputs = cli.gather(env);
+    // Every network setting, read once from the environment the run was
+    // given; a target that needs the network and cannot have it fails
+    // with this as its input error.
+    let net = crate::net::Network::from_env(&|k| env(k).ok()).map_err(|e| format!("{e:#}"));
     let early = Early::read(&inputs);
     let secrets = early.secrets.clone();
     let out_settings = early.outputs.clone();
@@ -73,7 +77,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         }
         Ok(Road::Several(s)) => {
             let (r, fanout) =
-                crate::multi::run(&s, env, &ci_context, &rep, &state, &mut signals).await;
+                crate::multi::run(&s, env, &net, &ci_context, &rep, &state, &mut signals).await;
             (r, Kind::Model, None, fanout)
         }
         Ok(Road::One(s)) => match Config::resolve(&s, s.truss_directory.trim(), &ci_context) {
@@ -84,13 +88,14 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
                 for n in &cfg.notices {
                     rep.lock().unwrap().notice(n);
                 }
-                let gh = github::Session::open(&cfg, &|k| env(k).ok(), &rep);
+                let gh = github::Session::open(&cfg, &net, &rep);
                 let r = execute(
                     &cfg,
                     &rep,
                     &state,
                     started,
                     &|k| env(k).ok(),
+                    &net,
                     &mut Stop::Process(&mut signals),
                     gh.as_ref(),
                 )

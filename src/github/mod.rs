@@ -143,7 +143,7 @@ impl Session {
     /// features need is missing — which is said once, as a warning.
     pub(crate) fn open(
         cfg: &Config,
-        env: &dyn Fn(&str) -> Option<String>,
+        net: &Result<crate::net::Network, String>,
         rep: &Arc<Mutex<Reporter>>,
     ) -> Option<Session> {
         let s = &cfg.github;
@@ -193,9 +193,9 @@ impl Session {
                 ));
             }
         };
-        let http = match crate::net::client(env) {
-            Ok(h) => h,
-            Err(e) => return warn(format!("GitHub: {e:#}, so GitHub is skipped.")),
+        let http = match net {
+            Ok(net) => net.api_client(),
+            Err(e) => return warn(format!("GitHub: {e}, so GitHub is skipped.")),
         };
         let (kind, early_name) = match &cfg.target {
             Target::Model { .. } => (Kind::Model, cfg.model_name.clone()),

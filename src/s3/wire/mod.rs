@@ -19,10 +19,11 @@
 //! answered early or failed is closed, never reused; one that received any
 //! byte while it sat idle (an answer nobody asked for, a close) is closed
 //! when it is next taken from the pool ([`Wire::check_out`]); and a retry
-//! (`fresh`) always opens a new one. TLS uses the same roots as the reqwest client: the
-//! bundled public roots plus the CAs of `SSL_CERT_FILE`/`SSL_CERT_DIR`.
-//! When `HTTPS_PROXY` applies to an `https` host (by reqwest's own rules,
-//! `NO_PROXY` included) and names an `http://` proxy, each connection is a
+//! (`fresh`) always opens a new one. The TLS config and the proxy route
+//! are the run's network's (`net::Transport`), built with its reqwest
+//! clients from the same roots and variables; nothing here reads the
+//! environment. When `HTTPS_PROXY` applies to an `https` host (`NO_PROXY`
+//! included) and names an `http://` proxy, each connection is a
 //! `CONNECT` tunnel through it, TLS end to end; for an `https://` proxy, or
 //! a plain `http` host behind `HTTP_PROXY`, the request goes through
 //! reqwest and its proxy support instead, without `Expect`.
@@ -43,6 +44,7 @@ use tokio::io::AsyncWriteExt as _;
 use self::answer::Head;
 use self::conn::Conn;
 use super::payload::{FileBody, WriteError};
+use crate::net::Transport;
 
 /// How long to wait for the interim answer before sending the body anyway.
 /// 1 s, what botocore and curl wait: S3 answers within a round trip, so a
@@ -193,7 +195,7 @@ enum Failed {
 /// The connections and settings of the S3 data requests.
 pub(super) struct Wire {
     tls: Arc<rustls::ClientConfig>,
-    proxies: Matcher,
+    proxies: Arc<Matcher>,
     connect_timeout: Duration,
     user_agent: String,
     idle: Mutex<HashMap<Origin, Vec<Conn>>>,
@@ -205,34 +207,15 @@ pub(super) struct Wire {
     refuses_expect: Mutex<HashSet<Origin>>,
 }
 
-/// What the data connections share with the crate's reqwest clients.
-#[derive(Clone, Debug)]
-pub(crate) struct Settings {
-    /// DER certificates trusted on top of the bundled public roots.
-    pub(crate) extra_roots: Vec<Vec<u8>>,
-    pub(crate) user_agent: String,
-    pub(crate) connect_timeout: Duration,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            extra_roots: Vec::new(),
-            user_agent: concat!("truss-push/", env!("CARGO_PKG_VERSION")).to_owned(),
-            connect_timeout: Duration::from_secs(10),
-        }
-    }
-}
-
 impl Wire {
-    /// Proxies are read from the environment by reqwest's own rules, as
-    /// the reqwest clients read them.
-    pub(super) fn new(settings: &Settings) -> Self {
+    /// The TLS config and the proxy route are the run's network's, the
+    /// ones its reqwest clients were built from.
+    pub(super) fn new(transport: &Transport) -> Self {
         Self {
-            tls: Arc::new(tls_config(&settings.extra_roots)),
-            proxies: Matcher::from_system(),
-            connect_timeout: settings.connect_timeout,
-            user_agent: settings.user_agent.clone(),
+            tls: Arc::clone(&transport.tls),
+            proxies: Arc::clone(&transport.proxies),
+            connect_timeout: transport.connect_timeout,
+            user_agent: transport.user_agent.clone(),
             idle: Mutex::default(),
             ignores_expect: Mutex::default(),
             refuses_expect: Mutex::default(),
@@ -639,23 +622,6 @@ async fn early_answer_after(conn: &mut Conn, method: &str) -> Option<Answer> {
         body,
         early: false,
     })
-}
-
-/// The bundled public roots (those reqwest's `rustls-tls` embeds) plus
-/// `extra_roots`.
-fn tls_config(extra_roots: &[Vec<u8>]) -> rustls::ClientConfig {
-    let mut roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    for der in extra_roots {
-        // One that does not parse was already reported at start-up.
-        let _ = roots.add(rustls::pki_types::CertificateDer::from(der.clone()));
-    }
-    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth()
 }
 
 #[cfg(test)]

@@ -120,7 +120,7 @@ async fn a_refusal_at_the_headers_is_read_and_no_body_byte_is_sent() {
         stream.read_to_end(&mut after).await.unwrap();
         seen.store(after.len() as u64, Ordering::SeqCst);
     });
-    let wire = Wire::new(&Settings::default());
+    let wire = Wire::new(&Transport::default());
     let archive = archive(3 * 1024 * 1024);
 
     let answer = send(&wire, &url, &archive, false).await.unwrap();
@@ -160,7 +160,7 @@ async fn after_100_continue_the_framed_body_follows_and_the_connection_is_kept()
         }
         bodies
     });
-    let wire = Wire::new(&Settings::default());
+    let wire = Wire::new(&Transport::default());
     let archive = archive(200_000);
 
     for _ in 0..2 {
@@ -203,7 +203,7 @@ async fn a_server_that_ignores_expect_gets_the_body_after_the_wait_and_later_at_
         }
         waits
     });
-    let wire = Wire::new(&Settings::default());
+    let wire = Wire::new(&Transport::default());
     let archive = archive(100_000);
 
     for _ in 0..2 {
@@ -244,7 +244,7 @@ async fn a_retry_or_an_idle_connection_the_server_closed_uses_a_new_connection()
             });
         }
     });
-    let wire = Wire::new(&Settings::default());
+    let wire = Wire::new(&Transport::default());
     let archive = archive(10_000);
 
     send(&wire, &url, &archive, false).await.unwrap();
@@ -261,19 +261,21 @@ async fn a_retry_or_an_idle_connection_the_server_closed_uses_a_new_connection()
 async fn no_server_is_a_connect_error() {
     let (listener, url) = listener().await;
     drop(listener);
-    let wire = Wire::new(&Settings::default());
+    let wire = Wire::new(&Transport::default());
     let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
     assert!(matches!(error, Error::Connect(_)), "{error:?}");
 }
 
 #[test]
 fn a_proxy_for_the_host_is_tunnelled_or_left_to_reqwest() {
-    let mut wire = Wire::new(&Settings::default());
-    wire.proxies = Matcher::builder()
-        .https("http://user:secret@proxy.example:3128")
-        .http("http://proxy.example:3128")
-        .no("localhost,127.0.0.1")
-        .build();
+    let mut wire = Wire::new(&Transport::default());
+    wire.proxies = Arc::new(
+        Matcher::builder()
+            .https("http://user:secret@proxy.example:3128")
+            .http("http://proxy.example:3128")
+            .no("localhost,127.0.0.1")
+            .build(),
+    );
     let url = |s: &str| Url::parse(s).unwrap();
     let tunnel = |auth: Option<&str>| {
         Route::Tunnel(Tunnel {
@@ -299,9 +301,11 @@ fn a_proxy_for_the_host_is_tunnelled_or_left_to_reqwest() {
         Route::Reqwest
     );
     // A proxy reached over https is reqwest's.
-    wire.proxies = Matcher::builder()
-        .https("https://proxy.example:3129")
-        .build();
+    wire.proxies = Arc::new(
+        Matcher::builder()
+            .https("https://proxy.example:3129")
+            .build(),
+    );
     assert_eq!(
         wire.route(&url("https://bucket.s3.amazonaws.com/k")),
         Route::Reqwest
@@ -320,7 +324,7 @@ fn the_tls_roots_are_the_bundled_ones_plus_the_extra_cas() {
     std::fs::write(&file, &ca).unwrap();
     let file = file.to_str().unwrap().to_owned();
     let env = |name: &str| (name == "SSL_CERT_FILE").then(|| file.clone());
-    let extra = crate::net::extra_root_ders(&env);
+    let extra = crate::net::extra_roots(&env).unwrap().ders;
     assert_eq!(extra.len(), 1);
     let mut roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
@@ -390,15 +394,17 @@ type TlsServer = tokio::task::JoinHandle<(String, usize, TcpListener, tokio_rust
 
 fn test_ca_roots() -> Vec<Vec<u8>> {
     let ca = concat!(env!("CARGO_MANIFEST_DIR"), "/src/s3/wire/testdata/ca.pem");
-    crate::net::extra_root_ders(&|name: &str| (name == "SSL_CERT_FILE").then(|| ca.to_owned()))
+    crate::net::extra_roots(&|name: &str| (name == "SSL_CERT_FILE").then(|| ca.to_owned()))
+        .unwrap()
+        .ders
 }
 
 #[tokio::test]
 async fn over_tls_the_extra_ca_is_trusted_and_the_body_waits_for_100() {
     let (port, server) = tls_put_server().await;
-    let wire = Wire::new(&Settings {
-        extra_roots: test_ca_roots(),
-        ..Settings::default()
+    let wire = Wire::new(&Transport {
+        tls: Arc::new(crate::net::tls_config(&test_ca_roots())),
+        ..Transport::default()
     });
     let url = Url::parse(&format!("https://localhost:{port}/bucket/key")).unwrap();
     let archive = archive(150_000);
@@ -419,7 +425,7 @@ async fn over_tls_the_extra_ca_is_trusted_and_the_body_waits_for_100() {
         let (tcp, _) = listener.accept().await.unwrap();
         acceptor.accept(tcp).await.is_err()
     });
-    let untrusting = Wire::new(&Settings::default());
+    let untrusting = Wire::new(&Transport::default());
     let error = send(&untrusting, &url, &archive, false).await.unwrap_err();
     assert!(matches!(error, Error::Connect(_)), "{error:?}");
     assert!(second.await.unwrap(), "the handshake failed");
@@ -459,13 +465,15 @@ async fn through_an_http_proxy_a_tunnel_carries_tls_and_the_body_still_waits_for
     let (port, server) = tls_put_server().await;
     let (proxy_port, connect) =
         connect_proxy(port, "HTTP/1.1 200 Connection established\r\n\r\n").await;
-    let mut wire = Wire::new(&Settings {
-        extra_roots: test_ca_roots(),
-        ..Settings::default()
+    let mut wire = Wire::new(&Transport {
+        tls: Arc::new(crate::net::tls_config(&test_ca_roots())),
+        ..Transport::default()
     });
-    wire.proxies = Matcher::builder()
-        .https(format!("http://ci:pass@127.0.0.1:{proxy_port}"))
-        .build();
+    wire.proxies = Arc::new(
+        Matcher::builder()
+            .https(format!("http://ci:pass@127.0.0.1:{proxy_port}"))
+            .build(),
+    );
     let url = Url::parse(&format!("https://localhost:{port}/bucket/key")).unwrap();
     let archive = archive(150_000);
 
@@ -497,10 +505,12 @@ async fn a_proxy_that_refuses_the_tunnel_is_a_connect_error_with_its_status() {
         "HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n",
     )
     .await;
-    let mut wire = Wire::new(&Settings::default());
-    wire.proxies = Matcher::builder()
-        .https(format!("http://127.0.0.1:{proxy_port}"))
-        .build();
+    let mut wire = Wire::new(&Transport::default());
+    wire.proxies = Arc::new(
+        Matcher::builder()
+            .https(format!("http://127.0.0.1:{proxy_port}"))
+            .build(),
+    );
     let url = Url::parse("https://bucket.s3.amazonaws.com/key").unwrap();
 
     let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
