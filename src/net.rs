@@ -187,7 +187,7 @@ impl ProxyVars {
         let first = |names: [&str; 2]| {
             names
                 .into_iter()
-                .find_map(|n| env(n))
+                .find_map(env)
                 .unwrap_or_default()
                 .trim()
                 .to_owned()

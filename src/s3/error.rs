@@ -33,6 +33,11 @@ pub(super) enum Failure {
     /// not trusted: `Inner::try_once` sends the request once more on a new
     /// connection, and a second such answer ends the call.
     AnsweredUnsent { status: u16 },
+    /// A success whose body is not what S3 answers that request with (a
+    /// Create without an UploadId, a Complete without the object's ETag):
+    /// the answer of something else, such as a stray answer on the
+    /// connection. Whether the request arrived is unknown.
+    NotItsAnswer(&'static str),
     /// A local problem (reading the file, building the URL): never retried.
     Local(anyhow::Error),
 }
@@ -42,7 +47,7 @@ impl Classify for Failure {
         match self {
             Self::Transport(error) => transport_kind(error.is_connect(), error.is_builder()),
             Self::Wire(wire::Error::Connect(_)) => Kind::NotSent,
-            Self::Wire(wire::Error::Exchange(_)) => Kind::Ambiguous,
+            Self::Wire(wire::Error::Exchange(_)) | Self::NotItsAnswer(_) => Kind::Ambiguous,
             // The archive changed or could not be read: another try reads
             // the same file.
             Self::Wire(wire::Error::File(_)) => Kind::Permanent,
@@ -55,9 +60,11 @@ impl Classify for Failure {
     fn retry_after(&self) -> Option<Duration> {
         match self {
             Self::S3 { retry_after, .. } => *retry_after,
-            Self::Transport(_) | Self::Wire(_) | Self::AnsweredUnsent { .. } | Self::Local(_) => {
-                None
-            }
+            Self::Transport(_)
+            | Self::Wire(_)
+            | Self::AnsweredUnsent { .. }
+            | Self::NotItsAnswer(_)
+            | Self::Local(_) => None,
         }
     }
 }
@@ -109,6 +116,7 @@ impl fmt::Display for Failure {
             Self::AnsweredUnsent { status } => {
                 write!(f, "HTTP {status} before the body was sent")
             }
+            Self::NotItsAnswer(why) => f.write_str(why),
             Self::Local(error) => write!(f, "{error:#}"),
         }
     }
@@ -141,6 +149,11 @@ impl Failure {
             Self::AnsweredUnsent { status } => anyhow!(
                 "S3 answered {operation} with HTTP {status} before its body was sent, twice, on two connections{tries}: an answer to a body that never arrived cannot mean it was stored, so the upload is not trusted and nothing is deployed; something between truss-push and S3 (a proxy, a gateway) or the S3-compatible server answers requests it did not read (check HTTPS_PROXY and the s3-endpoint input)"
             ),
+            Self::NotItsAnswer(why) => {
+                anyhow!(
+                    "could not complete S3 {operation}{tries}: {why}; something between truss-push and S3 (a proxy, a gateway) answered in S3's place"
+                )
+            }
             Self::Local(error) => error,
         }
     }

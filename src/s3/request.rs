@@ -15,7 +15,7 @@ use super::error::Failure;
 use super::payload::{Content, Prepared};
 use super::region::{DEFAULT_REGION, region_to_follow, valid_region};
 use super::url::{bucket_url, object_url, set_query};
-use super::xml::s3_error;
+use super::xml::{s3_error, xml_text};
 use super::{Credentials, Inner, Job, sigv4, wire};
 use crate::retry;
 
@@ -170,6 +170,9 @@ impl Inner {
             });
         }
         match s3_error(status.as_u16(), &body) {
+            None if !answers(call.operation, &body) => Err(Failure::NotItsAnswer(
+                "S3's success answer to it names what was done, and this one does not",
+            )),
             None => Ok(Reply {
                 headers,
                 body,
@@ -335,6 +338,19 @@ impl Inner {
             tracing::debug!(bucket = %job.bucket, %region, "S3 bucket region");
             self.regions.remember(&job.bucket, &region);
         }
+    }
+}
+
+/// Whether a success `body` can be S3's answer to `operation`: the calls
+/// whose answer is a document must name what they did (the new upload's
+/// id, the completed object's ETag). Anything else is not read for more.
+fn answers(operation: Operation, body: &str) -> bool {
+    match operation {
+        Operation::CreateMultipartUpload => {
+            xml_text(body, "UploadId").is_some_and(|id| !id.is_empty())
+        }
+        Operation::CompleteMultipartUpload => xml_text(body, "ETag").is_some_and(|e| !e.is_empty()),
+        _ => true,
     }
 }
 

@@ -50,3 +50,43 @@ fn no_proxy_bypasses_it() {
     assert_eq!(run.status(), "deploy_failed", "{run:?}");
     assert!(fake.requests().is_empty(), "nothing reached the proxy");
 }
+
+/// The proxy variables are read by curl's names, lower case too, from the
+/// environment the run was given: every client and the S3 data requests
+/// follow the same route.
+#[test]
+fn a_lower_case_proxy_variable_is_honoured_by_every_client() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let run = Invocation::bare()
+        .model(example_model())
+        .arg("baseten-api-key", API_KEY)
+        .arg("deployment-name", "via-proxy")
+        .arg("poll-interval-seconds", "0.05")
+        .arg("wait-timeout-seconds", "3")
+        .arg("app-url", NOWHERE)
+        .arg("api-url", NOWHERE)
+        .arg("inference-url", format!("{NOWHERE}/{{prefix}}-{{id}}"))
+        .arg("s3-endpoint", NOWHERE)
+        .env("http_proxy", fake.url())
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let e = endpoints(&fake);
+    assert!(e.iter().any(|x| x == "s3.put_object"), "{e:?}");
+    assert!(e.iter().any(|x| x == "graphql.teams"), "{e:?}");
+}
+
+#[test]
+fn a_proxy_variable_that_is_not_a_url_is_an_input_error_before_any_request() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .env("HTTPS_PROXY", "http://[::1")
+        .run();
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("HTTPS_PROXY is not a proxy URL"),
+        "{}",
+        run.stderr
+    );
+    assert!(fake.requests().is_empty(), "{:?}", endpoints(&fake));
+}

@@ -194,3 +194,26 @@ fn a_417_to_expect_on_a_part_is_sent_again_without_it_and_remembered() {
     }
     assert_eq!(fake.s3().objects().len(), 1);
 }
+
+/// A bodiless `200` to CompleteMultipartUpload is not S3's answer (S3's
+/// names the object's ETag): the call is sent again, and only S3's own
+/// answer completes the upload.
+#[test]
+fn a_complete_answered_without_its_document_is_sent_again() {
+    let fake = fake(NEW);
+    fake.s3()
+        .answer_before_body("s3.complete_multipart_upload", EarlyAnswer::OkUnread, 1);
+
+    let run = Invocation::new(&fake)
+        .model(big_model().path())
+        .arg("cleanup", "false")
+        .run();
+
+    assert_eq!(run.status(), "success", "{run:?}");
+    let events = fake.s3().events();
+    let completes = of(&events, "s3.complete_multipart_upload");
+    assert_eq!(completes.len(), 2, "{events:#?}");
+    assert!(completes[1].signature_verified, "{:?}", completes[1]);
+    assert_eq!(fake.s3().objects().len(), 1);
+    assert_eq!(fake.s3().open_uploads(), 0);
+}

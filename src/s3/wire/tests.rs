@@ -523,3 +523,297 @@ async fn a_proxy_that_refuses_the_tunnel_is_a_connect_error_with_its_status() {
         "{e}"
     );
 }
+
+// What a hostile S3, a broken proxy or a CI runner's middlebox sends.
+
+/// A server that takes one connection and runs `script` on it.
+async fn one_connection<F, Fut>(script: F) -> (Url, tokio::task::JoinHandle<()>)
+where
+    F: FnOnce(TcpStream) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let (listener, url) = listener().await;
+    let server = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        script(stream).await;
+    });
+    (url, server)
+}
+
+/// Writes `bytes` in pieces of `step`, a few milliseconds apart, as a slow
+/// or segmenting network delivers them.
+async fn dribble(stream: &mut TcpStream, bytes: &[u8], step: usize) {
+    for piece in bytes.chunks(step) {
+        stream.write_all(piece).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+#[tokio::test]
+async fn interim_answers_split_across_packets_then_two_100s_and_a_chunked_final_answer() {
+    let (url, server) = one_connection(|mut stream| async move {
+        for round in 0..2 {
+            let (head, rest) = read_head(&mut stream).await;
+            assert!(rest.is_empty(), "no body byte before the 100");
+            dribble(&mut stream, b"HTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\n", 3).await;
+            dribble(&mut stream, b"HTTP/1.1 100 Continue\r\n\r\n", 5).await;
+            read_body(&mut stream, rest, content_length(&head)).await;
+            // A second 100, then the answer in chunks with an extension
+            // and a trailer, split at awkward places.
+            let answer = format!(
+                "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\netag: \"r{round}\"\r\n\r\n4;ext=1\r\n<ok>\r\n3\r\n{round}/.\r\n0\r\nx-amz-trailer: y\r\n\r\n"
+            );
+            dribble(&mut stream, answer.as_bytes(), 7).await;
+        }
+    })
+    .await;
+    let wire = Wire::new(&Transport::default());
+    let archive = archive(70_000);
+
+    for round in 0..2 {
+        let answer = send(&wire, &url, &archive, false).await.unwrap();
+        assert_eq!((answer.status, answer.early), (200, false));
+        assert_eq!(answer.headers["etag"], format!("\"r{round}\""));
+        assert_eq!(
+            String::from_utf8(answer.body).unwrap(),
+            format!("<ok>{round}/.")
+        );
+    }
+    // Both on one connection: a chunked answer read to its end keeps it.
+    server.await.unwrap();
+    assert!(!wire.waited_in_vain(&url));
+}
+
+#[tokio::test]
+async fn a_101_is_no_interim_answer_and_no_body_follows_it() {
+    let (url, server) = one_connection(|mut stream| async move {
+        let (_, rest) = read_head(&mut stream).await;
+        stream
+            .write_all(b"HTTP/1.1 101 Switching Protocols\r\nupgrade: h2c\r\n\r\n")
+            .await
+            .unwrap();
+        let mut after = rest;
+        stream.read_to_end(&mut after).await.unwrap();
+        assert!(after.is_empty(), "{} body bytes after a 101", after.len());
+    })
+    .await;
+    let wire = Wire::new(&Transport::default());
+
+    let error = send(&wire, &url, &archive(10_000), false)
+        .await
+        .unwrap_err();
+
+    assert!(matches!(error, Error::Exchange(_)), "{error:?}");
+    assert!(error.to_string().contains("switched protocols"), "{error}");
+    server.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_server_that_closes_after_its_100_is_a_failed_exchange() {
+    let (url, server) = one_connection(|mut stream| async move {
+        read_head(&mut stream).await;
+        stream
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .unwrap();
+        let _ = stream.set_zero_linger();
+    })
+    .await;
+    let wire = Wire::new(&Transport::default());
+
+    let error = send(&wire, &url, &archive(3 << 20), false)
+        .await
+        .unwrap_err();
+
+    // Ambiguous to the retry policy: the body may have reached it.
+    assert!(matches!(error, Error::Exchange(_)), "{error:?}");
+    server.await.unwrap();
+    assert!(wire.check_out(&Origin::of(&url).unwrap()).is_none());
+}
+
+#[tokio::test]
+async fn a_100_then_a_refusal_before_the_body_is_read_is_the_refusal() {
+    let (url, server) = one_connection(|mut stream| async move {
+        read_head(&mut stream).await;
+        let answer = format!(
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{XML_403}",
+            XML_403.len()
+        );
+        stream.write_all(answer.as_bytes()).await.unwrap();
+        // Stops reading: the client's body hits a closed connection.
+        drop(stream);
+    })
+    .await;
+    let wire = Wire::new(&Transport::default());
+
+    let answer = send(&wire, &url, &archive(3 << 20), false).await.unwrap();
+
+    assert_eq!(answer.status, 403);
+    assert_eq!(String::from_utf8(answer.body).unwrap(), XML_403);
+    server.await.unwrap();
+    assert!(wire.check_out(&Origin::of(&url).unwrap()).is_none());
+}
+
+#[tokio::test]
+async fn a_server_that_drops_the_connection_mid_body_is_a_failed_exchange() {
+    let (url, server) = one_connection(|mut stream| async move {
+        let (_, rest) = read_head(&mut stream).await;
+        stream
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .unwrap();
+        read_body(&mut stream, rest, 100_000).await;
+        let _ = stream.set_zero_linger();
+    })
+    .await;
+    let wire = Wire::new(&Transport::default());
+
+    let error = send(&wire, &url, &archive(8 << 20), false)
+        .await
+        .unwrap_err();
+
+    assert!(matches!(error, Error::Exchange(_)), "{error:?}");
+    server.await.unwrap();
+}
+
+/// The server answers the first request, keeps the connection alive, then
+/// writes a second answer nobody asked for; the next request must not read
+/// it as its own.
+#[tokio::test]
+async fn an_answer_that_arrives_on_an_idle_pooled_connection_is_never_the_next_ones() {
+    let (listener, url) = listener().await;
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&accepted);
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let n = count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let (head, rest) = read_head(&mut stream).await;
+                stream
+                    .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                    .await
+                    .unwrap();
+                read_body(&mut stream, rest, content_length(&head)).await;
+                let answer =
+                    format!("HTTP/1.1 200 OK\r\netag: \"conn{n}\"\r\ncontent-length: 0\r\n\r\n");
+                stream.write_all(answer.as_bytes()).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                stream
+                    .write_all(b"HTTP/1.1 200 OK\r\netag: \"stale\"\r\ncontent-length: 0\r\n\r\n")
+                    .await
+                    .unwrap();
+                let _ = stream.read_to_end(&mut Vec::new()).await;
+            });
+        }
+    });
+    let wire = Wire::new(&Transport::default());
+    let archive = archive(10_000);
+
+    let first = send(&wire, &url, &archive, false).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let second = send(&wire, &url, &archive, false).await.unwrap();
+
+    assert_eq!(first.headers["etag"], "\"conn0\"");
+    assert_eq!(
+        second.headers["etag"], "\"conn1\"",
+        "its own answer, on a new connection"
+    );
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_417_is_repeated_once_without_expect_and_the_origin_remembered() {
+    let (listener, url) = listener().await;
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&heads);
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let seen = Arc::clone(&seen);
+            tokio::spawn(async move {
+                loop {
+                    let (head, rest) = read_head(&mut stream).await;
+                    seen.lock().unwrap().push(head.clone());
+                    if head.contains("expect: 100-continue") {
+                        stream
+                            .write_all(
+                                b"HTTP/1.1 417 Expectation Failed\r\ncontent-length: 0\r\n\r\n",
+                            )
+                            .await
+                            .unwrap();
+                        continue;
+                    }
+                    read_body(&mut stream, rest, content_length(&head)).await;
+                    stream
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                        .await
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let wire = Wire::new(&Transport::default());
+    let archive = archive(50_000);
+
+    assert_eq!(
+        send(&wire, &url, &archive, false).await.unwrap().status,
+        200
+    );
+    assert_eq!(send(&wire, &url, &archive, true).await.unwrap().status, 200);
+
+    let heads = heads.lock().unwrap().clone();
+    let expects: Vec<bool> = heads.iter().map(|h| h.contains("expect:")).collect();
+    assert_eq!(expects, [true, false, false], "{heads:#?}");
+}
+
+#[tokio::test]
+async fn a_proxy_that_answers_connect_with_200_then_garbage_is_a_connect_error() {
+    for answer in [
+        // In one packet with the 200.
+        "HTTP/1.1 200 Connection established\r\n\r\nHTTP/1.1 502 Bad Gateway\r\n\r\n",
+        // Or a body on the 2xx, which a CONNECT answer never has.
+        "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello",
+    ] {
+        let (proxy_port, _connect) = connect_proxy(1, answer).await;
+        let mut wire = Wire::new(&Transport::default());
+        wire.proxies = Arc::new(
+            Matcher::builder()
+                .https(format!("http://127.0.0.1:{proxy_port}"))
+                .build(),
+        );
+        let url = Url::parse("https://bucket.s3.amazonaws.com/key").unwrap();
+
+        let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
+
+        assert!(matches!(error, Error::Connect(_)), "{answer:?}: {error:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_answer_with_two_different_lengths_is_refused_not_guessed() {
+    let (url, server) = one_connection(|mut stream| async move {
+        let (head, rest) = read_head(&mut stream).await;
+        stream
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .unwrap();
+        read_body(&mut stream, rest, content_length(&head)).await;
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\ncontent-length: 44\r\n\r\n")
+            .await
+            .unwrap();
+        let _ = stream.read_to_end(&mut Vec::new()).await;
+    })
+    .await;
+    let wire = Wire::new(&Transport::default());
+
+    let error = send(&wire, &url, &archive(1000), false).await.unwrap_err();
+
+    assert!(
+        error.to_string().contains("two different Content-Lengths"),
+        "{error}"
+    );
+    drop(wire);
+    server.await.unwrap();
+}
