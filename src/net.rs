@@ -17,6 +17,9 @@ use crate::env_vars as ev;
 
 pub(crate) const CONNECT_TIMEOUT_SECS: u64 = 10;
 
+/// The most of one CA file read: a whole public bundle is under 1 MiB.
+const CA_FILE_MAX_MIB: u64 = 16;
+
 /// The truss client version whose archive and wire format we reproduce; sent
 /// in the user agent and in `truss_user_env` so the platform treats the
 /// upload as that client's. The repository's `truss-version` file is its one
@@ -150,9 +153,10 @@ fn cert_dir_files(env: Env<'_>) -> Vec<std::path::PathBuf> {
 pub(crate) fn extra_roots(env: Env<'_>) -> Result<ExtraRoots> {
     let mut roots = ExtraRoots::default();
     if let Some(file) = env(ev::SSL_CERT_FILE).filter(|s| !s.is_empty()) {
-        let bytes = std::fs::read(&file)
-            .with_context(|| format!("reading CA file {file}"))
-            .context("SSL_CERT_FILE")?;
+        // A regular file only: a FIFO or a device named here would hold
+        // the run before its first request.
+        let bytes = crate::files::read_regular_file(Path::new(&file), CA_FILE_MAX_MIB)
+            .map_err(|e| anyhow::anyhow!("SSL_CERT_FILE: reading CA file {file}: {e}"))?;
         roots.add_file(Path::new(&file), &bytes);
         if roots.ders.is_empty() && roots.skipped.is_empty() {
             anyhow::bail!(
@@ -161,7 +165,7 @@ pub(crate) fn extra_roots(env: Env<'_>) -> Result<ExtraRoots> {
         }
     }
     for p in cert_dir_files(env) {
-        if let Ok(bytes) = std::fs::read(&p) {
+        if let Ok(bytes) = crate::files::read_regular_file(&p, CA_FILE_MAX_MIB) {
             roots.add_file(&p, &bytes);
         }
     }

@@ -90,3 +90,28 @@ fn a_proxy_variable_that_is_not_a_url_is_an_input_error_before_any_request() {
     );
     assert!(fake.requests().is_empty(), "{:?}", endpoints(&fake));
 }
+
+/// A CI runner's `SSL_CERT_FILE` that is a FIFO nobody writes would block
+/// the run before its first request: it is refused as the input it is.
+#[test]
+fn an_ssl_cert_file_that_is_a_fifo_is_an_input_error_not_a_hang() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("ca.pem");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .env("SSL_CERT_FILE", fifo.to_str().unwrap())
+        .run();
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("SSL_CERT_FILE") && run.stderr.contains("FIFO"),
+        "{}",
+        run.stderr
+    );
+    assert!(fake.requests().is_empty(), "{:?}", endpoints(&fake));
+}
