@@ -628,6 +628,11 @@ mod tests {
         assert_eq!(vars.reqwest_proxies().unwrap().len(), 2);
         assert!(Network::from_env(&env).is_ok());
 
+        // `NO_PROXY=*`: nothing goes through the proxy.
+        let none = given(&[("HTTPS_PROXY", "http://p:1"), ("no_proxy", "*")]);
+        let vars = ProxyVars::read(&none);
+        assert!(vars.matcher().intercept(&uri("https://x/")).is_none());
+
         // A CGI environment: no proxy variable is trusted.
         let cgi = given(&[("HTTPS_PROXY", "http://p:1"), ("REQUEST_METHOD", "GET")]);
         let vars = ProxyVars::read(&cgi);

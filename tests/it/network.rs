@@ -115,3 +115,44 @@ fn an_ssl_cert_file_that_is_a_fifo_is_an_input_error_not_a_hang() {
     );
     assert!(fake.requests().is_empty(), "{:?}", endpoints(&fake));
 }
+
+/// The network is built once per run: several targets read the CA files
+/// once and the run warns once about a certificate it skipped.
+#[test]
+fn several_targets_share_one_network_and_one_warning_about_a_skipped_ca() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let good = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/certs/test-ca.pem"),
+    )
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let bundle = root.path().join("corporate.pem");
+    std::fs::write(
+        &bundle,
+        format!("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n{good}"),
+    )
+    .unwrap();
+    let model_py = std::fs::read_to_string(example_model().join("model/model.py")).unwrap();
+    let dirs: Vec<String> = ["one", "two"]
+        .iter()
+        .map(|name| {
+            let d = root.path().join(name);
+            std::fs::create_dir_all(d.join("model")).unwrap();
+            std::fs::write(d.join("config.yaml"), format!("model_name: {name}\n")).unwrap();
+            std::fs::write(d.join("model/model.py"), &model_py).unwrap();
+            d.to_str().unwrap().to_owned()
+        })
+        .collect();
+    let run = Invocation::new(&fake)
+        .arg("truss-directory", dirs.join("\n"))
+        .env("SSL_CERT_FILE", bundle.to_str().unwrap())
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_eq!(run.out("targets-count"), "2");
+    let said = run.everything();
+    assert_eq!(
+        said.matches("skipped 1 certificate(s)").count(),
+        1,
+        "{said}"
+    );
+}
