@@ -170,8 +170,8 @@ impl Inner {
             });
         }
         match s3_error(status.as_u16(), &body) {
-            None if !answers(call.operation, &body) => Err(Failure::NotItsAnswer(
-                "S3's success answer to it names what was done, and this one does not",
+            None if !answers(call.operation, &headers, &body) => Err(Failure::NotItsAnswer(
+                "S3's success answer to it names what was stored, and this one does not",
             )),
             None => Ok(Reply {
                 headers,
@@ -341,16 +341,17 @@ impl Inner {
     }
 }
 
-/// Whether a success `body` can be S3's answer to `operation`: the calls
-/// whose answer is a document must name what they did (the new upload's
-/// id, the completed object's ETag). Anything else is not read for more.
-fn answers(operation: Operation, body: &str) -> bool {
+/// Whether a success can be S3's answer to `operation`: S3 names what it
+/// stored (a PUT's `ETag` header, the new upload's id, the completed
+/// object's ETag). A success without it (a proxy's or gateway's page, a
+/// stray answer) is another's; the bodiless calls are not read for more.
+fn answers(operation: Operation, headers: &HeaderMap, body: &str) -> bool {
+    let named = |v: Option<String>| v.is_some_and(|v| !v.is_empty());
     match operation {
-        Operation::CreateMultipartUpload => {
-            xml_text(body, "UploadId").is_some_and(|id| !id.is_empty())
-        }
-        Operation::CompleteMultipartUpload => xml_text(body, "ETag").is_some_and(|e| !e.is_empty()),
-        _ => true,
+        Operation::PutObject | Operation::UploadPart(_) => named(header_str(headers, "etag")),
+        Operation::CreateMultipartUpload => named(xml_text(body, "UploadId")),
+        Operation::CompleteMultipartUpload => named(xml_text(body, "ETag")),
+        Operation::AbortMultipartUpload | Operation::HeadBucket => true,
     }
 }
 

@@ -217,3 +217,41 @@ fn a_complete_answered_without_its_document_is_sent_again() {
     assert_eq!(fake.s3().objects().len(), 1);
     assert_eq!(fake.s3().open_uploads(), 0);
 }
+
+/// Something on the way (a proxy, a captive portal) answers a part with
+/// its own `200` page: S3 names the part it stored (its ETag), this answer
+/// does not, so the part is sent again and only S3's answer counts.
+#[test]
+fn a_proxys_200_page_for_a_part_is_not_s3s_answer() {
+    use fake_baseten::proxy::{Fault, FaultProxy, Rule};
+    let fake = fake(NEW);
+    let proxy = FaultProxy::builder(fake.addr())
+        .rule(
+            Rule::new(
+                "portal",
+                Fault::HtmlError {
+                    status: 200,
+                    echo: None,
+                },
+            )
+            .method("PUT")
+            .nth(1),
+        )
+        .start_in_background()
+        .unwrap();
+
+    let run = Invocation::new(&fake)
+        .model(big_model().path())
+        .arg("s3-endpoint", proxy.s3_endpoint())
+        .arg("cleanup", "false")
+        .run();
+
+    assert_eq!(run.status(), "success", "{run:?}");
+    let events = fake.s3().events();
+    let parts = of(&events, "s3.upload_part");
+    // The proxy kept the first part from S3; S3 stored each part once.
+    let mut numbers: Vec<_> = parts.iter().map(|p| p.part_number).collect();
+    numbers.sort();
+    assert_eq!(numbers, [Some(1), Some(2), Some(3)], "{events:#?}");
+    assert_eq!(fake.s3().objects().len(), 1);
+}
