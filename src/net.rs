@@ -259,6 +259,42 @@ pub(crate) struct Transport {
     pub(crate) proxies: Arc<Matcher>,
     pub(crate) user_agent: String,
     pub(crate) connect_timeout: Duration,
+    /// Shared by every upload of the run, so what one learned of an
+    /// origin holds for the rest of the run.
+    pub(crate) expectations: Arc<Expectations>,
+}
+
+/// How an origin treats `Expect: 100-continue`, once a request found out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Expectation {
+    /// It sent no `100` within the wait: bodies go at once, `Expect` kept.
+    Ignored,
+    /// It answered `417 Expectation Failed`: no `Expect` is sent there.
+    Refused,
+}
+
+/// What the run learned of each origin's handling of `Expect`, by
+/// `scheme://host:port`.
+#[derive(Debug, Default)]
+pub(crate) struct Expectations(Mutex<std::collections::HashMap<String, Expectation>>);
+
+impl Expectations {
+    pub(crate) fn of(&self, origin: &str) -> Option<Expectation> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(origin)
+            .copied()
+    }
+
+    /// Records `learned`; a refusal is never undone by a later wait.
+    pub(crate) fn learn(&self, origin: &str, learned: Expectation) {
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = known.entry(origin.to_owned()).or_insert(learned);
+        if learned == Expectation::Refused {
+            *entry = learned;
+        }
+    }
 }
 
 impl std::fmt::Debug for Transport {
@@ -277,6 +313,7 @@ impl Default for Transport {
             proxies: Arc::new(Matcher::builder().build()),
             user_agent: user_agent(),
             connect_timeout: Duration::from_secs(CONNECT_TIMEOUT_SECS),
+            expectations: Arc::default(),
         }
     }
 }

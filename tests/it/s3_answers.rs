@@ -255,3 +255,43 @@ fn a_proxys_200_page_for_a_part_is_not_s3s_answer() {
     assert_eq!(numbers, [Some(1), Some(2), Some(3)], "{events:#?}");
     assert_eq!(fake.s3().objects().len(), 1);
 }
+
+/// What a `417` taught holds for the rest of the run: the next target's
+/// upload to the same S3 sends no `Expect` either.
+#[test]
+fn a_417_is_remembered_for_the_rest_of_the_run() {
+    let fake = fake(NEW);
+    fake.s3()
+        .answer_before_body("s3.put_object", EarlyAnswer::ExpectationFailed, 1);
+    let model_py = std::fs::read_to_string(example_model().join("model/model.py")).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let dirs: Vec<String> = ["first", "second"]
+        .iter()
+        .map(|name| {
+            let d = root.path().join(name);
+            std::fs::create_dir_all(d.join("model")).unwrap();
+            std::fs::write(d.join("config.yaml"), format!("model_name: {name}\n")).unwrap();
+            std::fs::write(d.join("model/model.py"), &model_py).unwrap();
+            d.to_str().unwrap().to_owned()
+        })
+        .collect();
+
+    let run = Invocation::new(&fake)
+        .arg("truss-directory", dirs.join("\n"))
+        .arg("max-parallel", "1")
+        .arg("cleanup", "false")
+        .run();
+
+    assert_eq!(run.status(), "success", "{run:?}");
+    let events = fake.s3().events();
+    let puts: Vec<(u16, bool)> = of(&events, "s3.put_object")
+        .iter()
+        .map(|p| (p.status, p.expect_continue))
+        .collect();
+    assert_eq!(
+        puts,
+        [(417, true), (200, false), (200, false)],
+        "{events:#?}"
+    );
+    assert_eq!(fake.s3().objects().len(), 2);
+}

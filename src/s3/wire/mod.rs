@@ -31,7 +31,7 @@
 mod answer;
 mod conn;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -44,7 +44,7 @@ use tokio::io::AsyncWriteExt as _;
 use self::answer::Head;
 use self::conn::Conn;
 use super::payload::{FileBody, WriteError};
-use crate::net::Transport;
+use crate::net::{Expectation, Expectations, Transport};
 
 /// How long to wait for the interim answer before sending the body anyway.
 /// 1 s, what botocore and curl wait: S3 answers within a round trip, so a
@@ -74,6 +74,12 @@ pub(super) struct Origin {
 }
 
 impl Origin {
+    /// `scheme://host:port`, how the run's memory names it.
+    fn key(&self) -> String {
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}:{}", self.host, self.port)
+    }
+
     fn of(url: &Url) -> io::Result<Self> {
         let https = match url.scheme() {
             "https" => true,
@@ -199,12 +205,10 @@ pub(super) struct Wire {
     connect_timeout: Duration,
     user_agent: String,
     idle: Mutex<HashMap<Origin, Vec<Conn>>>,
-    /// Origins that sent no `100` within [`EXPECT_WAIT`]: later requests
-    /// there send the body at once.
-    ignores_expect: Mutex<HashSet<Origin>>,
-    /// Origins that answered `417` to `Expect`: later requests there do not
-    /// send it.
-    refuses_expect: Mutex<HashSet<Origin>>,
+    /// Origins that sent no `100` within [`EXPECT_WAIT`] (later requests
+    /// there send the body at once) or answered `417` to `Expect` (later
+    /// requests there do not send it): the run's, shared by its uploads.
+    expectations: Arc<Expectations>,
 }
 
 impl Wire {
@@ -217,8 +221,7 @@ impl Wire {
             connect_timeout: transport.connect_timeout,
             user_agent: transport.user_agent.clone(),
             idle: Mutex::default(),
-            ignores_expect: Mutex::default(),
-            refuses_expect: Mutex::default(),
+            expectations: Arc::clone(&transport.expectations),
         }
     }
 
@@ -553,33 +556,22 @@ impl Wire {
     }
 
     fn known_to_ignore_expect(&self, origin: &Origin) -> bool {
-        self.ignores_expect
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(origin)
+        // A refusal implies it: no `100` will come where none is asked.
+        self.expectations.of(&origin.key()).is_some()
     }
 
     fn known_to_refuse_expect(&self, origin: &Origin) -> bool {
-        self.refuses_expect
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(origin)
+        self.expectations.of(&origin.key()) == Some(Expectation::Refused)
     }
 
     fn remember_refuses_expect(&self, origin: &Origin) {
         tracing::debug!(host = %origin.host, "417 Expectation Failed; sending without Expect from now on");
-        self.refuses_expect
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(origin.clone());
+        self.expectations.learn(&origin.key(), Expectation::Refused);
     }
 
     fn remember_ignores_expect(&self, origin: &Origin) {
         tracing::debug!(host = %origin.host, "no 100 Continue within the wait; sending bodies at once from now on");
-        self.ignores_expect
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(origin.clone());
+        self.expectations.learn(&origin.key(), Expectation::Ignored);
     }
 }
 
