@@ -343,6 +343,51 @@ fn the_tls_roots_are_the_bundled_ones_plus_the_extra_cas() {
 /// it hands back the head, the body's length, and its listener and
 /// acceptor for a second connection.
 async fn tls_put_server() -> (u16, TlsServer) {
+    let acceptor = test_acceptor();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut tls = acceptor.accept(tcp).await.unwrap();
+        let (head, body_len) = serve_tls_put(&mut tls, "t").await;
+        (head, body_len, listener, acceptor)
+    });
+    (port, server)
+}
+
+/// Serves one PUT on `tls`, checking that no body byte came before its
+/// `100`; answers 200 with `etag`. Returns the head and the body's length.
+async fn serve_tls_put(
+    tls: &mut tokio_rustls::server::TlsStream<TcpStream>,
+    etag: &str,
+) -> (String, usize) {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 65536];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tls.read(&mut buf).await.unwrap();
+        assert!(n > 0, "the client closed");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8(got[..end].to_vec()).unwrap();
+    assert_eq!(got.len(), end, "no body byte before 100 Continue");
+    tls.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+        .await
+        .unwrap();
+    let mut body = got.split_off(end);
+    while body.len() < content_length(&head) {
+        let n = tls.read(&mut buf).await.unwrap();
+        assert!(n > 0);
+        body.extend_from_slice(&buf[..n]);
+    }
+    let answer = format!("HTTP/1.1 200 OK\r\netag: \"{etag}\"\r\ncontent-length: 0\r\n\r\n");
+    tls.write_all(answer.as_bytes()).await.unwrap();
+    tls.flush().await.unwrap();
+    (head, body.len())
+}
+
+/// A TLS acceptor for `localhost` with the test CA's certificate.
+fn test_acceptor() -> tokio_rustls::TlsAcceptor {
     let testdata = concat!(env!("CARGO_MANIFEST_DIR"), "/src/s3/wire/testdata");
     let cert = std::fs::read(format!("{testdata}/localhost.der")).unwrap();
     let key = std::fs::read(format!("{testdata}/localhost-key.pk8.der")).unwrap();
@@ -357,37 +402,45 @@ async fn tls_put_server() -> (u16, TlsServer) {
         rustls::pki_types::PrivateKeyDer::Pkcs8(key.into()),
     )
     .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config));
+    tokio_rustls::TlsAcceptor::from(Arc::new(server_config))
+}
+
+/// Over TLS 1.3 the server sends session tickets after the handshake:
+/// they are not news on an idle connection, which is reused; the server's
+/// `close_notify` while idle is, and the next request takes a new one.
+#[tokio::test]
+async fn over_tls_a_quiet_pooled_connection_is_reused_and_a_closed_one_is_not() {
+    let acceptor = test_acceptor();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let server = tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        let mut tls = acceptor.accept(tcp).await.unwrap();
-        let mut got = Vec::new();
-        let mut buf = [0u8; 65536];
-        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-            let n = tls.read(&mut buf).await.unwrap();
-            got.extend_from_slice(&buf[..n]);
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&accepted);
+    tokio::spawn(async move {
+        loop {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let n = count.fetch_add(1, Ordering::SeqCst);
+            let mut tls = acceptor.accept(tcp).await.unwrap();
+            for i in 0..2 {
+                serve_tls_put(&mut tls, &format!("c{n}r{i}")).await;
+            }
+            // Closed while idle, as S3 does after about 20 s.
+            tls.shutdown().await.unwrap();
         }
-        let end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-        let head = String::from_utf8(got[..end].to_vec()).unwrap();
-        assert_eq!(got.len(), end, "no body byte before 100 Continue");
-        tls.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-            .await
-            .unwrap();
-        let mut body = got.split_off(end);
-        while body.len() < content_length(&head) {
-            let n = tls.read(&mut buf).await.unwrap();
-            assert!(n > 0);
-            body.extend_from_slice(&buf[..n]);
-        }
-        tls.write_all(b"HTTP/1.1 200 OK\r\netag: \"t\"\r\ncontent-length: 0\r\n\r\n")
-            .await
-            .unwrap();
-        tls.flush().await.unwrap();
-        (head, body.len(), listener, acceptor)
     });
-    (port, server)
+    let wire = Wire::new(&Transport {
+        tls: Arc::new(crate::net::tls_config(&test_ca_roots())),
+        ..Transport::default()
+    });
+    let url = Url::parse(&format!("https://localhost:{port}/bucket/key")).unwrap();
+    let archive = archive(20_000);
+    let mut etags = Vec::new();
+    for _ in 0..3 {
+        let answer = send(&wire, &url, &archive, false).await.unwrap();
+        etags.push(answer.headers["etag"].to_str().unwrap().to_owned());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(etags, ["\"c0r0\"", "\"c0r1\"", "\"c1r0\""]);
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }
 
 type TlsServer = tokio::task::JoinHandle<(String, usize, TcpListener, tokio_rustls::TlsAcceptor)>;
