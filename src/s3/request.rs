@@ -156,15 +156,14 @@ impl Inner {
             region,
             &sigv4::amz_date(now),
         );
-        let (status, headers, body) = if self.wire.carries(&url) {
+        let (status, headers, body, sent_whole) = if self.wire.carries(&url) {
             self.send_wire(call, &url, &payload, headers, fresh).await?
         } else {
             self.send_reqwest(call, url, &payload, headers).await?
         };
-        // A data request's checksum is known once its body went out whole;
-        // a success before that answered a request the server never read.
-        let unsent = payload.checksum.as_ref().is_some_and(|c| c.get().is_none());
-        if unsent && status.is_success() {
+        // A success to a data request whose body did not go out whole
+        // answered a request the server never read.
+        if call.payload.carries_data() && !sent_whole && status.is_success() {
             return Err(Failure::AnsweredUnsent {
                 status: status.as_u16(),
             });
@@ -198,7 +197,7 @@ impl Inner {
         payload: &Prepared,
         mut headers: Vec<(&'static str, String)>,
         fresh: bool,
-    ) -> Result<(StatusCode, HeaderMap, String), Failure> {
+    ) -> Result<(StatusCode, HeaderMap, String, bool), Failure> {
         // This layer writes the head itself: refuse what could not be sent
         // as a header (a CR or LF would end it early).
         if headers
@@ -238,7 +237,7 @@ impl Inner {
             )))
         })?;
         let body = String::from_utf8_lossy(&answer.body).into_owned();
-        Ok((status, answer.headers, body))
+        Ok((status, answer.headers, body, answer.sent_whole))
     }
 
     /// Sends a prepared request with reqwest, when a proxy this layer does
@@ -250,7 +249,7 @@ impl Inner {
         url: Url,
         payload: &Prepared,
         headers: Vec<(&'static str, String)>,
-    ) -> Result<(StatusCode, HeaderMap, String), Failure> {
+    ) -> Result<(StatusCode, HeaderMap, String, bool), Failure> {
         let sent_url = url.clone();
         let body = match &payload.body {
             Content::Bytes(bytes) => reqwest::Body::from(bytes.clone()),
@@ -284,7 +283,9 @@ impl Inner {
         let status = response.status();
         let headers = response.headers().clone();
         let body = response.text().await.map_err(Failure::Transport)?;
-        Ok((status, headers, body))
+        // The body stream sets the checksum once it was read to its end.
+        let sent_whole = payload.checksum.as_ref().is_none_or(|c| c.get().is_some());
+        Ok((status, headers, body, sent_whole))
     }
 
     /// Opens the connections `parts` parts will use (at most the

@@ -153,6 +153,9 @@ pub(super) struct Answer {
     /// It came before the body was sent (S3 refused the request at its
     /// headers): none of the body left this machine.
     pub(super) early: bool,
+    /// The whole body went out on this connection before the answer was
+    /// read. Without it, a success cannot mean the body was stored.
+    pub(super) sent_whole: bool,
 }
 
 /// Why a request got no answer.
@@ -401,6 +404,7 @@ impl Wire {
                             headers: last.headers,
                             body,
                             early: true,
+                            sent_whole: false,
                         };
                         return Ok((answer, false));
                     }
@@ -431,6 +435,7 @@ impl Wire {
             headers: last.headers,
             body,
             early: false,
+            sent_whole: true,
         };
         Ok((answer, reusable))
     }
@@ -472,6 +477,7 @@ impl Wire {
             headers: last.headers,
             body,
             early: false,
+            sent_whole: true,
         };
         Ok((answer, reusable))
     }
@@ -613,6 +619,7 @@ async fn early_answer_after(conn: &mut Conn, method: &str) -> Option<Answer> {
         headers: head.headers,
         body,
         early: false,
+        sent_whole: false,
     })
 }
 
