@@ -870,3 +870,33 @@ async fn an_answer_with_two_different_lengths_is_refused_not_guessed() {
     drop(wire);
     server.await.unwrap();
 }
+
+/// The garbage comes a moment after the proxy's 200, where the server's
+/// TLS handshake should be: the handshake fails, nothing was sent.
+#[tokio::test]
+async fn a_proxy_that_sends_garbage_after_its_connect_200_fails_the_handshake() {
+    let proxy = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy_port = proxy.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let (mut client, _) = proxy.accept().await.unwrap();
+        read_head(&mut client).await;
+        client
+            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n").await;
+        let _ = client.read_to_end(&mut Vec::new()).await;
+    });
+    let mut wire = Wire::new(&Transport::default());
+    wire.proxies = Arc::new(
+        Matcher::builder()
+            .https(format!("http://127.0.0.1:{proxy_port}"))
+            .build(),
+    );
+    let url = Url::parse("https://bucket.s3.amazonaws.com/key").unwrap();
+
+    let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
+
+    assert!(matches!(error, Error::Connect(_)), "{error:?}");
+}
