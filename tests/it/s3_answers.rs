@@ -295,3 +295,37 @@ fn a_417_is_remembered_for_the_rest_of_the_run() {
     );
     assert_eq!(fake.s3().objects().len(), 2);
 }
+
+/// An answer that comes a few bytes at a time (status line and headers
+/// split across many packets) is still read whole, as its part's own.
+#[test]
+fn a_parts_answer_split_across_many_packets_is_read_whole() {
+    use fake_baseten::proxy::{Fault, FaultProxy, Rule};
+    let fake = fake(NEW);
+    let proxy = FaultProxy::builder(fake.addr())
+        .rule(
+            Rule::new(
+                "drip",
+                Fault::Drip {
+                    bytes: 3,
+                    interval_ms: 2,
+                },
+            )
+            .method("PUT"),
+        )
+        .start_in_background()
+        .unwrap();
+
+    let run = Invocation::new(&fake)
+        .model(big_model().path())
+        .arg("s3-endpoint", proxy.s3_endpoint())
+        .arg("cleanup", "false")
+        .run();
+
+    assert_eq!(run.status(), "success", "{run:?}");
+    let events = fake.s3().events();
+    let parts = of(&events, "s3.upload_part");
+    assert_eq!(parts.len(), 3, "each part once: {events:#?}");
+    assert!(parts.iter().all(|p| p.status == 200 && p.crc32_verified));
+    assert_eq!(fake.s3().objects().len(), 1);
+}
