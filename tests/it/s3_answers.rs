@@ -52,7 +52,7 @@ fn a_put_answered_200_before_its_body_is_never_an_upload() {
     assert!(fake.s3().objects().is_empty());
     let sent = endpoints(&fake);
     assert!(
-        !sent.iter().any(|e| e.contains("create_model_from_truss")),
+        !sent.iter().any(|e| e.starts_with("graphql.create_model")),
         "nothing is created from an archive that was never stored: {sent:?}"
     );
 }
@@ -79,6 +79,12 @@ fn one_put_answered_before_its_body_is_sent_again_and_the_deploy_goes_on() {
         "{puts:#?}"
     );
     assert_eq!(fake.s3().objects().len(), 1);
+    // The create follows the upload S3 itself answered.
+    let sent = endpoints(&fake);
+    assert!(
+        sent.iter().any(|e| e.starts_with("graphql.create_model")),
+        "{sent:?}"
+    );
 }
 
 #[test]
@@ -104,7 +110,7 @@ fn a_part_answered_200_before_its_body_fails_the_upload_and_aborts_it() {
     assert!(
         !endpoints(&fake)
             .iter()
-            .any(|e| e.contains("create_model_from_truss"))
+            .any(|e| e.starts_with("graphql.create_model"))
     );
 }
 
