@@ -73,6 +73,16 @@ pub const BITBUCKET_BUILD_NUMBER: &str = "BITBUCKET_BUILD_NUMBER";
 pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
 /// Directory of extra trusted CA certificates (PEM files).
 pub const SSL_CERT_DIR: &str = "SSL_CERT_DIR";
+/// The proxy for plain `http` requests (also read in lower case).
+pub const HTTP_PROXY: &str = "HTTP_PROXY";
+/// The proxy for `https` requests (also read in lower case).
+pub const HTTPS_PROXY: &str = "HTTPS_PROXY";
+/// The proxy for either scheme when its own variable is unset.
+pub const ALL_PROXY: &str = "ALL_PROXY";
+/// Hosts reached without a proxy.
+pub const NO_PROXY: &str = "NO_PROXY";
+/// Set in CGI environments, where proxy variables are not trusted.
+pub const REQUEST_METHOD: &str = "REQUEST_METHOD";
 
 /// The Python interpreter that runs the chain code generator (default:
 /// `python3` on `PATH`).

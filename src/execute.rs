@@ -159,6 +159,7 @@ pub(crate) async fn execute(
     state: &Mutex<State>,
     started: Instant,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
+    net: &Result<net::Network, String>,
     stop: &mut Stop<'_>,
     gh: Option<&github::Session>,
 ) -> Result<(), Failure> {
@@ -168,13 +169,13 @@ pub(crate) async fn execute(
     if cfg.dry_run {
         return dry_run(cfg, rep);
     }
-    let http = net::client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
-    let s3_http = net::s3_client(env).map_err(|e| Failure::InvalidInput(format!("{e:#}")))?;
+    let net = net.as_ref().map_err(|e| Failure::InvalidInput(e.clone()))?;
     // One warning for CA certificates that could not be used (they are
-    // skipped, the rest are used).
-    if let Some(w) = net::extra_roots(env).ok().and_then(|r| r.warning()) {
+    // skipped, the rest are used), from the first target that needs them.
+    if let Some(w) = net.take_roots_warning() {
         rep.lock().unwrap().warning(&w);
     }
+    let http = net.api_client();
     // Each retry of a platform call is said in the run's log.
     let retry_log = Arc::clone(rep);
     let api = baseten::Api::new(http, cfg.endpoints.clone(), key.clone()).with_retry_notes(
@@ -191,7 +192,7 @@ pub(crate) async fn execute(
     let ctx = Ctx {
         cfg,
         api: &api,
-        s3_http: &s3_http,
+        net,
         rep: Arc::clone(rep),
         state,
         started,

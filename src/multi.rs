@@ -75,6 +75,7 @@ pub(crate) async fn run(
     settings: &Settings,
     key: &Secret,
     env: EnvLookup<'_>,
+    net: &Result<crate::net::Network, String>,
     ci: &CiContext,
     rep: &Arc<Mutex<Reporter>>,
     state: &Mutex<State>,
@@ -107,6 +108,7 @@ pub(crate) async fn run(
         key,
         rep,
         &lookup,
+        net,
         signals,
         settings.max_parallel,
         settings.fail_fast,
@@ -126,13 +128,14 @@ async fn deploy_all(
     key: &Secret,
     rep: &Arc<Mutex<Reporter>>,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
+    net: &Result<crate::net::Network, String>,
     signals: &mut Signals,
     max_parallel: usize,
     fail_fast: bool,
 ) -> Vec<Done> {
     let (tx, rx) = tokio::sync::watch::channel(Halt::default());
     let mut running = futures_util::stream::iter(planned)
-        .map(|p| deploy_one(p, key, rep, env, rx.clone()))
+        .map(|p| deploy_one(p, key, rep, env, net, rx.clone()))
         .buffer_unordered(max_parallel);
     let mut done = Vec::with_capacity(planned.len());
     loop {
@@ -170,6 +173,7 @@ async fn deploy_one(
     key: &Secret,
     rep: &Arc<Mutex<Reporter>>,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
+    net: &Result<crate::net::Network, String>,
     halt: tokio::sync::watch::Receiver<Halt>,
 ) -> Done {
     let label = format!("{} {}", p.found.kind.as_str(), p.found.path.display());
@@ -211,7 +215,7 @@ async fn deploy_one(
         own.lock().unwrap().notice(n);
     }
     // Each target is its own GitHub deployment, comment and status.
-    let gh = execute::github_job(&p.cfg).and_then(|job| github::Session::open(job, env, &own));
+    let gh = execute::github_job(&p.cfg).and_then(|job| github::Session::open(job, net, &own));
     let result = execute::execute(
         &p.cfg,
         key,
@@ -219,6 +223,7 @@ async fn deploy_one(
         &state,
         started,
         env,
+        net,
         &mut stop,
         gh.as_ref(),
     )

@@ -1,17 +1,24 @@
-//! The one HTTP client: bundled public roots plus the CAs named by
-//! `SSL_CERT_FILE`/`SSL_CERT_DIR` (TLS-intercepting proxies), proxies from
-//! `HTTPS_PROXY`/`NO_PROXY`, and sane timeouts; and the reading of every
-//! answer body within a cap, so no server can make the run hold more than
-//! what it needs.
+//! The run's network, built once ([`Network::from_env`]) from the
+//! environment the run was given: bundled public roots plus the CAs named
+//! by `SSL_CERT_FILE`/`SSL_CERT_DIR` (TLS-intercepting proxies), one proxy
+//! route from `HTTP(S)_PROXY`/`ALL_PROXY`/`NO_PROXY`, the user agent and
+//! the timeouts, for the reqwest clients and the S3 data connections
+//! alike; and the reading of every answer body within a cap, so no server
+//! can make the run hold more than what it needs.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use hyper_util::client::proxy::matcher::Matcher;
 
 use crate::env_vars as ev;
 
 pub(crate) const CONNECT_TIMEOUT_SECS: u64 = 10;
+
+/// The most of one CA file read: a whole public bundle is under 1 MiB.
+const CA_FILE_MAX_MIB: u64 = 16;
 
 /// The truss client version whose archive and wire format we reproduce; sent
 /// in the user agent and in `truss_user_env` so the platform treats the
@@ -56,24 +63,31 @@ fn pem_blocks(text: &str) -> Vec<&str> {
     blocks
 }
 
-/// One PEM block as a root the TLS stack accepts, or `None`. Whether the
-/// DER inside is a certificate only shows when a client is built with it,
-/// so a client with this root alone is built to find out.
-fn usable_root(block: &str) -> Option<reqwest::Certificate> {
-    let cert = reqwest::Certificate::from_pem(block.as_bytes()).ok()?;
-    reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(cert.clone())
-        .build()
-        .ok()
-        .map(|_| cert)
+/// The DER inside one PEM block, when the block is base64 and the TLS
+/// stack takes it as a trust anchor (a certificate it can parse).
+fn usable_root(block: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let body: String = block
+        .trim_start_matches(PEM_BEGIN)
+        .trim_end_matches(PEM_END)
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .ok()?;
+    let mut probe = rustls::RootCertStore::empty();
+    probe
+        .add(rustls::pki_types::CertificateDer::from(der.clone()))
+        .ok()?;
+    Some(der)
 }
 
 /// Extra CA certificates from the environment, and what was skipped.
 #[derive(Debug, Default)]
 pub(crate) struct ExtraRoots {
-    pub(crate) certs: Vec<reqwest::Certificate>,
+    /// DER, each one the TLS stack accepts as a trust anchor.
+    pub(crate) ders: Vec<Vec<u8>>,
     /// `path (certificate n)` for each block that could not be used.
     pub(crate) skipped: Vec<String>,
 }
@@ -89,7 +103,7 @@ impl ExtraRoots {
         Some(format!(
             "skipped {} certificate(s) that cannot be parsed: {first}{more}; the other {} extra CA certificate(s) are used (fix or remove the broken ones in SSL_CERT_FILE / SSL_CERT_DIR)",
             self.skipped.len(),
-            self.certs.len()
+            self.ders.len()
         ))
     }
 
@@ -100,7 +114,7 @@ impl ExtraRoots {
         let text = String::from_utf8_lossy(bytes);
         for (i, block) in pem_blocks(&text).into_iter().enumerate() {
             match usable_root(block) {
-                Some(c) => self.certs.push(c),
+                Some(der) => self.ders.push(der),
                 None => self
                     .skipped
                     .push(format!("{} (certificate {})", path.display(), i + 1)),
@@ -111,7 +125,7 @@ impl ExtraRoots {
 
 /// The regular files of the `SSL_CERT_DIR` directories, each directory's
 /// in name order; a directory that cannot be listed is passed over.
-fn cert_dir_files(env: &dyn Fn(&str) -> Option<String>) -> Vec<std::path::PathBuf> {
+fn cert_dir_files(env: Env<'_>) -> Vec<std::path::PathBuf> {
     let Some(dirs) = env(ev::SSL_CERT_DIR).filter(|s| !s.is_empty()) else {
         return Vec::new();
     };
@@ -131,32 +145,271 @@ fn cert_dir_files(env: &dyn Fn(&str) -> Option<String>) -> Vec<std::path::PathBu
     files
 }
 
-/// Extra CA certificates from the environment, on top of the bundled roots.
-/// A certificate that cannot be parsed is skipped (and listed) rather than
-/// failing every request: one stale entry in a corporate bundle must not
-/// stop deploys that never needed it. An unreadable `SSL_CERT_FILE` is an
-/// error: the user named that file.
-pub(crate) fn extra_roots(env: &dyn Fn(&str) -> Option<String>) -> Result<ExtraRoots> {
+/// Extra CA certificates from the environment, on top of the bundled roots,
+/// each file read once. A certificate that cannot be parsed is skipped (and
+/// listed) rather than failing every request: one stale entry in a
+/// corporate bundle must not stop deploys that never needed it. An
+/// unreadable `SSL_CERT_FILE` is an error: the user named that file.
+pub(crate) fn extra_roots(env: Env<'_>) -> Result<ExtraRoots> {
     let mut roots = ExtraRoots::default();
     if let Some(file) = env(ev::SSL_CERT_FILE).filter(|s| !s.is_empty()) {
-        let bytes = std::fs::read(&file)
-            .with_context(|| format!("reading CA file {file}"))
-            .context("SSL_CERT_FILE")?;
-        let found = roots.certs.len() + roots.skipped.len();
+        // A regular file only: a FIFO or a device named here would hold
+        // the run before its first request.
+        let bytes = crate::files::read_regular_file(Path::new(&file), CA_FILE_MAX_MIB)
+            .map_err(|e| anyhow::anyhow!("SSL_CERT_FILE: reading CA file {file}: {e}"))?;
         roots.add_file(Path::new(&file), &bytes);
-        if roots.certs.len() + roots.skipped.len() == found {
+        if roots.ders.is_empty() && roots.skipped.is_empty() {
             anyhow::bail!(
                 "SSL_CERT_FILE: {file} holds no PEM certificate (-----BEGIN CERTIFICATE-----): point it at a PEM bundle"
             );
         }
     }
     for p in cert_dir_files(env) {
-        if let Ok(bytes) = std::fs::read(&p) {
+        if let Ok(bytes) = crate::files::read_regular_file(&p, CA_FILE_MAX_MIB) {
             roots.add_file(&p, &bytes);
         }
     }
     Ok(roots)
 }
+
+/// The proxy variables as the run was given them, each read once by curl's
+/// names (upper case first): the one route both the reqwest clients and
+/// the S3 data connections follow.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct ProxyVars {
+    http: String,
+    https: String,
+    all: String,
+    no: String,
+    /// `REQUEST_METHOD` is set: a CGI environment, where `HTTP_PROXY` may
+    /// come from a request header (httpoxy), so no proxy variable is used.
+    cgi: bool,
+}
+
+impl ProxyVars {
+    fn read(env: Env<'_>) -> Self {
+        let first = |names: [&str; 2]| {
+            names
+                .into_iter()
+                .find_map(env)
+                .unwrap_or_default()
+                .trim()
+                .to_owned()
+        };
+        Self {
+            http: first([ev::HTTP_PROXY, "http_proxy"]),
+            https: first([ev::HTTPS_PROXY, "https_proxy"]),
+            all: first([ev::ALL_PROXY, "all_proxy"]),
+            no: first([ev::NO_PROXY, "no_proxy"]),
+            cgi: env(ev::REQUEST_METHOD).is_some(),
+        }
+    }
+
+    /// The S3 data connections' route (hyper-util's rules, which reqwest
+    /// follows for the same values).
+    fn matcher(&self) -> Matcher {
+        if self.cgi {
+            return Matcher::builder().build();
+        }
+        Matcher::builder()
+            .http(self.http.clone())
+            .https(self.https.clone())
+            .all(self.all.clone())
+            .no(self.no.clone())
+            .build()
+    }
+
+    /// The same route for reqwest: a proxy per variable set, `NO_PROXY`
+    /// on each, the scheme's own before `ALL_PROXY`.
+    fn reqwest_proxies(&self) -> Result<Vec<reqwest::Proxy>> {
+        if self.cgi {
+            return Ok(Vec::new());
+        }
+        let no = || reqwest::NoProxy::from_string(&self.no);
+        let mut proxies = Vec::new();
+        for (name, value) in [
+            (ev::HTTP_PROXY, &self.http),
+            (ev::HTTPS_PROXY, &self.https),
+            (ev::ALL_PROXY, &self.all),
+        ] {
+            if value.is_empty() {
+                continue;
+            }
+            let proxy = match name {
+                ev::HTTP_PROXY => reqwest::Proxy::http(value.as_str()),
+                ev::HTTPS_PROXY => reqwest::Proxy::https(value.as_str()),
+                _ => reqwest::Proxy::all(value.as_str()),
+            }
+            .map_err(|e| {
+                anyhow::anyhow!("{name} is not a proxy URL ({e}): set it to http://host:port")
+            })?;
+            proxies.push(proxy.no_proxy(no()));
+        }
+        Ok(proxies)
+    }
+}
+
+/// How the S3 data requests travel (`s3::wire`, its own HTTP/1.1): the TLS
+/// config with the run's roots, the proxy route, the user agent and the
+/// connect timeout. Built by [`Network::from_env`]; `Default` is the
+/// bundled roots and no proxy (tests).
+#[derive(Clone)]
+pub(crate) struct Transport {
+    pub(crate) tls: Arc<rustls::ClientConfig>,
+    pub(crate) proxies: Arc<Matcher>,
+    pub(crate) user_agent: String,
+    pub(crate) connect_timeout: Duration,
+    /// Shared by every upload of the run, so what one learned of an
+    /// origin holds for the rest of the run.
+    pub(crate) expectations: Arc<Expectations>,
+}
+
+/// How an origin treats `Expect: 100-continue`, once a request found out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Expectation {
+    /// It sent no `100` within the wait: bodies go at once, `Expect` kept.
+    Ignored,
+    /// It answered `417 Expectation Failed`: no `Expect` is sent there.
+    Refused,
+}
+
+/// What the run learned of each origin's handling of `Expect`, by
+/// `scheme://host:port`.
+#[derive(Debug, Default)]
+pub(crate) struct Expectations(Mutex<std::collections::HashMap<String, Expectation>>);
+
+impl Expectations {
+    pub(crate) fn of(&self, origin: &str) -> Option<Expectation> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(origin)
+            .copied()
+    }
+
+    /// Records `learned`; a refusal is never undone by a later wait.
+    pub(crate) fn learn(&self, origin: &str, learned: Expectation) {
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = known.entry(origin.to_owned()).or_insert(learned);
+        if learned == Expectation::Refused {
+            *entry = learned;
+        }
+    }
+}
+
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transport")
+            .field("user_agent", &self.user_agent)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Transport {
+    fn default() -> Self {
+        Self {
+            tls: Arc::new(tls_config(&[])),
+            proxies: Arc::new(Matcher::builder().build()),
+            user_agent: user_agent(),
+            connect_timeout: Duration::from_secs(CONNECT_TIMEOUT_SECS),
+            expectations: Arc::default(),
+        }
+    }
+}
+
+/// The bundled public roots (those reqwest's `rustls-tls` embeds) plus
+/// `extra_roots` (DER that [`extra_roots`] already found usable).
+pub(crate) fn tls_config(extra_roots: &[Vec<u8>]) -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    for der in extra_roots {
+        let _ = roots.add(rustls::pki_types::CertificateDer::from(der.clone()));
+    }
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
+/// The run's network, built once from the environment the run was given
+/// ([`Network::from_env`]) and handed down: the HTTP clients (Baseten and
+/// GitHub; S3), the S3 data connections' [`Transport`], and the one warning
+/// about CA certificates that were skipped. Nothing below it reads a
+/// network variable again, and it is the only builder of an HTTP client.
+#[derive(Clone)]
+pub(crate) struct Network {
+    /// Baseten and GitHub: redirects within one origin only.
+    api: reqwest::Client,
+    /// S3: no redirect followed.
+    s3: reqwest::Client,
+    transport: Transport,
+    /// Taken by the first target that uses the network, so a run says it
+    /// once.
+    roots_warning: Arc<Mutex<Option<String>>>,
+}
+
+impl std::fmt::Debug for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Network").finish_non_exhaustive()
+    }
+}
+
+impl Network {
+    /// Reads `SSL_CERT_FILE`/`SSL_CERT_DIR` and the proxy variables from
+    /// `env` (each once) and builds everything the run's requests use.
+    pub(crate) fn from_env(env: Env<'_>) -> Result<Self> {
+        let roots = extra_roots(env)?;
+        let proxies = ProxyVars::read(env);
+        let api = builder(&roots, &proxies)?
+            .redirect(same_origin_redirects())
+            .build()
+            .context("building the HTTP client")?;
+        let s3 = builder(&roots, &proxies)?
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .context("building the S3 HTTP client")?;
+        Ok(Self {
+            api,
+            s3,
+            transport: Transport {
+                tls: Arc::new(tls_config(&roots.ders)),
+                proxies: Arc::new(proxies.matcher()),
+                ..Transport::default()
+            },
+            roots_warning: Arc::new(Mutex::new(roots.warning())),
+        })
+    }
+
+    /// The client for the Baseten hosts and GitHub.
+    pub(crate) fn api_client(&self) -> reqwest::Client {
+        self.api.clone()
+    }
+
+    /// The client for S3's bodiless calls (and data a proxy carries).
+    pub(crate) fn s3_client(&self) -> reqwest::Client {
+        self.s3.clone()
+    }
+
+    /// The S3 data connections' settings.
+    pub(crate) fn s3_transport(&self) -> Transport {
+        self.transport.clone()
+    }
+
+    /// The warning about skipped CA certificates, the first time it is
+    /// asked for.
+    pub(crate) fn take_roots_warning(&self) -> Option<String> {
+        self.roots_warning
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+}
+
+/// The environment the run was given, one variable at a time.
+pub(crate) type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// Redirects the API client follows: a few, and only within one origin
 /// (scheme, host and port), because a followed redirect carries the API
@@ -170,39 +423,32 @@ fn follows(from: &reqwest::Url, to: &reqwest::Url, hops: usize) -> bool {
     hops <= MAX_REDIRECTS && from.origin() == to.origin()
 }
 
-/// Builds the client used for the Baseten hosts.
-pub(crate) fn client(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::Client> {
-    let same_origin = reqwest::redirect::Policy::custom(|attempt| {
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
         let from = attempt.previous().last();
         if from.is_some_and(|f| follows(f, attempt.url(), attempt.previous().len())) {
             attempt.follow()
         } else {
             attempt.stop()
         }
-    });
-    builder(env)?
-        .redirect(same_origin)
-        .build()
-        .context("building the HTTP client")
+    })
 }
 
-/// Builds the client for S3: redirects are not followed, because a followed
-/// redirect would carry a signature made for another host.
-pub(crate) fn s3_client(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::Client> {
-    builder(env)?
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .context("building the S3 HTTP client")
-}
-
-fn builder(env: &dyn Fn(&str) -> Option<String>) -> Result<reqwest::ClientBuilder> {
+/// What both reqwest clients share: the roots, the proxies (none read by
+/// reqwest itself), the user agent and the timeouts.
+fn builder(roots: &ExtraRoots, proxies: &ProxyVars) -> Result<reqwest::ClientBuilder> {
     let mut b = reqwest::Client::builder()
         .use_rustls_tls()
         .user_agent(user_agent())
         .connect_timeout(Duration::from_secs(CONNECT_TIMEOUT_SECS))
-        .pool_idle_timeout(Duration::from_secs(30));
-    for cert in extra_roots(env)?.certs {
+        .pool_idle_timeout(Duration::from_secs(30))
+        .no_proxy();
+    for der in &roots.ders {
+        let cert = reqwest::Certificate::from_der(der).context("an extra CA certificate")?;
         b = b.add_root_certificate(cert);
+    }
+    for proxy in proxies.reqwest_proxies()? {
+        b = b.proxy(proxy);
     }
     Ok(b)
 }
@@ -302,39 +548,6 @@ pub(crate) fn show_bytes(bytes: &[u8], max: usize) -> String {
     format!("{:?}{more}", head.as_ref())
 }
 
-/// The extra CA certificates of [`extra_roots`] as DER, for the S3 data
-/// connections that do their own TLS (`s3::wire`), so they trust what the
-/// reqwest clients trust. Unreadable files and broken blocks are passed
-/// over (`extra_roots` already refused or reported them; the TLS root
-/// store skips DER that is no certificate).
-pub(crate) fn extra_root_ders(env: &dyn Fn(&str) -> Option<String>) -> Vec<Vec<u8>> {
-    use base64::Engine as _;
-    let mut files: Vec<std::path::PathBuf> = Vec::new();
-    if let Some(file) = env(ev::SSL_CERT_FILE).filter(|s| !s.is_empty()) {
-        files.push(file.into());
-    }
-    files.extend(cert_dir_files(env));
-    let mut ders = Vec::new();
-    for path in files {
-        let Ok(bytes) = std::fs::read(&path) else {
-            continue;
-        };
-        let text = String::from_utf8_lossy(&bytes);
-        for block in pem_blocks(&text) {
-            let body: String = block
-                .trim_start_matches(PEM_BEGIN)
-                .trim_end_matches(PEM_END)
-                .chars()
-                .filter(|c| !c.is_whitespace())
-                .collect();
-            if let Ok(der) = base64::engine::general_purpose::STANDARD.decode(body) {
-                ders.push(der);
-            }
-        }
-    }
-    ders
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,10 +585,10 @@ mod tests {
             _ => None,
         };
         let roots = extra_roots(&env).unwrap();
-        assert_eq!((roots.certs.len(), roots.skipped.len()), (2, 0));
+        assert_eq!((roots.ders.len(), roots.skipped.len()), (2, 0));
         assert!(roots.warning().is_none());
-        assert!(client(&env).is_ok());
-        assert!(extra_roots(&|_| None).unwrap().certs.is_empty());
+        assert!(Network::from_env(&env).is_ok());
+        assert!(extra_roots(&|_| None).unwrap().ders.is_empty());
     }
 
     #[test]
@@ -399,7 +612,7 @@ mod tests {
         let file = bundle.to_str().unwrap().to_string();
         let env = |k: &str| (k == "SSL_CERT_FILE").then(|| file.clone());
         let roots = extra_roots(&env).unwrap();
-        assert_eq!(roots.certs.len(), 1);
+        assert_eq!(roots.ders.len(), 1);
         assert_eq!(
             roots.skipped,
             [
@@ -412,7 +625,62 @@ mod tests {
             w.contains("skipped 2 certificate(s)") && w.contains("and 1 more"),
             "{w}"
         );
-        assert!(client(&env).is_ok());
+        // The network built from it warns once, for the whole run.
+        let net = Network::from_env(&env).unwrap();
+        assert_eq!(net.take_roots_warning(), Some(w));
+        assert_eq!(net.clone().take_roots_warning(), None);
+    }
+
+    /// The route both the reqwest clients and the S3 data connections
+    /// follow comes from the variables the run was given, curl's names.
+    #[test]
+    fn the_proxy_route_is_read_from_the_given_environment() {
+        let uri = |s: &str| s.parse::<http::Uri>().unwrap();
+        let given = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let env = given(&[
+            ("https_proxy", "http://ci:pw@proxy.corp:3128"),
+            ("ALL_PROXY", "proxy.corp:8080"),
+            ("NO_PROXY", "localhost,.internal"),
+        ]);
+        let vars = ProxyVars::read(&env);
+        let m = vars.matcher();
+        let to = |u: &str| m.intercept(&uri(u)).map(|i| i.uri().to_string());
+        assert_eq!(
+            to("https://bucket.s3.amazonaws.com/"),
+            Some("http://proxy.corp:3128/".into())
+        );
+        assert_eq!(
+            to("http://api.example/"),
+            Some("http://proxy.corp:8080/".into())
+        );
+        assert_eq!(to("https://s3.internal/"), None);
+        assert_eq!(to("http://localhost/"), None);
+        assert_eq!(vars.reqwest_proxies().unwrap().len(), 2);
+        assert!(Network::from_env(&env).is_ok());
+
+        // `NO_PROXY=*`: nothing goes through the proxy.
+        let none = given(&[("HTTPS_PROXY", "http://p:1"), ("no_proxy", "*")]);
+        let vars = ProxyVars::read(&none);
+        assert!(vars.matcher().intercept(&uri("https://x/")).is_none());
+
+        // A CGI environment: no proxy variable is trusted.
+        let cgi = given(&[("HTTPS_PROXY", "http://p:1"), ("REQUEST_METHOD", "GET")]);
+        let vars = ProxyVars::read(&cgi);
+        assert!(vars.matcher().intercept(&uri("https://x/")).is_none());
+        assert!(vars.reqwest_proxies().unwrap().is_empty());
+
+        // A value reqwest cannot use is the run's error, naming it.
+        let bad = given(&[("HTTPS_PROXY", "http://[::1")]);
+        let err = format!("{:#}", Network::from_env(&bad).unwrap_err());
+        assert!(err.contains("HTTPS_PROXY is not a proxy URL"), "{err}");
+        assert!(ProxyVars::read(&|_| None) == ProxyVars::default());
     }
 
     #[test]

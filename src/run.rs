@@ -28,6 +28,10 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     let ci_context = CiContext::from_lookup(&|k| env(k).ok());
     let rep = Arc::new(Mutex::new(Reporter::stdio(ci_env.kind())));
     let inputs = cli.gather(env);
+    // Every network setting, read once from the environment the run was
+    // given; a target that needs the network and cannot have it fails
+    // with this as its input error.
+    let net = crate::net::Network::from_env(&|k| env(k).ok()).map_err(|e| format!("{e:#}"));
     let early = Early::read(&inputs);
     let out_settings = early.outputs.clone();
     if early.stdout_is_data {
@@ -78,7 +82,8 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         }
         Ok(Road::Several(s, key)) => {
             let (r, fanout) =
-                crate::multi::run(&s, &key, env, &ci_context, &rep, &state, &mut signals).await;
+                crate::multi::run(&s, &key, env, &net, &ci_context, &rep, &state, &mut signals)
+                    .await;
             (r, Kind::Model, None, fanout)
         }
         Ok(Road::One(s, key)) => match Config::resolve(&s, s.truss_directory.trim(), &ci_context)
@@ -92,7 +97,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
                     rep.lock().unwrap().notice(n);
                 }
                 let gh = execute::github_job(&cfg)
-                    .and_then(|job| github::Session::open(job, &|k| env(k).ok(), &rep));
+                    .and_then(|job| github::Session::open(job, &net, &rep));
                 let r = execute::execute(
                     &cfg,
                     &key,
@@ -100,6 +105,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
                     &state,
                     started,
                     &|k| env(k).ok(),
+                    &net,
                     &mut Stop::Process(&mut signals),
                     gh.as_ref(),
                 )

@@ -130,7 +130,22 @@ impl Cli {
             }) else {
                 break;
             };
-            args.remove(at + 1);
+            let removed = args.remove(at + 1);
+            // An unknown flag written apart from its value (`--bogus x`)
+            // takes the value with it: left behind, `x` would become the
+            // value of the flag before (`--json --bogus x` would read as
+            // `--json x`) or a stray argument.
+            let unknown = e.kind() == clap::error::ErrorKind::UnknownArgument;
+            let apart = removed.to_string_lossy().starts_with("--")
+                && !removed.to_string_lossy().contains('=');
+            if unknown
+                && apart
+                && args
+                    .get(at + 1)
+                    .is_some_and(|next| !next.to_string_lossy().starts_with('-'))
+            {
+                args.remove(at + 1);
+            }
         }
         command()
             .ignore_errors(true)
@@ -356,6 +371,29 @@ mod tests {
                 "stray",
             ],
             &["truss-push", "--json", "--output-file=o.json", "--team"],
+            // An unknown flag with a value, first, in the middle, last.
+            &[
+                "truss-push",
+                "--bogus-flag",
+                "x",
+                "--json",
+                "--output-file=o.json",
+            ],
+            &[
+                "truss-push",
+                "--output-file=o.json",
+                "--json",
+                "--bogus-flag",
+                "x",
+            ],
+            &[
+                "truss-push",
+                "--json",
+                "--bogus-flag",
+                "x",
+                "--output-file",
+                "o.json",
+            ],
         ] {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?}");
             let got = Cli::salvage_from(args).gather(&unset);

@@ -78,8 +78,8 @@ pub(crate) struct State {
 pub(crate) struct Ctx<'a> {
     pub(crate) cfg: &'a Config,
     pub(crate) api: &'a Api,
-    /// S3 uploads: no redirects followed.
-    pub(crate) s3_http: &'a reqwest::Client,
+    /// The run's network: the S3 clients and data connections.
+    pub(crate) net: &'a crate::net::Network,
     pub(crate) rep: Arc<Mutex<Reporter>>,
     pub(crate) state: &'a Mutex<State>,
     pub(crate) started: Instant,
@@ -107,7 +107,7 @@ impl Ctx<'_> {
         Ctx {
             cfg: self.cfg,
             api,
-            s3_http: self.s3_http,
+            net: self.net,
             rep: Arc::clone(&self.rep),
             state: self.state,
             started: self.started,

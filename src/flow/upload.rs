@@ -145,17 +145,11 @@ pub(crate) async fn package_and_upload(
         format_bytes(archive.size)
     ));
     let uploader = s3::Uploader::new(
-        ctx.s3_http.clone(),
+        ctx.net.s3_client(),
         s3::Options {
             endpoint: ctx.cfg.endpoints.s3.clone(),
             concurrency: ctx.cfg.upload_concurrency,
-            // The data requests' own connections trust what the reqwest
-            // clients trust (the same variables, read the same way).
-            wire: s3::WireSettings {
-                extra_roots: crate::net::extra_root_ders(ctx.env),
-                user_agent: crate::net::user_agent(),
-                connect_timeout: Duration::from_secs(crate::net::CONNECT_TIMEOUT_SECS),
-            },
+            wire: ctx.net.s3_transport(),
             ..s3::Options::default()
         },
     );

@@ -158,7 +158,7 @@ impl Session {
     /// warning.
     pub(crate) fn open(
         job: Job,
-        env: &dyn Fn(&str) -> Option<String>,
+        net: &Result<crate::net::Network, String>,
         rep: &Arc<Mutex<Reporter>>,
     ) -> Option<Session> {
         let s = &job.settings;
@@ -208,9 +208,9 @@ impl Session {
                 ));
             }
         };
-        let http = match crate::net::client(env) {
-            Ok(h) => h,
-            Err(e) => return warn(format!("GitHub: {e:#}, so GitHub is skipped.")),
+        let http = match net {
+            Ok(net) => net.api_client(),
+            Err(e) => return warn(format!("GitHub: {e}, so GitHub is skipped.")),
         };
         let mut deployment = s.deployment;
         let mut commit_status = s.commit_status;

@@ -27,6 +27,17 @@ pub(super) enum Failure {
         header_region: Option<String>,
         retry_after: Option<Duration>,
     },
+    /// A success status to a data request whose body was not sent whole
+    /// (answered before `100 Continue`, or while the body was still going
+    /// out). No server can have stored what it never got, so the answer is
+    /// not trusted: `Inner::try_once` sends the request once more on a new
+    /// connection, and a second such answer ends the call.
+    AnsweredUnsent { status: u16 },
+    /// A success whose body is not what S3 answers that request with (a
+    /// Create without an UploadId, a Complete without the object's ETag):
+    /// the answer of something else, such as a stray answer on the
+    /// connection. Whether the request arrived is unknown.
+    NotItsAnswer(&'static str),
     /// A local problem (reading the file, building the URL): never retried.
     Local(anyhow::Error),
 }
@@ -36,19 +47,24 @@ impl Classify for Failure {
         match self {
             Self::Transport(error) => transport_kind(error.is_connect(), error.is_builder()),
             Self::Wire(wire::Error::Connect(_)) => Kind::NotSent,
-            Self::Wire(wire::Error::Exchange(_)) => Kind::Ambiguous,
+            Self::Wire(wire::Error::Exchange(_)) | Self::NotItsAnswer(_) => Kind::Ambiguous,
             // The archive changed or could not be read: another try reads
             // the same file.
             Self::Wire(wire::Error::File(_)) => Kind::Permanent,
             Self::S3 { status, error, .. } => answer_kind(status.as_u16(), error.code.as_deref()),
-            Self::Local(_) => Kind::Permanent,
+            // Its one repeat is `try_once`'s, not the policy's.
+            Self::AnsweredUnsent { .. } | Self::Local(_) => Kind::Permanent,
         }
     }
 
     fn retry_after(&self) -> Option<Duration> {
         match self {
             Self::S3 { retry_after, .. } => *retry_after,
-            Self::Transport(_) | Self::Wire(_) | Self::Local(_) => None,
+            Self::Transport(_)
+            | Self::Wire(_)
+            | Self::AnsweredUnsent { .. }
+            | Self::NotItsAnswer(_)
+            | Self::Local(_) => None,
         }
     }
 }
@@ -97,6 +113,10 @@ impl fmt::Display for Failure {
                 status.as_u16(),
                 error.code.as_deref().unwrap_or("")
             ),
+            Self::AnsweredUnsent { status } => {
+                write!(f, "HTTP {status} before the body was sent")
+            }
+            Self::NotItsAnswer(why) => f.write_str(why),
             Self::Local(error) => write!(f, "{error:#}"),
         }
     }
@@ -125,6 +145,14 @@ impl Failure {
                 anyhow!(rejection_message(
                     operation, status, &error, &tries, secrets
                 ))
+            }
+            Self::AnsweredUnsent { status } => anyhow!(
+                "S3 answered {operation} with HTTP {status} before its body was sent, twice, on two connections{tries}: an answer to a body that never arrived cannot mean it was stored, so the upload is not trusted and nothing is deployed; something between truss-push and S3 (a proxy, a gateway) or the S3-compatible server answers requests it did not read (check HTTPS_PROXY and the s3-endpoint input)"
+            ),
+            Self::NotItsAnswer(why) => {
+                anyhow!(
+                    "could not complete S3 {operation}{tries}: {why}; something between truss-push and S3 (a proxy, a gateway) answered in S3's place"
+                )
             }
             Self::Local(error) => error,
         }

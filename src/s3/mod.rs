@@ -42,7 +42,6 @@ use reqwest::Url;
 use self::call::Call;
 use self::plan::{Plan, plan};
 use self::region::Regions;
-pub(crate) use self::wire::Settings as WireSettings;
 use crate::retry;
 pub(crate) use crate::secret::Secret;
 
@@ -98,8 +97,9 @@ pub(crate) struct Options {
     pub(crate) concurrency: usize,
     /// Which failed requests are sent again, how often, and after how long.
     pub(crate) retry: retry::Policy,
-    /// The data connections' roots, user agent and connect timeout.
-    pub(crate) wire: WireSettings,
+    /// The data connections' TLS, proxy route, user agent and connect
+    /// timeout: the run's network's.
+    pub(crate) wire: crate::net::Transport,
 }
 
 impl Default for Options {
@@ -115,7 +115,7 @@ impl Default for Options {
             // and a second CreateMultipartUpload at worst leaves an empty
             // upload for the bucket's lifecycle rule to remove.
             retry: retry::Policy::IDEMPOTENT,
-            wire: WireSettings::default(),
+            wire: crate::net::Transport::default(),
         }
     }
 }

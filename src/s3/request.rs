@@ -15,9 +15,19 @@ use super::error::Failure;
 use super::payload::{Content, Prepared};
 use super::region::{DEFAULT_REGION, region_to_follow, valid_region};
 use super::url::{bucket_url, object_url, set_query};
-use super::xml::s3_error;
+use super::xml::{s3_error, xml_text};
 use super::{Credentials, Inner, Job, sigv4, wire};
 use crate::retry;
+
+/// What happens at most once per call, across its tries.
+#[derive(Default)]
+struct Once {
+    /// S3 named another region and the call was re-signed for it.
+    followed_region: AtomicBool,
+    /// A success came before the body was sent, and the request was sent
+    /// once more.
+    repeated_unsent: AtomicBool,
+}
 
 /// A successful answer.
 pub(super) struct Reply {
@@ -49,13 +59,13 @@ impl Inner {
         // spawned tasks, see `retry::run_noting`), and such a future cannot
         // borrow the closure's own state.
         let tries = AtomicU32::new(0);
-        let followed_region = AtomicBool::new(false);
-        let (tries_ref, followed_ref) = (&tries, &followed_region);
+        let once = Once::default();
+        let (tries_ref, once_ref) = (&tries, &once);
         let outcome = retry::run_noting(policy, None, note, move |try_number| async move {
             tries_ref.store(try_number, Ordering::Relaxed);
             // A retry never rides a connection that was open before it.
             let fresh = try_number > 1;
-            self.try_once(job, call, followed_ref, fresh).await
+            self.try_once(job, call, once_ref, fresh).await
         })
         .await;
         outcome.map_err(|failure| {
@@ -70,14 +80,16 @@ impl Inner {
     /// One try of `call`: an attempt signed for the region known now, and,
     /// when S3 answers that the bucket is elsewhere, one more signed for
     /// that region. Following the region is not a failed try, and happens
-    /// once per call (`followed_region`) so two answers cannot bounce us
-    /// back and forth.
+    /// once per call (`Once::followed_region`) so two answers cannot bounce
+    /// us back and forth. A success answered before the body was sent is
+    /// never taken: the request goes once more, on a new connection
+    /// (`Once::repeated_unsent`), and a second such answer is the failure.
     async fn try_once(
         &self,
         job: &Job,
         call: &Call,
-        followed_region: &AtomicBool,
-        fresh: bool,
+        once: &Once,
+        mut fresh: bool,
     ) -> Result<Reply, Failure> {
         loop {
             let region = self.regions.for_bucket(&job.bucket);
@@ -91,10 +103,20 @@ impl Inner {
                 Err(failure) => failure,
             };
             if let Some(new_region) = region_to_follow(&failure, &region)
-                && !followed_region.swap(true, Ordering::Relaxed)
+                && !once.followed_region.swap(true, Ordering::Relaxed)
             {
                 tracing::debug!(bucket = %job.bucket, %new_region, "S3 bucket is in another region; re-signing");
                 self.regions.remember(&job.bucket, &new_region);
+                continue;
+            }
+            if let Failure::AnsweredUnsent { status } = failure
+                && !once.repeated_unsent.swap(true, Ordering::Relaxed)
+            {
+                tracing::warn!(
+                    "S3 answered {} with HTTP {status} before its body was sent; not trusting it, sending it again on a new connection",
+                    call.operation
+                );
+                fresh = true;
                 continue;
             }
             return Err(failure);
@@ -134,12 +156,22 @@ impl Inner {
             region,
             &sigv4::amz_date(now),
         );
-        let (status, headers, body) = if self.wire.carries(&url) {
+        let (status, headers, body, sent_whole) = if self.wire.carries(&url) {
             self.send_wire(call, &url, &payload, headers, fresh).await?
         } else {
             self.send_reqwest(call, url, &payload, headers).await?
         };
+        // A success to a data request whose body did not go out whole
+        // answered a request the server never read.
+        if call.payload.carries_data() && !sent_whole && status.is_success() {
+            return Err(Failure::AnsweredUnsent {
+                status: status.as_u16(),
+            });
+        }
         match s3_error(status.as_u16(), &body) {
+            None if !answers(call.operation, &headers, &body) => Err(Failure::NotItsAnswer(
+                "S3's success answer to it names what was stored, and this one does not",
+            )),
             None => Ok(Reply {
                 headers,
                 body,
@@ -165,7 +197,7 @@ impl Inner {
         payload: &Prepared,
         mut headers: Vec<(&'static str, String)>,
         fresh: bool,
-    ) -> Result<(StatusCode, HeaderMap, String), Failure> {
+    ) -> Result<(StatusCode, HeaderMap, String, bool), Failure> {
         // This layer writes the head itself: refuse what could not be sent
         // as a header (a CR or LF would end it early).
         if headers
@@ -205,7 +237,7 @@ impl Inner {
             )))
         })?;
         let body = String::from_utf8_lossy(&answer.body).into_owned();
-        Ok((status, answer.headers, body))
+        Ok((status, answer.headers, body, answer.sent_whole))
     }
 
     /// Sends a prepared request with reqwest, when a proxy this layer does
@@ -217,7 +249,7 @@ impl Inner {
         url: Url,
         payload: &Prepared,
         headers: Vec<(&'static str, String)>,
-    ) -> Result<(StatusCode, HeaderMap, String), Failure> {
+    ) -> Result<(StatusCode, HeaderMap, String, bool), Failure> {
         let sent_url = url.clone();
         let body = match &payload.body {
             Content::Bytes(bytes) => reqwest::Body::from(bytes.clone()),
@@ -251,7 +283,9 @@ impl Inner {
         let status = response.status();
         let headers = response.headers().clone();
         let body = response.text().await.map_err(Failure::Transport)?;
-        Ok((status, headers, body))
+        // The body stream sets the checksum once it was read to its end.
+        let sent_whole = payload.checksum.as_ref().is_none_or(|c| c.get().is_some());
+        Ok((status, headers, body, sent_whole))
     }
 
     /// Opens the connections `parts` parts will use (at most the
@@ -305,6 +339,20 @@ impl Inner {
             tracing::debug!(bucket = %job.bucket, %region, "S3 bucket region");
             self.regions.remember(&job.bucket, &region);
         }
+    }
+}
+
+/// Whether a success can be S3's answer to `operation`: S3 names what it
+/// stored (a PUT's `ETag` header, the new upload's id, the completed
+/// object's ETag). A success without it (a proxy's or gateway's page, a
+/// stray answer) is another's; the bodiless calls are not read for more.
+fn answers(operation: Operation, headers: &HeaderMap, body: &str) -> bool {
+    let named = |v: Option<String>| v.is_some_and(|v| !v.is_empty());
+    match operation {
+        Operation::PutObject | Operation::UploadPart(_) => named(header_str(headers, "etag")),
+        Operation::CreateMultipartUpload => named(xml_text(body, "UploadId")),
+        Operation::CompleteMultipartUpload => named(xml_text(body, "ETag")),
+        Operation::AbortMultipartUpload | Operation::HeadBucket => true,
     }
 }
 

@@ -791,7 +791,7 @@ mod against_fake {
                     attempts,
                     ..Options::default().retry.instant()
                 },
-                wire: WireSettings::default(),
+                wire: crate::net::Transport::default(),
             },
         )
     }

@@ -50,3 +50,109 @@ fn no_proxy_bypasses_it() {
     assert_eq!(run.status(), "deploy_failed", "{run:?}");
     assert!(fake.requests().is_empty(), "nothing reached the proxy");
 }
+
+/// The proxy variables are read by curl's names, lower case too, from the
+/// environment the run was given: every client and the S3 data requests
+/// follow the same route.
+#[test]
+fn a_lower_case_proxy_variable_is_honoured_by_every_client() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let run = Invocation::bare()
+        .model(example_model())
+        .arg("baseten-api-key", API_KEY)
+        .arg("deployment-name", "via-proxy")
+        .arg("poll-interval-seconds", "0.05")
+        .arg("wait-timeout-seconds", "3")
+        .arg("app-url", NOWHERE)
+        .arg("api-url", NOWHERE)
+        .arg("inference-url", format!("{NOWHERE}/{{prefix}}-{{id}}"))
+        .arg("s3-endpoint", NOWHERE)
+        .env("http_proxy", fake.url())
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let e = endpoints(&fake);
+    assert!(e.iter().any(|x| x == "s3.put_object"), "{e:?}");
+    assert!(e.iter().any(|x| x == "graphql.teams"), "{e:?}");
+}
+
+#[test]
+fn a_proxy_variable_that_is_not_a_url_is_an_input_error_before_any_request() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .env("HTTPS_PROXY", "http://[::1")
+        .run();
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("HTTPS_PROXY is not a proxy URL"),
+        "{}",
+        run.stderr
+    );
+    assert!(fake.requests().is_empty(), "{:?}", endpoints(&fake));
+}
+
+/// A CI runner's `SSL_CERT_FILE` that is a FIFO nobody writes would block
+/// the run before its first request: it is refused as the input it is.
+#[test]
+fn an_ssl_cert_file_that_is_a_fifo_is_an_input_error_not_a_hang() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("ca.pem");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .env("SSL_CERT_FILE", fifo.to_str().unwrap())
+        .run();
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("SSL_CERT_FILE") && run.stderr.contains("FIFO"),
+        "{}",
+        run.stderr
+    );
+    assert!(fake.requests().is_empty(), "{:?}", endpoints(&fake));
+}
+
+/// The network is built once per run: several targets read the CA files
+/// once and the run warns once about a certificate it skipped.
+#[test]
+fn several_targets_share_one_network_and_one_warning_about_a_skipped_ca() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let good = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/certs/test-ca.pem"),
+    )
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let bundle = root.path().join("corporate.pem");
+    std::fs::write(
+        &bundle,
+        format!("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n{good}"),
+    )
+    .unwrap();
+    let model_py = std::fs::read_to_string(example_model().join("model/model.py")).unwrap();
+    let dirs: Vec<String> = ["one", "two"]
+        .iter()
+        .map(|name| {
+            let d = root.path().join(name);
+            std::fs::create_dir_all(d.join("model")).unwrap();
+            std::fs::write(d.join("config.yaml"), format!("model_name: {name}\n")).unwrap();
+            std::fs::write(d.join("model/model.py"), &model_py).unwrap();
+            d.to_str().unwrap().to_owned()
+        })
+        .collect();
+    let run = Invocation::new(&fake)
+        .arg("truss-directory", dirs.join("\n"))
+        .env("SSL_CERT_FILE", bundle.to_str().unwrap())
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_eq!(run.out("targets-count"), "2");
+    let said = run.everything();
+    assert_eq!(
+        said.matches("skipped 1 certificate(s)").count(),
+        1,
+        "{said}"
+    );
+}

@@ -6,7 +6,10 @@
 //!   writing, but for the run's own scratch files;
 //! - `github` never sees the run's config (which would reach every input);
 //! - a phase takes its deadline from the run's budget (`src/budget.rs`),
-//!   never from a clock sum of its own.
+//!   never from a clock sum of its own;
+//! - network settings are read and HTTP clients built only in `src/net.rs`
+//!   (`Network::from_env`, once per run), so no module below can reach
+//!   the process environment for a proxy or a CA of its own.
 
 use std::path::{Path, PathBuf};
 
@@ -95,6 +98,77 @@ fn only_the_sink_opens_a_file_for_writing() {
     assert!(
         found.is_empty(),
         "write through the sink (crate::ci::write_file), not a file of your own:\n{}",
+        found.join("\n")
+    );
+}
+
+/// `line` with its string literals emptied, so a message may name a
+/// variable (`check HTTPS_PROXY`) without reading it; a name passed as a
+/// literal (`env("https_proxy")`) keeps its quotes and still counts.
+fn without_strings(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            out.push(c);
+            continue;
+        }
+        let mut literal = String::new();
+        while let Some(d) = chars.next() {
+            match d {
+                '\\' => {
+                    chars.next();
+                }
+                '"' => break,
+                d => literal.push(d),
+            }
+        }
+        let lower = literal.to_ascii_lowercase();
+        if lower.ends_with("_proxy") || lower.starts_with("ssl_cert_") {
+            out.push_str(&format!("\"{lower}\""));
+        } else {
+            out.push_str("\"\"");
+        }
+    }
+    out
+}
+
+#[test]
+fn only_the_network_module_reads_network_settings_or_builds_clients() {
+    // Where each variable's name is declared is not where it is read.
+    const HOMES: [&str; 2] = ["net.rs", "env_vars.rs"];
+    let reads_or_builds = [
+        "SSL_CERT_",
+        "_PROXY",
+        "no_proxy\"",
+        "https_proxy\"",
+        "http_proxy\"",
+        "all_proxy\"",
+        "Matcher::from_env",
+        "Matcher::from_system",
+        "Client::builder(",
+        "ClientBuilder",
+        "Client::new()",
+        "reqwest::blocking",
+        "ClientConfig::builder",
+    ];
+    let mut found = Vec::new();
+    for (file, text) in product_sources() {
+        if HOMES.contains(&file.as_str()) {
+            continue;
+        }
+        for line in text.lines() {
+            let code = without_strings(line);
+            if !code.trim_start().starts_with("//")
+                && reads_or_builds.iter().any(|w| code.contains(w))
+            {
+                found.push(format!("{file}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "take the run's net::Network (built once in run.rs), not a client or setting of your own:\n{}",
         found.join("\n")
     );
 }

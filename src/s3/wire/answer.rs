@@ -41,16 +41,23 @@ impl Head {
             .any(|v| v.to_str().is_ok_and(|v| has_token(v, "chunked")))
     }
 
+    /// The declared length. Several `Content-Length` values that differ
+    /// leave the answer's end unknown (where the next answer starts is
+    /// then the sender's choice), so they are refused.
     fn content_length(&self) -> io::Result<Option<u64>> {
-        match self.headers.get(reqwest::header::CONTENT_LENGTH) {
-            None => Ok(None),
-            Some(v) => v
+        let mut declared = None;
+        for v in self.headers.get_all(reqwest::header::CONTENT_LENGTH) {
+            let len: u64 = v
                 .to_str()
                 .ok()
                 .and_then(|v| v.trim().parse().ok())
-                .map(Some)
-                .ok_or_else(|| invalid("the answer's Content-Length is not a number")),
+                .ok_or_else(|| invalid("the answer's Content-Length is not a number"))?;
+            if declared.is_some_and(|d| d != len) {
+                return Err(invalid("the answer declares two different Content-Lengths"));
+            }
+            declared = Some(len);
         }
+        Ok(declared)
     }
 }
 
@@ -91,6 +98,14 @@ impl Conn {
                 let mut response = httparse::Response::new(&mut headers);
                 match response.parse(&self.unread) {
                     Ok(httparse::Status::Complete(used)) => {
+                        if response.code == Some(101) {
+                            // Not an interim answer: past it the bytes are
+                            // another protocol, and no request here asks
+                            // for an upgrade.
+                            return Err(invalid(
+                                "the server switched protocols (101), which no request asked for",
+                            ));
+                        }
                         let head = Head {
                             status: response.code.unwrap_or(0),
                             minor: response.version.unwrap_or(0),

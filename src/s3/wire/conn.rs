@@ -87,6 +87,28 @@ pub(super) struct Conn {
     pub(super) received: bool,
 }
 
+impl Conn {
+    /// What arrived on this idle connection since its last answer, without
+    /// waiting: `None` when nothing did (it may carry a request), else what
+    /// came (bytes of an answer nobody asked for, the server's close, an
+    /// error). Over TLS only application data counts: a session ticket the
+    /// server sends after the handshake is taken in and is not news.
+    pub(super) fn idle_news(&mut self) -> Option<&'static str> {
+        if !self.unread.is_empty() {
+            return Some("held unread bytes");
+        }
+        let mut byte = [0u8; 1];
+        let mut buf = ReadBuf::new(&mut byte);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        match Pin::new(&mut self.stream).poll_read(&mut cx, &mut buf) {
+            Poll::Pending => None,
+            Poll::Ready(Ok(())) if buf.filled().is_empty() => Some("was closed by the server"),
+            Poll::Ready(Ok(())) => Some("received bytes nobody asked for"),
+            Poll::Ready(Err(_)) => Some("failed"),
+        }
+    }
+}
+
 /// The most a proxy's answer to `CONNECT` may hold before its blank line.
 const TUNNEL_ANSWER_MAX_BYTES: usize = 16 * 1024;
 

@@ -8,14 +8,22 @@
 //! as S3's XML error before a byte of the body is sent, instead of a broken
 //! pipe after megabytes were pushed into a closing connection. A server
 //! that ignores `Expect` gets the body after [`EXPECT_WAIT`], and its origin
-//! is remembered so later requests do not wait again.
+//! is remembered so later requests do not wait again. One that answers
+//! `417 Expectation Failed` (it, or something on the way, implements no
+//! expectations) gets the request once more without `Expect`, on a new
+//! connection, as RFC 9110 asks, and its origin is remembered so later
+//! requests there carry no `Expect` at all.
 //!
-//! Connections are kept per origin for the next request; one that answered
-//! early or failed is closed, never reused, and a retry (`fresh`) always
-//! opens a new one. TLS uses the same roots as the reqwest client: the
-//! bundled public roots plus the CAs of `SSL_CERT_FILE`/`SSL_CERT_DIR`.
-//! When `HTTPS_PROXY` applies to an `https` host (by reqwest's own rules,
-//! `NO_PROXY` included) and names an `http://` proxy, each connection is a
+//! An answer is read only as the answer to the request just sent:
+//! connections are kept per origin for the next request, but one that
+//! answered early or failed is closed, never reused; one that received any
+//! byte while it sat idle (an answer nobody asked for, a close) is closed
+//! when it is next taken from the pool ([`Wire::check_out`]); and a retry
+//! (`fresh`) always opens a new one. The TLS config and the proxy route
+//! are the run's network's (`net::Transport`), built with its reqwest
+//! clients from the same roots and variables; nothing here reads the
+//! environment. When `HTTPS_PROXY` applies to an `https` host (`NO_PROXY`
+//! included) and names an `http://` proxy, each connection is a
 //! `CONNECT` tunnel through it, TLS end to end; for an `https://` proxy, or
 //! a plain `http` host behind `HTTP_PROXY`, the request goes through
 //! reqwest and its proxy support instead, without `Expect`.
@@ -23,7 +31,7 @@
 mod answer;
 mod conn;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -36,6 +44,7 @@ use tokio::io::AsyncWriteExt as _;
 use self::answer::Head;
 use self::conn::Conn;
 use super::payload::{FileBody, WriteError};
+use crate::net::{Expectation, Expectations, Transport};
 
 /// How long to wait for the interim answer before sending the body anyway.
 /// 1 s, what botocore and curl wait: S3 answers within a round trip, so a
@@ -65,6 +74,12 @@ pub(super) struct Origin {
 }
 
 impl Origin {
+    /// `scheme://host:port`, how the run's memory names it.
+    fn key(&self) -> String {
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}:{}", self.host, self.port)
+    }
+
     fn of(url: &Url) -> io::Result<Self> {
         let https = match url.scheme() {
             "https" => true,
@@ -138,6 +153,9 @@ pub(super) struct Answer {
     /// It came before the body was sent (S3 refused the request at its
     /// headers): none of the body left this machine.
     pub(super) early: bool,
+    /// The whole body went out on this connection before the answer was
+    /// read. Without it, a success cannot mean the body was stored.
+    pub(super) sent_whole: bool,
 }
 
 /// Why a request got no answer.
@@ -177,51 +195,36 @@ enum Failed {
     /// server had closed it while it was idle. Nothing was sent that could
     /// have been applied; a new connection takes the request.
     Stale,
+    /// `417 Expectation Failed` to a head that carried `Expect`, before any
+    /// of the body: the request is to be repeated without it.
+    ExpectRefused,
     Other(Error),
 }
 
 /// The connections and settings of the S3 data requests.
 pub(super) struct Wire {
     tls: Arc<rustls::ClientConfig>,
-    proxies: Matcher,
+    proxies: Arc<Matcher>,
     connect_timeout: Duration,
     user_agent: String,
     idle: Mutex<HashMap<Origin, Vec<Conn>>>,
-    /// Origins that sent no `100` within [`EXPECT_WAIT`]: later requests
-    /// there send the body at once.
-    ignores_expect: Mutex<HashSet<Origin>>,
-}
-
-/// What the data connections share with the crate's reqwest clients.
-#[derive(Clone, Debug)]
-pub(crate) struct Settings {
-    /// DER certificates trusted on top of the bundled public roots.
-    pub(crate) extra_roots: Vec<Vec<u8>>,
-    pub(crate) user_agent: String,
-    pub(crate) connect_timeout: Duration,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            extra_roots: Vec::new(),
-            user_agent: concat!("truss-push/", env!("CARGO_PKG_VERSION")).to_owned(),
-            connect_timeout: Duration::from_secs(10),
-        }
-    }
+    /// Origins that sent no `100` within [`EXPECT_WAIT`] (later requests
+    /// there send the body at once) or answered `417` to `Expect` (later
+    /// requests there do not send it): the run's, shared by its uploads.
+    expectations: Arc<Expectations>,
 }
 
 impl Wire {
-    /// Proxies are read from the environment by reqwest's own rules, as
-    /// the reqwest clients read them.
-    pub(super) fn new(settings: &Settings) -> Self {
+    /// The TLS config and the proxy route are the run's network's, the
+    /// ones its reqwest clients were built from.
+    pub(super) fn new(transport: &Transport) -> Self {
         Self {
-            tls: Arc::new(tls_config(&settings.extra_roots)),
-            proxies: Matcher::from_system(),
-            connect_timeout: settings.connect_timeout,
-            user_agent: settings.user_agent.clone(),
+            tls: Arc::clone(&transport.tls),
+            proxies: Arc::clone(&transport.proxies),
+            connect_timeout: transport.connect_timeout,
+            user_agent: transport.user_agent.clone(),
             idle: Mutex::default(),
-            ignores_expect: Mutex::default(),
+            expectations: Arc::clone(&transport.expectations),
         }
     }
 
@@ -303,6 +306,7 @@ impl Wire {
         let origin = Origin::of(request.url).map_err(Error::Connect)?;
         let tunnel = self.tunnel(request.url);
         let mut pooled = if fresh { None } else { self.check_out(&origin) };
+        let mut refused_expect = false;
         loop {
             let reused = pooled.is_some();
             let mut conn = match pooled.take() {
@@ -322,6 +326,18 @@ impl Wire {
                     return Ok(answer);
                 }
                 Err(Failed::Stale) => continue,
+                // Once: the origin is remembered, so the repeat carries no
+                // `Expect` and its answer, whatever it is, is final.
+                Err(Failed::ExpectRefused) if !refused_expect => {
+                    refused_expect = true;
+                    self.remember_refuses_expect(&origin);
+                    continue;
+                }
+                Err(Failed::ExpectRefused) => {
+                    return Err(Error::Exchange(io::Error::other(
+                        "the server answered 417 Expectation Failed twice",
+                    )));
+                }
                 Err(Failed::Other(error)) => return Err(error),
             }
         }
@@ -344,7 +360,8 @@ impl Wire {
                 return self.exchange_bytes(conn, request, bytes, reused).await;
             }
         };
-        let head = self.head_bytes(request, true);
+        let expect = !self.known_to_refuse_expect(origin);
+        let head = self.head_bytes(request, expect);
         let lost = |e: io::Error| {
             if reused {
                 Failed::Stale
@@ -354,7 +371,7 @@ impl Wire {
         };
         conn.stream.write_all(&head).await.map_err(lost)?;
         conn.stream.flush().await.map_err(lost)?;
-        if !self.known_to_ignore_expect(origin) {
+        if expect && !self.known_to_ignore_expect(origin) {
             let deadline = tokio::time::Instant::now() + EXPECT_WAIT;
             loop {
                 match tokio::time::timeout_at(deadline, conn.read_head()).await {
@@ -367,6 +384,11 @@ impl Wire {
                     Ok(Ok(interim)) if interim.status == 100 => break,
                     // Another interim answer (102, 103): keep waiting.
                     Ok(Ok(interim)) if (101..200).contains(&interim.status) => {}
+                    Ok(Ok(last)) if last.status == 417 => {
+                        // The body is not sent; this connection is out of
+                        // step and closes with `conn`.
+                        return Err(Failed::ExpectRefused);
+                    }
                     Ok(Ok(last)) => {
                         // Refused at the headers. The body is never sent, so
                         // the connection is out of step and is closed.
@@ -382,6 +404,7 @@ impl Wire {
                             headers: last.headers,
                             body,
                             early: true,
+                            sent_whole: false,
                         };
                         return Ok((answer, false));
                     }
@@ -402,11 +425,17 @@ impl Wire {
         }
         let answered = with_answer_wait(final_answer(conn, request.method)).await;
         let (last, body, reusable) = answered.map_err(|e| Failed::Other(Error::Exchange(e)))?;
+        if expect && last.status == 417 {
+            // A server we sent the body at once (it had ignored `Expect`
+            // before) and that refuses the expectation after all.
+            return Err(Failed::ExpectRefused);
+        }
         let answer = Answer {
             status: last.status,
             headers: last.headers,
             body,
             early: false,
+            sent_whole: true,
         };
         Ok((answer, reusable))
     }
@@ -448,6 +477,7 @@ impl Wire {
             headers: last.headers,
             body,
             early: false,
+            sent_whole: true,
         };
         Ok((answer, reusable))
     }
@@ -489,12 +519,23 @@ impl Wire {
             .unwrap_or_default()
     }
 
+    /// An idle connection to `origin` that may carry a request: one that
+    /// is not too old and received nothing while it sat in the pool. A
+    /// byte that arrived then (an answer nobody asked for, a close, a
+    /// reset) would be read as the answer to the next request, so such a
+    /// connection is closed instead.
     fn check_out(&self, origin: &Origin) -> Option<Conn> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         let conns = idle.get_mut(origin)?;
-        while let Some(conn) = conns.pop() {
-            if conn.idle_since.elapsed() < IDLE_MAX {
-                return Some(conn);
+        while let Some(mut conn) = conns.pop() {
+            if conn.idle_since.elapsed() >= IDLE_MAX {
+                continue;
+            }
+            match conn.idle_news() {
+                None => return Some(conn),
+                Some(news) => {
+                    tracing::debug!(host = %origin.host, "closing a pooled S3 connection that {news} while idle");
+                }
             }
         }
         None
@@ -521,18 +562,22 @@ impl Wire {
     }
 
     fn known_to_ignore_expect(&self, origin: &Origin) -> bool {
-        self.ignores_expect
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(origin)
+        // A refusal implies it: no `100` will come where none is asked.
+        self.expectations.of(&origin.key()).is_some()
+    }
+
+    fn known_to_refuse_expect(&self, origin: &Origin) -> bool {
+        self.expectations.of(&origin.key()) == Some(Expectation::Refused)
+    }
+
+    fn remember_refuses_expect(&self, origin: &Origin) {
+        tracing::debug!(host = %origin.host, "417 Expectation Failed; sending without Expect from now on");
+        self.expectations.learn(&origin.key(), Expectation::Refused);
     }
 
     fn remember_ignores_expect(&self, origin: &Origin) {
         tracing::debug!(host = %origin.host, "no 100 Continue within the wait; sending bodies at once from now on");
-        self.ignores_expect
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(origin.clone());
+        self.expectations.learn(&origin.key(), Expectation::Ignored);
     }
 }
 
@@ -574,24 +619,8 @@ async fn early_answer_after(conn: &mut Conn, method: &str) -> Option<Answer> {
         headers: head.headers,
         body,
         early: false,
+        sent_whole: false,
     })
-}
-
-/// The bundled public roots (those reqwest's `rustls-tls` embeds) plus
-/// `extra_roots`.
-fn tls_config(extra_roots: &[Vec<u8>]) -> rustls::ClientConfig {
-    let mut roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    for der in extra_roots {
-        // One that does not parse was already reported at start-up.
-        let _ = roots.add(rustls::pki_types::CertificateDer::from(der.clone()));
-    }
-    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth()
 }
 
 #[cfg(test)]

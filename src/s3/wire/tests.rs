@@ -120,7 +120,7 @@ async fn a_refusal_at_the_headers_is_read_and_no_body_byte_is_sent() {
         stream.read_to_end(&mut after).await.unwrap();
         seen.store(after.len() as u64, Ordering::SeqCst);
     });
-    let wire = Wire::new(&Settings::default());
+    let wire = Wire::new(&Transport::default());
     let archive = archive(3 * 1024 * 1024);
 
     let answer = send(&wire, &url, &archive, false).await.unwrap();
@@ -160,7 +160,7 @@ async fn after_100_continue_the_framed_body_follows_and_the_connection_is_kept()
         }
         bodies
     });
-    let wire = Wire::new(&Settings::default());
+    let wire = Wire::new(&Transport::default());
     let archive = archive(200_000);
 
     for _ in 0..2 {
@@ -203,7 +203,7 @@ async fn a_server_that_ignores_expect_gets_the_body_after_the_wait_and_later_at_
         }
         waits
     });
-    let wire = Wire::new(&Settings::default());
+    let wire = Wire::new(&Transport::default());
     let archive = archive(100_000);
 
     for _ in 0..2 {
@@ -244,7 +244,7 @@ async fn a_retry_or_an_idle_connection_the_server_closed_uses_a_new_connection()
             });
         }
     });
-    let wire = Wire::new(&Settings::default());
+    let wire = Wire::new(&Transport::default());
     let archive = archive(10_000);
 
     send(&wire, &url, &archive, false).await.unwrap();
@@ -261,19 +261,21 @@ async fn a_retry_or_an_idle_connection_the_server_closed_uses_a_new_connection()
 async fn no_server_is_a_connect_error() {
     let (listener, url) = listener().await;
     drop(listener);
-    let wire = Wire::new(&Settings::default());
+    let wire = Wire::new(&Transport::default());
     let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
     assert!(matches!(error, Error::Connect(_)), "{error:?}");
 }
 
 #[test]
 fn a_proxy_for_the_host_is_tunnelled_or_left_to_reqwest() {
-    let mut wire = Wire::new(&Settings::default());
-    wire.proxies = Matcher::builder()
-        .https("http://user:secret@proxy.example:3128")
-        .http("http://proxy.example:3128")
-        .no("localhost,127.0.0.1")
-        .build();
+    let mut wire = Wire::new(&Transport::default());
+    wire.proxies = Arc::new(
+        Matcher::builder()
+            .https("http://user:secret@proxy.example:3128")
+            .http("http://proxy.example:3128")
+            .no("localhost,127.0.0.1")
+            .build(),
+    );
     let url = |s: &str| Url::parse(s).unwrap();
     let tunnel = |auth: Option<&str>| {
         Route::Tunnel(Tunnel {
@@ -299,9 +301,11 @@ fn a_proxy_for_the_host_is_tunnelled_or_left_to_reqwest() {
         Route::Reqwest
     );
     // A proxy reached over https is reqwest's.
-    wire.proxies = Matcher::builder()
-        .https("https://proxy.example:3129")
-        .build();
+    wire.proxies = Arc::new(
+        Matcher::builder()
+            .https("https://proxy.example:3129")
+            .build(),
+    );
     assert_eq!(
         wire.route(&url("https://bucket.s3.amazonaws.com/k")),
         Route::Reqwest
@@ -320,7 +324,7 @@ fn the_tls_roots_are_the_bundled_ones_plus_the_extra_cas() {
     std::fs::write(&file, &ca).unwrap();
     let file = file.to_str().unwrap().to_owned();
     let env = |name: &str| (name == "SSL_CERT_FILE").then(|| file.clone());
-    let extra = crate::net::extra_root_ders(&env);
+    let extra = crate::net::extra_roots(&env).unwrap().ders;
     assert_eq!(extra.len(), 1);
     let mut roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
@@ -339,6 +343,51 @@ fn the_tls_roots_are_the_bundled_ones_plus_the_extra_cas() {
 /// it hands back the head, the body's length, and its listener and
 /// acceptor for a second connection.
 async fn tls_put_server() -> (u16, TlsServer) {
+    let acceptor = test_acceptor();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut tls = acceptor.accept(tcp).await.unwrap();
+        let (head, body_len) = serve_tls_put(&mut tls, "t").await;
+        (head, body_len, listener, acceptor)
+    });
+    (port, server)
+}
+
+/// Serves one PUT on `tls`, checking that no body byte came before its
+/// `100`; answers 200 with `etag`. Returns the head and the body's length.
+async fn serve_tls_put(
+    tls: &mut tokio_rustls::server::TlsStream<TcpStream>,
+    etag: &str,
+) -> (String, usize) {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 65536];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tls.read(&mut buf).await.unwrap();
+        assert!(n > 0, "the client closed");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8(got[..end].to_vec()).unwrap();
+    assert_eq!(got.len(), end, "no body byte before 100 Continue");
+    tls.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+        .await
+        .unwrap();
+    let mut body = got.split_off(end);
+    while body.len() < content_length(&head) {
+        let n = tls.read(&mut buf).await.unwrap();
+        assert!(n > 0);
+        body.extend_from_slice(&buf[..n]);
+    }
+    let answer = format!("HTTP/1.1 200 OK\r\netag: \"{etag}\"\r\ncontent-length: 0\r\n\r\n");
+    tls.write_all(answer.as_bytes()).await.unwrap();
+    tls.flush().await.unwrap();
+    (head, body.len())
+}
+
+/// A TLS acceptor for `localhost` with the test CA's certificate.
+fn test_acceptor() -> tokio_rustls::TlsAcceptor {
     let testdata = concat!(env!("CARGO_MANIFEST_DIR"), "/src/s3/wire/testdata");
     let cert = std::fs::read(format!("{testdata}/localhost.der")).unwrap();
     let key = std::fs::read(format!("{testdata}/localhost-key.pk8.der")).unwrap();
@@ -353,52 +402,62 @@ async fn tls_put_server() -> (u16, TlsServer) {
         rustls::pki_types::PrivateKeyDer::Pkcs8(key.into()),
     )
     .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config));
+    tokio_rustls::TlsAcceptor::from(Arc::new(server_config))
+}
+
+/// Over TLS 1.3 the server sends session tickets after the handshake:
+/// they are not news on an idle connection, which is reused; the server's
+/// `close_notify` while idle is, and the next request takes a new one.
+#[tokio::test]
+async fn over_tls_a_quiet_pooled_connection_is_reused_and_a_closed_one_is_not() {
+    let acceptor = test_acceptor();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let server = tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        let mut tls = acceptor.accept(tcp).await.unwrap();
-        let mut got = Vec::new();
-        let mut buf = [0u8; 65536];
-        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-            let n = tls.read(&mut buf).await.unwrap();
-            got.extend_from_slice(&buf[..n]);
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&accepted);
+    tokio::spawn(async move {
+        loop {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let n = count.fetch_add(1, Ordering::SeqCst);
+            let mut tls = acceptor.accept(tcp).await.unwrap();
+            for i in 0..2 {
+                serve_tls_put(&mut tls, &format!("c{n}r{i}")).await;
+            }
+            // Closed while idle, as S3 does after about 20 s.
+            tls.shutdown().await.unwrap();
         }
-        let end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-        let head = String::from_utf8(got[..end].to_vec()).unwrap();
-        assert_eq!(got.len(), end, "no body byte before 100 Continue");
-        tls.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-            .await
-            .unwrap();
-        let mut body = got.split_off(end);
-        while body.len() < content_length(&head) {
-            let n = tls.read(&mut buf).await.unwrap();
-            assert!(n > 0);
-            body.extend_from_slice(&buf[..n]);
-        }
-        tls.write_all(b"HTTP/1.1 200 OK\r\netag: \"t\"\r\ncontent-length: 0\r\n\r\n")
-            .await
-            .unwrap();
-        tls.flush().await.unwrap();
-        (head, body.len(), listener, acceptor)
     });
-    (port, server)
+    let wire = Wire::new(&Transport {
+        tls: Arc::new(crate::net::tls_config(&test_ca_roots())),
+        ..Transport::default()
+    });
+    let url = Url::parse(&format!("https://localhost:{port}/bucket/key")).unwrap();
+    let archive = archive(20_000);
+    let mut etags = Vec::new();
+    for _ in 0..3 {
+        let answer = send(&wire, &url, &archive, false).await.unwrap();
+        etags.push(answer.headers["etag"].to_str().unwrap().to_owned());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(etags, ["\"c0r0\"", "\"c0r1\"", "\"c1r0\""]);
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }
 
 type TlsServer = tokio::task::JoinHandle<(String, usize, TcpListener, tokio_rustls::TlsAcceptor)>;
 
 fn test_ca_roots() -> Vec<Vec<u8>> {
     let ca = concat!(env!("CARGO_MANIFEST_DIR"), "/src/s3/wire/testdata/ca.pem");
-    crate::net::extra_root_ders(&|name: &str| (name == "SSL_CERT_FILE").then(|| ca.to_owned()))
+    crate::net::extra_roots(&|name: &str| (name == "SSL_CERT_FILE").then(|| ca.to_owned()))
+        .unwrap()
+        .ders
 }
 
 #[tokio::test]
 async fn over_tls_the_extra_ca_is_trusted_and_the_body_waits_for_100() {
     let (port, server) = tls_put_server().await;
-    let wire = Wire::new(&Settings {
-        extra_roots: test_ca_roots(),
-        ..Settings::default()
+    let wire = Wire::new(&Transport {
+        tls: Arc::new(crate::net::tls_config(&test_ca_roots())),
+        ..Transport::default()
     });
     let url = Url::parse(&format!("https://localhost:{port}/bucket/key")).unwrap();
     let archive = archive(150_000);
@@ -419,7 +478,7 @@ async fn over_tls_the_extra_ca_is_trusted_and_the_body_waits_for_100() {
         let (tcp, _) = listener.accept().await.unwrap();
         acceptor.accept(tcp).await.is_err()
     });
-    let untrusting = Wire::new(&Settings::default());
+    let untrusting = Wire::new(&Transport::default());
     let error = send(&untrusting, &url, &archive, false).await.unwrap_err();
     assert!(matches!(error, Error::Connect(_)), "{error:?}");
     assert!(second.await.unwrap(), "the handshake failed");
@@ -459,13 +518,15 @@ async fn through_an_http_proxy_a_tunnel_carries_tls_and_the_body_still_waits_for
     let (port, server) = tls_put_server().await;
     let (proxy_port, connect) =
         connect_proxy(port, "HTTP/1.1 200 Connection established\r\n\r\n").await;
-    let mut wire = Wire::new(&Settings {
-        extra_roots: test_ca_roots(),
-        ..Settings::default()
+    let mut wire = Wire::new(&Transport {
+        tls: Arc::new(crate::net::tls_config(&test_ca_roots())),
+        ..Transport::default()
     });
-    wire.proxies = Matcher::builder()
-        .https(format!("http://ci:pass@127.0.0.1:{proxy_port}"))
-        .build();
+    wire.proxies = Arc::new(
+        Matcher::builder()
+            .https(format!("http://ci:pass@127.0.0.1:{proxy_port}"))
+            .build(),
+    );
     let url = Url::parse(&format!("https://localhost:{port}/bucket/key")).unwrap();
     let archive = archive(150_000);
 
@@ -497,10 +558,12 @@ async fn a_proxy_that_refuses_the_tunnel_is_a_connect_error_with_its_status() {
         "HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n",
     )
     .await;
-    let mut wire = Wire::new(&Settings::default());
-    wire.proxies = Matcher::builder()
-        .https(format!("http://127.0.0.1:{proxy_port}"))
-        .build();
+    let mut wire = Wire::new(&Transport::default());
+    wire.proxies = Arc::new(
+        Matcher::builder()
+            .https(format!("http://127.0.0.1:{proxy_port}"))
+            .build(),
+    );
     let url = Url::parse("https://bucket.s3.amazonaws.com/key").unwrap();
 
     let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
@@ -512,4 +575,328 @@ async fn a_proxy_that_refuses_the_tunnel_is_a_connect_error_with_its_status() {
         e.to_string().contains("407 Proxy Authentication Required"),
         "{e}"
     );
+}
+
+// What a hostile S3, a broken proxy or a CI runner's middlebox sends.
+
+/// A server that takes one connection and runs `script` on it.
+async fn one_connection<F, Fut>(script: F) -> (Url, tokio::task::JoinHandle<()>)
+where
+    F: FnOnce(TcpStream) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let (listener, url) = listener().await;
+    let server = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        script(stream).await;
+    });
+    (url, server)
+}
+
+/// Writes `bytes` in pieces of `step`, a few milliseconds apart, as a slow
+/// or segmenting network delivers them.
+async fn dribble(stream: &mut TcpStream, bytes: &[u8], step: usize) {
+    for piece in bytes.chunks(step) {
+        stream.write_all(piece).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+#[tokio::test]
+async fn interim_answers_split_across_packets_then_two_100s_and_a_chunked_final_answer() {
+    let (url, server) = one_connection(|mut stream| async move {
+        for round in 0..2 {
+            let (head, rest) = read_head(&mut stream).await;
+            assert!(rest.is_empty(), "no body byte before the 100");
+            dribble(&mut stream, b"HTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\n", 3).await;
+            dribble(&mut stream, b"HTTP/1.1 100 Continue\r\n\r\n", 5).await;
+            read_body(&mut stream, rest, content_length(&head)).await;
+            // A second 100, then the answer in chunks with an extension
+            // and a trailer, split at awkward places.
+            let answer = format!(
+                "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\netag: \"r{round}\"\r\n\r\n4;ext=1\r\n<ok>\r\n3\r\n{round}/.\r\n0\r\nx-amz-trailer: y\r\n\r\n"
+            );
+            dribble(&mut stream, answer.as_bytes(), 7).await;
+        }
+    })
+    .await;
+    let wire = Wire::new(&Transport::default());
+    let archive = archive(70_000);
+
+    for round in 0..2 {
+        let answer = send(&wire, &url, &archive, false).await.unwrap();
+        assert_eq!((answer.status, answer.early), (200, false));
+        assert_eq!(answer.headers["etag"], format!("\"r{round}\""));
+        assert_eq!(
+            String::from_utf8(answer.body).unwrap(),
+            format!("<ok>{round}/.")
+        );
+    }
+    // Both on one connection: a chunked answer read to its end keeps it.
+    server.await.unwrap();
+    assert!(!wire.waited_in_vain(&url));
+}
+
+#[tokio::test]
+async fn a_101_is_no_interim_answer_and_no_body_follows_it() {
+    let (url, server) = one_connection(|mut stream| async move {
+        let (_, rest) = read_head(&mut stream).await;
+        stream
+            .write_all(b"HTTP/1.1 101 Switching Protocols\r\nupgrade: h2c\r\n\r\n")
+            .await
+            .unwrap();
+        let mut after = rest;
+        stream.read_to_end(&mut after).await.unwrap();
+        assert!(after.is_empty(), "{} body bytes after a 101", after.len());
+    })
+    .await;
+    let wire = Wire::new(&Transport::default());
+
+    let error = send(&wire, &url, &archive(10_000), false)
+        .await
+        .unwrap_err();
+
+    assert!(matches!(error, Error::Exchange(_)), "{error:?}");
+    assert!(error.to_string().contains("switched protocols"), "{error}");
+    server.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_server_that_closes_after_its_100_is_a_failed_exchange() {
+    let (url, server) = one_connection(|mut stream| async move {
+        read_head(&mut stream).await;
+        stream
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .unwrap();
+        let _ = stream.set_zero_linger();
+    })
+    .await;
+    let wire = Wire::new(&Transport::default());
+
+    let error = send(&wire, &url, &archive(3 << 20), false)
+        .await
+        .unwrap_err();
+
+    // Ambiguous to the retry policy: the body may have reached it.
+    assert!(matches!(error, Error::Exchange(_)), "{error:?}");
+    server.await.unwrap();
+    assert!(wire.check_out(&Origin::of(&url).unwrap()).is_none());
+}
+
+#[tokio::test]
+async fn a_100_then_a_refusal_before_the_body_is_read_is_the_refusal() {
+    let (url, server) = one_connection(|mut stream| async move {
+        read_head(&mut stream).await;
+        let answer = format!(
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{XML_403}",
+            XML_403.len()
+        );
+        stream.write_all(answer.as_bytes()).await.unwrap();
+        // Stops reading: the client's body hits a closed connection.
+        drop(stream);
+    })
+    .await;
+    let wire = Wire::new(&Transport::default());
+
+    let answer = send(&wire, &url, &archive(3 << 20), false).await.unwrap();
+
+    assert_eq!(answer.status, 403);
+    assert_eq!(String::from_utf8(answer.body).unwrap(), XML_403);
+    server.await.unwrap();
+    assert!(wire.check_out(&Origin::of(&url).unwrap()).is_none());
+}
+
+#[tokio::test]
+async fn a_server_that_drops_the_connection_mid_body_is_a_failed_exchange() {
+    let (url, server) = one_connection(|mut stream| async move {
+        let (_, rest) = read_head(&mut stream).await;
+        stream
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .unwrap();
+        read_body(&mut stream, rest, 100_000).await;
+        let _ = stream.set_zero_linger();
+    })
+    .await;
+    let wire = Wire::new(&Transport::default());
+
+    let error = send(&wire, &url, &archive(8 << 20), false)
+        .await
+        .unwrap_err();
+
+    assert!(matches!(error, Error::Exchange(_)), "{error:?}");
+    server.await.unwrap();
+}
+
+/// The server answers the first request, keeps the connection alive, then
+/// writes a second answer nobody asked for; the next request must not read
+/// it as its own.
+#[tokio::test]
+async fn an_answer_that_arrives_on_an_idle_pooled_connection_is_never_the_next_ones() {
+    let (listener, url) = listener().await;
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&accepted);
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let n = count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let (head, rest) = read_head(&mut stream).await;
+                stream
+                    .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                    .await
+                    .unwrap();
+                read_body(&mut stream, rest, content_length(&head)).await;
+                let answer =
+                    format!("HTTP/1.1 200 OK\r\netag: \"conn{n}\"\r\ncontent-length: 0\r\n\r\n");
+                stream.write_all(answer.as_bytes()).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                stream
+                    .write_all(b"HTTP/1.1 200 OK\r\netag: \"stale\"\r\ncontent-length: 0\r\n\r\n")
+                    .await
+                    .unwrap();
+                let _ = stream.read_to_end(&mut Vec::new()).await;
+            });
+        }
+    });
+    let wire = Wire::new(&Transport::default());
+    let archive = archive(10_000);
+
+    let first = send(&wire, &url, &archive, false).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let second = send(&wire, &url, &archive, false).await.unwrap();
+
+    assert_eq!(first.headers["etag"], "\"conn0\"");
+    assert_eq!(
+        second.headers["etag"], "\"conn1\"",
+        "its own answer, on a new connection"
+    );
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_417_is_repeated_once_without_expect_and_the_origin_remembered() {
+    let (listener, url) = listener().await;
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&heads);
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let seen = Arc::clone(&seen);
+            tokio::spawn(async move {
+                loop {
+                    let (head, rest) = read_head(&mut stream).await;
+                    seen.lock().unwrap().push(head.clone());
+                    if head.contains("expect: 100-continue") {
+                        stream
+                            .write_all(
+                                b"HTTP/1.1 417 Expectation Failed\r\ncontent-length: 0\r\n\r\n",
+                            )
+                            .await
+                            .unwrap();
+                        continue;
+                    }
+                    read_body(&mut stream, rest, content_length(&head)).await;
+                    stream
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                        .await
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let wire = Wire::new(&Transport::default());
+    let archive = archive(50_000);
+
+    assert_eq!(
+        send(&wire, &url, &archive, false).await.unwrap().status,
+        200
+    );
+    assert_eq!(send(&wire, &url, &archive, true).await.unwrap().status, 200);
+
+    let heads = heads.lock().unwrap().clone();
+    let expects: Vec<bool> = heads.iter().map(|h| h.contains("expect:")).collect();
+    assert_eq!(expects, [true, false, false], "{heads:#?}");
+}
+
+#[tokio::test]
+async fn a_proxy_that_answers_connect_with_200_then_garbage_is_a_connect_error() {
+    for answer in [
+        // In one packet with the 200.
+        "HTTP/1.1 200 Connection established\r\n\r\nHTTP/1.1 502 Bad Gateway\r\n\r\n",
+        // Or a body on the 2xx, which a CONNECT answer never has.
+        "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello",
+    ] {
+        let (proxy_port, _connect) = connect_proxy(1, answer).await;
+        let mut wire = Wire::new(&Transport::default());
+        wire.proxies = Arc::new(
+            Matcher::builder()
+                .https(format!("http://127.0.0.1:{proxy_port}"))
+                .build(),
+        );
+        let url = Url::parse("https://bucket.s3.amazonaws.com/key").unwrap();
+
+        let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
+
+        assert!(matches!(error, Error::Connect(_)), "{answer:?}: {error:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_answer_with_two_different_lengths_is_refused_not_guessed() {
+    let (url, server) = one_connection(|mut stream| async move {
+        let (head, rest) = read_head(&mut stream).await;
+        stream
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .unwrap();
+        read_body(&mut stream, rest, content_length(&head)).await;
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\ncontent-length: 44\r\n\r\n")
+            .await
+            .unwrap();
+        let _ = stream.read_to_end(&mut Vec::new()).await;
+    })
+    .await;
+    let wire = Wire::new(&Transport::default());
+
+    let error = send(&wire, &url, &archive(1000), false).await.unwrap_err();
+
+    assert!(
+        error.to_string().contains("two different Content-Lengths"),
+        "{error}"
+    );
+    drop(wire);
+    server.await.unwrap();
+}
+
+/// The garbage comes a moment after the proxy's 200, where the server's
+/// TLS handshake should be: the handshake fails, nothing was sent.
+#[tokio::test]
+async fn a_proxy_that_sends_garbage_after_its_connect_200_fails_the_handshake() {
+    let proxy = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy_port = proxy.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let (mut client, _) = proxy.accept().await.unwrap();
+        read_head(&mut client).await;
+        client
+            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n").await;
+        let _ = client.read_to_end(&mut Vec::new()).await;
+    });
+    let mut wire = Wire::new(&Transport::default());
+    wire.proxies = Arc::new(
+        Matcher::builder()
+            .https(format!("http://127.0.0.1:{proxy_port}"))
+            .build(),
+    );
+    let url = Url::parse("https://bucket.s3.amazonaws.com/key").unwrap();
+
+    let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
+
+    assert!(matches!(error, Error::Connect(_)), "{error:?}");
 }

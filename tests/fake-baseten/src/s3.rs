@@ -103,6 +103,8 @@ pub struct S3Event {
     /// request refused at its headers reads none: to a client that sent
     /// `Expect: 100-continue` no `100` went out, so none were sent either.
     pub body_bytes: u64,
+    /// The request carried `Expect: 100-continue`.
+    pub expect_continue: bool,
 }
 
 /// A refusal S3 makes from a request's headers alone, before it reads any
@@ -127,6 +129,36 @@ impl Refusal {
             ),
         }
     }
+}
+
+/// An answer given from a request's head alone, before any of its body is
+/// read, that is not S3's own refusal: what a broken S3-compatible server
+/// or something on the way (a gateway, a proxy) answers. Scripted with
+/// [`FakeS3::answer_before_body`]; nothing is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EarlyAnswer {
+    /// `200 OK` with an ETag to a data request whose body was never read,
+    /// and so never stored.
+    OkUnread,
+    /// `417 Expectation Failed` to a request that sent `Expect:
+    /// 100-continue`, as a server or proxy that implements no expectations
+    /// answers (RFC 9110 §15.5.18); a request without `Expect` is served
+    /// as usual and does not count.
+    ExpectationFailed,
+}
+
+#[derive(Debug)]
+struct ScriptedEarly {
+    operation: String,
+    answer: EarlyAnswer,
+    left: u32,
+}
+
+#[derive(Debug)]
+struct ScriptedDelay {
+    operation: String,
+    delay: std::time::Duration,
+    left: u32,
 }
 
 #[derive(Debug)]
@@ -183,6 +215,8 @@ struct State {
     objects: BTreeMap<String, StoredObject>,
     events: Vec<S3Event>,
     refusals: Vec<ScriptedRefusal>,
+    early: Vec<ScriptedEarly>,
+    delays: Vec<ScriptedDelay>,
 }
 
 pub struct FakeS3 {
@@ -242,6 +276,48 @@ impl FakeS3 {
         });
     }
 
+    /// Answers the next `times` requests of `operation` with `answer`,
+    /// from the head alone (before signature checks: what answers is not
+    /// S3).
+    pub fn answer_before_body(&self, operation: &str, answer: EarlyAnswer, times: u32) {
+        self.lock().early.push(ScriptedEarly {
+            operation: operation.to_owned(),
+            answer,
+            left: times,
+        });
+    }
+
+    /// Holds the answer to the next `times` requests of `operation` for
+    /// `delay` before serving them (a slow S3).
+    pub fn delay_answer(&self, operation: &str, delay: std::time::Duration, times: u32) {
+        self.lock().delays.push(ScriptedDelay {
+            operation: operation.to_owned(),
+            delay,
+            left: times,
+        });
+    }
+
+    fn scripted_early(&self, operation: &str, expect_continue: bool) -> Option<EarlyAnswer> {
+        let mut state = self.lock();
+        let scripted = state.early.iter_mut().find(|r| {
+            r.operation == operation
+                && r.left > 0
+                && (expect_continue || r.answer != EarlyAnswer::ExpectationFailed)
+        })?;
+        scripted.left -= 1;
+        Some(scripted.answer)
+    }
+
+    fn scripted_delay(&self, operation: &str) -> Option<std::time::Duration> {
+        let mut state = self.lock();
+        let scripted = state
+            .delays
+            .iter_mut()
+            .find(|r| r.operation == operation && r.left > 0)?;
+        scripted.left -= 1;
+        Some(scripted.delay)
+    }
+
     fn scripted_refusal(&self, operation: Op) -> Option<Refusal> {
         let mut state = self.lock();
         let scripted = state
@@ -278,6 +354,42 @@ impl FakeS3 {
 
     pub async fn handle(&self, req: Request) -> Response {
         let (parts, body) = req.into_parts();
+        let expect_continue = expects_continue(&parts.headers);
+        let operation = Self::operation_name(&parts.method, &parts.uri);
+        if let Some(delay) = self.scripted_delay(operation) {
+            tokio::time::sleep(delay).await;
+        }
+        if let Some(answer) = self.scripted_early(operation, expect_continue) {
+            // The body is dropped unread: hyper sends no `100` for it.
+            drop(body);
+            let mut response = match answer {
+                EarlyAnswer::OkUnread => with_headers(
+                    StatusCode::OK,
+                    &[("etag", "\"d41d8cd98f00b204e9800998ecf8427e\"".to_owned())],
+                    Body::empty(),
+                ),
+                EarlyAnswer::ExpectationFailed => with_headers(
+                    StatusCode::EXPECTATION_FAILED,
+                    &[("content-type", "text/plain".to_owned())],
+                    Body::from("Expectation Failed"),
+                ),
+            };
+            add_common_headers(response.headers_mut());
+            self.lock().events.push(S3Event {
+                operation: operation.to_owned(),
+                key: String::new(),
+                signature_verified: false,
+                signed_region: None,
+                payload_mode: "none".to_owned(),
+                status: response.status().as_u16(),
+                error_code: None,
+                part_number: None,
+                crc32_verified: false,
+                body_bytes: 0,
+                expect_continue,
+            });
+            return response;
+        }
         let mut judged = Judged::default();
         // Counted as the handlers pull it, so a body never pulled counts
         // zero (and hyper never sends `100 Continue` for it).
@@ -311,6 +423,7 @@ impl FakeS3 {
             part_number: judged.part_number,
             crc32_verified: judged.crc32_verified,
             body_bytes: counted.load(std::sync::atomic::Ordering::Relaxed),
+            expect_continue,
         });
         response
     }
@@ -1602,15 +1715,18 @@ fn compute_for(
 /// the error instead of a reset connection. A client that asked
 /// `Expect: 100-continue` has sent nothing yet and will not.
 async fn drain_unread(headers: &HeaderMap, body: Body) {
-    let expects_continue = headers
-        .get("expect")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
-    if expects_continue {
+    if expects_continue(headers) {
         return;
     }
     let mut stream = body.into_data_stream();
     while let Some(Ok(_)) = stream.next().await {}
+}
+
+fn expects_continue(headers: &HeaderMap) -> bool {
+    headers
+        .get("expect")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
 }
 
 /// An S3 error as the wire shows it.

@@ -43,7 +43,10 @@
 //!
 //! For a slow network rather than a broken one, [`ShapedLink`] (`shape`)
 //! relays TCP with a round-trip delay and rate caps; put it in front of the
-//! fake or of this proxy.
+//! fake or of this proxy. For a server that speaks on an idle keep-alive
+//! connection (a `408` before it closes, a stale second answer),
+//! [`unsolicited::Unsolicited`] relays TCP and writes an answer nobody
+//! asked for once a connection has been quiet.
 //!
 //! Other kinds: `reset_before_forward`, `hang`, `drip {bytes, interval_ms}`,
 //! `status {status, retry_after, body, content_type}`,
@@ -66,6 +69,7 @@
 pub mod rules;
 mod serve;
 pub mod shape;
+pub mod unsolicited;
 
 use std::convert::Infallible;
 use std::fs::File;

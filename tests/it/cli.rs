@@ -1,0 +1,31 @@
+//! A command line clap refuses is still reported where the user asked:
+//! `--json` keeps stdout for the JSON document whatever the argument order.
+
+use serde_json::Value;
+
+use crate::harness::*;
+
+#[test]
+fn an_unknown_flag_anywhere_still_gets_the_json_document() {
+    let orders: [&[&str]; 4] = [
+        &["--bogus-flag", "x", "--json"],
+        &["--team", "ml", "--json", "--bogus-flag", "x", "--dry-run"],
+        &["--json", "--bogus-flag", "x"],
+        &["--json", "--bogus-flag"],
+    ];
+    for args in orders {
+        let mut run = Invocation::bare();
+        run.args = args.iter().map(|a| a.to_string()).collect();
+        let run = run.run();
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        let doc: Value = serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: stdout is not the JSON document ({e}): {run:?}"));
+        assert_eq!(doc["status"], "deploy_failed", "{args:?}");
+        assert_eq!(doc["exit-code"], 2, "{args:?}");
+        let message = doc["error-message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("unexpected argument '--bogus-flag'"),
+            "{args:?}: {message}"
+        );
+    }
+}
