@@ -68,14 +68,21 @@ fn status_of(r: &Result<(), Failure>) -> Status {
     }
 }
 
+/// What every target needs to reach the platform: the checked key and the
+/// run's network (or why it could not be built).
+#[derive(Clone, Copy)]
+pub(crate) struct Reach<'a> {
+    pub(crate) key: &'a Secret,
+    pub(crate) net: &'a Result<crate::net::Network, String>,
+}
+
 /// Validates every target and runs them; returns the step's result and
 /// what it adds to the report. `state` receives what the outputs show
 /// outside `results`: the one target's when there is one.
 pub(crate) async fn run(
     settings: &Settings,
-    key: &Secret,
+    reach: Reach<'_>,
     env: EnvLookup<'_>,
-    net: &Result<crate::net::Network, String>,
     ci: &CiContext,
     rep: &Arc<Mutex<Reporter>>,
     state: &Mutex<State>,
@@ -103,17 +110,7 @@ pub(crate) async fn run(
         };
         return (Ok(()), Some(fanout));
     }
-    let mut done = deploy_all(
-        &planned,
-        key,
-        rep,
-        &lookup,
-        net,
-        signals,
-        settings.max_parallel,
-        settings.fail_fast,
-    )
-    .await;
+    let mut done = deploy_all(&planned, reach, rep, &lookup, signals, settings).await;
     done.sort_by_key(|d| d.index);
     let halt_signal = done.iter().find_map(|d| match &d.result {
         Err(Failure::Cancelled(CancelReason::Signal(s))) => Some(*s),
@@ -125,17 +122,16 @@ pub(crate) async fn run(
 /// Runs the targets, `max_parallel` at a time, until all have ended.
 async fn deploy_all(
     planned: &[Planned],
-    key: &Secret,
+    reach: Reach<'_>,
     rep: &Arc<Mutex<Reporter>>,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
-    net: &Result<crate::net::Network, String>,
     signals: &mut Signals,
-    max_parallel: usize,
-    fail_fast: bool,
+    settings: &Settings,
 ) -> Vec<Done> {
+    let (max_parallel, fail_fast) = (settings.max_parallel, settings.fail_fast);
     let (tx, rx) = tokio::sync::watch::channel(Halt::default());
     let mut running = futures_util::stream::iter(planned)
-        .map(|p| deploy_one(p, key, rep, env, net, rx.clone()))
+        .map(|p| deploy_one(p, reach, rep, env, rx.clone()))
         .buffer_unordered(max_parallel);
     let mut done = Vec::with_capacity(planned.len());
     loop {
@@ -170,10 +166,9 @@ async fn deploy_all(
 /// when it ends.
 async fn deploy_one(
     p: &Planned,
-    key: &Secret,
+    Reach { key, net }: Reach<'_>,
     rep: &Arc<Mutex<Reporter>>,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
-    net: &Result<crate::net::Network, String>,
     halt: tokio::sync::watch::Receiver<Halt>,
 ) -> Done {
     let label = format!("{} {}", p.found.kind.as_str(), p.found.path.display());

@@ -81,9 +81,19 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
             (r, Kind::Model, None, fanout)
         }
         Ok(Road::Several(s, key)) => {
-            let (r, fanout) =
-                crate::multi::run(&s, &key, env, &net, &ci_context, &rep, &state, &mut signals)
-                    .await;
+            let (r, fanout) = crate::multi::run(
+                &s,
+                crate::multi::Reach {
+                    key: &key,
+                    net: &net,
+                },
+                env,
+                &ci_context,
+                &rep,
+                &state,
+                &mut signals,
+            )
+            .await;
             (r, Kind::Model, None, fanout)
         }
         Ok(Road::One(s, key)) => match Config::resolve(&s, s.truss_directory.trim(), &ci_context)
