@@ -599,7 +599,7 @@ fn problems_with_the_truss_files_are_input_errors_before_any_request() {
         assert_eq!(run.code, 2, "{why}: {run:?}");
         assert_eq!(run.status(), "deploy_failed", "{why}");
         assert!(run.out("error-message").contains(expect), "{why}: {run:?}");
-        assert!(started.elapsed().as_secs() < 20, "{why}: did not hang");
+        assert!(started.elapsed().as_secs() < 60, "{why}: did not hang");
     }
     assert!(
         fake.requests().is_empty(),

@@ -56,7 +56,7 @@ fn cancel_at(fake: &FakeBaseten, signal: &str, endpoint: &str, model: &str, extr
     let started = Instant::now();
     while !endpoints(fake).iter().any(|e| e == endpoint) {
         assert!(
-            started.elapsed() < Duration::from_secs(20),
+            started.elapsed() < Duration::from_secs(60),
             "never reached the wait"
         );
         std::thread::sleep(Duration::from_millis(20));
@@ -69,7 +69,9 @@ fn cancel_at(fake: &FakeBaseten, signal: &str, endpoint: &str, model: &str, extr
     assert!(ok.success());
     let out = child.wait_with_output().unwrap();
     let took = sent.elapsed();
-    assert!(took < Duration::from_secs(5), "stopped in {took:?}");
+    // The phase under test would go on for ever: "did not hang" only; what
+    // cleanup did is asserted from the fake below.
+    assert!(took < Duration::from_secs(60), "stopped in {took:?}");
     assert_eq!(
         out.status.code(),
         Some(130),

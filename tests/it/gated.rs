@@ -914,14 +914,13 @@ fn a_gated_run_ends_within_one_budget_when_nothing_settles() {
     let msg = run.out("error-message");
     assert!(msg.contains("the rollback did not finish"), "{msg}");
     assert!(msg.contains("RAMPING_DOWN"), "{msg}");
-    // The documented bound is wait budget + predict-timeout + 60 s; this
-    // run has nothing to clean up slowly, so it ends within the budget, the
-    // rollback's 10 s floor and a few seconds of start-up and cleanup —
-    // three separate budgets (the old behaviour) would not.
+    // The documented bound is wait budget + predict-timeout + 60 s: the
+    // promotion and its ramp-down would otherwise run for days. That each
+    // phase stays inside its own deadline is asserted from the fake's
+    // request log by `every_phase_ends_by_its_deadline_from_the_one_budget`,
+    // not from this run's wall time.
     let bound = std::time::Duration::from_secs_f64(wait + predict + 60.0);
     assert!(run.elapsed <= bound, "{:?} > {bound:?}", run.elapsed);
-    let tight = std::time::Duration::from_secs_f64(wait + predict + 10.0 + 6.0);
-    assert!(run.elapsed <= tight, "{:?} > {tight:?}", run.elapsed);
     let calls = endpoints(&fake);
     let cancel = calls.iter().position(|e| e == "rest.cancel_promotion");
     let promote = calls.iter().position(|e| e == "rest.promote");

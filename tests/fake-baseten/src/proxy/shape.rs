@@ -532,9 +532,10 @@ mod tests {
         for s in sends {
             assert_eq!(s.await.unwrap().0, 500_000);
         }
-        // Four connections share 4 MB/s: 2 MB take 0.5 s, not 0.125 s.
+        // Four connections share 4 MB/s: 2 MB take 0.5 s, not 0.125 s. Only
+        // the floor is the cap's doing; a loaded machine may take longer.
         let took = started.elapsed().as_secs_f64();
-        assert!((0.47..0.8).contains(&took), "{took}");
+        assert!(took >= 0.47, "{took}");
         assert_eq!(link.peak_connections(), 4);
     }
 }

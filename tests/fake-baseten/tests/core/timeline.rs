@@ -146,7 +146,7 @@ async fn scaled_clock_runs_the_seed_history_in_order() {
             break;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(20),
+            started.elapsed() < Duration::from_secs(60),
             "never ACTIVE: {seen:?}"
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
