@@ -1,11 +1,13 @@
-//! Before a deployment exists: the platform validates the config, the truss
-//! is packaged into a temporary tar and uploaded to S3.
+//! Before a deployment exists: the platform validates the config, the
+//! truss's tar is laid out from its files and uploaded to S3 straight from
+//! them (no archive is written to disk).
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, anyhow};
+use anyhow::anyhow;
 
 use super::{Ctx, deploy_error, human};
 use crate::baseten::{Team, UploadCredentials};
@@ -89,38 +91,12 @@ pub(crate) async fn preflight_secrets(
     }
 }
 
-/// A private temporary directory for the archive: the system's temp dir,
-/// else the working directory (a `FROM scratch` container or a bare chroot
-/// may have no `/tmp`), never inside the truss being archived.
-pub(crate) fn scratch_dir(truss: &Path) -> anyhow::Result<tempfile::TempDir> {
-    let system = tempfile::tempdir();
-    if let Ok(d) = system {
-        return Ok(d);
-    }
-    let cwd = std::env::current_dir().context("finding a place for the archive")?;
-    let truss = std::fs::canonicalize(truss).unwrap_or_else(|_| truss.to_path_buf());
-    let base = if cwd.starts_with(&truss) {
-        truss.parent().map(Path::to_path_buf).unwrap_or(cwd)
-    } else {
-        cwd
-    };
-    tempfile::Builder::new()
-        .prefix(".truss-push-")
-        .tempdir_in(&base)
-        .with_context(|| {
-            format!(
-                "creating a temporary directory: the system temp dir is unusable and {} is not writable; set TMPDIR to a writable directory",
-                base.display()
-            )
-        })
-}
-
 /// How often the reporter is asked whether a progress line is due.
 const PROGRESS_TICK: Duration = Duration::from_secs(1);
 
-/// Archives `dir` into a temporary tar and uploads it with `creds`,
-/// showing progress. Memory stays flat: the archive is streamed to disk and
-/// the upload reads it back part by part.
+/// Lays out the tar of `dir` and uploads it with `creds`, showing
+/// progress. Nothing is written to disk and memory stays flat: each part's
+/// bytes are read from the truss's files as the part is sent.
 pub(crate) async fn package_and_upload(
     ctx: &Ctx<'_>,
     dir: &Path,
@@ -128,20 +104,19 @@ pub(crate) async fn package_and_upload(
     label: &str,
 ) -> Result<(), Failure> {
     let fail = |e: anyhow::Error| Failure::Deploy(e);
-    let tmp = scratch_dir(dir).map_err(fail)?;
-    let tar_path = tmp.path().join("truss.tar");
-    let (dir2, tar2) = (dir.to_path_buf(), tar_path.clone());
+    let root = dir.to_path_buf();
     let packaging = async {
-        tokio::task::spawn_blocking(move || archive::write(&dir2, &tar2))
+        tokio::task::spawn_blocking(move || archive::layout(&root))
             .await
             .map_err(|e| fail(anyhow!(e)))?
             .map_err(|e| fail(e.context(format!("packaging {label}"))))
     };
-    let archive = ctx.within(&format!("packaging {label}"), packaging).await?;
+    let layout = Arc::new(ctx.within(&format!("packaging {label}"), packaging).await?);
+    let size = layout.size();
     ctx.say(&format!(
         "Packaged {label}: {} files ({})",
-        archive.members.len(),
-        format_bytes(archive.size)
+        layout.member_count(),
+        format_bytes(size)
     ));
     let uploader = s3::Uploader::new(
         ctx.s3_http.clone(),
@@ -171,11 +146,11 @@ pub(crate) async fn package_and_upload(
     ctx.rep
         .lock()
         .unwrap()
-        .upload_started(&format!("Uploading {label}"), archive.size);
+        .upload_started(&format!("Uploading {label}"), size);
     let progress = |done: u64, _total: u64| ctx.rep.lock().unwrap().upload_progress(done);
     let what = format!("uploading {label}");
     let upload = async {
-        let uploading = uploader.upload_file(&target, &archive.path, &progress);
+        let uploading = uploader.upload_archive(&target, layout, &progress);
         // Parts can take longer than a progress line's interval on a slow
         // link: the ticks let the reporter say so even when none finished.
         let ticks = async {

@@ -16,7 +16,9 @@
 //! `error` and `xml` read S3's answers, `sigv4` signs.
 //!
 //! Archive bytes go out in one pass, as boto3 sends them: unsigned
-//! aws-chunked bodies with a CRC32 trailer that S3 verifies (see `payload`).
+//! aws-chunked bodies with a CRC32 trailer that S3 verifies (see `payload`),
+//! each part's range read straight from the truss's files through the
+//! archive's layout, so no tar is written anywhere.
 
 mod call;
 mod error;
@@ -30,8 +32,6 @@ mod url;
 mod wire;
 mod xml;
 
-use std::fs::File;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -40,9 +40,11 @@ use anyhow::{Context as _, bail};
 use reqwest::Url;
 
 use self::call::Call;
+use self::payload::Source;
 use self::plan::{Plan, plan};
 use self::region::Regions;
 pub(crate) use self::wire::Settings as WireSettings;
+use crate::archive::Layout;
 use crate::retry;
 pub(crate) use crate::secret::Secret;
 
@@ -177,7 +179,7 @@ struct Job {
     bucket: String,
     key: String,
     credentials: Credentials,
-    file: Arc<File>,
+    source: Arc<dyn Source>,
     buffers: payload::Buffers,
     sent: Arc<AtomicU64>,
 }
@@ -222,49 +224,59 @@ impl Uploader {
             .map(|_| Some(upload_id))
     }
 
-    /// Uploads the file at `path` to `target`, calling `progress(sent, total)`
-    /// once at the start and then as each part (or the single PUT) is stored.
-    pub(crate) async fn upload_file(
+    /// Uploads the tar `layout` plans to `target`, each range read from the
+    /// truss's files as it is sent; calls `progress(sent, total)` once at
+    /// the start and then as each part (or the single PUT) is stored.
+    pub(crate) async fn upload_archive(
         &self,
         target: &Target,
-        path: &Path,
+        layout: Arc<Layout>,
         progress: &Progress<'_>,
     ) -> anyhow::Result<UploadReport> {
         let started = Instant::now();
-        self.upload(target, path, progress, started)
+        let size = layout.size();
+        self.upload(target, layout, size, progress, started)
             .await
             .with_context(|| {
                 format!(
-                    "while uploading {} to s3://{}/{}",
-                    path.display(),
-                    target.bucket,
-                    target.key
+                    "while uploading the archive to s3://{}/{}",
+                    target.bucket, target.key
                 )
             })
+    }
+
+    /// Uploads an archive already written to `path` (the tests' way in).
+    #[cfg(test)]
+    pub(crate) async fn upload_file(
+        &self,
+        target: &Target,
+        path: &std::path::Path,
+        progress: &Progress<'_>,
+    ) -> anyhow::Result<UploadReport> {
+        let file = std::fs::File::open(path).context("could not open the archive")?;
+        let size = file.metadata().context("could not read its size")?.len();
+        self.upload(target, Arc::new(file), size, progress, Instant::now())
+            .await
     }
 
     async fn upload(
         &self,
         target: &Target,
-        path: &Path,
+        source: Arc<dyn Source>,
+        size: u64,
         progress: &Progress<'_>,
         started: Instant,
     ) -> anyhow::Result<UploadReport> {
         if target.bucket.is_empty() || target.key.is_empty() {
             bail!("the platform returned an empty S3 bucket or key; cannot upload");
         }
-        let file = File::open(path).context("could not open the archive")?;
-        let size = file
-            .metadata()
-            .context("could not read the archive's size")?
-            .len();
         let options = &self.inner.options;
         let plan = plan(size, options.multipart_threshold, options.part_size)?;
         let job = Arc::new(Job {
             bucket: target.bucket.clone(),
             key: target.key.clone(),
             credentials: target.credentials.clone(),
-            file: Arc::new(file),
+            source,
             buffers: payload::Buffers::default(),
             sent: Arc::clone(&self.inner.sent),
         });

@@ -118,7 +118,7 @@ impl Inner {
         };
         let mut url = url.map_err(Failure::Local)?;
         set_query(&mut url, &call.query);
-        let payload = call.payload.prepare(&job.file, &job.buffers, &job.sent);
+        let payload = call.payload.prepare(&job.source, &job.buffers, &job.sent);
         let mut extra = call.headers.clone();
         extra.extend(payload.headers.iter().cloned());
         let now = SystemTime::now()
