@@ -190,7 +190,9 @@ pub(crate) async fn package_and_upload(
 
 /// Aborts the multipart uploads a stopped run left open (its flow was
 /// dropped mid-upload by a signal or the deploy budget), within the cleanup
-/// budget, so S3 keeps none of their parts. Best effort, like the abort
+/// budget, so S3 keeps none of their parts, and says what S3 holds after:
+/// nothing, the archive stored whole (the stop came during its
+/// completion), or what could not be checked. Best effort, like the abort
 /// after a failed part: a leftover upload costs storage until the bucket's
 /// lifecycle rule removes it, never a wrong deploy.
 pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>, cancelled: bool) {
@@ -210,9 +212,26 @@ pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>, cancelled: bool) {
         Ok(results) => {
             for result in results {
                 match result {
-                    Ok(Some(upload_id)) => {
-                        ctx.say(&format!("Aborted the unfinished S3 upload {upload_id}"));
+                    Ok(Some(s3::Ended::Aborted { upload_id, rounds })) => {
+                        let repeated = if rounds > 1 {
+                            format!(" ({rounds} aborts: parts in flight landed after the first)")
+                        } else {
+                            String::new()
+                        };
+                        ctx.say(&format!(
+                            "Aborted the unfinished S3 upload {upload_id}{repeated}; S3 lists no part of it"
+                        ));
                     }
+                    Ok(Some(s3::Ended::AbortedUnchecked { upload_id, why })) => ctx.warn(&format!(
+                        "Aborted the unfinished S3 upload {upload_id}, but could not check that no part is left ({why}); any part left stays until the bucket's lifecycle rule removes it"
+                    )),
+                    Ok(Some(s3::Ended::Stored { upload_id, bytes })) => ctx.say(&format!(
+                        "The archive was stored whole ({}) before the run stopped: S3 had completed the upload {upload_id}, so no parts are left; nothing was created from it",
+                        format_bytes(bytes)
+                    )),
+                    Ok(Some(s3::Ended::Gone { upload_id })) => ctx.say(&format!(
+                        "S3 knows no upload {upload_id} and holds no archive for it: nothing is left"
+                    )),
                     Ok(None) => {}
                     Err(e) => ctx.warn(&format!(
                         "could not abort the unfinished S3 upload: {e:#}; its parts stay until the bucket's lifecycle rule removes them"

@@ -133,6 +133,22 @@ pub(crate) struct UploadReport {
     pub(crate) elapsed: Duration,
 }
 
+/// How an upload left open by a stopped run ended in its cleanup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// Aborted, and S3 listed no part left (`rounds` aborts it took: a
+    /// part in flight during an abort may still land, so it is repeated).
+    Aborted { upload_id: String, rounds: u32 },
+    /// Aborted, but the parts left could not be listed (the credentials may
+    /// not allow ListParts): what S3 holds is unknown.
+    AbortedUnchecked { upload_id: String, why: String },
+    /// S3 knew no such upload because it had completed: the object is
+    /// stored whole (`bytes` by S3's HEAD).
+    Stored { upload_id: String, bytes: u64 },
+    /// S3 knew no such upload and holds no object under the key.
+    Gone { upload_id: String },
+}
+
 /// Called with `(bytes sent, total bytes)`.
 type Progress<'a> = dyn Fn(u64, u64) + Send + Sync + 'a;
 
@@ -166,6 +182,8 @@ struct Inner {
     /// Archive bytes handed to the HTTP client so far (a resent part
     /// counts again), for progress between stored parts.
     sent: Arc<AtomicU64>,
+    /// Part requests still running; an abort waits for none.
+    live: Arc<multipart::Live>,
 }
 
 impl Inner {
@@ -178,6 +196,8 @@ impl Inner {
 struct Job {
     bucket: String,
     key: String,
+    /// The archive's length.
+    size: u64,
     credentials: Credentials,
     source: Arc<dyn Source>,
     buffers: payload::Buffers,
@@ -194,6 +214,7 @@ impl Uploader {
                 regions: Regions::default(),
                 open: std::sync::Mutex::new(None),
                 sent: Arc::default(),
+                live: Arc::default(),
             }),
         }
     }
@@ -204,11 +225,13 @@ impl Uploader {
         self.inner.sent.load(Ordering::Relaxed)
     }
 
-    /// Aborts the multipart upload left open by an upload that was stopped
+    /// Ends the multipart upload left open by an upload that was stopped
     /// midway (its future dropped: a cancelled run, a spent deadline), so
-    /// S3 keeps none of its parts. Returns the aborted upload's id, `None`
-    /// when nothing was open. The caller bounds how long it may take.
-    pub(crate) async fn abort_unfinished(&self) -> anyhow::Result<Option<String>> {
+    /// S3 keeps none of its parts: its part requests are stopped first,
+    /// then it is aborted until S3 lists no part (see
+    /// [`Uploader::abort_fully`]). `None` when nothing was open. The caller
+    /// bounds how long it may take.
+    pub(crate) async fn abort_unfinished(&self) -> anyhow::Result<Option<Ended>> {
         let open = self
             .inner
             .open
@@ -218,10 +241,10 @@ impl Uploader {
         let Some((job, upload_id)) = open else {
             return Ok(None);
         };
-        self.inner
-            .call(&job, &Call::abort_multipart(&upload_id))
-            .await
-            .map(|_| Some(upload_id))
+        // The dropped upload's part tasks were cancelled with it; a body
+        // still going out must not reach S3 after the abort.
+        self.inner.live.stopped().await;
+        self.abort_fully(&job, &upload_id).await.map(Some)
     }
 
     /// Uploads the tar `layout` plans to `target`, each range read from the
@@ -275,6 +298,7 @@ impl Uploader {
         let job = Arc::new(Job {
             bucket: target.bucket.clone(),
             key: target.key.clone(),
+            size,
             credentials: target.credentials.clone(),
             source,
             buffers: payload::Buffers::default(),

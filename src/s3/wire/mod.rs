@@ -35,6 +35,7 @@ use tokio::io::AsyncWriteExt as _;
 
 use self::answer::Head;
 use self::conn::Conn;
+pub(super) use self::conn::TunnelRefused;
 use super::payload::{FileBody, WriteError};
 
 /// How long to wait for the interim answer before sending the body anyway.
@@ -261,6 +262,11 @@ impl Wire {
             }),
             _ => Route::Reqwest,
         }
+    }
+
+    /// Whether connections to `url` go through a proxy's tunnel.
+    pub(super) fn tunnels(&self, url: &Url) -> bool {
+        self.tunnel(url).is_some()
     }
 
     /// The tunnel a connection to `url` opens first, if any.
