@@ -24,6 +24,7 @@ mod props;
 mod published_api;
 mod ship;
 mod snapshots;
+mod stream;
 mod upload;
 mod upload_expect;
 mod wire;
