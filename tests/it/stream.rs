@@ -130,6 +130,18 @@ fn the_stored_object_is_the_truss_tar_cut_from_its_files_with_a_file_across_thre
         }
     }
     assert!(members[0].3 == big);
+    // The history gives the upload's rate against its wall time.
+    assert!(
+        run.summary.contains(&format!(
+            "uploaded the truss: {:.1} MiB in ",
+            size as f64 / MIB as f64
+        )) && run.summary.contains("of wall time (")
+            && run
+                .summary
+                .contains("read from its files and sent in one pass"),
+        "{}",
+        run.summary
+    );
 }
 
 #[test]
