@@ -199,6 +199,9 @@ struct Entry {
 struct Seen {
     len: u64,
     modified: Option<SystemTime>,
+    /// Device and inode: another file renamed over the path (an editor's
+    /// or a download's atomic write) is not the same file.
+    identity: Option<(u64, u64)>,
 }
 
 impl Seen {
@@ -206,8 +209,20 @@ impl Seen {
         Self {
             len: meta.len(),
             modified: meta.modified().ok(),
+            identity: identity(meta),
         }
     }
+}
+
+#[cfg(unix)]
+fn identity(meta: &Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(_: &Metadata) -> Option<(u64, u64)> {
+    None
 }
 
 impl Entry {
@@ -425,6 +440,17 @@ impl Reader {
             self.close_checked()?;
             let entry = &self.layout.entries[index];
             let source = self.layout.root.join(&entry.member.path);
+            // Looked at before it is opened: opening a FIFO put in its place
+            // would block until something writes into it.
+            match fs::metadata(&source) {
+                Ok(meta) if !meta.is_file() => {
+                    return Err(changed(&source, "it is no longer a regular file"));
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(changed(&source, "it was deleted"));
+                }
+                _ => {}
+            }
             let file = File::open(&source).map_err(|e| match e.kind() {
                 io::ErrorKind::NotFound => changed(&source, "it was deleted"),
                 _ => changed(&source, &format!("it can no longer be opened: {e}")),
@@ -469,7 +495,13 @@ fn check_unchanged(source: &Path, file: &File, seen: &Seen) -> io::Result<()> {
     if deleted(&meta) {
         return Err(changed(source, "it was deleted"));
     }
+    if !meta.is_file() {
+        return Err(changed(source, "it is no longer a regular file"));
+    }
     let now = Seen::of(&meta);
+    if now.identity != seen.identity {
+        return Err(changed(source, "another file took its place"));
+    }
     if now.len != seen.len {
         return Err(changed(
             source,
@@ -1095,6 +1127,47 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_replaced_by_another_or_by_a_fifo_fails_the_read_without_blocking() {
+        let victim = "v".repeat(2000);
+        let dir = tree(&[("victim.bin", victim.as_str())]);
+        let layout = Arc::new(layout(dir.path()).unwrap());
+        let path = dir.path().join("victim.bin");
+        // Same size and time, another inode: an atomic write's rename.
+        let meta = fs::metadata(&path).unwrap();
+        let other = dir.path().join("other.tmp");
+        fs::write(&other, &victim).unwrap();
+        File::options()
+            .write(true)
+            .open(&other)
+            .unwrap()
+            .set_modified(meta.modified().unwrap())
+            .unwrap();
+        fs::rename(&other, &path).unwrap();
+        let mut buf = vec![0u8; layout.size() as usize];
+        let err = Reader::new(Arc::clone(&layout))
+            .read_exact_at(&mut buf, 0)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("another file took its place"),
+            "{err}"
+        );
+        fs::remove_file(&path).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = Reader::new(Arc::clone(&layout))
+            .read_exact_at(&mut buf, 0)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("no longer a regular file"),
+            "{err}"
+        );
     }
 
     #[test]
