@@ -236,6 +236,9 @@ pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>, cancelled: bool) {
                     Ok(Some(s3::Ended::Gone { upload_id })) => ctx.say(&format!(
                         "S3 knows no upload {upload_id} and holds no archive for it: nothing is left"
                     )),
+                    Ok(Some(s3::Ended::Unknown { upload_id, why })) => ctx.warn(&format!(
+                        "S3 knows no upload {upload_id} (it may have completed), and the archive could not be read back ({why}): whether it was stored is unknown; no parts of it are left"
+                    )),
                     Ok(None) => {}
                     Err(e) => ctx.warn(&format!(
                         "could not abort the unfinished S3 upload: {e:#}; its parts stay until the bucket's lifecycle rule removes them"

@@ -147,6 +147,9 @@ pub(crate) enum Ended {
     Stored { upload_id: String, bytes: u64 },
     /// S3 knew no such upload and holds no object under the key.
     Gone { upload_id: String },
+    /// S3 knew no such upload, and the object could not be read (the
+    /// credentials may not allow it): whether it was stored is unknown.
+    Unknown { upload_id: String, why: String },
 }
 
 /// Called with `(bytes sent, total bytes)`.

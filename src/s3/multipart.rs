@@ -280,11 +280,11 @@ impl Uploader {
                     job.credentials.secret_access_key.expose(),
                     job.credentials.session_token.expose(),
                 ];
-                Err(failure
-                    .into_error(super::call::Operation::HeadObject, tries, &secrets)
-                    .context(format!(
-                        "S3 knows no multipart upload {upload_id}, and whether its object was stored could not be read"
-                    )))
+                let why = failure.into_error(super::call::Operation::HeadObject, tries, &secrets);
+                Ok(Ended::Unknown {
+                    upload_id: upload_id.to_owned(),
+                    why: format!("{why:#}"),
+                })
             }
         }
     }
