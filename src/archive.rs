@@ -407,8 +407,18 @@ impl Reader {
     fn head_of(&mut self, index: usize) -> io::Result<&[u8]> {
         if self.head.as_ref().is_none_or(|(i, _)| *i != index) {
             let entry = &self.layout.entries[index];
-            if let MemberKind::Symlink { target } = &entry.member.kind {
-                self.check_link(index, target)?;
+            match &entry.member.kind {
+                MemberKind::Symlink { target } => self.check_link(index, target)?,
+                // The header promises the size and time the layout saw;
+                // an empty file has no other bytes to be checked by.
+                MemberKind::File => {
+                    let source = self.layout.root.join(&entry.member.path);
+                    let meta = fs::metadata(&source).map_err(|e| match e.kind() {
+                        io::ErrorKind::NotFound => changed(&source, "it was deleted"),
+                        _ => changed(&source, &format!("it can no longer be read: {e}")),
+                    })?;
+                    same_as_seen(&source, &meta, &entry.seen)?;
+                }
             }
             self.head = Some((index, head_bytes(entry)?));
         }
@@ -492,13 +502,18 @@ fn check_unchanged(source: &Path, file: &File, seen: &Seen) -> io::Result<()> {
     let meta = file
         .metadata()
         .map_err(|e| changed(source, &format!("it can no longer be read: {e}")))?;
-    if deleted(&meta) {
+    same_as_seen(source, &meta, seen)
+}
+
+/// Whether `meta` still describes the file the layout measured.
+fn same_as_seen(source: &Path, meta: &Metadata, seen: &Seen) -> io::Result<()> {
+    if deleted(meta) {
         return Err(changed(source, "it was deleted"));
     }
     if !meta.is_file() {
         return Err(changed(source, "it is no longer a regular file"));
     }
-    let now = Seen::of(&meta);
+    let now = Seen::of(meta);
     if now.identity != seen.identity {
         return Err(changed(source, "another file took its place"));
     }
@@ -1168,6 +1183,19 @@ mod tests {
             err.to_string().contains("no longer a regular file"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn an_empty_file_deleted_before_its_header_is_read_fails_the_read() {
+        let dir = tree(&[("a.txt", "x"), ("empty.txt", "")]);
+        let layout = Arc::new(layout(dir.path()).unwrap());
+        fs::remove_file(dir.path().join("empty.txt")).unwrap();
+        let mut buf = vec![0u8; layout.size() as usize];
+        let err = Reader::new(Arc::clone(&layout))
+            .read_exact_at(&mut buf, 0)
+            .unwrap_err();
+        assert!(err.to_string().contains("empty.txt"), "{err}");
+        assert!(err.to_string().contains("it was deleted"), "{err}");
     }
 
     #[test]
