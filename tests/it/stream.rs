@@ -145,6 +145,39 @@ fn the_stored_object_is_the_truss_tar_cut_from_its_files_with_a_file_across_thre
 }
 
 #[test]
+fn a_part_cut_after_s3_stored_it_is_read_again_from_the_files_and_stored_whole() {
+    let fake = fake(NEW);
+    let truss = truss_with_victim();
+    // The second PUT (part 2, which reads victim.bin) is stored, then its
+    // answer is lost with the connection: the part goes again, read again.
+    let proxy = FaultProxy::builder(fake.addr())
+        .rule(
+            Rule::new("cut-part", Fault::DropAfterForward)
+                .method("PUT")
+                .nth(2),
+        )
+        .start_in_background()
+        .unwrap();
+    let run = deploy(&fake, truss.path())
+        .arg("s3-endpoint", proxy.s3_endpoint())
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_eq!(proxy.faulted().len(), 1, "{:#?}", proxy.requests());
+    let events = fake.s3().events();
+    let part2: Vec<_> = ops(&events, "s3.upload_part")
+        .into_iter()
+        .filter(|e| e.part_number == Some(2))
+        .collect();
+    assert_eq!(part2.len(), 2, "part 2 was sent twice: {events:#?}");
+    assert!(part2.iter().all(|e| e.status == 200 && e.crc32_verified));
+    let [(key, _)] = fake.s3().objects().try_into().expect("one object");
+    for (path, _, _, contents) in members_of(&fake, &key) {
+        let want = std::fs::read(truss.path().join(&path)).unwrap();
+        assert!(contents == want, "{path} is stored byte for byte");
+    }
+}
+
+#[test]
 fn a_model_deploys_with_no_writable_temp_dir_or_working_directory() {
     let fake = fake(NEW);
     let truss = truss_with_victim();
