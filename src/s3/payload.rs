@@ -1,7 +1,7 @@
 //! What a request carries and how it goes on the wire: nothing, a small XML
 //! document, or a byte range of the archive read from its [`Source`]: the
-//! truss's own files through the archive's layout (no tar is written), or
-//! a file that already holds one.
+//! truss's own files through the archive's layout (no tar is written; the
+//! tests also send a file that holds one).
 //!
 //! Archive bytes are sent the way boto3 sends them: the signature covers the
 //! headers only (`STREAMING-UNSIGNED-PAYLOAD-TRAILER`), the body is framed
