@@ -403,3 +403,8 @@ fn a_proxy_refusing_a_multipart_uploads_tunnel_with_401_is_asked_once_and_named(
     let truss = truss_with_victim();
     through_a_refusing_proxy(401, truss.path());
 }
+
+#[test]
+fn a_proxy_refusing_the_tunnel_with_403_is_asked_once_and_named() {
+    through_a_refusing_proxy(403, &example_model());
+}
