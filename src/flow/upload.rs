@@ -172,6 +172,9 @@ pub(crate) async fn package_and_upload(
     let report = ctx.within(&what, upload).await;
     ctx.rep.lock().unwrap().upload_finished();
     let report = report?;
+    if let Some(note) = &report.note {
+        ctx.notice(note);
+    }
     let wall = began.elapsed();
     let rate = format_bytes((report.bytes as f64 / wall.as_secs_f64().max(1e-3)) as u64);
     ctx.say(&format!(

@@ -131,6 +131,9 @@ pub(crate) struct UploadReport {
     /// The region the upload was finally signed for.
     pub(crate) region: String,
     pub(crate) elapsed: Duration,
+    /// What the user should know of how it got there: a completion whose
+    /// answer was lost, the object read back whole.
+    pub(crate) note: Option<String>,
 }
 
 /// How an upload left open by a stopped run ended in its cleanup.
@@ -308,11 +311,11 @@ impl Uploader {
             sent: Arc::clone(&self.inner.sent),
         });
         progress(0, size);
-        let parts = match plan {
+        let (parts, note) = match plan {
             Plan::Single => {
                 self.inner.call(&job, &Call::put_object(size)).await?;
                 progress(size, size);
-                1
+                (1, None)
             }
             Plan::Multipart { part_size, parts } => {
                 let layout = plan::layout(size, part_size, parts, options.concurrency);
@@ -324,6 +327,7 @@ impl Uploader {
             parts,
             region: self.inner.regions.for_bucket(&job.bucket),
             elapsed: started.elapsed(),
+            note,
         })
     }
 }

@@ -71,7 +71,7 @@ impl Uploader {
         size: u64,
         layout: &[(u64, u64)],
         progress: &Progress<'_>,
-    ) -> anyhow::Result<u32> {
+    ) -> anyhow::Result<(u32, Option<String>)> {
         let parts = layout.len() as u64;
         // The parts' connections open while CreateMultipartUpload is on its
         // way: the first parts then start without a handshake each.
@@ -84,21 +84,27 @@ impl Uploader {
             .ok_or_else(|| anyhow!("S3 started a multipart upload but returned no UploadId"))?;
         self.inner
             .set_open(Some((Arc::clone(job), upload_id.clone())));
+        let mut completing = false;
         let outcome = match self
             .upload_parts(job, &upload_id, size, layout, progress)
             .await
         {
-            Ok(stored) => self
-                .inner
-                .call(job, &Call::complete_multipart(&upload_id, &stored))
-                .await
-                .map(|_| ()),
+            Ok(stored) => {
+                completing = true;
+                self.inner
+                    .call(job, &Call::complete_multipart(&upload_id, &stored))
+                    .await
+                    .map(|_| ())
+            }
             Err(error) => Err(error),
         };
         match outcome {
             Ok(()) => {
                 self.inner.set_open(None);
-                u32::try_from(parts).context("part count exceeds u32")
+                Ok((
+                    u32::try_from(parts).context("part count exceeds u32")?,
+                    None,
+                ))
             }
             Err(error) => {
                 // Best effort: a leftover upload only costs storage until the
@@ -107,6 +113,18 @@ impl Uploader {
                 // stopped during the abort still aborts it in its cleanup.
                 // The parts were stopped already (`upload_parts`).
                 match self.abort_fully(job, &upload_id).await {
+                    // A completion whose answer was lost, and whose resend
+                    // S3 no longer knew: the object S3 reads back is whole.
+                    Ok(Ended::Stored { bytes, .. }) if completing => {
+                        self.inner.set_open(None);
+                        let note = format!(
+                            "S3 CompleteMultipartUpload failed ({error:#}), but S3 holds the archive whole ({bytes} bytes, read back): going on"
+                        );
+                        return Ok((
+                            u32::try_from(parts).context("part count exceeds u32")?,
+                            Some(note),
+                        ));
+                    }
                     Ok(ended) => tracing::debug!("S3 multipart upload ended: {ended:?}"),
                     Err(abort_error) => {
                         tracing::warn!("could not abort the S3 multipart upload: {abort_error:#}");

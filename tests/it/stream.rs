@@ -408,3 +408,48 @@ fn a_proxy_refusing_a_multipart_uploads_tunnel_with_401_is_asked_once_and_named(
 fn a_proxy_refusing_the_tunnel_with_403_is_asked_once_and_named() {
     through_a_refusing_proxy(403, &example_model());
 }
+
+#[test]
+fn a_completion_whose_answer_is_lost_after_s3_stored_the_object_goes_on() {
+    let fake = fake(NEW);
+    let truss = truss_with_victim();
+    // POSTs: CreateMultipartUpload signed for us-east-1 (answered with the
+    // bucket's region), again for that region, then the completion: it is
+    // applied and its answer lost with the connection.
+    let proxy = FaultProxy::builder(fake.addr())
+        .rule(
+            Rule::new("lost-complete", Fault::DropAfterForward)
+                .method("POST")
+                .nth(3),
+        )
+        .start_in_background()
+        .unwrap();
+    let run = deploy(&fake, truss.path())
+        .arg("s3-endpoint", proxy.s3_endpoint())
+        .run();
+    let faulted = proxy.faulted();
+    assert_eq!(faulted.len(), 1, "{:#?}", proxy.requests());
+    assert!(
+        faulted[0]
+            .query
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("uploadId="),
+        "the completion was cut: {faulted:#?}"
+    );
+    assert_eq!(run.status(), "success", "{run:?}");
+    let events = fake.s3().events();
+    assert_eq!(ops(&events, "s3.complete_multipart_upload")[0].status, 200);
+    assert_eq!(ops(&events, "s3.head_object").len(), 1, "{events:#?}");
+    let output = all_output(&run);
+    assert!(output.contains("S3 holds the archive whole"), "{output}");
+    let [(key, _)] = fake.s3().objects().try_into().expect("one object");
+    assert_eq!(
+        mutations(&fake).len(),
+        1,
+        "created once: {:#?}",
+        mutations(&fake)
+    );
+    let members = members_of(&fake, &key);
+    assert!(members.iter().any(|m| m.0 == "victim.bin"));
+}
