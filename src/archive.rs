@@ -21,11 +21,23 @@
 //!
 //! Headers are GNU, so paths and link targets longer than 100 bytes are kept
 //! whole via long-name records.
+//!
+//! The tar is never written whole: [`layout`] computes its byte layout from
+//! the walk and each member's metadata (every header, padding and end block
+//! is known from them), and a [`Reader`] reads any byte range straight from
+//! the truss's files, so an upload cuts its parts from the files themselves
+//! in one pass and no copy of the truss lands on disk. A file whose size or
+//! modification time differs from the layout's when its bytes are read, or
+//! that vanished, fails the read with a message naming it: the header that
+//! promised its size may already be on its way.
 
 use std::fs::{self, File, Metadata};
-use std::io::{self, BufWriter, Read, Write};
+use std::io;
+#[cfg(test)]
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -62,6 +74,7 @@ pub(crate) enum MemberKind {
 }
 
 /// A written tar file and what went into it.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Archive {
     /// The tar file.
@@ -120,7 +133,9 @@ pub(crate) fn plan(root: &Path) -> anyhow::Result<Vec<Member>> {
     Ok(members)
 }
 
-/// Writes the tar for `root` into `dest` (a file path in a temp dir the caller owns).
+/// Writes the tar for `root` into `dest` (a file path in a temp dir the
+/// caller owns): the writer the [`Layout`] is held byte-identical to.
+#[cfg(test)]
 pub(crate) fn write(root: &Path, dest: &Path) -> anyhow::Result<Archive> {
     let members = plan(root)?;
     refuse_dest_inside(root, dest)?;
@@ -146,6 +161,409 @@ pub(crate) fn write(root: &Path, dest: &Path) -> anyhow::Result<Archive> {
         size,
         members,
     })
+}
+
+/// Tar's block: headers are one, contents are padded to whole ones.
+const BLOCK: u64 = 512;
+
+/// The two zero blocks that end the tar.
+const END_BYTES: u64 = 2 * BLOCK;
+
+/// The tar [`write`] would produce, as a plan: each member's header bytes
+/// are generated from the metadata recorded here, its contents read from
+/// its file when their range is asked for.
+#[derive(Debug)]
+pub(crate) struct Layout {
+    root: PathBuf,
+    entries: Vec<Entry>,
+    size: u64,
+}
+
+/// One member placed in the tar.
+#[derive(Debug)]
+struct Entry {
+    member: Member,
+    /// The tar offset of its first header byte.
+    start: u64,
+    /// Long-name records plus its header: the bytes before its contents.
+    head_len: u64,
+    /// Permission bits and modification time, as the header carries them.
+    mode: u32,
+    /// The file as the layout saw it; its bytes are read only while it
+    /// still looks the same.
+    seen: Seen,
+}
+
+/// What tells a file apart from the one the layout measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    len: u64,
+    modified: Option<SystemTime>,
+    /// Device and inode: another file renamed over the path (an editor's
+    /// or a download's atomic write) is not the same file.
+    identity: Option<(u64, u64)>,
+}
+
+impl Seen {
+    fn of(meta: &Metadata) -> Self {
+        Self {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            identity: identity(meta),
+        }
+    }
+}
+
+#[cfg(unix)]
+fn identity(meta: &Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(_: &Metadata) -> Option<(u64, u64)> {
+    None
+}
+
+impl Entry {
+    /// Head, contents and padding: the member's whole span in the tar.
+    fn span(&self) -> u64 {
+        self.head_len + self.member.size.div_ceil(BLOCK) * BLOCK
+    }
+}
+
+/// Plans the tar of `root` without writing it: the walk ([`plan`]), then
+/// each member's metadata and header length.
+pub(crate) fn layout(root: &Path) -> anyhow::Result<Layout> {
+    let members = plan(root)?;
+    let mut entries = Vec::with_capacity(members.len());
+    let mut start = 0;
+    for member in members {
+        let source = root.join(&member.path);
+        let meta = match &member.kind {
+            MemberKind::File => fs::metadata(&source),
+            MemberKind::Symlink { .. } => fs::symlink_metadata(&source),
+        }
+        .with_context(|| format!("cannot read {}: make it readable", source.display()))?;
+        if let MemberKind::File = member.kind
+            && (!meta.is_file() || meta.len() != member.size)
+        {
+            bail!(
+                "{} changed while it was being packaged (planned {} bytes, found {}): re-run once nothing writes into the truss directory",
+                source.display(),
+                member.size,
+                meta.len()
+            );
+        }
+        let mut entry = Entry {
+            member,
+            start,
+            head_len: 0,
+            mode: permission_bits(&meta),
+            seen: Seen::of(&meta),
+        };
+        entry.head_len = head_bytes(&entry)
+            .with_context(|| format!("while adding {} to the archive", entry.member.path))?
+            .len() as u64;
+        start += entry.span();
+        entries.push(entry);
+    }
+    Ok(Layout {
+        root: root.to_path_buf(),
+        entries,
+        size: start + END_BYTES,
+    })
+}
+
+/// The bytes before a member's contents, as the `tar` crate writes them:
+/// GNU long-name (`L`) and long-link (`K`) records when a name does not
+/// fit, then the member's own header.
+fn head_bytes(entry: &Entry) -> io::Result<Vec<u8>> {
+    let kind = match entry.member.kind {
+        MemberKind::File => EntryType::Regular,
+        MemberKind::Symlink { .. } => EntryType::Symlink,
+    };
+    let mut header = Header::new_gnu();
+    header.set_entry_type(kind);
+    header.set_mode(entry.mode);
+    header.set_mtime(secs_since_epoch(entry.seen.modified));
+    header.set_uid(0);
+    header.set_gid(0);
+    header.set_size(0);
+    let mut builder = tar::Builder::new(Vec::new());
+    match &entry.member.kind {
+        MemberKind::File => {
+            header.set_size(entry.member.size);
+            // No body: the builder writes the records and the header, and
+            // pads nothing after zero bytes of contents.
+            builder.append_data(&mut header, &entry.member.path, io::empty())?;
+        }
+        MemberKind::Symlink { target } => {
+            builder.append_link(&mut header, &entry.member.path, target)?;
+        }
+    }
+    // Taken before the builder's end blocks go in on drop.
+    Ok(std::mem::take(builder.get_mut()))
+}
+
+impl Layout {
+    /// The tar's length in bytes.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The members, in tar order.
+    pub(crate) fn members(&self) -> impl Iterator<Item = &Member> {
+        self.entries.iter().map(|e| &e.member)
+    }
+
+    pub(crate) fn member_count(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Where a tar offset falls: the index of the entry holding it, or
+    /// `None` in the end blocks.
+    fn entry_at(&self, at: u64) -> Option<usize> {
+        let after = self.entries.partition_point(|e| e.start <= at);
+        let index = after.checked_sub(1)?;
+        let entry = &self.entries[index];
+        (at < entry.start + entry.span()).then_some(index)
+    }
+}
+
+/// Reads byte ranges of a [`Layout`]'s tar, front to back within a range:
+/// headers generated, contents read from the files, padding and end blocks
+/// as zeros. Keeps the file it is in open between reads.
+pub(crate) struct Reader {
+    layout: Arc<Layout>,
+    /// The member whose file is open, and the file.
+    open: Option<(usize, File)>,
+    /// The member whose head was generated last, and its bytes.
+    head: Option<(usize, Vec<u8>)>,
+}
+
+impl Reader {
+    pub(crate) fn new(layout: Arc<Layout>) -> Self {
+        Self {
+            layout,
+            open: None,
+            head: None,
+        }
+    }
+
+    /// Fills `buf` with the tar's bytes from offset `at`. Fails, naming the
+    /// file, when a member's file no longer looks as the layout saw it.
+    pub(crate) fn read_exact_at(&mut self, mut buf: &mut [u8], mut at: u64) -> io::Result<()> {
+        let layout = Arc::clone(&self.layout);
+        while !buf.is_empty() {
+            let Some(index) = layout.entry_at(at) else {
+                // The end blocks, and nothing after them.
+                let left = layout.size.saturating_sub(at);
+                if (buf.len() as u64) > left {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "a read past the end of the archive",
+                    ));
+                }
+                buf.fill(0);
+                return Ok(());
+            };
+            let entry = &layout.entries[index];
+            let within = at - entry.start;
+            let n = if within < entry.head_len {
+                let head = self.head_of(index)?;
+                let from = usize::try_from(within).map_err(io::Error::other)?;
+                let n = buf.len().min(head.len() - from);
+                buf[..n].copy_from_slice(&head[from..from + n]);
+                n
+            } else if within < entry.head_len + entry.member.size {
+                let offset = within - entry.head_len;
+                let left = entry.member.size - offset;
+                let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+                self.read_contents(index, &mut buf[..n], offset)?;
+                if offset + n as u64 == entry.member.size {
+                    // Its last byte is read: it must still be what was read.
+                    self.close_checked()?;
+                }
+                n
+            } else {
+                let left = entry.span() - within;
+                let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+                buf[..n].fill(0);
+                n
+            };
+            buf = &mut buf[n..];
+            at += n as u64;
+        }
+        Ok(())
+    }
+
+    /// The end of a range: the file still open must not have changed while
+    /// its bytes were read.
+    pub(crate) fn finish(&mut self) -> io::Result<()> {
+        self.close_checked()
+    }
+
+    fn head_of(&mut self, index: usize) -> io::Result<&[u8]> {
+        if self.head.as_ref().is_none_or(|(i, _)| *i != index) {
+            let entry = &self.layout.entries[index];
+            match &entry.member.kind {
+                MemberKind::Symlink { target } => self.check_link(index, target)?,
+                // The header promises the size and time the layout saw;
+                // an empty file has no other bytes to be checked by.
+                MemberKind::File => {
+                    let source = self.layout.root.join(&entry.member.path);
+                    let meta = fs::metadata(&source).map_err(|e| match e.kind() {
+                        io::ErrorKind::NotFound => changed(&source, "it was deleted"),
+                        _ => changed(&source, &format!("it can no longer be read: {e}")),
+                    })?;
+                    same_as_seen(&source, &meta, &entry.seen)?;
+                }
+            }
+            self.head = Some((index, head_bytes(entry)?));
+        }
+        Ok(self.head.as_ref().map_or(&[][..], |(_, h)| h.as_slice()))
+    }
+
+    fn check_link(&self, index: usize, target: &str) -> io::Result<()> {
+        let entry = &self.layout.entries[index];
+        let source = self.layout.root.join(&entry.member.path);
+        let now = fs::symlink_metadata(&source).and_then(|meta| {
+            let link = fs::read_link(&source)?;
+            Ok((meta, link))
+        });
+        match now {
+            Ok((meta, link))
+                if meta.file_type().is_symlink()
+                    && link.as_os_str() == target
+                    && meta.modified().ok() == entry.seen.modified =>
+            {
+                Ok(())
+            }
+            Ok(_) => Err(changed(&source, "the link was replaced or changed")),
+            Err(e) => Err(changed(&source, &format!("it can no longer be read: {e}"))),
+        }
+    }
+
+    fn read_contents(&mut self, index: usize, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        if self.open.as_ref().is_none_or(|(i, _)| *i != index) {
+            self.close_checked()?;
+            let entry = &self.layout.entries[index];
+            let source = self.layout.root.join(&entry.member.path);
+            // Looked at before it is opened: opening a FIFO put in its place
+            // would block until something writes into it.
+            match fs::metadata(&source) {
+                Ok(meta) if !meta.is_file() => {
+                    return Err(changed(&source, "it is no longer a regular file"));
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(changed(&source, "it was deleted"));
+                }
+                _ => {}
+            }
+            let file = File::open(&source).map_err(|e| match e.kind() {
+                io::ErrorKind::NotFound => changed(&source, "it was deleted"),
+                _ => changed(&source, &format!("it can no longer be opened: {e}")),
+            })?;
+            check_unchanged(&source, &file, &entry.seen)?;
+            self.open = Some((index, file));
+        }
+        let Some((_, file)) = &self.open else {
+            unreachable!("the member's file was opened above")
+        };
+        read_exact_at(file, buf, offset).map_err(|e| {
+            let source = self
+                .layout
+                .root
+                .join(&self.layout.entries[index].member.path);
+            match e.kind() {
+                io::ErrorKind::UnexpectedEof => changed(&source, "it got shorter"),
+                _ => changed(&source, &format!("it can no longer be read: {e}")),
+            }
+        })
+    }
+
+    fn close_checked(&mut self) -> io::Result<()> {
+        let Some((index, file)) = self.open.take() else {
+            return Ok(());
+        };
+        let entry = &self.layout.entries[index];
+        check_unchanged(
+            &self.layout.root.join(&entry.member.path),
+            &file,
+            &entry.seen,
+        )
+    }
+}
+
+/// Whether the open `file` is still the one the layout measured: the same
+/// size and modification time, and not deleted.
+fn check_unchanged(source: &Path, file: &File, seen: &Seen) -> io::Result<()> {
+    let meta = file
+        .metadata()
+        .map_err(|e| changed(source, &format!("it can no longer be read: {e}")))?;
+    same_as_seen(source, &meta, seen)
+}
+
+/// Whether `meta` still describes the file the layout measured.
+fn same_as_seen(source: &Path, meta: &Metadata, seen: &Seen) -> io::Result<()> {
+    if deleted(meta) {
+        return Err(changed(source, "it was deleted"));
+    }
+    if !meta.is_file() {
+        return Err(changed(source, "it is no longer a regular file"));
+    }
+    let now = Seen::of(meta);
+    if now.identity != seen.identity {
+        return Err(changed(source, "another file took its place"));
+    }
+    if now.len != seen.len {
+        return Err(changed(
+            source,
+            &format!("it was {} bytes, now {}", seen.len, now.len),
+        ));
+    }
+    if now.modified != seen.modified {
+        return Err(changed(source, "its modification time changed"));
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn deleted(meta: &Metadata) -> bool {
+    std::os::unix::fs::MetadataExt::nlink(meta) == 0
+}
+
+#[cfg(not(unix))]
+fn deleted(_: &Metadata) -> bool {
+    false
+}
+
+fn changed(source: &Path, what: &str) -> io::Error {
+    io::Error::other(format!(
+        "{} changed while the archive was being uploaded ({what}): re-run once nothing writes into the truss directory",
+        source.display()
+    ))
+}
+
+#[cfg(unix)]
+pub(crate) fn read_exact_at(file: &File, buffer: &mut [u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buffer, offset)
+}
+
+#[cfg(windows)]
+pub(crate) fn read_exact_at(file: &File, mut buffer: &mut [u8], mut offset: u64) -> io::Result<()> {
+    use std::os::windows::fs::FileExt as _;
+    while !buffer.is_empty() {
+        match file.seek_read(buffer, offset)? {
+            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                buffer = &mut buffer[n..];
+                offset += n as u64;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The kinds of directory entry the walk tells apart.
@@ -344,6 +762,7 @@ fn build_matcher(text: &str, origin: Option<&Path>) -> anyhow::Result<Gitignore>
 
 /// The caller's temp dir must not sit inside the truss: the archive would
 /// otherwise be shipped inside the next one.
+#[cfg(test)]
 fn refuse_dest_inside(root: &Path, dest: &Path) -> anyhow::Result<()> {
     let parent = match dest.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -363,6 +782,7 @@ fn refuse_dest_inside(root: &Path, dest: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+#[cfg(test)]
 fn append_member<W: Write>(
     builder: &mut tar::Builder<W>,
     root: &Path,
@@ -414,6 +834,7 @@ fn append_member<W: Write>(
     Ok(())
 }
 
+#[cfg(test)]
 fn base_header(meta: &Metadata, kind: EntryType) -> Header {
     // A fresh GNU header is zeroed: owner names stay empty.
     let mut header = Header::new_gnu();
@@ -442,20 +863,25 @@ fn permission_bits(meta: &Metadata) -> u32 {
 }
 
 /// Whole seconds since the epoch; a pre-epoch or unknown time becomes 0.
+#[cfg(test)]
 fn mtime_secs(meta: &Metadata) -> u64 {
-    meta.modified()
-        .ok()
-        .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
+    secs_since_epoch(meta.modified().ok())
+}
+
+fn secs_since_epoch(time: Option<SystemTime>) -> u64 {
+    time.and_then(|time| time.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |age| age.as_secs())
 }
 
 /// Yields exactly `remaining` bytes or fails: the tar header already promised
 /// that size, and a short body would corrupt every member after it.
+#[cfg(test)]
 struct ExactLen<R> {
     inner: R,
     remaining: u64,
 }
 
+#[cfg(test)]
 impl<R: Read> Read for ExactLen<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.remaining == 0 || buf.is_empty() {
@@ -559,6 +985,237 @@ mod tests {
         let archive = write(root, &dest).unwrap();
         let seen = read_tar(&dest);
         (archive, seen, out)
+    }
+
+    /// Every byte of the layout's tar, read in ranges cut at `cuts` (each
+    /// range with a reader of its own, as each part has).
+    fn read_in_ranges(layout: &Arc<Layout>, cuts: &[u64]) -> Vec<u8> {
+        let mut bounds: Vec<u64> = cuts
+            .iter()
+            .copied()
+            .filter(|&c| c > 0 && c < layout.size())
+            .collect();
+        bounds.push(0);
+        bounds.push(layout.size());
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut out = Vec::new();
+        for pair in bounds.windows(2) {
+            let mut reader = Reader::new(Arc::clone(layout));
+            let mut buf = vec![0u8; (pair[1] - pair[0]) as usize];
+            // In steps of an odd size, so steps cross every kind of boundary.
+            let mut at = 0;
+            while at < buf.len() {
+                let end = (at + 7919).min(buf.len());
+                reader
+                    .read_exact_at(&mut buf[at..end], pair[0] + at as u64)
+                    .unwrap();
+                at = end;
+            }
+            reader.finish().unwrap();
+            out.extend_from_slice(&buf);
+        }
+        out
+    }
+
+    /// A tree with what a tar header finds hard: names at and around the
+    /// 100-byte field, long link targets, empty files and sizes at and
+    /// around the 512-byte block.
+    fn varied_tree() -> tempfile::TempDir {
+        let mut spec: Vec<(String, Vec<u8>)> = Vec::new();
+        for size in [0usize, 1, 511, 512, 513, 1023, 1024, 1025, 20_000] {
+            let mut bytes = vec![0u8; size];
+            fastrand::Rng::with_seed(size as u64).fill(&mut bytes);
+            spec.push((format!("sizes/f{size}.bin"), bytes));
+        }
+        // A path of exactly `len` bytes: `n{len}/` and then components of at
+        // most 60 bytes (a file name may not pass 255).
+        let path_of = |len: usize| {
+            let mut path = format!("n{len}");
+            while path.len() < len {
+                let room = len - path.len() - 1;
+                path.push('/');
+                path.push_str(&"x".repeat(room.min(60)));
+            }
+            assert_eq!(path.len(), len);
+            path
+        };
+        for len in [98usize, 99, 100, 101, 200, 300] {
+            spec.push((path_of(len), b"named".to_vec()));
+        }
+        spec.push((
+            format!("{}/{}", "d".repeat(120), "deep.txt"),
+            b"deep".to_vec(),
+        ));
+        spec.push(("config.yaml".into(), b"model_name: m\n".to_vec()));
+        let dir = tempfile::tempdir().unwrap();
+        for (path, bytes) in &spec {
+            let full = dir.path().join(path);
+            fs::create_dir_all(full.parent().unwrap()).unwrap();
+            fs::write(&full, bytes).unwrap();
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::symlink;
+            symlink("config.yaml", dir.path().join("short-link")).unwrap();
+            let long_target = path_of(300);
+            symlink(&long_target, dir.path().join("long-link")).unwrap();
+            let long_name = format!("l/{}/{}", "y".repeat(80), "z".repeat(80));
+            fs::create_dir_all(dir.path().join(&long_name).parent().unwrap()).unwrap();
+            symlink(format!("../../{long_target}"), dir.path().join(long_name)).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn the_layout_reads_the_bytes_the_writer_writes() {
+        let dir = varied_tree();
+        let out = tempfile::tempdir().unwrap();
+        let written = write(dir.path(), &out.path().join("t.tar")).unwrap();
+        let bytes = fs::read(&written.path).unwrap();
+        let layout = Arc::new(layout(dir.path()).unwrap());
+        assert_eq!(layout.size(), bytes.len() as u64);
+        assert_eq!(
+            layout.members().cloned().collect::<Vec<_>>(),
+            written.members
+        );
+        // The long names made records of their own.
+        assert!(layout.entries.iter().any(|e| e.head_len > BLOCK));
+        // Whole, then cut where ranges end inside headers, contents,
+        // padding and the end blocks; the 20 000-byte file spans three.
+        let big = layout
+            .entries
+            .iter()
+            .find(|e| e.member.path == "sizes/f20000.bin")
+            .unwrap();
+        let contents = big.start + big.head_len;
+        let cut_sets: Vec<Vec<u64>> = vec![
+            vec![],
+            vec![contents + 6000, contents + 13_000],
+            (1..40).map(|n| n * 512).collect(),
+            (1..60).map(|n| n * 1000 + 1).collect(),
+            vec![layout.size() - 1024, layout.size() - 1],
+        ];
+        for cuts in cut_sets {
+            let read = read_in_ranges(&layout, &cuts);
+            assert!(read == bytes, "cut at {cuts:?}");
+        }
+    }
+
+    #[test]
+    fn a_file_that_changes_after_the_layout_fails_the_read_naming_it() {
+        type Change = fn(&Path);
+        let changes: [(&str, Change, &str); 4] = [
+            (
+                "grown",
+                |p| fs::write(p, vec![1u8; 3000]).unwrap(),
+                "now 3000",
+            ),
+            ("truncated", |p| fs::write(p, b"x").unwrap(), "now 1"),
+            (
+                "touched",
+                |p| {
+                    File::options()
+                        .write(true)
+                        .open(p)
+                        .unwrap()
+                        .set_modified(UNIX_EPOCH + std::time::Duration::from_secs(86_400))
+                        .unwrap()
+                },
+                "modification time",
+            ),
+            ("deleted", |p| fs::remove_file(p).unwrap(), "deleted"),
+        ];
+        for (what, change, says) in changes {
+            let victim = "v".repeat(2000);
+            let dir = tree(&[("a.txt", "first"), ("victim.bin", victim.as_str())]);
+            let layout = Arc::new(layout(dir.path()).unwrap());
+            change(&dir.path().join("victim.bin"));
+            let mut reader = Reader::new(Arc::clone(&layout));
+            let mut buf = vec![0u8; layout.size() as usize];
+            let err = reader.read_exact_at(&mut buf, 0).unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("victim.bin"), "{what}: {text}");
+            assert!(text.contains(says), "{what}: {text}");
+            assert!(
+                text.contains("changed while the archive was being uploaded"),
+                "{text}"
+            );
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_replaced_by_another_or_by_a_fifo_fails_the_read_without_blocking() {
+        let victim = "v".repeat(2000);
+        let dir = tree(&[("victim.bin", victim.as_str())]);
+        let layout = Arc::new(layout(dir.path()).unwrap());
+        let path = dir.path().join("victim.bin");
+        // Same size and time, another inode: an atomic write's rename.
+        let meta = fs::metadata(&path).unwrap();
+        let other = dir.path().join("other.tmp");
+        fs::write(&other, &victim).unwrap();
+        File::options()
+            .write(true)
+            .open(&other)
+            .unwrap()
+            .set_modified(meta.modified().unwrap())
+            .unwrap();
+        fs::rename(&other, &path).unwrap();
+        let mut buf = vec![0u8; layout.size() as usize];
+        let err = Reader::new(Arc::clone(&layout))
+            .read_exact_at(&mut buf, 0)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("another file took its place"),
+            "{err}"
+        );
+        fs::remove_file(&path).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = Reader::new(Arc::clone(&layout))
+            .read_exact_at(&mut buf, 0)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("no longer a regular file"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_empty_file_deleted_before_its_header_is_read_fails_the_read() {
+        let dir = tree(&[("a.txt", "x"), ("empty.txt", "")]);
+        let layout = Arc::new(layout(dir.path()).unwrap());
+        fs::remove_file(dir.path().join("empty.txt")).unwrap();
+        let mut buf = vec![0u8; layout.size() as usize];
+        let err = Reader::new(Arc::clone(&layout))
+            .read_exact_at(&mut buf, 0)
+            .unwrap_err();
+        assert!(err.to_string().contains("empty.txt"), "{err}");
+        assert!(err.to_string().contains("it was deleted"), "{err}");
+    }
+
+    #[test]
+    fn a_file_that_changes_while_it_is_read_fails_at_its_end() {
+        let victim = "v".repeat(5000);
+        let dir = tree(&[("victim.bin", victim.as_str())]);
+        let layout = Arc::new(layout(dir.path()).unwrap());
+        let mut reader = Reader::new(Arc::clone(&layout));
+        let mut head = vec![0u8; 1024];
+        reader.read_exact_at(&mut head, 0).unwrap();
+        // Grown in place while its first bytes are on their way.
+        fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join("victim.bin"))
+            .unwrap()
+            .write_all(b"more")
+            .unwrap();
+        let mut rest = vec![0u8; 5000];
+        let err = reader.read_exact_at(&mut rest, 1024).unwrap_err();
+        assert!(err.to_string().contains("now 5004"), "{err}");
     }
 
     #[test]

@@ -288,17 +288,17 @@ fn dry_run(cfg: &Config, rep: &Arc<Mutex<Reporter>>) -> Result<(), Failure> {
     let Target::Model { dir, .. } = &cfg.target else {
         return Ok(());
     };
-    let tmp = flow::scratch_dir(dir).map_err(Failure::Deploy)?;
-    let a = archive::write(dir, &tmp.path().join("truss.tar")).map_err(Failure::Deploy)?;
+    // The archive's layout gives its size without writing it.
+    let a = archive::layout(dir).map_err(Failure::Deploy)?;
     let mut r = rep.lock().unwrap();
     r.line(&format!(
         "Dry run: inputs are valid; {} would be deployed as {:?} ({} files, {}). Nothing was uploaded or created.",
         cfg.model_name,
         cfg.deployment_name,
-        a.members.len(),
-        ci::format_bytes(a.size)
+        a.member_count(),
+        ci::format_bytes(a.size())
     ));
-    for m in &a.members {
+    for m in a.members() {
         r.line(&format!("  {}", m.path));
     }
     Ok(())

@@ -35,8 +35,7 @@ pub(crate) use create::{Trace, create_once};
 pub(crate) use gate::{Candidate, check_gate_target, cleanup_gated, promote_after_predict};
 pub(crate) use smoke::{smoke_test, test_and_promote};
 pub(crate) use upload::{
-    abort_unfinished_uploads, package_and_upload, preflight_secrets, scratch_dir, secret_names,
-    validate_config,
+    abort_unfinished_uploads, package_and_upload, preflight_secrets, secret_names, validate_config,
 };
 pub(crate) use wait::{Poll, PromotionTrack, check_promotion, poll_until};
 

@@ -1,11 +1,13 @@
-//! Before a deployment exists: the platform validates the config, the truss
-//! is packaged into a temporary tar and uploaded to S3.
+//! Before a deployment exists: the platform validates the config, the
+//! truss's tar is laid out from its files and uploaded to S3 straight from
+//! them (no archive is written to disk).
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, anyhow};
+use anyhow::anyhow;
 
 use super::{Ctx, deploy_error, human};
 use crate::baseten::{Team, UploadCredentials};
@@ -90,38 +92,12 @@ pub(crate) async fn preflight_secrets(
     }
 }
 
-/// A private temporary directory for the archive: the system's temp dir,
-/// else the working directory (a `FROM scratch` container or a bare chroot
-/// may have no `/tmp`), never inside the truss being archived.
-pub(crate) fn scratch_dir(truss: &Path) -> anyhow::Result<tempfile::TempDir> {
-    let system = tempfile::tempdir();
-    if let Ok(d) = system {
-        return Ok(d);
-    }
-    let cwd = std::env::current_dir().context("finding a place for the archive")?;
-    let truss = std::fs::canonicalize(truss).unwrap_or_else(|_| truss.to_path_buf());
-    let base = if cwd.starts_with(&truss) {
-        truss.parent().map(Path::to_path_buf).unwrap_or(cwd)
-    } else {
-        cwd
-    };
-    tempfile::Builder::new()
-        .prefix(".truss-push-")
-        .tempdir_in(&base)
-        .with_context(|| {
-            format!(
-                "creating a temporary directory: the system temp dir is unusable and {} is not writable; set TMPDIR to a writable directory",
-                base.display()
-            )
-        })
-}
-
 /// How often the reporter is asked whether a progress line is due.
 const PROGRESS_TICK: Duration = Duration::from_secs(1);
 
-/// Archives `dir` into a temporary tar and uploads it with `creds`,
-/// showing progress. Memory stays flat: the archive is streamed to disk and
-/// the upload reads it back part by part.
+/// Lays out the tar of `dir` and uploads it with `creds`, showing
+/// progress. Nothing is written to disk and memory stays flat: each part's
+/// bytes are read from the truss's files as the part is sent.
 pub(crate) async fn package_and_upload(
     ctx: &Ctx<'_>,
     dir: &Path,
@@ -129,20 +105,22 @@ pub(crate) async fn package_and_upload(
     label: &str,
 ) -> Result<(), Failure> {
     let fail = |e: anyhow::Error| Failure::Deploy(e);
-    let tmp = scratch_dir(dir).map_err(fail)?;
-    let tar_path = tmp.path().join("truss.tar");
-    let (dir2, tar2) = (dir.to_path_buf(), tar_path.clone());
+    // The upload's wall time runs from the first file the layout reads to
+    // the last part stored: there is no packaging pass apart from it.
+    let began = std::time::Instant::now();
+    let root = dir.to_path_buf();
     let packaging = async {
-        tokio::task::spawn_blocking(move || archive::write(&dir2, &tar2))
+        tokio::task::spawn_blocking(move || archive::layout(&root))
             .await
             .map_err(|e| fail(anyhow!(e)))?
             .map_err(|e| fail(e.context(format!("packaging {label}"))))
     };
-    let archive = ctx.within(&format!("packaging {label}"), packaging).await?;
+    let layout = Arc::new(ctx.within(&format!("packaging {label}"), packaging).await?);
+    let size = layout.size();
     ctx.say(&format!(
         "Packaged {label}: {} files ({})",
-        archive.members.len(),
-        format_bytes(archive.size)
+        layout.member_count(),
+        format_bytes(size)
     ));
     let uploader = s3::Uploader::new(
         ctx.net.s3_client(),
@@ -166,11 +144,11 @@ pub(crate) async fn package_and_upload(
     ctx.rep
         .lock()
         .unwrap()
-        .upload_started(&format!("Uploading {label}"), archive.size);
+        .upload_started(&format!("Uploading {label}"), size);
     let progress = |done: u64, _total: u64| ctx.rep.lock().unwrap().upload_progress(done);
     let what = format!("uploading {label}");
     let upload = async {
-        let uploading = uploader.upload_file(&target, &archive.path, &progress);
+        let uploading = uploader.upload_archive(&target, layout, &progress);
         // Parts can take longer than a progress line's interval on a slow
         // link: the ticks let the reporter say so even when none finished.
         let ticks = async {
@@ -189,20 +167,24 @@ pub(crate) async fn package_and_upload(
     let report = ctx.within(&what, upload).await;
     ctx.rep.lock().unwrap().upload_finished();
     let report = report?;
-    let secs = report.elapsed.as_secs_f64().max(1e-3);
-    let rate = format_bytes((report.bytes as f64 / secs) as u64);
+    if let Some(note) = &report.note {
+        ctx.notice(note);
+    }
+    let wall = began.elapsed();
+    let rate = format_bytes((report.bytes as f64 / wall.as_secs_f64().max(1e-3)) as u64);
     ctx.say(&format!(
         "Uploaded {label}: {} in {} ({rate}/s)",
         format_bytes(report.bytes),
-        human(report.elapsed),
+        human(wall),
     ));
-    // The summary's history shows the upload's rate beside the statuses.
+    // The summary's history shows the upload's rate against its wall time
+    // beside the statuses.
     ctx.event(
         "",
         &format!(
-            "uploaded {label}: {} in {} ({rate}/s)",
+            "uploaded {label}: {} in {} of wall time ({rate}/s), read from its files and sent in one pass",
             format_bytes(report.bytes),
-            human(report.elapsed),
+            human(wall),
         ),
     );
     Ok(())
@@ -210,7 +192,9 @@ pub(crate) async fn package_and_upload(
 
 /// Aborts the multipart uploads a stopped run left open (its flow was
 /// dropped mid-upload by a signal or the deploy budget), within the cleanup
-/// budget, so S3 keeps none of their parts. Best effort, like the abort
+/// budget, so S3 keeps none of their parts, and says what S3 holds after:
+/// nothing, the archive stored whole (the stop came during its
+/// completion), or what could not be checked. Best effort, like the abort
 /// after a failed part: a leftover upload costs storage until the bucket's
 /// lifecycle rule removes it, never a wrong deploy.
 pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>) {
@@ -229,9 +213,29 @@ pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>) {
         Ok(results) => {
             for result in results {
                 match result {
-                    Ok(Some(upload_id)) => {
-                        ctx.say(&format!("Aborted the unfinished S3 upload {upload_id}"));
+                    Ok(Some(s3::Ended::Aborted { upload_id, rounds })) => {
+                        let repeated = if rounds > 1 {
+                            format!(" ({rounds} aborts: parts in flight landed after the first)")
+                        } else {
+                            String::new()
+                        };
+                        ctx.say(&format!(
+                            "Aborted the unfinished S3 upload {upload_id}{repeated}; S3 lists no part of it"
+                        ));
                     }
+                    Ok(Some(s3::Ended::AbortedUnchecked { upload_id, why })) => ctx.warn(&format!(
+                        "Aborted the unfinished S3 upload {upload_id}, but could not check that no part is left ({why}); any part left stays until the bucket's lifecycle rule removes it"
+                    )),
+                    Ok(Some(s3::Ended::Stored { upload_id, bytes })) => ctx.say(&format!(
+                        "The archive was stored whole ({}) before the run stopped: S3 had completed the upload {upload_id}, so no parts are left; nothing was created from it",
+                        format_bytes(bytes)
+                    )),
+                    Ok(Some(s3::Ended::Gone { upload_id })) => ctx.say(&format!(
+                        "S3 knows no upload {upload_id} and holds no archive for it: nothing is left"
+                    )),
+                    Ok(Some(s3::Ended::Unknown { upload_id, why })) => ctx.warn(&format!(
+                        "S3 knows no upload {upload_id} (it may have completed), and the archive could not be read back ({why}): whether it was stored is unknown; no parts of it are left"
+                    )),
                     Ok(None) => {}
                     Err(e) => ctx.warn(&format!(
                         "could not abort the unfinished S3 upload: {e:#}; its parts stay until the bucket's lifecycle rule removes them"

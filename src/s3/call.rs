@@ -19,6 +19,8 @@ pub(super) enum Operation {
     UploadPart(u32),
     CompleteMultipartUpload,
     AbortMultipartUpload,
+    ListParts,
+    HeadObject,
     HeadBucket,
 }
 
@@ -30,6 +32,8 @@ impl fmt::Display for Operation {
             Self::UploadPart(n) => write!(f, "UploadPart {n}"),
             Self::CompleteMultipartUpload => f.write_str("CompleteMultipartUpload"),
             Self::AbortMultipartUpload => f.write_str("AbortMultipartUpload"),
+            Self::ListParts => f.write_str("ListParts"),
+            Self::HeadObject => f.write_str("HeadObject"),
             Self::HeadBucket => f.write_str("HeadBucket"),
         }
     }
@@ -98,6 +102,28 @@ impl Call {
     pub(super) fn head_bucket() -> Self {
         Self {
             operation: Operation::HeadBucket,
+            method: Method::HEAD,
+            query: Vec::new(),
+            headers: Vec::new(),
+            payload: Payload::Empty,
+        }
+    }
+
+    /// The parts S3 still holds for an upload (the first page: any part
+    /// at all is what matters after an abort).
+    pub(super) fn list_parts(upload_id: &str) -> Self {
+        Self {
+            operation: Operation::ListParts,
+            method: Method::GET,
+            query: vec![("uploadId".to_owned(), upload_id.to_owned())],
+            headers: Vec::new(),
+            payload: Payload::Empty,
+        }
+    }
+
+    pub(super) fn head_object() -> Self {
+        Self {
+            operation: Operation::HeadObject,
             method: Method::HEAD,
             query: Vec::new(),
             headers: Vec::new(),

@@ -46,6 +46,9 @@ impl Classify for Failure {
     fn kind(&self) -> Kind {
         match self {
             Self::Transport(error) => transport_kind(error.is_connect(), error.is_builder()),
+            // A proxy that refused its tunnel refuses the same credentials
+            // again: its status is the answer.
+            Self::Wire(wire::Error::Connect(_)) if self.is_tunnel_refusal() => Kind::Permanent,
             Self::Wire(wire::Error::Connect(_)) => Kind::NotSent,
             Self::Wire(wire::Error::Exchange(_)) | Self::NotItsAnswer(_) => Kind::Ambiguous,
             // The archive changed or could not be read: another try reads
@@ -123,6 +126,28 @@ impl fmt::Display for Failure {
 }
 
 impl Failure {
+    /// Whether a proxy refused the tunnel to S3 (401, 403 or 407).
+    pub(super) fn is_tunnel_refusal(&self) -> bool {
+        matches!(self, Self::Wire(wire::Error::Connect(e))
+            if e.get_ref().is_some_and(|inner| inner.is::<wire::TunnelRefused>()))
+    }
+
+    /// S3's error code, when S3 answered with one.
+    pub(super) fn s3_code(&self) -> Option<&str> {
+        match self {
+            Self::S3 { error, .. } => error.code.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status S3 answered with, when it answered.
+    pub(super) fn s3_status(&self) -> Option<u16> {
+        match self {
+            Self::S3 { status, .. } => Some(status.as_u16()),
+            _ => None,
+        }
+    }
+
     /// The error the caller reports after `attempts` tries of `operation`,
     /// with `secrets` blanked wherever S3 echoed them.
     pub(super) fn into_error(
@@ -139,8 +164,11 @@ impl Failure {
         match self {
             Self::Transport(error) => anyhow::Error::new(error)
                 .context(format!("could not complete S3 {operation}{tries}")),
-            Self::Wire(error) => anyhow::Error::new(error)
-                .context(format!("could not complete S3 {operation}{tries}")),
+            // One line: the wire error's text already holds its cause,
+            // which a chain would print a second time.
+            Self::Wire(error) => {
+                anyhow!("{error}").context(format!("could not complete S3 {operation}{tries}"))
+            }
             Self::S3 { status, error, .. } => {
                 anyhow!(rejection_message(
                     operation, status, &error, &tries, secrets

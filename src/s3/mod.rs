@@ -16,7 +16,9 @@
 //! `error` and `xml` read S3's answers, `sigv4` signs.
 //!
 //! Archive bytes go out in one pass, as boto3 sends them: unsigned
-//! aws-chunked bodies with a CRC32 trailer that S3 verifies (see `payload`).
+//! aws-chunked bodies with a CRC32 trailer that S3 verifies (see `payload`),
+//! each part's range read straight from the truss's files through the
+//! archive's layout, so no tar is written anywhere.
 
 mod call;
 mod error;
@@ -30,8 +32,6 @@ mod url;
 mod wire;
 mod xml;
 
-use std::fs::File;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -40,8 +40,10 @@ use anyhow::{Context as _, bail};
 use reqwest::Url;
 
 use self::call::Call;
+use self::payload::Source;
 use self::plan::{Plan, plan};
 use self::region::Regions;
+use crate::archive::Layout;
 use crate::retry;
 pub(crate) use crate::secret::Secret;
 
@@ -129,6 +131,28 @@ pub(crate) struct UploadReport {
     /// The region the upload was finally signed for.
     pub(crate) region: String,
     pub(crate) elapsed: Duration,
+    /// What the user should know of how it got there: a completion whose
+    /// answer was lost, the object read back whole.
+    pub(crate) note: Option<String>,
+}
+
+/// How an upload left open by a stopped run ended in its cleanup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// Aborted, and S3 listed no part left (`rounds` aborts it took: a
+    /// part in flight during an abort may still land, so it is repeated).
+    Aborted { upload_id: String, rounds: u32 },
+    /// Aborted, but the parts left could not be listed (the credentials may
+    /// not allow ListParts): what S3 holds is unknown.
+    AbortedUnchecked { upload_id: String, why: String },
+    /// S3 knew no such upload because it had completed: the object is
+    /// stored whole (`bytes` by S3's HEAD).
+    Stored { upload_id: String, bytes: u64 },
+    /// S3 knew no such upload and holds no object under the key.
+    Gone { upload_id: String },
+    /// S3 knew no such upload, and the object could not be read (the
+    /// credentials may not allow it): whether it was stored is unknown.
+    Unknown { upload_id: String, why: String },
 }
 
 /// Called with `(bytes sent, total bytes)`.
@@ -164,6 +188,8 @@ struct Inner {
     /// Archive bytes handed to the HTTP client so far (a resent part
     /// counts again), for progress between stored parts.
     sent: Arc<AtomicU64>,
+    /// Part requests still running; an abort waits for none.
+    live: Arc<multipart::Live>,
 }
 
 impl Inner {
@@ -176,8 +202,10 @@ impl Inner {
 struct Job {
     bucket: String,
     key: String,
+    /// The archive's length.
+    size: u64,
     credentials: Credentials,
-    file: Arc<File>,
+    source: Arc<dyn Source>,
     buffers: payload::Buffers,
     sent: Arc<AtomicU64>,
 }
@@ -192,6 +220,7 @@ impl Uploader {
                 regions: Regions::default(),
                 open: std::sync::Mutex::new(None),
                 sent: Arc::default(),
+                live: Arc::default(),
             }),
         }
     }
@@ -202,11 +231,13 @@ impl Uploader {
         self.inner.sent.load(Ordering::Relaxed)
     }
 
-    /// Aborts the multipart upload left open by an upload that was stopped
+    /// Ends the multipart upload left open by an upload that was stopped
     /// midway (its future dropped: a cancelled run, a spent deadline), so
-    /// S3 keeps none of its parts. Returns the aborted upload's id, `None`
-    /// when nothing was open. The caller bounds how long it may take.
-    pub(crate) async fn abort_unfinished(&self) -> anyhow::Result<Option<String>> {
+    /// S3 keeps none of its parts: its part requests are stopped first,
+    /// then it is aborted until S3 lists no part (see
+    /// [`Uploader::abort_fully`]). `None` when nothing was open. The caller
+    /// bounds how long it may take.
+    pub(crate) async fn abort_unfinished(&self) -> anyhow::Result<Option<Ended>> {
         let open = self
             .inner
             .open
@@ -216,64 +247,75 @@ impl Uploader {
         let Some((job, upload_id)) = open else {
             return Ok(None);
         };
-        self.inner
-            .call(&job, &Call::abort_multipart(&upload_id))
-            .await
-            .map(|_| Some(upload_id))
+        // The dropped upload's part tasks were cancelled with it; a body
+        // still going out must not reach S3 after the abort.
+        self.inner.live.stopped().await;
+        self.abort_fully(&job, &upload_id).await.map(Some)
     }
 
-    /// Uploads the file at `path` to `target`, calling `progress(sent, total)`
-    /// once at the start and then as each part (or the single PUT) is stored.
-    pub(crate) async fn upload_file(
+    /// Uploads the tar `layout` plans to `target`, each range read from the
+    /// truss's files as it is sent; calls `progress(sent, total)` once at
+    /// the start and then as each part (or the single PUT) is stored.
+    pub(crate) async fn upload_archive(
         &self,
         target: &Target,
-        path: &Path,
+        layout: Arc<Layout>,
         progress: &Progress<'_>,
     ) -> anyhow::Result<UploadReport> {
         let started = Instant::now();
-        self.upload(target, path, progress, started)
+        let size = layout.size();
+        self.upload(target, layout, size, progress, started)
             .await
             .with_context(|| {
                 format!(
-                    "while uploading {} to s3://{}/{}",
-                    path.display(),
-                    target.bucket,
-                    target.key
+                    "while uploading the archive to s3://{}/{}",
+                    target.bucket, target.key
                 )
             })
+    }
+
+    /// Uploads an archive already written to `path` (the tests' way in).
+    #[cfg(test)]
+    pub(crate) async fn upload_file(
+        &self,
+        target: &Target,
+        path: &std::path::Path,
+        progress: &Progress<'_>,
+    ) -> anyhow::Result<UploadReport> {
+        let file = std::fs::File::open(path).context("could not open the archive")?;
+        let size = file.metadata().context("could not read its size")?.len();
+        self.upload(target, Arc::new(file), size, progress, Instant::now())
+            .await
     }
 
     async fn upload(
         &self,
         target: &Target,
-        path: &Path,
+        source: Arc<dyn Source>,
+        size: u64,
         progress: &Progress<'_>,
         started: Instant,
     ) -> anyhow::Result<UploadReport> {
         if target.bucket.is_empty() || target.key.is_empty() {
             bail!("the platform returned an empty S3 bucket or key; cannot upload");
         }
-        let file = File::open(path).context("could not open the archive")?;
-        let size = file
-            .metadata()
-            .context("could not read the archive's size")?
-            .len();
         let options = &self.inner.options;
         let plan = plan(size, options.multipart_threshold, options.part_size)?;
         let job = Arc::new(Job {
             bucket: target.bucket.clone(),
             key: target.key.clone(),
+            size,
             credentials: target.credentials.clone(),
-            file: Arc::new(file),
+            source,
             buffers: payload::Buffers::default(),
             sent: Arc::clone(&self.inner.sent),
         });
         progress(0, size);
-        let parts = match plan {
+        let (parts, note) = match plan {
             Plan::Single => {
                 self.inner.call(&job, &Call::put_object(size)).await?;
                 progress(size, size);
-                1
+                (1, None)
             }
             Plan::Multipart { part_size, parts } => {
                 let layout = plan::layout(size, part_size, parts, options.concurrency);
@@ -285,6 +327,7 @@ impl Uploader {
             parts,
             region: self.inner.regions.for_bucket(&job.bucket),
             elapsed: started.elapsed(),
+            note,
         })
     }
 }

@@ -1,5 +1,7 @@
 //! What a request carries and how it goes on the wire: nothing, a small XML
-//! document, or a byte range of the archive streamed from the file.
+//! document, or a byte range of the archive read from its [`Source`]: the
+//! truss's own files through the archive's layout (no tar is written; the
+//! tests also send a file that holds one).
 //!
 //! Archive bytes are sent the way boto3 sends them: the signature covers the
 //! headers only (`STREAMING-UNSIGNED-PAYLOAD-TRAILER`), the body is framed
@@ -11,21 +13,29 @@
 //! of every part and about 1.5 CPU-seconds per GiB of hashing, for no check
 //! the trailer does not already give.
 //!
+//! A range is read front to back once per attempt, and its source checks
+//! at the end ([`Ranges::finish`]) that what it read did not change while
+//! it was read, before the last chunk and trailer go out: a part whose
+//! bytes S3 could store always matches the headers sent before it.
+//!
 //! A file body goes out one of two ways with the same bytes: written
 //! straight to the connection by `wire` ([`FileBody::write_to`]: each chunk
 //! read into one buffer behind room for its header, checksummed and written
 //! while in cache, no copy), or as a stream of chunks for reqwest when a
 //! proxy carries the request ([`FileBody::stream`]).
 
+#[cfg(test)]
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+#[cfg(test)]
 use anyhow::anyhow;
 use base64::Engine as _;
 
 use super::sigv4;
+use crate::archive::{self, Layout};
 
 /// Bytes read from the archive per step, and so the aws-chunked chunk size
 /// (S3 wants at least 8 KiB in every chunk but the last). 64 KiB, curl's
@@ -54,10 +64,80 @@ pub(super) const CHECKSUM_ALGORITHM: &str = "CRC32";
 /// The trailer (and `CompleteMultipartUpload` element) carrying it.
 const CHECKSUM_TRAILER: &str = "x-amz-checksum-crc32";
 
+/// Where an upload's bytes come from.
+pub(crate) trait Source: Send + Sync + 'static {
+    /// A reader for one attempt's range.
+    fn ranges(self: Arc<Self>) -> Box<dyn Ranges>;
+}
+
+/// Reads one range of a [`Source`], front to back.
+pub(crate) trait Ranges: Send {
+    /// Fills `buffer` with the bytes at `offset`.
+    fn read_exact_at(&mut self, buffer: &mut [u8], offset: u64) -> std::io::Result<()>;
+    /// The range was read to its end: fails if what was read changed meanwhile.
+    fn finish(&mut self) -> std::io::Result<()>;
+}
+
+/// An archive already written to a file.
+#[cfg(test)]
+impl Source for File {
+    fn ranges(self: Arc<Self>) -> Box<dyn Ranges> {
+        Box::new(FileRanges(self))
+    }
+}
+
+#[cfg(test)]
+struct FileRanges(Arc<File>);
+
+#[cfg(test)]
+impl Ranges for FileRanges {
+    fn read_exact_at(&mut self, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
+        archive::read_exact_at(&self.0, buffer, offset).map_err(short_read)
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The truss's files, through the tar's layout.
+impl Source for Layout {
+    fn ranges(self: Arc<Self>) -> Box<dyn Ranges> {
+        Box::new(archive::Reader::new(self))
+    }
+}
+
+impl Ranges for archive::Reader {
+    fn read_exact_at(&mut self, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
+        archive::Reader::read_exact_at(self, buffer, offset)
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        archive::Reader::finish(self)
+    }
+}
+
+/// What [`Payload::prepare`] takes as the source: any `Arc` of one.
+pub(super) trait AsSource {
+    fn as_source(&self) -> Arc<dyn Source>;
+}
+
+impl<S: Source> AsSource for Arc<S> {
+    fn as_source(&self) -> Arc<dyn Source> {
+        Arc::clone(self) as Arc<dyn Source>
+    }
+}
+
+impl AsSource for Arc<dyn Source> {
+    fn as_source(&self) -> Arc<dyn Source> {
+        Arc::clone(self)
+    }
+}
+
 pub(super) enum Payload {
     Empty,
     Xml(String),
-    /// A byte range of the job's file, read afresh for every attempt.
+    /// A byte range of the job's source, read afresh for every attempt.
     File {
         offset: u64,
         len: u64,
@@ -72,7 +152,7 @@ pub(super) enum Content {
 
 /// A range of the archive, framed as aws-chunked with its CRC32 trailer.
 pub(super) struct FileBody {
-    file: Arc<File>,
+    source: Arc<dyn Source>,
     offset: u64,
     len: u64,
     checksum: Arc<OnceLock<u32>>,
@@ -93,7 +173,7 @@ impl FileBody {
     /// The body as a stream of chunks, for reqwest.
     pub(super) fn stream(&self) -> reqwest::Body {
         reqwest::Body::wrap_stream(chunk_stream(
-            Arc::clone(&self.file),
+            Arc::clone(&self.source).ranges(),
             self.buffers.clone(),
             self.offset,
             self.len,
@@ -106,10 +186,9 @@ impl FileBody {
     /// behind room for its header, checksummed, and written with its header
     /// and CRLF in one call, so no byte is copied into a framing buffer.
     /// The read is a blocking `pread` of 64 KiB on the task's own thread,
-    /// taken on purpose: the archive was just written, so it comes from the
-    /// page cache in microseconds, where a trip through the blocking pool
-    /// costs two thread wake-ups per chunk and hands the bytes to another
-    /// core's cache.
+    /// taken on purpose: a truss just checked out comes from the page cache
+    /// in microseconds, where a trip through the blocking pool costs two
+    /// thread wake-ups per chunk and hands the bytes to another core's cache.
     pub(super) async fn write_to<W>(&self, out: &mut W) -> Result<(), WriteError>
     where
         W: tokio::io::AsyncWrite + Unpin,
@@ -127,6 +206,7 @@ impl FileBody {
             .map_err(|e| WriteError::File(std::io::Error::other(e)))?;
         let mut buffer = vec![0u8; HEADER_ROOM + chunk + 2];
         let mut crc = crc32fast::Hasher::new();
+        let mut ranges = Arc::clone(&self.source).ranges();
         let (mut at, mut left) = (self.offset, self.len);
         while left > 0 {
             let n = left.min(STREAM_CHUNK_BYTES);
@@ -134,8 +214,9 @@ impl FileBody {
             let data_end = HEADER_ROOM + n as usize;
             let start = HEADER_ROOM - header.len();
             buffer[start..HEADER_ROOM].copy_from_slice(header.as_bytes());
-            read_exact_at(&self.file, &mut buffer[HEADER_ROOM..data_end], at)
-                .map_err(|e| WriteError::File(short_read(e)))?;
+            ranges
+                .read_exact_at(&mut buffer[HEADER_ROOM..data_end], at)
+                .map_err(WriteError::File)?;
             crc.update(&buffer[HEADER_ROOM..data_end]);
             buffer[data_end..data_end + 2].copy_from_slice(b"\r\n");
             within_stall(stall, out.write_all(&buffer[start..data_end + 2])).await?;
@@ -143,6 +224,8 @@ impl FileBody {
             at += n;
             left -= n;
         }
+        // Without its last chunk S3 stores nothing of a range that changed.
+        ranges.finish().map_err(WriteError::File)?;
         let crc32 = crc.finalize();
         within_stall(stall, out.write_all(final_chunk(crc32).as_bytes())).await?;
         within_stall(stall, out.flush()).await?;
@@ -199,11 +282,12 @@ impl Payload {
         matches!(self, Self::File { .. })
     }
 
-    /// A fresh body for one attempt; `file` is the archive, `buffers` the
-    /// upload's chunk buffers, `sent` counts the archive bytes streamed.
+    /// A fresh body for one attempt; `source` holds the archive's bytes,
+    /// `buffers` are the upload's chunk buffers, `sent` counts the archive
+    /// bytes streamed.
     pub(super) fn prepare(
         &self,
-        file: &Arc<File>,
+        source: &impl AsSource,
         buffers: &Buffers,
         sent: &Arc<AtomicU64>,
     ) -> Prepared {
@@ -228,7 +312,7 @@ impl Payload {
                 let checksum = Arc::new(OnceLock::new());
                 Prepared {
                     body: Content::File(FileBody {
-                        file: Arc::clone(file),
+                        source: source.as_source(),
                         offset: *offset,
                         len: *len,
                         checksum: Arc::clone(&checksum),
@@ -281,6 +365,7 @@ pub(super) fn encoded_length(len: u64) -> u64 {
         + final_chunk(0).len() as u64
 }
 
+#[cfg(test)]
 fn short_read(error: std::io::Error) -> std::io::Error {
     if error.kind() == std::io::ErrorKind::UnexpectedEof {
         std::io::Error::other(anyhow!(
@@ -291,10 +376,10 @@ fn short_read(error: std::io::Error) -> std::io::Error {
     }
 }
 
-/// Where the body stream is: the file, how far it got, and the running
+/// Where the body stream is: the source, how far it got, and the running
 /// checksum (`None` once the trailer is out).
 struct Cursor {
-    file: Arc<File>,
+    ranges: Box<dyn Ranges>,
     at: u64,
     left: u64,
     crc: Option<crc32fast::Hasher>,
@@ -355,7 +440,7 @@ impl Drop for Lent {
 /// with the CRC32 trailer at the end; the CRC32 also lands in `done`.
 /// Every retry builds a new stream, so a retried part is read afresh.
 fn chunk_stream(
-    file: Arc<File>,
+    ranges: Box<dyn Ranges>,
     buffers: Buffers,
     offset: u64,
     len: u64,
@@ -363,7 +448,7 @@ fn chunk_stream(
     sent: Arc<AtomicU64>,
 ) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> + Send + 'static {
     let start = Cursor {
-        file,
+        ranges,
         at: offset,
         left: len,
         crc: Some(crc32fast::Hasher::new()),
@@ -376,13 +461,14 @@ fn chunk_stream(
             return Ok(None);
         };
         if cursor.left == 0 {
+            cursor.ranges.finish()?;
             let crc32 = crc.finalize();
             // A retry builds a new cell, so this one is only ever set here.
             let _ = cursor.done.set(crc32);
             return Ok(Some((bytes::Bytes::from(final_chunk(crc32)), cursor)));
         }
         let n = cursor.left.min(STREAM_CHUNK_BYTES);
-        let (reader, at) = (Arc::clone(&cursor.file), cursor.at);
+        let at = cursor.at;
         let home = cursor.buffers.clone();
         // Read on the task's own thread, as `FileBody::write_to` does.
         let (chunk, crc) = {
@@ -391,7 +477,9 @@ fn chunk_stream(
             let data_end = header.len() + data_len;
             let mut buffer = home.take(data_end + 2);
             buffer[..header.len()].copy_from_slice(header.as_bytes());
-            read_exact_at(&reader, &mut buffer[header.len()..data_end], at).map_err(short_read)?;
+            cursor
+                .ranges
+                .read_exact_at(&mut buffer[header.len()..data_end], at)?;
             crc.update(&buffer[header.len()..data_end]);
             buffer[data_end..].copy_from_slice(b"\r\n");
             let chunk = bytes::Bytes::from_owner(Lent { buffer, home });
@@ -403,26 +491,6 @@ fn chunk_stream(
         cursor.left -= n;
         Ok::<_, std::io::Error>(Some((chunk, cursor)))
     })
-}
-
-#[cfg(unix)]
-fn read_exact_at(file: &File, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buffer, offset)
-}
-
-#[cfg(windows)]
-fn read_exact_at(file: &File, mut buffer: &mut [u8], mut offset: u64) -> std::io::Result<()> {
-    use std::os::windows::fs::FileExt as _;
-    while !buffer.is_empty() {
-        match file.seek_read(buffer, offset)? {
-            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            n => {
-                buffer = &mut buffer[n..];
-                offset += n as u64;
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -468,7 +536,7 @@ mod tests {
         let prepared = Payload::File { offset, len }.prepare(&file, &buffers, &Arc::default());
         let done = Arc::new(OnceLock::new());
         let mut stream = std::pin::pin!(chunk_stream(
-            file,
+            file.ranges(),
             buffers,
             offset,
             len,
@@ -583,7 +651,7 @@ mod tests {
         let (_dir, file) = archive(&[1u8; 100]);
         let done = Arc::new(OnceLock::new());
         let mut stream = std::pin::pin!(chunk_stream(
-            file,
+            file.ranges(),
             Buffers::default(),
             0,
             200,

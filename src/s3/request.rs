@@ -41,8 +41,28 @@ impl Inner {
     /// Sends `call` until it succeeds or the uploader's retry policy gives
     /// up, re-signing once for the bucket's real region when S3 names it.
     pub(super) async fn call(&self, job: &Job, call: &Call) -> anyhow::Result<Reply> {
+        self.call_failing(job, call)
+            .await
+            .map_err(|(failure, tries)| {
+                let secrets = [
+                    job.credentials.secret_access_key.expose(),
+                    job.credentials.session_token.expose(),
+                ];
+                failure.into_error(call.operation, tries, &secrets)
+            })
+    }
+
+    /// [`Self::call`], failing with the last attempt's [`Failure`] and the
+    /// number of tries, for callers that act on what S3 answered.
+    pub(super) async fn call_failing(
+        &self,
+        job: &Job,
+        call: &Call,
+    ) -> Result<Reply, (Failure, u32)> {
         if call.payload.carries_data() && self.regions.known(&job.bucket).is_none() {
-            self.probe_region(job).await;
+            self.probe_region(job)
+                .await
+                .map_err(|failure| (failure, 1))?;
         }
         let policy = &self.options.retry;
         let note = |failed: u32, wait: Duration, failure: &Failure| {
@@ -68,13 +88,7 @@ impl Inner {
             self.try_once(job, call, once_ref, fresh).await
         })
         .await;
-        outcome.map_err(|failure| {
-            let secrets = [
-                job.credentials.secret_access_key.expose(),
-                job.credentials.session_token.expose(),
-            ];
-            failure.into_error(call.operation, tries.load(Ordering::Relaxed), &secrets)
-        })
+        outcome.map_err(|failure| (failure, tries.load(Ordering::Relaxed)))
     }
 
     /// One try of `call`: an attempt signed for the region known now, and,
@@ -140,7 +154,7 @@ impl Inner {
         };
         let mut url = url.map_err(Failure::Local)?;
         set_query(&mut url, &call.query);
-        let payload = call.payload.prepare(&job.file, &job.buffers, &job.sent);
+        let payload = call.payload.prepare(&job.source, &job.buffers, &job.sent);
         let mut extra = call.headers.clone();
         extra.extend(payload.headers.iter().cloned());
         let now = SystemTime::now()
@@ -304,7 +318,10 @@ impl Inner {
         let Ok(url) = object_url(endpoint, &job.bucket, &job.key, &region) else {
             return;
         };
-        if self.wire.carries(&url) {
+        // Not through a proxy's tunnel: a proxy that refuses it would get
+        // one refused CONNECT per warmed connection, each with the same
+        // credentials; the parts open theirs as they start instead.
+        if self.wire.carries(&url) && !self.wire.tunnels(&url) {
             let count = usize::try_from(parts).unwrap_or(usize::MAX);
             self.wire
                 .warm(&url, self.options.concurrency.max(1).min(count) - 1)
@@ -319,8 +336,9 @@ impl Inner {
     /// comes as a broken pipe after the body was pushed). S3 names the
     /// region in `x-amz-bucket-region` whatever the status, even when the
     /// credentials may not list the bucket. Best effort: on no answer the
-    /// data request still follows a region answer itself.
-    pub(super) async fn probe_region(&self, job: &Job) {
+    /// data request still follows a region answer itself, except when a
+    /// proxy refused the tunnel: that refusal is the call's answer.
+    pub(super) async fn probe_region(&self, job: &Job) -> Result<(), Failure> {
         let region = match self
             .attempt(job, &Call::head_bucket(), DEFAULT_REGION, false)
             .await
@@ -330,6 +348,7 @@ impl Inner {
                     .unwrap_or_else(|| DEFAULT_REGION.to_owned()),
             ),
             Err(Failure::S3 { header_region, .. }) => header_region,
+            Err(failure) if failure.is_tunnel_refusal() => return Err(failure),
             Err(failure) => {
                 tracing::debug!("S3 HeadBucket gave no region: {failure}");
                 None
@@ -339,6 +358,7 @@ impl Inner {
             tracing::debug!(bucket = %job.bucket, %region, "S3 bucket region");
             self.regions.remember(&job.bucket, &region);
         }
+        Ok(())
     }
 }
 
@@ -352,6 +372,8 @@ fn answers(operation: Operation, headers: &HeaderMap, body: &str) -> bool {
         Operation::PutObject | Operation::UploadPart(_) => named(header_str(headers, "etag")),
         Operation::CreateMultipartUpload => named(xml_text(body, "UploadId")),
         Operation::CompleteMultipartUpload => named(xml_text(body, "ETag")),
+        Operation::ListParts => named(xml_text(body, "UploadId")),
+        Operation::HeadObject => named(header_str(headers, "etag")),
         Operation::AbortMultipartUpload | Operation::HeadBucket => true,
     }
 }

@@ -558,7 +558,7 @@ impl BotocoreCase {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("archive");
         std::fs::write(&path, vec![7u8; len as usize]).unwrap();
-        let file = Arc::new(File::open(&path).unwrap());
+        let file = Arc::new(std::fs::File::open(&path).unwrap());
         let prepared = super::payload::Payload::File { offset: 0, len }.prepare(
             &file,
             &super::payload::Buffers::default(),

@@ -155,6 +155,8 @@ pub struct Invocation<'a> {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub outputs_file: Option<&'static str>,
+    /// The run's working directory, when not its own temp dir.
+    pub cwd: Option<PathBuf>,
 }
 
 impl<'a> Invocation<'a> {
@@ -168,6 +170,7 @@ impl<'a> Invocation<'a> {
             ],
             env: Vec::new(),
             outputs_file: None,
+            cwd: None,
         }
     }
 
@@ -178,6 +181,7 @@ impl<'a> Invocation<'a> {
             args: Vec::new(),
             env: Vec::new(),
             outputs_file: None,
+            cwd: None,
         }
     }
 
@@ -194,6 +198,12 @@ impl<'a> Invocation<'a> {
 
     pub fn env(mut self, k: &str, v: impl AsRef<str>) -> Self {
         self.env.push((k.into(), v.as_ref().into()));
+        self
+    }
+
+    /// Runs in `dir` instead of the run's own temp dir.
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
         self
     }
 
@@ -258,6 +268,24 @@ impl<'a> Invocation<'a> {
         self.run_signalled_when(seen, signal)
     }
 
+    /// Runs, and calls `act` once `ready` holds (checked every few
+    /// milliseconds; a run that exits first is returned as it is).
+    pub fn run_acting_when(self, ready: impl Fn() -> bool, act: impl FnOnce()) -> Outcome {
+        let mut running = self.start();
+        while !ready() {
+            if running.exited() {
+                return running.finish();
+            }
+            if running.started.elapsed() > READY_LIMIT {
+                let _ = running.child.kill();
+                panic!("the run never reached the moment to act");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        act();
+        running.finish()
+    }
+
     /// Runs, and sends `signal` once `ready` holds (checked every few
     /// milliseconds; a run that exits first is returned as it is).
     pub fn run_signalled_when(self, ready: impl Fn() -> bool, signal: &str) -> Outcome {
@@ -304,6 +332,9 @@ impl<'a> Invocation<'a> {
         cmd.args(&self.args);
         for (k, v) in &self.env {
             cmd.env(k, v);
+        }
+        if let Some(cwd) = &self.cwd {
+            cmd.current_dir(cwd);
         }
         let started = Instant::now();
         let mut child = cmd.spawn().expect("the binary runs");

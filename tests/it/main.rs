@@ -28,6 +28,7 @@ mod s3_answers;
 mod scope;
 mod ship;
 mod snapshots;
+mod stream;
 mod structure;
 mod upload;
 mod upload_expect;

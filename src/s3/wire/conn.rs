@@ -109,6 +109,19 @@ impl Conn {
     }
 }
 
+/// A proxy's refusal of a tunnel for who is asking (401, 403, 407): the
+/// same request gets the same answer, so it is not tried again.
+#[derive(Debug)]
+pub(in crate::s3) struct TunnelRefused(pub(super) String);
+
+impl std::fmt::Display for TunnelRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TunnelRefused {}
+
 /// The most a proxy's answer to `CONNECT` may hold before its blank line.
 const TUNNEL_ANSWER_MAX_BYTES: usize = 16 * 1024;
 
@@ -214,13 +227,17 @@ async fn open_tunnel(tcp: &mut TcpStream, origin: &Origin, tunnel: &Tunnel) -> i
         }
     };
     if !(200..300).contains(&code) {
-        return Err(io::Error::new(
-            io::ErrorKind::ConnectionRefused,
-            format!(
-                "the proxy refused a tunnel to {authority}: {code} {}",
-                answer.reason.unwrap_or_default()
-            ),
-        ));
+        let message = format!(
+            "the proxy refused a tunnel to {authority}: {code} {}",
+            answer.reason.unwrap_or_default()
+        );
+        if matches!(code, 401 | 403 | 407) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                TunnelRefused(message),
+            ));
+        }
+        return Err(io::Error::new(io::ErrorKind::ConnectionRefused, message));
     }
     if got.len() > end {
         return Err(io::Error::other(

@@ -43,6 +43,7 @@ use tokio::io::AsyncWriteExt as _;
 
 use self::answer::Head;
 use self::conn::Conn;
+pub(super) use self::conn::TunnelRefused;
 use super::payload::{FileBody, WriteError};
 use crate::net::{Expectation, Expectations, Transport};
 
@@ -264,6 +265,11 @@ impl Wire {
             }),
             _ => Route::Reqwest,
         }
+    }
+
+    /// Whether connections to `url` go through a proxy's tunnel.
+    pub(super) fn tunnels(&self, url: &Url) -> bool {
+        self.tunnel(url).is_some()
     }
 
     /// The tunnel a connection to `url` opens first, if any.

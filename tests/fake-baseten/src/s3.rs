@@ -193,6 +193,10 @@ struct Upload {
     /// then carry that checksum, and the completion list must repeat it.
     checksum_algorithm: Option<String>,
     parts: BTreeMap<u32, PartRecord>,
+    /// Aborted, but parts that were in progress landed after the abort:
+    /// their storage stays (ListParts lists them) until it is aborted
+    /// again, and nothing new may be added or completed.
+    aborted: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -217,11 +221,38 @@ struct State {
     refusals: Vec<ScriptedRefusal>,
     early: Vec<ScriptedEarly>,
     delays: Vec<ScriptedDelay>,
+    /// Requests to hold when they come ([`FakeS3::hold_part`],
+    /// [`FakeS3::hold_completion`]), and those held now.
+    holds: Vec<HoldOn>,
+    held_parts: Vec<HeldPart>,
+    held_completions: usize,
+    /// Bumped by [`FakeS3::release_held`].
+    releases: u64,
+    next_hold_id: u64,
+}
+
+/// What a test asked the fake to hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HoldOn {
+    Part(u32),
+    Completion,
+}
+
+/// An UploadPart whose body arrived and is held before it is stored.
+#[derive(Debug)]
+struct HeldPart {
+    id: u64,
+    upload_id: String,
+    number: u32,
+    record: PartRecord,
+    released: bool,
 }
 
 pub struct FakeS3 {
     cfg: S3Config,
     state: Mutex<State>,
+    /// Wakes held requests when they are released or their upload aborted.
+    wake: tokio::sync::Notify,
 }
 
 impl FakeS3 {
@@ -229,7 +260,123 @@ impl FakeS3 {
         Self {
             cfg,
             state: Mutex::new(State::default()),
+            wake: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Holds the next UploadPart numbered `number` once its whole body has
+    /// arrived and its checksum was checked, before the part is stored and
+    /// answered: the client has sent everything and waits. It stays held
+    /// until [`Self::release_held`], or until its upload is aborted: then
+    /// the part lands just after the abort, as AWS documents for part
+    /// uploads in progress during an AbortMultipartUpload ("might or might
+    /// not succeed", so the abort may need repeating): its storage stays,
+    /// and ListParts lists it, until the upload is aborted again.
+    pub fn hold_part(&self, number: u32) {
+        self.lock().holds.push(HoldOn::Part(number));
+    }
+
+    /// Holds the next CompleteMultipartUpload after the object was stored,
+    /// before it is answered, until [`Self::release_held`].
+    pub fn hold_completion(&self) {
+        self.lock().holds.push(HoldOn::Completion);
+    }
+
+    /// Requests held now.
+    pub fn held(&self) -> usize {
+        let state = self.lock();
+        state.held_parts.iter().filter(|h| !h.released).count() + state.held_completions
+    }
+
+    /// Lets every held request go on.
+    pub fn release_held(&self) {
+        {
+            let mut state = self.lock();
+            state.releases += 1;
+            state.held_completions = 0;
+            for held in &mut state.held_parts {
+                held.released = true;
+            }
+        }
+        self.wake.notify_waiters();
+    }
+
+    /// Whether a hold was asked for `what`, taking it.
+    fn take_hold(&self, what: HoldOn) -> bool {
+        let mut state = self.lock();
+        let Some(at) = state.holds.iter().position(|h| *h == what) else {
+            return false;
+        };
+        state.holds.remove(at);
+        true
+    }
+
+    /// Waits until `done` holds, rechecked whenever held requests are woken.
+    async fn wait_until(&self, done: impl Fn(&State) -> bool) {
+        loop {
+            let notified = self.wake.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if done(&self.lock()) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Holds a received part when a test asked for it. `Some(temp)`: store
+    /// it as usual (not held, or released); `None`: it landed after its
+    /// upload was aborted and is stored there already.
+    async fn hold_received_part(
+        &self,
+        upload_id: &str,
+        number: u32,
+        temp: TempFile,
+        digest: &BodyDigest,
+    ) -> Result<Option<TempFile>, S3Error> {
+        if !self.take_hold(HoldOn::Part(number)) {
+            return Ok(Some(temp));
+        }
+        let path = self
+            .cfg
+            .store_dir
+            .join("held")
+            .join(random_string(ALNUM_LOWER, 24));
+        temp.persist(&path)?;
+        let id = {
+            let mut state = self.lock();
+            state.next_hold_id += 1;
+            let id = state.next_hold_id;
+            state.held_parts.push(HeldPart {
+                id,
+                upload_id: upload_id.to_owned(),
+                number,
+                record: PartRecord {
+                    md5: digest.md5,
+                    size: digest.len,
+                    crc32: digest.crc32,
+                    path,
+                },
+                released: false,
+            });
+            id
+        };
+        self.wait_until(|state| {
+            state
+                .held_parts
+                .iter()
+                .find(|h| h.id == id)
+                .is_none_or(|h| h.released)
+        })
+        .await;
+        let mut state = self.lock();
+        let Some(at) = state.held_parts.iter().position(|h| h.id == id) else {
+            return Ok(None);
+        };
+        let held = state.held_parts.remove(at);
+        Ok(Some(TempFile {
+            path: held.record.path,
+        }))
     }
 
     pub fn bucket(&self) -> &str {
@@ -337,7 +484,7 @@ impl FakeS3 {
     /// A stable name for the S3 operation, used by fault injection and the
     /// request log: `s3.put_object`, `s3.create_multipart_upload`,
     /// `s3.upload_part`, `s3.complete_multipart_upload`,
-    /// `s3.abort_multipart_upload`, `s3.head_object`, `s3.get_object`,
+    /// `s3.abort_multipart_upload`, `s3.list_parts`, `s3.head_object`, `s3.get_object`,
     /// `s3.head_bucket`, `s3.other`.
     ///
     /// Without the `Host` this cannot tell a virtual-host object with a
@@ -545,6 +692,7 @@ impl FakeS3 {
             Op::UploadPart => self.upload_part(&ctx, body, judged).await,
             Op::CompleteMultipartUpload => self.complete_multipart_upload(&ctx, body).await,
             Op::AbortMultipartUpload => self.abort_multipart_upload(&ctx, body).await,
+            Op::ListParts => self.list_parts(&ctx, body).await,
             Op::HeadObject | Op::GetObject => self.read_object(&ctx, body).await,
             Op::HeadBucket => {
                 receive_small(&ctx, body).await?;
@@ -782,6 +930,7 @@ impl FakeS3 {
                 content_type: content_type(&ctx.parts.headers),
                 checksum_algorithm,
                 parts: BTreeMap::new(),
+                aborted: false,
             },
         );
         let xml = format!(
@@ -814,13 +963,24 @@ impl FakeS3 {
         self.upload_dir(&upload_id, ctx.key)?;
         let (temp, digest) = self.receive_to_file(ctx, body).await?;
         let etag = format!("\"{}\"", hex::encode(digest.md5));
+        let Some(temp) = self
+            .hold_received_part(&upload_id, number, temp, &digest)
+            .await?
+        else {
+            judged.crc32_verified = digest.crc32_echo.is_some();
+            return Ok(with_headers(
+                StatusCode::OK,
+                &stored_headers(&etag, &digest),
+                Body::empty(),
+            ));
+        };
         {
             // Checked again: the upload may have been aborted meanwhile.
             let mut state = self.lock();
             let upload = state
                 .uploads
                 .get_mut(&upload_id)
-                .filter(|u| u.key == ctx.key)
+                .filter(|u| u.key == ctx.key && !u.aborted)
                 .ok_or_else(|| no_such_upload(&upload_id))?;
             if let Some(algorithm) = &upload.checksum_algorithm
                 && digest.crc32_echo.is_none()
@@ -872,7 +1032,7 @@ impl FakeS3 {
             let upload = state
                 .uploads
                 .get(&upload_id)
-                .filter(|u| u.key == ctx.key)
+                .filter(|u| u.key == ctx.key && !u.aborted)
                 .ok_or_else(|| no_such_upload(&upload_id))?;
             validate_completion(
                 &requested,
@@ -915,6 +1075,14 @@ impl FakeS3 {
             self.cfg.region,
             sigv4::uri_encode(ctx.key.as_bytes(), false)
         );
+        if self.take_hold(HoldOn::Completion) {
+            let seen = {
+                let mut state = self.lock();
+                state.held_completions += 1;
+                state.releases
+            };
+            self.wait_until(|state| state.releases > seen).await;
+        }
         let xml = format!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CompleteMultipartUploadResult xmlns=\"{XMLNS}\"><Location>{}</Location><Bucket>{}</Bucket><Key>{}</Key><ETag>{}</ETag></CompleteMultipartUploadResult>",
             xml_escape(&location),
@@ -931,7 +1099,7 @@ impl FakeS3 {
         body: &mut Option<Body>,
     ) -> Result<Response, S3Error> {
         let upload_id = query_value(ctx.query, "uploadId").unwrap_or_default();
-        self.upload_dir(&upload_id, ctx.key)?;
+        self.upload_known(&upload_id, ctx.key)?;
         receive_small(ctx, body).await?;
         let removed = {
             let mut state = self.lock();
@@ -941,8 +1109,85 @@ impl FakeS3 {
             }
         };
         let upload = removed.ok_or_else(|| no_such_upload(&upload_id))?;
+        self.land_late_parts(&upload_id, &upload);
         let _ = tokio::fs::remove_dir_all(&upload.dir).await;
+        self.wake.notify_waiters();
         Ok(with_headers(StatusCode::NO_CONTENT, &[], Body::empty()))
+    }
+
+    /// Parts held in progress when their upload was aborted land now: the
+    /// upload lingers, aborted, holding them.
+    fn land_late_parts(&self, upload_id: &str, upload: &Upload) {
+        let mut state = self.lock();
+        let (late, kept): (Vec<HeldPart>, Vec<HeldPart>) = std::mem::take(&mut state.held_parts)
+            .into_iter()
+            .partition(|h| h.upload_id == upload_id && !h.released);
+        state.held_parts = kept;
+        if late.is_empty() {
+            return;
+        }
+        let dir = self.cfg.store_dir.join("uploads").join(format!(
+            "{upload_id}-late-{}",
+            random_string(ALNUM_LOWER, 8)
+        ));
+        let _ = std::fs::create_dir_all(&dir);
+        let mut parts = BTreeMap::new();
+        for held in late {
+            let path = dir.join(format!("part-{:05}", held.number));
+            if std::fs::rename(&held.record.path, &path).is_ok() {
+                parts.insert(
+                    held.number,
+                    PartRecord {
+                        path,
+                        ..held.record
+                    },
+                );
+            }
+        }
+        state.uploads.insert(
+            upload_id.to_owned(),
+            Upload {
+                key: upload.key.clone(),
+                dir,
+                content_type: upload.content_type.clone(),
+                checksum_algorithm: upload.checksum_algorithm.clone(),
+                parts,
+                aborted: true,
+            },
+        );
+    }
+
+    /// ListParts: the parts an upload holds, aborted or not (one page: this
+    /// fake never holds more than S3's 1,000 a page for the tests).
+    async fn list_parts(
+        &self,
+        ctx: &OpContext<'_>,
+        body: &mut Option<Body>,
+    ) -> Result<Response, S3Error> {
+        let upload_id = query_value(ctx.query, "uploadId").unwrap_or_default();
+        receive_small(ctx, body).await?;
+        let parts: Vec<(u32, PartRecord)> = self
+            .lock()
+            .uploads
+            .get(&upload_id)
+            .filter(|u| u.key == ctx.key)
+            .map(|u| u.parts.iter().map(|(n, p)| (*n, p.clone())).collect())
+            .ok_or_else(|| no_such_upload(&upload_id))?;
+        let mut xml = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListPartsResult xmlns=\"{XMLNS}\"><Bucket>{}</Bucket><Key>{}</Key><UploadId>{}</UploadId><IsTruncated>false</IsTruncated>",
+            xml_escape(&self.cfg.bucket),
+            xml_escape(ctx.key),
+            xml_escape(&upload_id)
+        );
+        for (number, part) in parts {
+            xml.push_str(&format!(
+                "<Part><PartNumber>{number}</PartNumber><ETag>&quot;{}&quot;</ETag><Size>{}</Size></Part>",
+                hex::encode(part.md5),
+                part.size
+            ));
+        }
+        xml.push_str("</ListPartsResult>");
+        Ok(xml_response(StatusCode::OK, xml))
     }
 
     async fn read_object(
@@ -994,8 +1239,19 @@ impl FakeS3 {
         self.lock()
             .uploads
             .get(upload_id)
-            .filter(|u| u.key == key)
+            .filter(|u| u.key == key && !u.aborted)
             .map(|u| u.dir.clone())
+            .ok_or_else(|| no_such_upload(upload_id))
+    }
+
+    /// NoSuchUpload unless `upload_id` is known for `key`, open or aborted
+    /// with parts left.
+    fn upload_known(&self, upload_id: &str, key: &str) -> Result<(), S3Error> {
+        self.lock()
+            .uploads
+            .get(upload_id)
+            .filter(|u| u.key == key)
+            .map(|_| ())
             .ok_or_else(|| no_such_upload(upload_id))
     }
 
@@ -1086,6 +1342,7 @@ enum Op {
     UploadPart,
     CompleteMultipartUpload,
     AbortMultipartUpload,
+    ListParts,
     HeadObject,
     GetObject,
     HeadBucket,
@@ -1100,6 +1357,7 @@ impl Op {
             Op::UploadPart => "s3.upload_part",
             Op::CompleteMultipartUpload => "s3.complete_multipart_upload",
             Op::AbortMultipartUpload => "s3.abort_multipart_upload",
+            Op::ListParts => "s3.list_parts",
             Op::HeadObject => "s3.head_object",
             Op::GetObject => "s3.get_object",
             Op::HeadBucket => "s3.head_bucket",
@@ -1118,6 +1376,7 @@ fn classify(method: &Method, has_key: bool, query: &[(String, String)]) -> Op {
         ("POST", true) if has("uploads") => Op::CreateMultipartUpload,
         ("POST", true) if has("uploadId") => Op::CompleteMultipartUpload,
         ("DELETE", true) if has("uploadId") => Op::AbortMultipartUpload,
+        ("GET", true) if has("uploadId") => Op::ListParts,
         ("HEAD", true) if query_is_plain(query) => Op::HeadObject,
         ("GET", true) if query_is_plain(query) => Op::GetObject,
         ("HEAD", false) if query_is_plain(query) => Op::HeadBucket,
@@ -2153,7 +2412,7 @@ mod tests {
             ("GET", "/b", Op::Other),
             ("PUT", "/b/models/k.tgz?tagging", Op::Other),
             ("DELETE", "/b/models/k.tgz", Op::Other),
-            ("GET", "/b/models/k.tgz?uploadId=abc", Op::Other),
+            ("GET", "/b/models/k.tgz?uploadId=abc", Op::ListParts),
         ];
         for (method, uri, want) in cases {
             let method: Method = method.parse().unwrap();

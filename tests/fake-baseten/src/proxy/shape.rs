@@ -17,6 +17,10 @@
 //! ```text
 //! fake-baseten --scenario S --shaped-link 'rtt=30ms,conn=40MB/s,total=400MB/s'
 //! ```
+//!
+//! `open=N` makes a new connection wait N round trips before it carries a
+//! byte, as a cloud runner's path pays for TCP's and TLS's handshakes
+//! (loopback TLS costs none of the delay a real one does).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -51,10 +55,12 @@ pub struct Shape {
     pub conn_bytes_per_sec: Option<u64>,
     /// The cap on all connections together, each way.
     pub total_bytes_per_sec: Option<u64>,
+    /// Round trips a new connection waits before it carries a byte.
+    pub open_round_trips: u32,
 }
 
 impl Shape {
-    /// Parses `rtt=30ms,conn=40MB/s,total=400MB/s` (any subset; `ms` or
+    /// Parses `rtt=30ms,conn=40MB/s,total=400MB/s,open=2` (any subset; `ms` or
     /// `s`; rates in `B/s`, `kB/s`, `MB/s`, `GB/s` (powers of 1000) or
     /// `KiB/s`, `MiB/s`, `GiB/s`).
     pub fn parse(spec: &str) -> anyhow::Result<Shape> {
@@ -69,7 +75,14 @@ impl Shape {
                 "rtt" => shape.rtt = parse_duration(value.trim())?,
                 "conn" => shape.conn_bytes_per_sec = Some(parse_rate(value.trim())?),
                 "total" => shape.total_bytes_per_sec = Some(parse_rate(value.trim())?),
-                other => bail!("shaped link: unknown setting {other:?}; known: rtt, conn, total"),
+                "open" => {
+                    shape.open_round_trips = value.trim().parse().ok().filter(|n| *n <= 10).with_context(|| {
+                        format!("shaped link: open={value:?} must be a whole number of round trips, at most 10")
+                    })?;
+                }
+                other => {
+                    bail!("shaped link: unknown setting {other:?}; known: rtt, conn, total, open")
+                }
             }
         }
         Ok(shape)
@@ -329,6 +342,8 @@ async fn relay(
     counters: &Counters,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    // The handshakes' round trips: nothing moves either way meanwhile.
+    tokio::time::sleep(shape.rtt * shape.open_round_trips).await;
     let Ok(server) = TcpStream::connect(upstream).await else {
         return;
     };
@@ -431,8 +446,11 @@ mod tests {
                 rtt: Duration::from_millis(30),
                 conn_bytes_per_sec: Some(40_000_000),
                 total_bytes_per_sec: Some(400_000_000),
+                open_round_trips: 0,
             }
         );
+        assert_eq!(Shape::parse("rtt=60ms,open=2").unwrap().open_round_trips, 2);
+        assert!(Shape::parse("open=two").is_err());
         assert_eq!(
             Shape::parse("conn=2MiB/s").unwrap().conn_bytes_per_sec,
             Some(2 * 1024 * 1024)
