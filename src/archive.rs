@@ -71,8 +71,24 @@ pub(crate) struct Archive {
     pub members: Vec<Member>,
 }
 
+/// What the walk found: the members the archive stores and, for the
+/// content hash (which counts directories although the archive stores
+/// none), every directory it descended into, in walk order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Walk {
+    pub members: Vec<Member>,
+    /// Relative to the truss root, `/`-separated, empty ones included.
+    pub dirs: Vec<String>,
+}
+
 /// Walks `root` applying the ignore rules; nothing is read but metadata.
 pub(crate) fn plan(root: &Path) -> anyhow::Result<Vec<Member>> {
+    Ok(walk(root)?.members)
+}
+
+/// The one walk of a truss: [`plan`]'s members and the directories they
+/// sit in, as the ignore rules leave them.
+pub(crate) fn walk(root: &Path) -> anyhow::Result<Walk> {
     let root_meta = fs::metadata(root).with_context(|| {
         format!(
             "cannot read the truss directory {}: point truss-directory at the folder holding config.yaml",
@@ -88,6 +104,7 @@ pub(crate) fn plan(root: &Path) -> anyhow::Result<Vec<Member>> {
     let matcher = load_matcher(root)?;
 
     let mut members = Vec::new();
+    let mut dirs = Vec::new();
     // A stack of directories still to visit, relative to the root; pushing a
     // directory's subdirectories in reverse makes them pop in sorted order.
     let mut pending = vec![PathBuf::new()];
@@ -101,7 +118,10 @@ pub(crate) fn plan(root: &Path) -> anyhow::Result<Vec<Member>> {
                 .is_ignore();
             match action(found.shape, ignored) {
                 Action::Skip => {}
-                Action::Descend => subdirs.push(rel),
+                Action::Descend => {
+                    dirs.push(member_path(&rel)?);
+                    subdirs.push(rel);
+                }
                 Action::Store => members.push(Member {
                     path: member_path(&rel)?,
                     size: found.size,
@@ -117,7 +137,7 @@ pub(crate) fn plan(root: &Path) -> anyhow::Result<Vec<Member>> {
         }
         pending.extend(subdirs.into_iter().rev());
     }
-    Ok(members)
+    Ok(Walk { members, dirs })
 }
 
 /// Writes the tar for `root` into `dest` (a file path in a temp dir the caller owns).
