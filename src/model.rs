@@ -12,9 +12,10 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::baseten::{
-    Api, ApiError, CreateRequest, Created, Environment, LogLine, OrderedObject, now_epoch_millis,
+    Api, ApiError, CreateRequest, Created, Environment, LogLine, now_epoch_millis,
 };
 use crate::config::RAW_CONFIG_MAX_BYTES;
+use crate::content;
 use crate::flow::{
     self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
     truss_user_env,
@@ -44,6 +45,7 @@ pub(crate) async fn deploy(
     let name = cfg.model_name.as_str();
 
     ctx.group(&format!("Deploy {name}"));
+    let hash = content::run::hash(ctx, dir).await?;
     let team = flow::pick_team(ctx, async || {
         let models = ctx.api.models(None).await?;
         Ok(models
@@ -60,6 +62,17 @@ pub(crate) async fn deploy(
         .map_err(deploy_error)?;
     let existing = flow::existing(ctx, "Model", name, models);
     flow::check_gate_target(ctx, Kind::Model, existing.as_ref().map(|m| m.id.as_str())).await?;
+    if cfg.skip_unchanged
+        && content::run::skip_if_unchanged(
+            ctx,
+            existing.as_ref().map(|m| m.id.as_str()),
+            &hash,
+            raw_config,
+        )
+        .await?
+    {
+        return Ok(());
+    }
 
     let config_b64 = encode_config(config);
     flow::validate_config(ctx, &config_b64, &truss_user_env(None), "config.yaml").await?;
@@ -76,7 +89,8 @@ pub(crate) async fn deploy(
     } else {
         None
     };
-    let labels_json = cfg.labels.as_ref().map(OrderedObject::dumps);
+    // Every create records the source's content hash among the labels.
+    let labels_json = Some(content::labels_with(cfg.labels.as_ref(), &hash).dumps());
     let raw_config_b64 = if raw_config.len() <= RAW_CONFIG_MAX_BYTES {
         Some(base64::engine::general_purpose::STANDARD.encode(raw_config))
     } else {
@@ -335,6 +349,11 @@ fn spawn_log_stream(
 /// Cleanup of the model deployment (with a gated promotion: of each one
 /// this run created), once one was created.
 pub(crate) async fn cleanup(ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
+    // An unchanged source created nothing: the deployment in the state is
+    // the one serving the environment, never this run's to deactivate.
+    if ctx.state.lock().unwrap().by_content.unchanged == Some(true) {
+        return Ok(());
+    }
     flow::cleanup_created(
         ctx,
         cancelled,

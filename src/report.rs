@@ -53,6 +53,7 @@ pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Ou
         previous_deployment_id: text(&st.previous_deployment_id),
         tested_deployment_id: text(&st.tested_deployment_id),
         rolled_back: st.rolled_back,
+        unchanged: st.by_content.unchanged,
         matrix: None,
         targets_count: None,
         results: None,
@@ -244,6 +245,13 @@ pub(crate) fn report(
         ) {
             r.warning(&format!(
                 "could not write the evidence to the step summary: {e}"
+            ));
+        }
+        if let Some(section) = st.by_content.markdown()
+            && let Err(e) = ci::append_summary_section(path, &section)
+        {
+            r.warning(&format!(
+                "could not write what changes to the step summary: {e:#}"
             ));
         }
     }

@@ -46,4 +46,4 @@ pub(crate) use outputs::{Outputs, append_github_output, write_outputs_file};
 pub(crate) use reporter::{Level, Reporter, Sink};
 pub(crate) use summary::{Cell, TableSummary, append_table_summary};
 pub(crate) use summary::{PredictStats, StatusEvent};
-pub(crate) use summary::{StreamStats, SummaryInput, append_step_summary};
+pub(crate) use summary::{StreamStats, SummaryInput, append_step_summary, append_summary_section};

@@ -449,6 +449,17 @@ pub(crate) fn append_table_summary(path: &Path, input: &TableSummary<'_>) -> any
     write_summary(path, &render_table_summary(&input, budget))
 }
 
+/// Appends one more section to the step summary (after the run's own),
+/// redacted, cut to what is left of GitHub's 1 MiB.
+pub(crate) fn append_summary_section(path: &Path, markdown: &str) -> anyhow::Result<()> {
+    let budget = summary_budget(path);
+    if budget == 0 {
+        return Ok(());
+    }
+    let text = format!("\n{}", scrub(markdown));
+    write_summary(path, &cut_to(text, budget))
+}
+
 /// Appends rendered summary text, redacted once more as a whole.
 fn write_summary(path: &Path, text: &str) -> anyhow::Result<()> {
     append_file(path, scrub(text).as_bytes())

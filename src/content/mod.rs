@@ -24,7 +24,12 @@ use std::path::Path;
 use anyhow::Context;
 
 use crate::archive;
+use crate::baseten::OrderedObject;
 
+pub(crate) mod diff;
+pub(crate) mod record;
+pub(crate) mod run;
+pub(crate) mod skip;
 
 /// The label every deployment this tool creates carries: its source's
 /// content hash (64 hex digits). Documented in docs/deploy-by-content.md.
@@ -107,6 +112,18 @@ fn fold(mut entries: Vec<Entry>) -> String {
     hasher.finalize().to_hex().to_string()
 }
 
+/// The labels a create carries: the user's, in their order, then ours.
+/// (A user label under [`LABEL_KEY`] is refused as an input error.)
+pub(crate) fn labels_with(user: Option<&OrderedObject>, hash: &str) -> OrderedObject {
+    let mut all = user.cloned().unwrap_or_default();
+    all.0.retain(|(k, _)| k != LABEL_KEY);
+    all.0.push((
+        LABEL_KEY.to_string(),
+        serde_json::Value::String(hash.into()),
+    ));
+    all
+}
+
 /// A label value that can be a content hash: 64 hex digits.
 pub(crate) fn is_hash(text: &str) -> bool {
     text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit())
@@ -124,7 +141,10 @@ mod tests {
         ("a.b", b"beside a\n"),
         ("model/model.py", b"class Model:\n    pass\n"),
         ("model/sub/deep/x.py", b"x = 1\n"),
-        ("donn\u{e9}es/\u{e9}t\u{e9}.txt", "\u{e9}t\u{e9}\n".as_bytes()),
+        (
+            "donn\u{e9}es/\u{e9}t\u{e9}.txt",
+            "\u{e9}t\u{e9}\n".as_bytes(),
+        ),
         ("\u{65e5}\u{672c}.txt", b"\x00\xff binary\n"),
         // Ignored by truss's default patterns: not part of the hash.
         ("__pycache__/m.cpython-311.pyc", b"ignored"),
@@ -176,9 +196,8 @@ mod tests {
         keys.sort_by(|a, b| by_components(a, b));
         assert_eq!(keys, ["a", "a/b", "a/b/c", "a.b", "b", "z", "\u{e9}"]);
         // Byte order alone would put `a.b` first, and give another hash.
-        let entries = |ks: &[&str]| -> Vec<Entry> {
-            ks.iter().map(|k| ((*k).to_string(), None)).collect()
-        };
+        let entries =
+            |ks: &[&str]| -> Vec<Entry> { ks.iter().map(|k| ((*k).to_string(), None)).collect() };
         let sorted = fold(entries(&["a", "a/b", "a.b"]));
         let mut hasher = blake3::Hasher::new();
         for k in ["a", "a.b", "a/b"] {
@@ -198,6 +217,19 @@ mod tests {
         assert_ne!(one_byte, base);
         std::fs::rename(d.path().join("a.b"), d.path().join("a.c")).unwrap();
         assert_ne!(hash(d.path()).unwrap().hex, one_byte);
+    }
+
+    #[test]
+    fn our_label_follows_the_users() {
+        let user: OrderedObject = serde_json::from_str(r#"{"team": "ml", "a": 1}"#).unwrap();
+        assert_eq!(
+            labels_with(Some(&user), VECTOR_HASH).dumps(),
+            format!(r#"{{"team": "ml", "a": 1, "truss_push_content_hash": "{VECTOR_HASH}"}}"#)
+        );
+        assert_eq!(
+            labels_with(None, VECTOR_HASH).dumps(),
+            format!(r#"{{"truss_push_content_hash": "{VECTOR_HASH}"}}"#)
+        );
     }
 
     #[test]

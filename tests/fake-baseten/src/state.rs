@@ -192,6 +192,7 @@ impl Platform {
                 labels: None,
                 s3_key: None,
                 config: json!({"model_name": m.name}),
+                raw_config: None,
                 semver: "0.0.1".into(),
                 instance_type_name: "1x2".into(),
                 deploy_timeout_minutes: None,
