@@ -69,6 +69,12 @@ pub(crate) struct Archive {
     /// Its length in bytes.
     pub size: u64,
     pub members: Vec<Member>,
+    /// The directories the walk descended into ([`Walk::dirs`]).
+    pub dirs: Vec<String>,
+    /// The blake3 digest of each member's content, in `members` order,
+    /// taken from the very bytes the tar stores (a symlink: the bytes of
+    /// the file it points at), so the content hash costs no second read.
+    pub digests: Vec<[u8; 32]>,
 }
 
 /// What the walk found: the members the archive stores and, for the
@@ -142,14 +148,16 @@ pub(crate) fn walk(root: &Path) -> anyhow::Result<Walk> {
 
 /// Writes the tar for `root` into `dest` (a file path in a temp dir the caller owns).
 pub(crate) fn write(root: &Path, dest: &Path) -> anyhow::Result<Archive> {
-    let members = plan(root)?;
+    let Walk { members, dirs } = walk(root)?;
     refuse_dest_inside(root, dest)?;
     let file = File::create(dest)
         .with_context(|| format!("cannot create the archive file {}", dest.display()))?;
     let mut builder = tar::Builder::new(BufWriter::new(file));
+    let mut digests = Vec::with_capacity(members.len());
     for member in &members {
-        append_member(&mut builder, root, member)
+        let digest = append_member(&mut builder, root, member)
             .with_context(|| format!("while adding {} to the archive", member.path))?;
+        digests.push(digest);
     }
     let mut out = builder
         .into_inner()
@@ -165,6 +173,8 @@ pub(crate) fn write(root: &Path, dest: &Path) -> anyhow::Result<Archive> {
         path: dest.to_path_buf(),
         size,
         members,
+        dirs,
+        digests,
     })
 }
 
@@ -383,11 +393,35 @@ fn refuse_dest_inside(root: &Path, dest: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Read buffer for a digest read on its own (the size truss reads with).
+const DIGEST_BUFFER_BYTES: usize = 128 * 1024;
+
+/// The blake3 digest of the file at `path` (followed through a symlink)
+/// and its length, read `DIGEST_BUFFER_BYTES` at a time.
+pub(crate) fn file_digest(path: &Path) -> io::Result<([u8; 32], u64)> {
+    let mut file = File::open(path)?;
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; DIGEST_BUFFER_BYTES];
+    let mut total = 0u64;
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+        total += n as u64;
+    }
+    Ok((*hasher.finalize().as_bytes(), total))
+}
+
+/// Appends one member; answers the digest of its content.
 fn append_member<W: Write>(
     builder: &mut tar::Builder<W>,
     root: &Path,
     member: &Member,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<[u8; 32]> {
     let source = root.join(&member.path);
     match &member.kind {
         MemberKind::File => {
@@ -406,9 +440,11 @@ fn append_member<W: Write>(
             }
             let mut header = base_header(&meta, EntryType::Regular);
             header.set_size(member.size);
+            let mut hasher = blake3::Hasher::new();
             let body = ExactLen {
                 inner: &mut file,
                 remaining: member.size,
+                hasher: &mut hasher,
             };
             builder.append_data(&mut header, &member.path, body)?;
             if file.read(&mut [0u8; 1])? != 0 {
@@ -417,6 +453,7 @@ fn append_member<W: Write>(
                     source.display()
                 );
             }
+            Ok(*hasher.finalize().as_bytes())
         }
         MemberKind::Symlink { target } => {
             let meta = fs::symlink_metadata(&source)
@@ -429,9 +466,11 @@ fn append_member<W: Write>(
             }
             let mut header = base_header(&meta, EntryType::Symlink);
             builder.append_link(&mut header, &member.path, target)?;
+            let (digest, _) = file_digest(&source)
+                .with_context(|| format!("cannot read the file {} points at", source.display()))?;
+            Ok(digest)
         }
     }
-    Ok(())
 }
 
 fn base_header(meta: &Metadata, kind: EntryType) -> Header {
@@ -471,12 +510,14 @@ fn mtime_secs(meta: &Metadata) -> u64 {
 
 /// Yields exactly `remaining` bytes or fails: the tar header already promised
 /// that size, and a short body would corrupt every member after it.
-struct ExactLen<R> {
+struct ExactLen<'h, R> {
     inner: R,
     remaining: u64,
+    /// Sees every byte that goes into the tar.
+    hasher: &'h mut blake3::Hasher,
 }
 
-impl<R: Read> Read for ExactLen<R> {
+impl<R: Read> Read for ExactLen<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.remaining == 0 || buf.is_empty() {
             return Ok(0);
@@ -492,6 +533,7 @@ impl<R: Read> Read for ExactLen<R> {
             ));
         }
         self.remaining -= got as u64;
+        self.hasher.update(&buf[..got]);
         Ok(got)
     }
 }
@@ -969,6 +1011,7 @@ mod tests {
         let mut short = ExactLen {
             inner: &b"abc"[..],
             remaining: 5,
+            hasher: &mut blake3::Hasher::new(),
         };
         let err = io::copy(&mut short, &mut io::sink()).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
@@ -976,6 +1019,7 @@ mod tests {
         let mut long = ExactLen {
             inner: &b"abcdef"[..],
             remaining: 4,
+            hasher: &mut blake3::Hasher::new(),
         };
         let mut out = Vec::new();
         io::copy(&mut long, &mut out).unwrap();

@@ -45,7 +45,6 @@ pub(crate) async fn deploy(
     let name = cfg.model_name.as_str();
 
     ctx.group(&format!("Deploy {name}"));
-    let hash = content::run::hash(ctx, dir).await?;
     let team = flow::pick_team(ctx, async || {
         let models = ctx.api.models(None).await?;
         Ok(models
@@ -62,16 +61,14 @@ pub(crate) async fn deploy(
         .map_err(deploy_error)?;
     let existing = flow::existing(ctx, "Model", name, models);
     flow::check_gate_target(ctx, Kind::Model, existing.as_ref().map(|m| m.id.as_str())).await?;
-    if cfg.skip_unchanged
-        && content::run::skip_if_unchanged(
-            ctx,
-            existing.as_ref().map(|m| m.id.as_str()),
-            &hash,
-            raw_config,
-        )
-        .await?
-    {
-        return Ok(());
+    // With skip-unchanged the source is hashed before anything is
+    // packaged; otherwise packaging hashes it as it reads each file.
+    if cfg.skip_unchanged {
+        let hash = content::run::hash(ctx, dir).await?;
+        let model_id = existing.as_ref().map(|m| m.id.as_str());
+        if content::run::skip_if_unchanged(ctx, model_id, &hash, raw_config).await? {
+            return Ok(());
+        }
     }
 
     let config_b64 = encode_config(config);
@@ -82,7 +79,8 @@ pub(crate) async fn deploy(
         .model_upload_credentials()
         .await
         .map_err(deploy_error)?;
-    flow::package_and_upload(ctx, dir, &creds, "the truss").await?;
+    let packaged = flow::package_and_upload(ctx, dir, &creds, "the truss").await?;
+    let hash = content::run::packaged(ctx, &packaged);
 
     let git_info = if cfg.include_git_info {
         git::collect_git_info(dir, cfg.ci_revision.as_ref())

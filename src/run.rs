@@ -68,7 +68,11 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     let (result, kind, cfg, fanout) = match road {
         Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
         Ok(Road::Plan) => {
-            let (r, fanout) = crate::plan::run(&inputs, &ci_context, &rep, out_settings.json);
+            let (r, fanout) =
+                crate::plan::run(&inputs, &ci_context, &rep, out_settings.json, &|k| {
+                    env(k).ok()
+                })
+                .await;
             (r, Kind::Model, None, fanout)
         }
         Ok(Road::Several(s)) => {

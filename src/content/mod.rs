@@ -17,8 +17,6 @@
 //! out; `diff` shows what a deploy changes in the serving config.
 
 use std::cmp::Ordering;
-use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
 use anyhow::Context;
@@ -27,6 +25,7 @@ use crate::archive;
 use crate::baseten::OrderedObject;
 
 pub(crate) mod diff;
+pub(crate) mod plan;
 pub(crate) mod record;
 pub(crate) mod run;
 pub(crate) mod skip;
@@ -34,9 +33,6 @@ pub(crate) mod skip;
 /// The label every deployment this tool creates carries: its source's
 /// content hash (64 hex digits). Documented in docs/deploy-by-content.md.
 pub(crate) const LABEL_KEY: &str = "truss_push_content_hash";
-
-/// Read buffer for file digests (the size truss reads with).
-const READ_BUFFER_BYTES: usize = 128 * 1024;
 
 /// A truss's content hash and what went into it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,15 +49,14 @@ pub(crate) struct ContentHash {
 type Entry = (String, Option<[u8; 32]>);
 
 /// The content hash of the truss in `root`, over the paths the archive
-/// walks. Reads every file once, `READ_BUFFER_BYTES` at a time.
+/// walks, each file read once (for `skip-unchanged`, before packaging).
 pub(crate) fn hash(root: &Path) -> anyhow::Result<ContentHash> {
     let walk = archive::walk(root)?;
     let mut entries: Vec<Entry> = Vec::with_capacity(walk.members.len() + walk.dirs.len());
     let mut bytes = 0u64;
-    let mut buf = vec![0u8; READ_BUFFER_BYTES];
     for m in &walk.members {
         let path = root.join(&m.path);
-        let (digest, n) = file_digest(&path, &mut buf)
+        let (digest, n) = archive::file_digest(&path)
             .with_context(|| format!("cannot read {} to hash it", path.display()))?;
         bytes += n;
         entries.push((m.path.clone(), Some(digest)));
@@ -75,21 +70,22 @@ pub(crate) fn hash(root: &Path) -> anyhow::Result<ContentHash> {
     })
 }
 
-fn file_digest(path: &Path, buf: &mut [u8]) -> std::io::Result<([u8; 32], u64)> {
-    let mut file = File::open(path)?;
-    let mut hasher = blake3::Hasher::new();
-    let mut total = 0u64;
-    loop {
-        let n = match file.read(buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        hasher.update(&buf[..n]);
-        total += n as u64;
+/// The content hash of what an archive holds, from the digests taken
+/// while it was written: the same value [`hash`] gives for the same tree.
+pub(crate) fn of_archive(a: &archive::Archive) -> ContentHash {
+    let mut entries: Vec<Entry> = a
+        .members
+        .iter()
+        .zip(&a.digests)
+        .map(|(m, d)| (m.path.clone(), Some(*d)))
+        .collect();
+    entries.extend(a.dirs.iter().map(|d| (d.clone(), None)));
+    ContentHash {
+        hex: fold(entries),
+        files: a.members.len(),
+        dirs: a.dirs.len(),
+        bytes: a.members.iter().map(|m| m.size).sum(),
     }
-    Ok((*hasher.finalize().as_bytes(), total))
 }
 
 /// Keys compared as lists of `/`-separated components, each by UTF-8 bytes
@@ -181,6 +177,22 @@ mod tests {
         // a, data, data/empty, données, model, model/sub, model/sub/deep.
         assert_eq!((h.files, h.dirs), (8, 7));
         assert!(is_hash(&h.hex));
+    }
+
+    #[test]
+    fn the_archive_gives_the_same_hash_from_its_own_reads() {
+        let d = vector_tree();
+        let out = tempfile::tempdir().unwrap();
+        let a = archive::write(d.path(), &out.path().join("t.tar")).unwrap();
+        assert_eq!(of_archive(&a).hex, VECTOR_HASH);
+        #[cfg(unix)]
+        {
+            // A symlink to a file counts by the bytes it points at.
+            std::os::unix::fs::symlink("a.b", d.path().join("link")).unwrap();
+            let a = archive::write(d.path(), &out.path().join("u.tar")).unwrap();
+            assert_eq!(of_archive(&a).hex, hash(d.path()).unwrap().hex);
+            assert_ne!(of_archive(&a).hex, VECTOR_HASH);
+        }
     }
 
     #[test]

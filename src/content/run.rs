@@ -11,7 +11,8 @@ use super::skip::{self, Read, Serving, Verdict};
 use crate::flow::{Ctx, smoke_test};
 use crate::outcome::Failure;
 
-/// This truss's content hash, said and kept in the run's state.
+/// This truss's content hash, read before packaging, said and kept in
+/// the run's state.
 pub(crate) async fn hash(ctx: &Ctx<'_>, dir: &std::path::Path) -> Result<String, Failure> {
     let root = dir.to_path_buf();
     let hashing = async {
@@ -21,15 +22,40 @@ pub(crate) async fn hash(ctx: &Ctx<'_>, dir: &std::path::Path) -> Result<String,
             .map_err(|e| Failure::Deploy(e.context("hashing the truss")))
     };
     let h = ctx.within("hashing the truss", hashing).await?;
-    ctx.say(&format!(
-        "Content hash {} ({} files, {} directories, {})",
-        h.hex,
-        h.files,
-        h.dirs,
-        crate::ci::format_bytes(h.bytes)
-    ));
+    say(ctx, &h, "");
     ctx.state.lock().unwrap().by_content.hash = Some(h.hex.clone());
     Ok(h.hex)
+}
+
+/// The content hash of what was packaged (and is labelled): said unless
+/// it is the one read before packaging.
+pub(crate) fn packaged(ctx: &Ctx<'_>, archive: &crate::archive::Archive) -> String {
+    let h = super::of_archive(archive);
+    let mut st = ctx.state.lock().unwrap();
+    let before = st.by_content.hash.replace(h.hex.clone());
+    drop(st);
+    match before {
+        Some(b) if b == h.hex => {}
+        Some(_) => say(
+            ctx,
+            &h,
+            " (the truss changed after it was first hashed: this is what was packaged)",
+        ),
+        None => say(ctx, &h, ""),
+    }
+    h.hex
+}
+
+fn say(ctx: &Ctx<'_>, h: &super::ContentHash, then: &str) {
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    ctx.say(&format!(
+        "Content hash {} ({}, {}, {}){then}",
+        h.hex,
+        plural(h.files, "file", "files"),
+        plural(h.dirs, "directory", "directories"),
+        crate::ci::format_bytes(h.bytes)
+    ));
 }
 
 /// With `skip-unchanged`, before anything is packaged: reads the

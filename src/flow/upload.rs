@@ -119,14 +119,15 @@ pub(crate) fn scratch_dir(truss: &Path) -> anyhow::Result<tempfile::TempDir> {
 const PROGRESS_TICK: Duration = Duration::from_secs(1);
 
 /// Archives `dir` into a temporary tar and uploads it with `creds`,
-/// showing progress. Memory stays flat: the archive is streamed to disk and
-/// the upload reads it back part by part.
+/// showing progress, and answers what the archive held. Memory stays flat:
+/// the archive is streamed to disk and the upload reads it back part by
+/// part.
 pub(crate) async fn package_and_upload(
     ctx: &Ctx<'_>,
     dir: &Path,
     creds: &UploadCredentials,
     label: &str,
-) -> Result<(), Failure> {
+) -> Result<archive::Archive, Failure> {
     let fail = |e: anyhow::Error| Failure::Deploy(e);
     let tmp = scratch_dir(dir).map_err(fail)?;
     let tar_path = tmp.path().join("truss.tar");
@@ -210,7 +211,9 @@ pub(crate) async fn package_and_upload(
             human(report.elapsed),
         ),
     );
-    Ok(())
+    // What was packaged (its file already removed with the scratch dir):
+    // the members and their digests.
+    Ok(archive)
 }
 
 /// Aborts the multipart uploads a stopped run left open (its flow was

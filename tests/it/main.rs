@@ -23,6 +23,7 @@ mod outputs;
 mod props;
 mod published_api;
 mod ship;
+mod skip_unchanged;
 mod snapshots;
 mod upload;
 mod upload_expect;

@@ -189,7 +189,7 @@ impl Platform {
                 steps: vec![(now, d.status.clone())],
                 raw: false,
                 is_draft: d.is_draft,
-                labels: None,
+                labels: d.labels.clone(),
                 s3_key: None,
                 config: json!({"model_name": m.name}),
                 raw_config: None,
