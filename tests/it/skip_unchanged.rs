@@ -497,3 +497,47 @@ fn the_plan_leaves_out_the_targets_whose_source_already_serves() {
     );
     assert!(since(&fake, before).is_empty());
 }
+
+#[test]
+fn the_pull_request_comment_shows_what_changes_too() {
+    use fake_baseten::github::FakeGitHub;
+    const TOKEN: &str = "ghs_canary_content_0123456789";
+    let fake = platform("[[0, ACTIVE]]", "");
+    let gh = FakeGitHub::builder(TOKEN).start_in_background().unwrap();
+    let dir = a_truss(CONFIG);
+    let on_pr = |name: &str| {
+        push(&fake, dir.path(), name)
+            .env("GITHUB_API_URL", gh.api_url())
+            .env("GITHUB_REPOSITORY", gh.repository())
+            .env("GITHUB_SHA", "0123456789abcdef0123456789abcdef01234567")
+            .env("GITHUB_REF", "refs/pull/9/merge")
+            .env("GITHUB_SERVER_URL", "https://github.com")
+            .env("GITHUB_RUN_ID", "77")
+            .arg("github-token", TOKEN)
+            .arg("pr-comment", "true")
+    };
+    assert_eq!(on_pr("first").run().code, 0);
+    std::fs::write(
+        dir.path().join("config.yaml"),
+        CONFIG.replace("A10G", "H100"),
+    )
+    .unwrap();
+    let run = on_pr("h100").run();
+    assert_eq!(run.code, 0, "{run:?}");
+    let comments = gh.comments();
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert_in_order(
+        &comments[0].body,
+        &[
+            "### What changes in production",
+            "-   accelerator: A10G",
+            "+   accelerator: H100",
+        ],
+    );
+    // Unchanged: the comment says so, and shows no change.
+    let run = on_pr("again").run();
+    assert_eq!(run.out("unchanged"), "true", "{run:?}");
+    let body = &gh.comments()[0].body;
+    assert!(body.contains("unchanged, already serving"), "{body}");
+    assert!(!body.contains("What changes"), "{body}");
+}
