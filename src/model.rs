@@ -64,6 +64,9 @@ pub(crate) async fn deploy(
     // With skip-unchanged the source is hashed before anything is
     // packaged; otherwise packaging hashes it as it reads each file.
     if cfg.skip_unchanged {
+        // `unchanged: false` until a read proves otherwise, whatever stops
+        // the run.
+        ctx.state.lock().unwrap().by_content.unchanged = Some(false);
         let hash = content::run::hash(ctx, dir).await?;
         let model_id = existing.as_ref().map(|m| m.id.as_str());
         if content::run::skip_if_unchanged(ctx, model_id, &hash, raw_config).await? {

@@ -73,7 +73,6 @@ pub(crate) async fn skip_if_unchanged(
     let Some(env) = cfg.environment.as_deref() else {
         return Ok(false);
     };
-    ctx.state.lock().unwrap().by_content.unchanged = Some(false);
     match skip::check(ctx.api, model_id, env, hash).await {
         Verdict::Unchanged(serving) => {
             let model_id = model_id.expect("a serving deployment has a model");

@@ -541,3 +541,79 @@ fn the_pull_request_comment_shows_what_changes_too() {
     assert!(body.contains("unchanged, already serving"), "{body}");
     assert!(!body.contains("What changes"), "{body}");
 }
+
+#[test]
+fn a_signal_while_the_truss_is_hashed_stops_the_run_in_time() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    // A sparse 64 GiB file: hashing it would take minutes.
+    let fake = platform("[[0, ACTIVE]]", "");
+    let dir = a_truss(CONFIG);
+    let f = std::fs::File::create(dir.path().join("model/huge.bin")).unwrap();
+    f.set_len(64 << 30).unwrap();
+    drop(f);
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    std::fs::write(&out, "").unwrap();
+    let child = truss_push(work.path())
+        .env("GITHUB_OUTPUT", &out)
+        .args([
+            format!("--truss-directory={}", dir.path().display()),
+            format!("--baseten-api-key={API_KEY}"),
+            format!("--app-url={}", fake.graphql_base()),
+            format!("--api-url={}", fake.rest_base()),
+            format!("--inference-url={}", fake.inference_template()),
+            format!("--s3-endpoint={}", fake.s3_endpoint()),
+            "--environment=production".into(),
+            "--skip-unchanged=true".into(),
+            "--deployment-name=hashing".into(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The models are listed just before the hash starts.
+    let started = Instant::now();
+    while !endpoints(&fake).iter().any(|e| e == "graphql.models") {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "never reached the hash: {:?}",
+            endpoints(&fake)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let sent = Instant::now();
+    let killed = Command::new("kill")
+        .args(["-INT".to_string(), child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let done = child.wait_with_output().unwrap();
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "stopped in {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(
+        done.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&done.stdout)
+    );
+    let outputs: std::collections::BTreeMap<_, _> =
+        fake_baseten::runner::parse_github_output(&std::fs::read_to_string(&out).unwrap())
+            .unwrap()
+            .into_iter()
+            .collect();
+    assert!(outputs["error-message"].contains("SIGINT"), "{outputs:?}");
+    assert_eq!(outputs["unchanged"], "false", "{outputs:?}");
+    assert!(
+        !fake
+            .requests()
+            .iter()
+            .any(|e| e.endpoint.starts_with("rest.") || e.mutation),
+        "nothing read or sent after the hash began: {:?}",
+        endpoints(&fake)
+    );
+}
