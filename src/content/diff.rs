@@ -45,7 +45,9 @@ pub(crate) fn change(ours: &str, theirs: Result<&str, String>, same_hash: Option
         Ok(t) => t,
         Err(why) => return What::Unknown(why),
     };
-    if ours == theirs {
+    // Line by line: a copy whose line endings the platform rewrote is
+    // the same config.
+    if ours.lines().eq(theirs.lines()) {
         return match same_hash {
             Some(true) => What::Same,
             Some(false) => What::CodeOnly,
@@ -232,6 +234,13 @@ mod tests {
             change(c, Err("no raw config".into()), Some(false)),
             What::Unknown("no raw config".into())
         );
+    }
+
+    #[test]
+    fn line_endings_alone_are_no_change() {
+        let ours = "model_name: m\nresources:\n  cpu: '1'\n";
+        let theirs = "model_name: m\r\nresources:\r\n  cpu: '1'";
+        assert_eq!(change(ours, Ok(theirs), Some(false)), What::CodeOnly);
     }
 
     #[test]
