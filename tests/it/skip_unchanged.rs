@@ -617,3 +617,38 @@ fn a_signal_while_the_truss_is_hashed_stops_the_run_in_time() {
         endpoints(&fake)
     );
 }
+
+#[test]
+fn the_diff_never_shows_the_key_or_a_secret_value() {
+    let fake = platform("[[0, ACTIVE]]", "");
+    // A config that quotes the key by mistake, and a secret with a value.
+    let config = format!(
+        "model_name: by-content\n# key: {API_KEY}\nsecrets:\n  hf_token: hf-live-value-1\nresources:\n  accelerator: A10G\n"
+    );
+    let dir = a_truss(&config);
+    first_deploy(&fake, dir.path());
+    std::fs::write(
+        dir.path().join("config.yaml"),
+        config
+            .replace("A10G", "H100")
+            .replace(&format!("# key: {API_KEY}"), &format!("# key: {API_KEY}!"))
+            .replace("hf-live-value-1", "hf-live-value-2"),
+    )
+    .unwrap();
+    let run = push(&fake, dir.path(), "h100").run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(
+        run.summary.contains("+   accelerator: H100"),
+        "{}",
+        run.summary
+    );
+    assert!(run.summary.contains("  hf_token: ***"), "{}", run.summary);
+    // The key's line changed: it is in the diff, redacted.
+    assert!(run.summary.contains("+ # key: ***!"), "{}", run.summary);
+    assert!(!run.everything().contains(API_KEY), "{}", run.summary);
+    assert!(
+        !run.everything().contains("hf-live-value"),
+        "{}",
+        run.summary
+    );
+}
