@@ -33,8 +33,9 @@
 
 use std::fs::{self, File, Metadata};
 use std::io;
+use std::io::Read;
 #[cfg(test)]
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -82,10 +83,32 @@ pub(crate) struct Archive {
     /// Its length in bytes.
     pub size: u64,
     pub members: Vec<Member>,
+    /// The directories the walk descended into ([`Walk::dirs`]).
+    pub dirs: Vec<String>,
+    /// The blake3 digest of each member's content, in `members` order,
+    /// taken from the very bytes the tar stores (a symlink: the bytes of
+    /// the file it points at), so the content hash costs no second read.
+    pub digests: Vec<[u8; 32]>,
+}
+
+/// What the walk found: the members the archive stores and, for the
+/// content hash (which counts directories although the archive stores
+/// none), every directory it descended into, in walk order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Walk {
+    pub members: Vec<Member>,
+    /// Relative to the truss root, `/`-separated, empty ones included.
+    pub dirs: Vec<String>,
 }
 
 /// Walks `root` applying the ignore rules; nothing is read but metadata.
 pub(crate) fn plan(root: &Path) -> anyhow::Result<Vec<Member>> {
+    Ok(walk(root)?.members)
+}
+
+/// The one walk of a truss: [`plan`]'s members and the directories they
+/// sit in, as the ignore rules leave them.
+pub(crate) fn walk(root: &Path) -> anyhow::Result<Walk> {
     let root_meta = fs::metadata(root).with_context(|| {
         format!(
             "cannot read the truss directory {}: point truss-directory at the folder holding config.yaml",
@@ -101,6 +124,7 @@ pub(crate) fn plan(root: &Path) -> anyhow::Result<Vec<Member>> {
     let matcher = load_matcher(root)?;
 
     let mut members = Vec::new();
+    let mut dirs = Vec::new();
     // A stack of directories still to visit, relative to the root; pushing a
     // directory's subdirectories in reverse makes them pop in sorted order.
     let mut pending = vec![PathBuf::new()];
@@ -114,7 +138,10 @@ pub(crate) fn plan(root: &Path) -> anyhow::Result<Vec<Member>> {
                 .is_ignore();
             match action(found.shape, ignored) {
                 Action::Skip => {}
-                Action::Descend => subdirs.push(rel),
+                Action::Descend => {
+                    dirs.push(member_path(&rel)?);
+                    subdirs.push(rel);
+                }
                 Action::Store => members.push(Member {
                     path: member_path(&rel)?,
                     size: found.size,
@@ -130,21 +157,23 @@ pub(crate) fn plan(root: &Path) -> anyhow::Result<Vec<Member>> {
         }
         pending.extend(subdirs.into_iter().rev());
     }
-    Ok(members)
+    Ok(Walk { members, dirs })
 }
 
 /// Writes the tar for `root` into `dest` (a file path in a temp dir the
 /// caller owns): the writer the [`Layout`] is held byte-identical to.
 #[cfg(test)]
 pub(crate) fn write(root: &Path, dest: &Path) -> anyhow::Result<Archive> {
-    let members = plan(root)?;
+    let Walk { members, dirs } = walk(root)?;
     refuse_dest_inside(root, dest)?;
     let file = File::create(dest)
         .with_context(|| format!("cannot create the archive file {}", dest.display()))?;
     let mut builder = tar::Builder::new(BufWriter::new(file));
+    let mut digests = Vec::with_capacity(members.len());
     for member in &members {
-        append_member(&mut builder, root, member)
+        let digest = append_member(&mut builder, root, member)
             .with_context(|| format!("while adding {} to the archive", member.path))?;
+        digests.push(digest);
     }
     let mut out = builder
         .into_inner()
@@ -160,6 +189,8 @@ pub(crate) fn write(root: &Path, dest: &Path) -> anyhow::Result<Archive> {
         path: dest.to_path_buf(),
         size,
         members,
+        dirs,
+        digests,
     })
 }
 
@@ -176,6 +207,9 @@ const END_BYTES: u64 = 2 * BLOCK;
 pub(crate) struct Layout {
     root: PathBuf,
     entries: Vec<Entry>,
+    /// The directories the walk descended into, which the content hash
+    /// counts although the tar stores none.
+    dirs: Vec<String>,
     size: u64,
 }
 
@@ -235,7 +269,7 @@ impl Entry {
 /// Plans the tar of `root` without writing it: the walk ([`plan`]), then
 /// each member's metadata and header length.
 pub(crate) fn layout(root: &Path) -> anyhow::Result<Layout> {
-    let members = plan(root)?;
+    let Walk { members, dirs } = walk(root)?;
     let mut entries = Vec::with_capacity(members.len());
     let mut start = 0;
     for member in members {
@@ -271,6 +305,7 @@ pub(crate) fn layout(root: &Path) -> anyhow::Result<Layout> {
     Ok(Layout {
         root: root.to_path_buf(),
         entries,
+        dirs,
         size: start + END_BYTES,
     })
 }
@@ -315,6 +350,16 @@ impl Layout {
     /// The members, in tar order.
     pub(crate) fn members(&self) -> impl Iterator<Item = &Member> {
         self.entries.iter().map(|e| &e.member)
+    }
+
+    /// The directories the walk descended into, in walk order.
+    pub(crate) fn dirs(&self) -> &[String] {
+        &self.dirs
+    }
+
+    /// The truss directory the members are read from.
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
     }
 
     pub(crate) fn member_count(&self) -> usize {
@@ -782,12 +827,36 @@ fn refuse_dest_inside(root: &Path, dest: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Read buffer for a digest read on its own (the size truss reads with).
+const DIGEST_BUFFER_BYTES: usize = 128 * 1024;
+
+/// The blake3 digest of the file at `path` (followed through a symlink)
+/// and its length, read `DIGEST_BUFFER_BYTES` at a time.
+pub(crate) fn file_digest(path: &Path) -> io::Result<([u8; 32], u64)> {
+    let mut file = File::open(path)?;
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; DIGEST_BUFFER_BYTES];
+    let mut total = 0u64;
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+        total += n as u64;
+    }
+    Ok((*hasher.finalize().as_bytes(), total))
+}
+
 #[cfg(test)]
+/// Appends one member; answers the digest of its content.
 fn append_member<W: Write>(
     builder: &mut tar::Builder<W>,
     root: &Path,
     member: &Member,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<[u8; 32]> {
     let source = root.join(&member.path);
     match &member.kind {
         MemberKind::File => {
@@ -806,9 +875,11 @@ fn append_member<W: Write>(
             }
             let mut header = base_header(&meta, EntryType::Regular);
             header.set_size(member.size);
+            let mut hasher = blake3::Hasher::new();
             let body = ExactLen {
                 inner: &mut file,
                 remaining: member.size,
+                hasher: &mut hasher,
             };
             builder.append_data(&mut header, &member.path, body)?;
             if file.read(&mut [0u8; 1])? != 0 {
@@ -817,6 +888,7 @@ fn append_member<W: Write>(
                     source.display()
                 );
             }
+            Ok(*hasher.finalize().as_bytes())
         }
         MemberKind::Symlink { target } => {
             let meta = fs::symlink_metadata(&source)
@@ -829,9 +901,11 @@ fn append_member<W: Write>(
             }
             let mut header = base_header(&meta, EntryType::Symlink);
             builder.append_link(&mut header, &member.path, target)?;
+            let (digest, _) = file_digest(&source)
+                .with_context(|| format!("cannot read the file {} points at", source.display()))?;
+            Ok(digest)
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -876,13 +950,15 @@ fn secs_since_epoch(time: Option<SystemTime>) -> u64 {
 /// Yields exactly `remaining` bytes or fails: the tar header already promised
 /// that size, and a short body would corrupt every member after it.
 #[cfg(test)]
-struct ExactLen<R> {
+struct ExactLen<'h, R> {
     inner: R,
     remaining: u64,
+    /// Sees every byte that goes into the tar.
+    hasher: &'h mut blake3::Hasher,
 }
 
 #[cfg(test)]
-impl<R: Read> Read for ExactLen<R> {
+impl<R: Read> Read for ExactLen<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.remaining == 0 || buf.is_empty() {
             return Ok(0);
@@ -898,6 +974,7 @@ impl<R: Read> Read for ExactLen<R> {
             ));
         }
         self.remaining -= got as u64;
+        self.hasher.update(&buf[..got]);
         Ok(got)
     }
 }
@@ -1606,6 +1683,7 @@ mod tests {
         let mut short = ExactLen {
             inner: &b"abc"[..],
             remaining: 5,
+            hasher: &mut blake3::Hasher::new(),
         };
         let err = io::copy(&mut short, &mut io::sink()).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
@@ -1613,6 +1691,7 @@ mod tests {
         let mut long = ExactLen {
             inner: &b"abcdef"[..],
             remaining: 4,
+            hasher: &mut blake3::Hasher::new(),
         };
         let mut out = Vec::new();
         io::copy(&mut long, &mut out).unwrap();

@@ -105,7 +105,7 @@ async fn push_chainlet(
         .model_upload_credentials()
         .await
         .map_err(deploy_error)?;
-    flow::package_and_upload(ctx, &c.truss_dir, &creds, &label).await?;
+    flow::package_and_upload(ctx, &c.truss_dir, &creds, &label, false).await?;
     Ok(ChainletData {
         display_name: c.display_name.clone(),
         model_name: c.model_name.clone(),
@@ -194,7 +194,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         .chain_upload_credentials()
         .await
         .map_err(deploy_error)?;
-    flow::package_and_upload(ctx, &manifest.chain_root, &creds, "the chain source").await?;
+    flow::package_and_upload(ctx, &manifest.chain_root, &creds, "the chain source", false).await?;
     drop(gen_dir);
 
     let chains = ctx

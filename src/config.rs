@@ -125,6 +125,11 @@ impl Config {
         } else {
             load_model(Path::new(dir))?
         };
+        if settings.skip_unchanged && matches!(target, Target::Chain { .. }) {
+            return Err(
+                "skip-unchanged compares the content hash recorded in the serving deployment's labels, and chain deployments carry no labels in the published API: drop skip-unchanged for chains".into(),
+            );
+        }
         if settings.preserve_previous_deployment
             && settings.promotion == Promotion::AtCreate
             && matches!(target, Target::Chain { .. })

@@ -14,6 +14,7 @@ mod ci;
 mod ci_context;
 pub mod cli;
 mod config;
+mod content;
 pub mod env_vars;
 mod evidence;
 mod execute;

@@ -12,10 +12,11 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::baseten::{
-    Api, ApiError, CreateRequest, Created, Environment, LogLine, OrderedObject, now_epoch_millis,
+    Api, ApiError, CreateRequest, Created, Environment, LogLine, now_epoch_millis,
 };
 use crate::budget::Phase;
 use crate::config::RAW_CONFIG_MAX_BYTES;
+use crate::content;
 use crate::flow::{
     self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
     truss_user_env,
@@ -61,6 +62,18 @@ pub(crate) async fn deploy(
         .map_err(deploy_error)?;
     let existing = flow::existing(ctx, "Model", name, models);
     flow::check_gate_target(ctx, Kind::Model, existing.as_ref().map(|m| m.id.as_str())).await?;
+    // With skip-unchanged the source is hashed before anything is
+    // packaged; otherwise packaging hashes it as it reads each file.
+    if cfg.skip_unchanged {
+        // `unchanged: false` until a read proves otherwise, whatever stops
+        // the run.
+        ctx.state.lock().unwrap().by_content.unchanged = Some(false);
+        let hash = content::run::hash(ctx, dir).await?;
+        let model_id = existing.as_ref().map(|m| m.id.as_str());
+        if content::run::skip_if_unchanged(ctx, model_id, &hash, raw_config).await? {
+            return Ok(());
+        }
+    }
 
     let config_b64 = encode_config(config);
     flow::validate_config(ctx, &config_b64, &truss_user_env(None), "config.yaml").await?;
@@ -70,14 +83,18 @@ pub(crate) async fn deploy(
         .model_upload_credentials()
         .await
         .map_err(deploy_error)?;
-    flow::package_and_upload(ctx, dir, &creds, "the truss").await?;
+    let packaged = flow::package_and_upload(ctx, dir, &creds, "the truss", true)
+        .await?
+        .expect("asked for the content hash");
+    let hash = content::run::packaged(ctx, &packaged);
 
     let git_info = if cfg.include_git_info {
         git::collect_git_info(dir, cfg.ci_revision.as_ref())
     } else {
         None
     };
-    let labels_json = cfg.labels.as_ref().map(OrderedObject::dumps);
+    // Every create records the source's content hash among the labels.
+    let labels_json = Some(content::labels_with(cfg.labels.as_ref(), &hash).dumps());
     let raw_config_b64 = if raw_config.len() <= RAW_CONFIG_MAX_BYTES {
         Some(base64::engine::general_purpose::STANDARD.encode(raw_config))
     } else {
@@ -336,6 +353,11 @@ fn spawn_log_stream(
 /// Cleanup of the model deployment (with a gated promotion: of each one
 /// this run created), once one was created.
 pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
+    // An unchanged source created nothing: the deployment in the state is
+    // the one serving the environment, never this run's to deactivate.
+    if ctx.state.lock().unwrap().by_content.unchanged == Some(true) {
+        return Ok(());
+    }
     flow::cleanup_created(
         ctx,
         |st| &st.model_id,

@@ -15,6 +15,7 @@ use crate::cli::{Input, Inputs};
 use crate::config::{Config, Target};
 use crate::outcome::Failure;
 use crate::report::Fanout;
+use crate::secret::Secret;
 use crate::settings::Settings;
 use crate::targets::{self, Found};
 
@@ -179,11 +180,13 @@ pub(crate) fn check_files(cfg: &Config) -> Result<(), String> {
 /// from then on; with `json` the result object carries it instead, so
 /// stdout stays one document), and fill the plan's outputs and summary. No
 /// request is made and no key is needed.
-pub(crate) fn run(
+pub(crate) async fn run(
     inputs: &Inputs,
     ci: &CiContext,
     rep: &Arc<Mutex<Reporter>>,
     json: bool,
+    key: Option<&Secret>,
+    net: &Result<crate::net::Network, String>,
 ) -> (Result<(), Failure>, Option<Fanout>) {
     // Every input a deploy job would refuse is refused here, so a matrix
     // never fans out into jobs that all fail on the same input. The key is
@@ -193,11 +196,40 @@ pub(crate) fn run(
     if checked.trimmed(Input::DeploymentName).is_none() {
         checked = checked.with(Input::DeploymentName, PLAN_NAME_STAND_IN);
     }
-    let prepared = Settings::parse(&checked, ci).and_then(|s| prepare(&s, ci));
-    let sel = match prepared {
-        Ok((sel, ..)) => sel,
+    let prepared = Settings::parse(&checked, ci).and_then(|s| prepare(&s, ci).map(|p| (s, p)));
+    let (settings, (mut sel, planned)) = match prepared {
+        Ok(p) => p,
         Err(e) => return (Err(Failure::InvalidInput(e)), None),
     };
+    // By content: only a read of the platform leaves a target out.
+    let left_out = match (settings.skip_unchanged, key) {
+        (false, _) => Vec::new(),
+        (true, None) => {
+            rep.lock().unwrap().notice(
+                "skip-unchanged: no baseten-api-key was given to the plan, so it cannot read what serves each environment; every target is in the matrix (each deploy job still skips an unchanged one)",
+            );
+            Vec::new()
+        }
+        (true, Some(key)) => {
+            rep.lock()
+                .unwrap()
+                .line("By content: reading what serves each model target's environment");
+            let say = |l: &str| rep.lock().unwrap().line(l);
+            match crate::content::plan::by_content(&planned, key, net, &say).await {
+                Ok(seen) => seen,
+                Err(e) => return (Err(Failure::InvalidInput(e)), None),
+            }
+        }
+    };
+    let unchanged: Vec<(Found, crate::content::skip::Serving)> = left_out
+        .into_iter()
+        .filter_map(|(i, seen)| match seen {
+            crate::content::plan::Seen::Unchanged(s) => Some((sel.chosen[i].0.clone(), s)),
+            crate::content::plan::Seen::Deploys(_) => None,
+        })
+        .collect();
+    sel.chosen
+        .retain(|(f, _)| !unchanged.iter().any(|(u, _)| u.path == f.path));
     let matrix = matrix(&sel.chosen);
     if !json {
         rep.lock().unwrap().data(&format!("{matrix}\n"));
@@ -209,8 +241,16 @@ pub(crate) fn run(
             "the plan has {n} targets, but a GitHub Actions matrix runs at most {GITHUB_MATRIX_JOBS_MAX} jobs: the workflow would fail with this matrix. Split truss-directory across several plan steps (e.g. one per folder) or use changed-since"
         ));
     }
+    let sent = if unchanged.is_empty() && !(settings.skip_unchanged && key.is_some()) {
+        "nothing was sent".to_string()
+    } else {
+        format!(
+            "{} unchanged left out; only reads were sent",
+            unchanged.len()
+        )
+    };
     rep.lock().unwrap().line(&format!(
-        "Plan: {n} target{} to deploy; nothing was sent",
+        "Plan: {n} target{} to deploy; {sent}",
         if n == 1 { "" } else { "s" }
     ));
     let mut rows: Vec<Vec<Cell>> = sel
@@ -231,6 +271,22 @@ pub(crate) fn run(
             Cell::Text(f.kind.as_str().into()),
             Cell::Text(f.name.clone()),
             Cell::Text("unchanged: skipped".into()),
+        ]
+    }));
+    rows.extend(unchanged.iter().map(|(f, serving)| {
+        vec![
+            Cell::Code(f.path.display().to_string()),
+            Cell::Text(f.kind.as_str().into()),
+            Cell::Text(f.name.clone()),
+            Cell::Text(format!(
+                "unchanged: served by deployment {}{}",
+                serving.deployment_id,
+                serving
+                    .since
+                    .as_ref()
+                    .map(|s| format!(" since {s}"))
+                    .unwrap_or_default()
+            )),
         ]
     }));
     let heading = match &sel.since {

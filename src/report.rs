@@ -53,6 +53,7 @@ pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Ou
         previous_deployment_id: text(&st.previous_deployment_id),
         tested_deployment_id: text(&st.tested_deployment_id),
         rolled_back: st.rolled_back,
+        unchanged: st.by_content.unchanged,
         matrix: None,
         targets_count: None,
         results: None,
@@ -206,7 +207,15 @@ pub(crate) fn report(
             notes: &st.notes,
             history: &st.history,
             promotion: &st.promotion,
-            sections: &[crate::evidence::markdown(&st.evidence)],
+            // What the deploy changes in production, then the evidence:
+            // sections of the one page, drawing on its one budget.
+            sections: &[
+                st.by_content
+                    .markdown()
+                    .map(|m| format!("\n{m}"))
+                    .unwrap_or_default(),
+                crate::evidence::markdown(&st.evidence),
+            ],
         };
         if let Err(e) = ci::append_step_summary(path, &input) {
             r.warning(&format!(

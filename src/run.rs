@@ -65,7 +65,8 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     // one target named plainly takes today's, unchanged.
     let road = match early {
         Some(e) => Err(e),
-        None if plan == Ok(true) => Ok(Road::Plan),
+        // The key is used by a plan only to read (skip-unchanged).
+        None if plan == Ok(true) => Ok(Road::Plan(key.clone().ok())),
         None => Settings::parse(&inputs, &ci_context).and_then(|s| {
             let key = key?;
             Ok(match crate::multi::wanted(&s) {
@@ -76,8 +77,16 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     };
     let (result, kind, cfg, fanout) = match road {
         Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
-        Ok(Road::Plan) => {
-            let (r, fanout) = crate::plan::run(&inputs, &ci_context, &rep, out_settings.json);
+        Ok(Road::Plan(key)) => {
+            let (r, fanout) = crate::plan::run(
+                &inputs,
+                &ci_context,
+                &rep,
+                out_settings.json,
+                key.as_ref(),
+                &net,
+            )
+            .await;
             (r, Kind::Model, None, fanout)
         }
         Ok(Road::Several(s, key)) => {
@@ -142,8 +151,9 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
 
 /// Which road a run takes once its inputs parsed.
 enum Road {
-    /// `plan`: print the targets, deploy nothing.
-    Plan,
+    /// `plan`: print the targets, deploy nothing (the key, when given,
+    /// only reads what serves each environment).
+    Plan(Option<Secret>),
     /// Several targets, or change detection.
     Several(Settings, Secret),
     /// One target named plainly.

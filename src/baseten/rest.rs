@@ -20,6 +20,15 @@ pub(crate) struct Deployment {
     pub(crate) status: String,
     #[serde(default)]
     pub(crate) is_production: bool,
+    /// `labels` (object or null): what the creator attached, the content
+    /// hash this tool records among them.
+    #[serde(default)]
+    pub(crate) labels: Option<serde_json::Map<String, Value>>,
+    /// `created_at`, ISO 8601 as the platform writes it.
+    #[serde(default)]
+    pub(crate) created_at: Option<String>,
+    #[serde(default)]
+    pub(crate) name: Option<String>,
 }
 
 /// An environment (EnvironmentV1), only what cleanup reads.
@@ -63,6 +72,30 @@ impl Api {
             .endpoints
             .rest(&["models", model_id, "deployments", deployment_id]);
         self.rest_get("reading the deployment status", url).await
+    }
+
+    /// The deployment's own `config.yaml` text as the platform keeps it
+    /// (`GET …/config?output_format=raw`, `raw_config`), one try: `None`
+    /// when the platform has none (deployments created before it kept raw
+    /// configs, or one whose raw text it dropped).
+    pub(crate) async fn deployment_raw_config(
+        &self,
+        model_id: &str,
+        deployment_id: &str,
+    ) -> Result<Option<String>, ApiError> {
+        #[derive(Deserialize)]
+        struct Answer {
+            #[serde(default)]
+            raw_config: Option<String>,
+        }
+        let mut url =
+            self.endpoints
+                .rest(&["models", model_id, "deployments", deployment_id, "config"]);
+        url.query_pairs_mut().append_pair("output_format", "raw");
+        let a: Answer = self
+            .rest_get("reading the serving deployment's config", url)
+            .await?;
+        Ok(a.raw_config)
     }
 
     /// Ids of the model's deployments named `name`, retried like every read.

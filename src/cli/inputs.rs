@@ -550,6 +550,14 @@ pub const INPUTS: &[InputSpec] = &[
         help: "Parts of a large archive uploaded at once (more helps on a long, fast link; each costs a connection and a 64 KiB buffer)",
         heading: BEHAVIOUR,
     },
+    InputSpec {
+        name: "skip-unchanged",
+        plain_env: "TRUSS_PUSH_SKIP_UNCHANGED",
+        kind: Kind::Bool,
+        default: Some("false"),
+        help: "Models with an environment: when the serving deployment's recorded content hash equals this truss's and it is ready, upload and create nothing (output unchanged: true); plan leaves such targets out",
+        heading: BEHAVIOUR,
+    },
 ];
 
 /// Every input, in the order of [`INPUTS`]: code names an input by its
@@ -604,11 +612,12 @@ pub enum Input {
     MaxLatencyRegression,
     AnalysisFile,
     UploadConcurrency,
+    SkipUnchanged,
 }
 
 impl Input {
     /// Every variant, in declaration order.
-    pub const ALL: [Input; 48] = [
+    pub const ALL: [Input; 49] = [
         Input::TrussDirectory,
         Input::BasetenApiKey,
         Input::ModelName,
@@ -657,6 +666,7 @@ impl Input {
         Input::MaxLatencyRegression,
         Input::AnalysisFile,
         Input::UploadConcurrency,
+        Input::SkipUnchanged,
     ];
 
     /// The input's declaration.

@@ -71,6 +71,8 @@ pub(crate) struct State {
     /// The run's S3 uploaders, so cleanup can abort a multipart upload the
     /// run was stopped in the middle of.
     pub(crate) uploaders: Vec<crate::s3::Uploader>,
+    /// The content hash, the `unchanged` verdict and what changes.
+    pub(crate) by_content: crate::content::record::ByContent,
 }
 
 /// Shared handles for one run.

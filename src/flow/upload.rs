@@ -13,6 +13,7 @@ use super::{Ctx, deploy_error, human};
 use crate::baseten::{Team, UploadCredentials};
 use crate::budget::Phase;
 use crate::ci::format_bytes;
+use crate::content::{self, ContentHash};
 use crate::outcome::Failure;
 use crate::{archive, s3};
 
@@ -97,13 +98,17 @@ const PROGRESS_TICK: Duration = Duration::from_secs(1);
 
 /// Lays out the tar of `dir` and uploads it with `creds`, showing
 /// progress. Nothing is written to disk and memory stays flat: each part's
-/// bytes are read from the truss's files as the part is sent.
+/// bytes are read from the truss's files as the part is sent. With
+/// `hash`, the content hash of exactly what was laid out is taken on a
+/// blocking thread while the parts go (the network is the slower side)
+/// and answered once both are done.
 pub(crate) async fn package_and_upload(
     ctx: &Ctx<'_>,
     dir: &Path,
     creds: &UploadCredentials,
     label: &str,
-) -> Result<(), Failure> {
+    hash: bool,
+) -> Result<Option<ContentHash>, Failure> {
     let fail = |e: anyhow::Error| Failure::Deploy(e);
     // The upload's wall time runs from the first file the layout reads to
     // the last part stored: there is no packaging pass apart from it.
@@ -122,6 +127,12 @@ pub(crate) async fn package_and_upload(
         layout.member_count(),
         format_bytes(size)
     ));
+    // Not awaited until the upload ended; a run stopped meanwhile leaves
+    // it to the runtime's background shutdown.
+    let hashing = hash.then(|| {
+        let layout = Arc::clone(&layout);
+        tokio::task::spawn_blocking(move || content::of_layout(&layout))
+    });
     let uploader = s3::Uploader::new(
         ctx.net.s3_client(),
         s3::Options {
@@ -187,7 +198,18 @@ pub(crate) async fn package_and_upload(
             human(wall),
         ),
     );
-    Ok(())
+    let Some(hashing) = hashing else {
+        return Ok(None);
+    };
+    let hashed = async {
+        hashing
+            .await
+            .map_err(|e| fail(anyhow!(e)))?
+            .map_err(|e| fail(e.context(format!("hashing {label}"))))
+    };
+    ctx.within(&format!("hashing {label}"), hashed)
+        .await
+        .map(Some)
 }
 
 /// Aborts the multipart uploads a stopped run left open (its flow was

@@ -47,11 +47,15 @@ pub(super) struct View<'a> {
     pub(super) sha: Option<&'a str>,
     /// `2026-12-01 02:00:00`, when the comment was written.
     pub(super) at: &'a str,
+    /// What the deploy changes in production (deploy by content), as
+    /// Markdown; redacted here like everything else.
+    pub(super) changes: Option<&'a str>,
 }
 
 /// The verdict in a few words, for statuses and the comment's title.
 pub(super) fn verdict(outputs: &Outputs) -> String {
     match outputs.status {
+        Status::Success if outputs.unchanged == Some(true) => "unchanged, already serving".into(),
         Status::Success => match outputs.deploy_time_seconds {
             Some(s) => format!("deployed and ready in {s:.1}s"),
             None => "deployed".to_string(),
@@ -147,6 +151,10 @@ pub(super) fn render(v: &View<'_>) -> String {
             "text",
         ));
     }
+    if let Some(changes) = v.changes {
+        text.push('\n');
+        text.push_str(&crate::secret::scrub(changes));
+    }
     let commit = v
         .sha
         .map(|s| format!(" for {}", s.chars().take(7).collect::<String>()))
@@ -190,6 +198,7 @@ mod tests {
             page_url: "",
             sha: None,
             at: "2026-01-01 00:00:00",
+            changes: None,
         });
         assert!(is_ours(&body, &marker(Kind::Model, "my model")));
         assert!(!is_ours(&body, &marker(Kind::Model, "my")));
@@ -214,6 +223,7 @@ mod tests {
             page_url: "https://app.example/models/m/overview",
             sha: Some("abcdef0123"),
             at: "2026-01-01 00:00:00",
+            changes: None,
         });
         for want in [
             "### ✅ Baseten model: `my model` deployed and ready in 12.3s",
@@ -244,6 +254,7 @@ mod tests {
             page_url: "",
             sha: None,
             at: "2026-01-01 00:00:00",
+            changes: None,
         });
         assert!(body.contains("### ❌ Baseten model: `my model` deploy failed"));
         assert!(body.contains("| Last platform status | `BUILD_FAILED` |"));

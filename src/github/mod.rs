@@ -359,21 +359,21 @@ impl Session {
         state: &Mutex<State>,
         stop: impl Future,
     ) {
-        let (predict, page) = {
+        let (predict, page, changes) = {
             let st = state.lock().unwrap();
             let page = match (&st.model_id, &st.chain_id) {
                 (Some(m), _) => self.endpoints.model_page(m),
                 (None, Some(c)) => self.endpoints.chain_page(c),
                 _ => String::new(),
             };
-            (st.predict, page)
+            (st.predict, page, st.by_content.markdown())
         };
         let secs = match result {
             Err(Failure::Cancelled(_)) => FINISH_CANCELLED_MAX_SECS,
             _ => FINISH_MAX_SECS,
         };
         tokio::select! {
-            () = self.finish(result, outputs, predict, &page) => {}
+            () = self.finish(result, outputs, predict, &page, changes.as_deref()) => {}
             _ = tokio::time::sleep(Duration::from_secs(secs)) => {
                 self.rep.lock().unwrap().warning(&format!(
                     "GitHub: still busy after {secs}s at the end of the run, so its statuses or comment may be out of date. The deploy itself is not affected."
@@ -395,6 +395,7 @@ impl Session {
         outputs: &Outputs,
         predict: Option<PredictStats>,
         page_url: &str,
+        changes: Option<&str>,
     ) {
         if !*self.begun.lock().unwrap() {
             return;
@@ -457,6 +458,7 @@ impl Session {
                 page_url,
                 sha: self.sha.as_deref(),
                 at: &at,
+                changes,
             });
             let marker = comment::marker(self.kind, &outputs.model_name);
             self.upsert_comment(pr, &marker, &body).await;

@@ -79,6 +79,9 @@ pub(crate) struct Settings {
     /// stops the others.
     pub max_parallel: usize,
     pub fail_fast: bool,
+    /// `skip-unchanged`: leave out a model deploy whose source already
+    /// serves the environment (always with an environment).
+    pub skip_unchanged: bool,
     /// Deployments, the pull-request comment and the commit status.
     pub github: super::github::Settings,
 }
@@ -189,6 +192,12 @@ impl Settings {
             check_name("model-name", n)?;
         }
         let labels = labels(inputs.trimmed(Input::Labels))?;
+        let skip_unchanged = bool_input(Input::SkipUnchanged)?;
+        if skip_unchanged && environment.is_none() {
+            return Err(
+                "skip-unchanged is true but no environment was given: it compares this truss with the deployment that serves an environment; set environment (e.g. production) or drop skip-unchanged".into(),
+            );
+        }
         let given_payload = inputs
             .trimmed(Input::PredictPayload)
             .map(|raw| {
@@ -261,6 +270,7 @@ impl Settings {
             print_config,
             max_parallel,
             fail_fast,
+            skip_unchanged,
             github,
         })
     }
@@ -290,6 +300,10 @@ fn labels(raw: Option<&str>) -> Result<Option<OrderedObject>, String> {
         return Ok(None);
     };
     match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(map)) if map.contains_key(crate::content::LABEL_KEY) => Err(format!(
+            "labels may not set {:?}: truss-push writes that label itself (the truss's content hash, for skip-unchanged); remove it from labels",
+            crate::content::LABEL_KEY
+        )),
         Ok(Value::Object(_)) => serde_json::from_str::<OrderedObject>(raw)
             .map(Some)
             .map_err(|e| format!("labels is not valid JSON ({e})")),

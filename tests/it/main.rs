@@ -27,6 +27,7 @@ mod published_api;
 mod s3_answers;
 mod scope;
 mod ship;
+mod skip_unchanged;
 mod snapshots;
 mod stream;
 mod structure;

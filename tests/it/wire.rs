@@ -70,9 +70,17 @@ fn labels_reach_the_platform_in_the_users_order_as_python_writes_them() {
         .run();
     assert_eq!(run.status(), "success", "{run:?}");
     let args = graphql_calls(&fake, "create_model_from_truss");
-    assert_eq!(
-        args[0]["user_deploy_metadata"],
-        r#"{"zeta": "1", "alpha": "\u00e9", "mid": 2}"#
+    // The user's labels in their order, then the content hash truss-push
+    // records on every deployment it creates.
+    let sent = args[0]["user_deploy_metadata"].as_str().unwrap();
+    let hash = sent
+        .strip_prefix(r#"{"zeta": "1", "alpha": "\u00e9", "mid": 2, "truss_push_content_hash": ""#)
+        .and_then(|rest| rest.strip_suffix(r#""}"#))
+        .unwrap_or_else(|| panic!("{sent}"));
+    assert_eq!(hash.len(), 64, "{sent}");
+    assert!(
+        run.stdout.contains(&format!("Content hash {hash}")),
+        "{run:?}"
     );
 }
 

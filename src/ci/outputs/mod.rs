@@ -58,6 +58,9 @@ pub(crate) struct Outputs {
     /// `true` when this run moved the environment back to the previous
     /// deployment; empty when no promotion was gated.
     pub(crate) rolled_back: Option<bool>,
+    /// With `skip-unchanged`: `true` when the source already served the
+    /// environment and nothing was deployed. Written only when set.
+    pub(crate) unchanged: Option<bool>,
     /// Plan mode: the targets as a CI matrix (`{"include": [...]}`).
     /// Written only when set, like the next two, so a single-target run's
     /// outputs stay exactly as they were.
@@ -89,6 +92,7 @@ impl Outputs {
             previous_deployment_id: String::new(),
             tested_deployment_id: String::new(),
             rolled_back: None,
+            unchanged: None,
             matrix: None,
             targets_count: None,
             results: None,
@@ -170,6 +174,9 @@ impl Outputs {
                 self.rolled_back.map(|b| b.to_string()).unwrap_or_default(),
             ),
         ];
+        if let Some(u) = self.unchanged {
+            entries.push(("unchanged", u.to_string()));
+        }
         if let Some(m) = &self.matrix {
             entries.push(("matrix", m.clone()));
         }

@@ -54,6 +54,8 @@ pub enum Route {
     DeactivateDeployment(String, String),
     ActivateDeployment(String, String),
     Logs(String, String),
+    /// `GET …/deployments/{id}/config?output_format=raw|parsed|both`.
+    DeploymentConfig(String, String),
     ListEnvironments(String),
     GetEnvironment(String, String),
     EnvironmentMetrics(String, String),
@@ -82,6 +84,7 @@ impl Route {
             Route::DeactivateDeployment(..) => "rest.deactivate_deployment",
             Route::ActivateDeployment(..) => "rest.activate_deployment",
             Route::Logs(..) => "rest.get_logs",
+            Route::DeploymentConfig(..) => "rest.get_deployment_config",
             Route::ListEnvironments(..) => "rest.list_environments",
             Route::GetEnvironment(..) => "rest.get_environment",
             Route::EnvironmentMetrics(..) => "rest.get_environment_metrics",
@@ -132,6 +135,9 @@ pub fn route(method: &Method, path: &str) -> Route {
         ),
         ["v1", "models", m, "deployments", d, "logs"] => {
             (Route::Logs(m.to_string(), d.to_string()), get || post)
+        }
+        ["v1", "models", m, "deployments", d, "config"] => {
+            (Route::DeploymentConfig(m.to_string(), d.to_string()), get)
         }
         ["v1", "models", m, "environments"] => (Route::ListEnvironments(m.to_string()), get),
         ["v1", "models", m, "environments", e] => {
@@ -325,6 +331,23 @@ pub fn handle(
             Ok(dep) => (StatusCode::OK, deployment_v1(p, dep, now)),
             Err(a) => a,
         },
+        Route::DeploymentConfig(m, d) => {
+            let dep = match find_deployment(p, m, d, now) {
+                Ok(dep) => dep,
+                Err(a) => return a,
+            };
+            let format = parse_query(query)
+                .into_iter()
+                .find(|(k, _)| k == "output_format")
+                .map_or_else(|| "both".to_string(), |(_, v)| v);
+            match deployment_config_v1(dep, &format) {
+                Some(v) => (StatusCode::OK, v),
+                None => message(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    format!("output_format must be one of 'raw', 'parsed', 'both', got {format:?}"),
+                ),
+            }
+        }
         Route::DeactivateDeployment(m, d) => {
             if let Err(a) = check_body(body) {
                 return a;
@@ -533,6 +556,16 @@ mod tests {
                 "rest.method_not_allowed",
             ),
             (&g, "/v1/models/m1/deployments/d1/logs", "rest.get_logs"),
+            (
+                &g,
+                "/v1/models/m1/deployments/d1/config",
+                "rest.get_deployment_config",
+            ),
+            (
+                &post,
+                "/v1/models/m1/deployments/d1/config",
+                "rest.method_not_allowed",
+            ),
             (&post, "/v1/models/m1/deployments/d1/logs", "rest.get_logs"),
             (&g, "/v1/models/m1/environments", "rest.list_environments"),
             (

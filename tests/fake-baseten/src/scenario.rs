@@ -390,6 +390,9 @@ pub struct ExistingDeploymentSpec {
     pub environment: Option<String>,
     #[serde(default)]
     pub is_draft: bool,
+    /// Labels another client created it with (`truss push --labels`).
+    #[serde(default)]
+    pub labels: Option<Value>,
 }
 
 fn active() -> String {

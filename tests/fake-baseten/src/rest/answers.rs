@@ -71,6 +71,23 @@ pub(super) fn deployment_v1(p: &Platform, d: &Deployment, now: f64) -> Value {
     })
 }
 
+/// `DeploymentConfigResponseV1` for `output_format` (`raw`, `parsed` or
+/// `both`), `None` for another format. `raw_config` is the text the create
+/// sent (null when it sent none, as for deployments the platform made
+/// before it kept raw configs); `config` the parsed config it sent.
+pub(super) fn deployment_config_v1(d: &Deployment, format: &str) -> Option<Value> {
+    let (raw, parsed) = match format {
+        "raw" => (true, false),
+        "parsed" => (false, true),
+        "both" => (true, true),
+        _ => return None,
+    };
+    Some(json!({
+        "config": if parsed { d.config.clone() } else { Value::Null },
+        "raw_config": if raw { d.raw_config.clone() } else { None },
+    }))
+}
+
 pub(super) fn model_v1(p: &Platform, m: &str, now: f64) -> Value {
     let Some(model) = p.model(m) else {
         return Value::Null;

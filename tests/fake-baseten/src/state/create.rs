@@ -160,13 +160,15 @@ impl Platform {
                 }
             },
         };
-        if let Some(raw) = &req.raw_config_b64
-            && base64::engine::general_purpose::STANDARD
-                .decode(raw)
-                .is_err()
-        {
-            return Err(ApiErr::invalid("raw_config is not valid base64"));
-        }
+        // Kept as the deployment's raw config when it is UTF-8 text (the
+        // platform drops an invalid raw config without failing the create).
+        let raw_config = match &req.raw_config_b64 {
+            None => None,
+            Some(raw) => match base64::engine::general_purpose::STANDARD.decode(raw) {
+                Ok(bytes) => String::from_utf8(bytes).ok(),
+                Err(_) => return Err(ApiErr::invalid("raw_config is not valid base64")),
+            },
+        };
         let origin = req.model_origin.clone().unwrap_or_else(|| "BASETEN".into());
 
         let (model_idx, promote_to) = match kind {
@@ -273,6 +275,7 @@ impl Platform {
             labels,
             s3_key: Some(req.s3_key.clone()),
             config,
+            raw_config,
             semver: format!("0.{}.0", count + 1),
             instance_type_name: "1x2".into(),
             deploy_timeout_minutes: req.deploy_timeout_minutes,
@@ -472,6 +475,7 @@ impl Platform {
                 labels: None,
                 s3_key: Some(c.s3_key.clone()),
                 config: decode_config(&c.encoded_config_str).unwrap_or(Value::Null),
+                raw_config: None,
                 semver: format!("0.{}.0", count + 1),
                 instance_type_name: "1x2".into(),
                 deploy_timeout_minutes: None,

@@ -109,6 +109,9 @@ pub struct Deployment {
     pub labels: Option<Value>,
     pub s3_key: Option<String>,
     pub config: Value,
+    /// The raw `config.yaml` text the create sent (`raw_config`, decoded),
+    /// when it sent one that is UTF-8 text.
+    pub raw_config: Option<String>,
     pub semver: String,
     pub instance_type_name: String,
     pub deploy_timeout_minutes: Option<i64>,

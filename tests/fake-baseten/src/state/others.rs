@@ -86,6 +86,7 @@ impl Platform {
                             status: "ACTIVE".into(),
                             environment: Some(super::PRODUCTION.into()),
                             is_draft: false,
+                            labels: None,
                         }],
                     };
                     self.add_model_spec(&spec, now);

@@ -398,3 +398,49 @@ async fn chain_flow_deploy_status_run_remote_deactivate() {
         "RESOURCE_NOT_FOUND"
     );
 }
+
+/// `GET …/deployments/{id}/config` in each `output_format`: the raw text
+/// the create sent, the parsed config, both; an unknown format is refused.
+/// (The schema check verifies every answer against the published one.)
+#[tokio::test]
+async fn a_deployments_config_in_each_output_format() {
+    use base64::Engine as _;
+    let fake = FakeBaseten::start(scenario("instant-active.yaml").with_manual_clock())
+        .await
+        .unwrap();
+    let c = Client::new(&fake);
+    let creds = c.credentials("model_s3_upload_credentials").await;
+    c.upload(&fake, &creds, truss_tar("hello")).await;
+    let key = creds["s3_key"].as_str().unwrap();
+    let raw = "model_name: hello  # the name\nresources:\n  accelerator: A10G\n";
+    let mut vars = create_vars(Some(json!({"truss_push_content_hash": "ab"})));
+    vars["rawConfig"] = json!(base64::engine::general_purpose::STANDARD.encode(raw));
+    let data = c
+        .data(
+            &create_model_doc("hello", key, "version_name: \"v1\""),
+            vars,
+        )
+        .await;
+    let mv = &data["create_model_from_truss"]["model_version"];
+    let (model, dep) = (
+        mv["oracle"]["id"].as_str().unwrap(),
+        mv["id"].as_str().unwrap(),
+    );
+    let path = format!("/v1/models/{model}/deployments/{dep}/config");
+    let (s, a) = c.get(&format!("{path}?output_format=raw")).await;
+    assert_eq!(s, reqwest::StatusCode::OK);
+    assert_eq!(a, json!({"config": null, "raw_config": raw}));
+    let (_, a) = c.get(&format!("{path}?output_format=parsed")).await;
+    assert_eq!(a["raw_config"], Value::Null);
+    assert_eq!(a["config"]["model_name"], "hello");
+    let (_, both) = c.get(&path).await;
+    assert_eq!(both["raw_config"], raw);
+    assert_eq!(both["config"]["model_name"], "hello");
+    let (s, _) = c.get(&format!("{path}?output_format=yaml")).await;
+    assert_eq!(s, reqwest::StatusCode::UNPROCESSABLE_ENTITY);
+    let (_, d) = c
+        .get(&format!("/v1/models/{model}/deployments/{dep}"))
+        .await;
+    assert_eq!(d["labels"], json!({"truss_push_content_hash": "ab"}));
+    assert!(fake.take_violations().is_empty());
+}

@@ -1,0 +1,270 @@
+//! Deploy by content: the source's identity and what follows from it.
+//!
+//! The identity is the content hash the platform's published API documents
+//! for a truss's source (`DeploymentPatchPointWithHashV1.hash`), the value
+//! the official client computes for its live patches: every non-ignored
+//! path, files by the blake3 digest of their bytes, directories as null,
+//! folded in path-component order. The paths are the archive's own walk
+//! (`archive::walk`, truss's ignore rules), directories included as the
+//! definition says although the archive stores none.
+//!
+//! Where it follows the archive rather than truss's helper: a symlink to a
+//! directory is neither shipped nor hashed (truss's helper lists it as a
+//! directory), and a symlink to a file counts by the bytes it points at (as
+//! in truss), not by its target text.
+//!
+//! `skip` reads the environment and decides whether a deploy can be left
+//! out; `diff` shows what a deploy changes in the serving config.
+
+use std::cmp::Ordering;
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::archive;
+use crate::baseten::OrderedObject;
+
+pub(crate) mod diff;
+pub(crate) mod plan;
+pub(crate) mod record;
+pub(crate) mod run;
+pub(crate) mod skip;
+
+/// The label every deployment this tool creates carries: its source's
+/// content hash (64 hex digits). Documented in docs/deploy-by-content.md.
+pub(crate) const LABEL_KEY: &str = "truss_push_content_hash";
+
+/// A truss's content hash and what went into it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ContentHash {
+    /// 64 lowercase hex digits.
+    pub(crate) hex: String,
+    pub(crate) files: usize,
+    pub(crate) dirs: usize,
+    /// The bytes read (the files' sizes).
+    pub(crate) bytes: u64,
+}
+
+/// One path of the source: its key and, for a file, its digest.
+type Entry = (String, Option<[u8; 32]>);
+
+/// The content hash of the truss in `root`, over the paths the archive
+/// walks, each file read once (for `skip-unchanged`, before packaging).
+pub(crate) fn hash(root: &Path) -> anyhow::Result<ContentHash> {
+    let walk = archive::walk(root)?;
+    hash_paths(root, &walk.members, &walk.dirs)
+}
+
+/// The content hash of exactly what `layout` packs: its members read from
+/// the truss (while the upload reads them too), its directories as null.
+pub(crate) fn of_layout(layout: &archive::Layout) -> anyhow::Result<ContentHash> {
+    let members: Vec<archive::Member> = layout.members().cloned().collect();
+    hash_paths(layout.root(), &members, layout.dirs())
+}
+
+fn hash_paths(
+    root: &Path,
+    members: &[archive::Member],
+    dirs: &[String],
+) -> anyhow::Result<ContentHash> {
+    let mut entries: Vec<Entry> = Vec::with_capacity(members.len() + dirs.len());
+    let mut bytes = 0u64;
+    for m in members {
+        let path = root.join(&m.path);
+        let (digest, n) = archive::file_digest(&path)
+            .with_context(|| format!("cannot read {} to hash it", path.display()))?;
+        bytes += n;
+        entries.push((m.path.clone(), Some(digest)));
+    }
+    entries.extend(dirs.iter().map(|d| (d.clone(), None)));
+    Ok(ContentHash {
+        hex: fold(entries),
+        files: members.len(),
+        dirs: dirs.len(),
+        bytes,
+    })
+}
+
+/// The content hash of what an archive holds, from the digests taken
+/// while the tests' reference writer wrote it: the same value [`hash`]
+/// gives for the same tree.
+#[cfg(test)]
+pub(crate) fn of_archive(a: &archive::Archive) -> ContentHash {
+    let mut entries: Vec<Entry> = a
+        .members
+        .iter()
+        .zip(&a.digests)
+        .map(|(m, d)| (m.path.clone(), Some(*d)))
+        .collect();
+    entries.extend(a.dirs.iter().map(|d| (d.clone(), None)));
+    ContentHash {
+        hex: fold(entries),
+        files: a.members.len(),
+        dirs: a.dirs.len(),
+        bytes: a.members.iter().map(|m| m.size).sum(),
+    }
+}
+
+/// Keys compared as lists of `/`-separated components, each by UTF-8 bytes
+/// (which is Unicode code point order): `a/b` before `a.b`.
+fn by_components(a: &str, b: &str) -> Ordering {
+    a.split('/').cmp(b.split('/'))
+}
+
+/// The documented fold: for each key in component order, the digest of
+/// the key's UTF-8, then a file's own digest; the hex of the result.
+fn fold(mut entries: Vec<Entry>) -> String {
+    entries.sort_by(|a, b| by_components(&a.0, &b.0));
+    let mut hasher = blake3::Hasher::new();
+    for (key, digest) in &entries {
+        hasher.update(blake3::hash(key.as_bytes()).as_bytes());
+        if let Some(d) = digest {
+            hasher.update(d);
+        }
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// The labels a create carries: the user's, in their order, then ours.
+/// (A user label under [`LABEL_KEY`] is refused as an input error.)
+pub(crate) fn labels_with(user: Option<&OrderedObject>, hash: &str) -> OrderedObject {
+    let mut all = user.cloned().unwrap_or_default();
+    all.0.retain(|(k, _)| k != LABEL_KEY);
+    all.0.push((
+        LABEL_KEY.to_string(),
+        serde_json::Value::String(hash.into()),
+    ));
+    all
+}
+
+/// A label value that can be a content hash: 64 hex digits.
+pub(crate) fn is_hash(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tree the test vector was made from.
+    const VECTOR_FILES: &[(&str, &[u8])] = &[
+        ("config.yaml", b"model_name: vector\n"),
+        ("empty.txt", b""),
+        ("a/b", b"under a\n"),
+        ("a.b", b"beside a\n"),
+        ("model/model.py", b"class Model:\n    pass\n"),
+        ("model/sub/deep/x.py", b"x = 1\n"),
+        (
+            "donn\u{e9}es/\u{e9}t\u{e9}.txt",
+            "\u{e9}t\u{e9}\n".as_bytes(),
+        ),
+        ("\u{65e5}\u{672c}.txt", b"\x00\xff binary\n"),
+        // Ignored by truss's default patterns: not part of the hash.
+        ("__pycache__/m.cpython-311.pyc", b"ignored"),
+        ("model/x.pyc", b"ignored"),
+    ];
+
+    /// Made once with the real truss 0.18.36 and the `blake3` package from
+    /// PyPI (1.0.11), in the venv `scripts/python-env` builds: the tree of
+    /// `VECTOR_FILES` plus an empty directory `data/empty`, written by a
+    /// Python script into a temp dir, then
+    /// `truss.truss_handle.patch.hash.directory_content_hash(root,
+    /// truss.util.path.load_trussignore_patterns_from_truss_dir(root))`.
+    /// The same script folded the documented way with `blake3` alone
+    /// (os.walk, keys sorted by `k.split("/")`, `blake3(key).digest()` then
+    /// `bytes.fromhex(file digest)`) and printed the same value.
+    const VECTOR_HASH: &str = "81f01b92a435973ad68866f0191aab81a8755a5d4e4c857fd9d732d5cf7aa32f";
+
+    fn vector_tree() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for (rel, data) in VECTOR_FILES {
+            let p = d.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, data).unwrap();
+        }
+        std::fs::create_dir_all(d.path().join("data/empty")).unwrap();
+        d
+    }
+
+    #[test]
+    fn the_hash_equals_the_official_clients() {
+        let d = vector_tree();
+        let h = hash(d.path()).unwrap();
+        assert_eq!(h.hex, VECTOR_HASH);
+        // a, data, data/empty, données, model, model/sub, model/sub/deep.
+        assert_eq!((h.files, h.dirs), (8, 7));
+        assert!(is_hash(&h.hex));
+    }
+
+    #[test]
+    fn the_archive_gives_the_same_hash_from_its_own_reads() {
+        let d = vector_tree();
+        let out = tempfile::tempdir().unwrap();
+        let a = archive::write(d.path(), &out.path().join("t.tar")).unwrap();
+        assert_eq!(of_archive(&a).hex, VECTOR_HASH);
+        #[cfg(unix)]
+        {
+            // A symlink to a file counts by the bytes it points at.
+            std::os::unix::fs::symlink("a.b", d.path().join("link")).unwrap();
+            let a = archive::write(d.path(), &out.path().join("u.tar")).unwrap();
+            assert_eq!(of_archive(&a).hex, hash(d.path()).unwrap().hex);
+            assert_ne!(of_archive(&a).hex, VECTOR_HASH);
+        }
+    }
+
+    #[test]
+    fn the_empty_directory_counts() {
+        let d = vector_tree();
+        std::fs::remove_dir(d.path().join("data/empty")).unwrap();
+        assert_ne!(hash(d.path()).unwrap().hex, VECTOR_HASH);
+    }
+
+    #[test]
+    fn components_order_before_bytes() {
+        let mut keys = vec!["a.b", "a/b", "a", "b", "a/b/c", "\u{e9}", "z"];
+        keys.sort_by(|a, b| by_components(a, b));
+        assert_eq!(keys, ["a", "a/b", "a/b/c", "a.b", "b", "z", "\u{e9}"]);
+        // Byte order alone would put `a.b` first, and give another hash.
+        let entries =
+            |ks: &[&str]| -> Vec<Entry> { ks.iter().map(|k| ((*k).to_string(), None)).collect() };
+        let sorted = fold(entries(&["a", "a/b", "a.b"]));
+        let mut hasher = blake3::Hasher::new();
+        for k in ["a", "a.b", "a/b"] {
+            hasher.update(blake3::hash(k.as_bytes()).as_bytes());
+        }
+        assert_ne!(sorted, hasher.finalize().to_hex().to_string());
+    }
+
+    #[test]
+    fn ignored_files_change_nothing_and_a_byte_or_a_name_does() {
+        let d = vector_tree();
+        let base = hash(d.path()).unwrap().hex;
+        std::fs::write(d.path().join("model/y.pyc"), b"more").unwrap();
+        assert_eq!(hash(d.path()).unwrap().hex, base);
+        std::fs::write(d.path().join("empty.txt"), b" ").unwrap();
+        let one_byte = hash(d.path()).unwrap().hex;
+        assert_ne!(one_byte, base);
+        std::fs::rename(d.path().join("a.b"), d.path().join("a.c")).unwrap();
+        assert_ne!(hash(d.path()).unwrap().hex, one_byte);
+    }
+
+    #[test]
+    fn our_label_follows_the_users() {
+        let user: OrderedObject = serde_json::from_str(r#"{"team": "ml", "a": 1}"#).unwrap();
+        assert_eq!(
+            labels_with(Some(&user), VECTOR_HASH).dumps(),
+            format!(r#"{{"team": "ml", "a": 1, "truss_push_content_hash": "{VECTOR_HASH}"}}"#)
+        );
+        assert_eq!(
+            labels_with(None, VECTOR_HASH).dumps(),
+            format!(r#"{{"truss_push_content_hash": "{VECTOR_HASH}"}}"#)
+        );
+    }
+
+    #[test]
+    fn what_a_label_value_may_be() {
+        assert!(is_hash(VECTOR_HASH));
+        assert!(!is_hash(&VECTOR_HASH[1..]));
+        assert!(!is_hash(&format!("{}g", &VECTOR_HASH[1..])));
+    }
+}

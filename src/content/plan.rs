@@ -1,0 +1,113 @@
+//! The plan by content: with `skip-unchanged` and a key, each model
+//! target going into an environment is hashed and its environment read the
+//! way a deploy reads it (`skip::check`); a target whose source already
+//! serves is left out of the matrix, so CI does not start its job.
+//! Without a key the plan cannot read anything and says so.
+
+use std::time::Instant;
+
+use anyhow::anyhow;
+
+use super::skip::{self, Serving, Verdict};
+use crate::baseten::Api;
+use crate::config::Target;
+use crate::net::Network;
+use crate::plan::Planned;
+use crate::secret::Secret;
+
+/// What the plan learned of one target: left out (the deployment that
+/// serves its source), or kept with the reason.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Seen {
+    Unchanged(Serving),
+    Deploys(String),
+}
+
+/// Reads what serves each planned model target with an environment and
+/// decides; `(index in the selection, what was seen)` for each one read.
+/// A target whose reads fail deploys (its job decides again).
+pub(crate) async fn by_content(
+    planned: &[Planned],
+    key: &Secret,
+    net: &Result<Network, String>,
+    say: &dyn Fn(&str),
+) -> Result<Vec<(usize, Seen)>, String> {
+    let http = net.as_ref().map_err(Clone::clone)?.api_client();
+    let mut seen = Vec::new();
+    for p in planned {
+        let cfg = &p.cfg;
+        let (Target::Model { dir, .. }, Some(environment)) =
+            (&cfg.target, cfg.environment.as_deref())
+        else {
+            continue;
+        };
+        // Reads only, each within the wait budget a deploy would have.
+        let api = Api::new(http.clone(), cfg.endpoints.clone(), key.clone())
+            .until(Instant::now() + cfg.wait_timeout);
+        let root = dir.clone();
+        let hash = tokio::task::spawn_blocking(move || super::hash(&root))
+            .await
+            .map_err(|e| anyhow!(e))
+            .and_then(|r| r)
+            .map_err(|e| format!("{}: hashing the truss: {e:#}", p.found.path.display()))?;
+        let verdict = match model_id(&api, &cfg.model_name, cfg.team.as_deref()).await {
+            Ok(id) => skip::check(&api, id.as_deref(), environment, &hash.hex).await,
+            Err(why) => Verdict::Deploy { why, serving: None },
+        };
+        let shown = p.found.path.display();
+        let s = match verdict {
+            Verdict::Unchanged(serving) => {
+                say(&format!(
+                    "  unchanged: {shown} ({:?}) is served in {environment} by deployment {} (content hash {}…)",
+                    cfg.model_name,
+                    serving.deployment_id,
+                    skip::short(&hash.hex)
+                ));
+                Seen::Unchanged(serving)
+            }
+            Verdict::Deploy { why, .. } => {
+                say(&format!("  deploys: {shown} ({:?}): {why}", cfg.model_name));
+                Seen::Deploys(why)
+            }
+        };
+        seen.push((p.index, s));
+    }
+    Ok(seen)
+}
+
+/// The id of the model named `name` (in `team`, when named), if exactly
+/// one is visible; several of that name is a reason to deploy (the job
+/// resolves its team).
+async fn model_id(api: &Api, name: &str, team: Option<&str>) -> Result<Option<String>, String> {
+    let team_id = match team {
+        None => None,
+        Some(t) => {
+            let teams = api
+                .teams()
+                .await
+                .map_err(|e| format!("could not list the teams ({e})"))?;
+            let found = teams.into_iter().find(|x| x.name == t);
+            Some(
+                found
+                    .ok_or_else(|| format!("team {t:?} is not visible to this key"))?
+                    .id,
+            )
+        }
+    };
+    let models = api
+        .models(None)
+        .await
+        .map_err(|e| format!("could not list the models ({e})"))?;
+    let named: Vec<_> = models
+        .into_iter()
+        .filter(|m| m.name == name)
+        .filter(|m| team_id.is_none() || m.team.as_ref().map(|mt| &mt.id) == team_id.as_ref())
+        .collect();
+    match named.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one.id.clone())),
+        _ => Err(format!(
+            "several models named {name:?} are visible to this key; the deploy job picks the team"
+        )),
+    }
+}

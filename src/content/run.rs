@@ -1,0 +1,181 @@
+//! Deploy by content inside a model deploy: the hash computed off the
+//! runtime's threads within the deploy budget, the verdict before
+//! packaging with `skip-unchanged` (the environment smoke-tested when the
+//! source already serves it), and what the deploy will change.
+
+use anyhow::anyhow;
+use serde_json::Value;
+
+use super::diff::{self, Change};
+use super::skip::{self, Read, Serving, Verdict};
+use crate::flow::{Ctx, smoke_test};
+use crate::outcome::Failure;
+
+/// This truss's content hash, read before packaging, said and kept in
+/// the run's state.
+pub(crate) async fn hash(ctx: &Ctx<'_>, dir: &std::path::Path) -> Result<String, Failure> {
+    let root = dir.to_path_buf();
+    let hashing = async {
+        tokio::task::spawn_blocking(move || super::hash(&root))
+            .await
+            .map_err(|e| Failure::Deploy(anyhow!(e)))?
+            .map_err(|e| Failure::Deploy(e.context("hashing the truss")))
+    };
+    let h = ctx.within("hashing the truss", hashing).await?;
+    say(ctx, &h, "");
+    ctx.state.lock().unwrap().by_content.hash = Some(h.hex.clone());
+    Ok(h.hex)
+}
+
+/// The content hash of what was packaged (and is labelled): said unless
+/// it is the one read before packaging.
+pub(crate) fn packaged(ctx: &Ctx<'_>, h: &super::ContentHash) -> String {
+    let mut st = ctx.state.lock().unwrap();
+    let before = st.by_content.hash.replace(h.hex.clone());
+    drop(st);
+    match before {
+        Some(b) if b == h.hex => {}
+        Some(_) => say(
+            ctx,
+            h,
+            " (the truss changed after it was first hashed: this is what was packaged)",
+        ),
+        None => say(ctx, h, ""),
+    }
+    h.hex.clone()
+}
+
+fn say(ctx: &Ctx<'_>, h: &super::ContentHash, then: &str) {
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    ctx.say(&format!(
+        "Content hash {} ({}, {}, {}){then}",
+        h.hex,
+        plural(h.files, "file", "files"),
+        plural(h.dirs, "directory", "directories"),
+        crate::ci::format_bytes(h.bytes)
+    ));
+}
+
+/// With `skip-unchanged`, before anything is packaged: reads the
+/// environment and decides. `Ok(true)` when the source already serves it
+/// (the environment then smoke-tested and the outputs those of the
+/// serving deployment); `Ok(false)` to deploy, the reason said, and what
+/// the deploy changes kept for the summary.
+pub(crate) async fn skip_if_unchanged(
+    ctx: &Ctx<'_>,
+    model_id: Option<&str>,
+    hash: &str,
+    raw_config: &[u8],
+) -> Result<bool, Failure> {
+    let cfg = ctx.cfg;
+    let Some(env) = cfg.environment.as_deref() else {
+        return Ok(false);
+    };
+    match skip::check(ctx.api, model_id, env, hash).await {
+        Verdict::Unchanged(serving) => {
+            let model_id = model_id.expect("a serving deployment has a model");
+            unchanged(ctx, model_id, env, &serving, hash).await?;
+            Ok(true)
+        }
+        Verdict::Deploy { why, serving } => {
+            ctx.say(&format!("Deploying: {why}"));
+            ctx.note(format!("skip-unchanged: deployed because {why}"));
+            if let (Some(model_id), Some(serving)) = (model_id, serving) {
+                let change = what_changes(ctx, model_id, env, &serving, hash, raw_config).await;
+                ctx.state.lock().unwrap().by_content.change = Some(change);
+            }
+            Ok(false)
+        }
+    }
+}
+
+/// The source already serves `env`: the outputs of the serving
+/// deployment, one line saying so, and the environment's smoke test.
+async fn unchanged(
+    ctx: &Ctx<'_>,
+    model_id: &str,
+    env: &str,
+    serving: &Serving,
+    hash: &str,
+) -> Result<(), Failure> {
+    let cfg = ctx.cfg;
+    let url = cfg.endpoints.environment_invoke(
+        "model",
+        model_id,
+        env,
+        "predict",
+        cfg.regional_environment,
+    );
+    {
+        let mut st = ctx.state.lock().unwrap();
+        st.model_id = Some(model_id.to_string());
+        st.deployment_id = Some(serving.deployment_id.clone());
+        st.last_status = Some(serving.status.clone());
+        st.environment_url = Some(url.clone());
+        st.by_content.unchanged = Some(true);
+    }
+    let named = serving
+        .name
+        .as_ref()
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
+    let since = serving
+        .since
+        .as_ref()
+        .map(|s| format!(" since {s}"))
+        .unwrap_or_default();
+    let line = format!(
+        "Unchanged: deployment {}{named} has served {env}{since} with this source (content hash {}…, {}); nothing was uploaded or created",
+        serving.deployment_id,
+        skip::short(hash),
+        serving.status
+    );
+    ctx.notice(&line);
+    ctx.note(line);
+    ctx.event(&serving.status, "unchanged: already serving");
+    ctx.end_group();
+    let Some(payload) = &cfg.predict_payload else {
+        ctx.say("No predict payload configured, skipping predict check");
+        return Ok(());
+    };
+    let streaming = payload
+        .get("stream")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    ctx.group(&format!("Predict ({env})"));
+    let r = smoke_test(ctx, "predict", &url, payload, streaming).await;
+    ctx.end_group();
+    r
+}
+
+/// What the deploy changes in the serving deployment: its raw config
+/// against ours.
+async fn what_changes(
+    ctx: &Ctx<'_>,
+    model_id: &str,
+    env: &str,
+    serving: &Read,
+    hash: &str,
+    raw_config: &[u8],
+) -> Change {
+    let ours = String::from_utf8_lossy(raw_config);
+    let theirs = match ctx
+        .api
+        .deployment_raw_config(model_id, &serving.deployment_id)
+        .await
+    {
+        Ok(Some(text)) => Ok(text),
+        Ok(None) => Err(
+            "the platform keeps no raw config.yaml for the serving deployment (it keeps them for deployments created since 2026-04-30)"
+                .to_string(),
+        ),
+        Err(e) => Err(format!("its config could not be read ({e})")),
+    };
+    let same_hash = serving.recorded.as_deref().map(|r| r == hash);
+    Change {
+        environment: env.to_string(),
+        serving: serving.deployment_id.clone(),
+        what: diff::change(&ours, theirs.as_deref().map_err(Clone::clone), same_hash),
+    }
+}
