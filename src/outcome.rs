@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-/// The `status` output. The five words are the anchor action's and must not
+/// The `status` output. The five words are the Python action's and must not
 /// change meaning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Status {

@@ -98,7 +98,7 @@ impl Kind {
 pub struct InputSpec {
     /// The flag without dashes and the action input id.
     pub name: &'static str,
-    /// The anchor action's plain environment variable, or ours for the
+    /// The Python action's plain environment variable, or ours for the
     /// inputs this project adds.
     pub plain_env: &'static str,
     pub(crate) kind: Kind,
@@ -107,7 +107,7 @@ pub struct InputSpec {
     pub(crate) default: Option<&'static str>,
     /// One line for `--help`.
     pub(crate) help: &'static str,
-    /// The `--help` section; `None` for the anchor action's inputs.
+    /// The `--help` section; `None` for the Python action's inputs.
     pub(crate) heading: Option<&'static str>,
 }
 
@@ -137,7 +137,7 @@ const fn seconds(min: f64, max: f64, whole: bool) -> Kind {
     })
 }
 
-/// Every input, the anchor action's first (same names, same plain
+/// Every input, the Python action's first (same names, same plain
 /// variables), then the ones this project adds.
 pub const INPUTS: &[InputSpec] = &[
     InputSpec {

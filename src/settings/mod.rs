@@ -338,7 +338,7 @@ pub(crate) fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-/// The anchor action skips predict for a falsy payload (`null`, `{}`, `[]`,
+/// The Python action skips predict for a falsy payload (`null`, `{}`, `[]`,
 /// `""`, `0`, `false`).
 pub(crate) fn is_falsy(v: &Value) -> bool {
     match v {

@@ -210,7 +210,7 @@ fn wrapper_inputs_section() -> String {
 
 /// The Python action's outputs, in the order it writes them: a fact about
 /// `basetenlabs/action-truss-push`, which truss-push writes first.
-const ANCHOR_OUTPUTS: &[&str] = &[
+const PYTHON_ACTION_OUTPUTS: &[&str] = &[
     "deployment-id",
     "model-id",
     "chain-id",
@@ -434,8 +434,8 @@ fn docs_reference_lists_every_output_the_binary_writes() {
         );
     }
     assert_eq!(
-        &every_run[..ANCHOR_OUTPUTS.len()],
-        ANCHOR_OUTPUTS,
+        &every_run[..PYTHON_ACTION_OUTPUTS.len()],
+        PYTHON_ACTION_OUTPUTS,
         "the Python action's outputs come first, in its order"
     );
 }
@@ -447,7 +447,7 @@ fn docs_reference_migration_page_counts_the_added_outputs_from_the_binary() {
     let every_run = outputs_of_every_run();
     let added: Vec<&String> = every_run
         .iter()
-        .filter(|n| !ANCHOR_OUTPUTS.contains(&n.as_str()))
+        .filter(|n| !PYTHON_ACTION_OUTPUTS.contains(&n.as_str()))
         .collect();
     let page = std::fs::read_to_string(repo().join("docs/migrating.md")).expect("migrating.md");
     let claim = format!("every run writes {} outputs", every_run.len());
@@ -458,7 +458,7 @@ fn docs_reference_migration_page_counts_the_added_outputs_from_the_binary() {
     let claim = format!(
         "{} more than the Python action's {}",
         added.len(),
-        ANCHOR_OUTPUTS.len()
+        PYTHON_ACTION_OUTPUTS.len()
     );
     assert!(
         page.contains(&claim),
