@@ -16,7 +16,7 @@ use crate::outcome::Failure;
 use crate::plan::check_files;
 use crate::report::{self, install_panic_hook, report};
 use crate::secret::Secret;
-use crate::settings::{Early, Settings};
+use crate::settings::{Preliminary, Settings};
 
 /// Runs the whole job and returns the process exit code. `parse_error` is a
 /// command-line error already found by clap: it is reported like any bad
@@ -32,38 +32,38 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     // given; a target that needs the network and cannot have it fails
     // with this as its input error.
     let net = crate::net::Network::from_env(&|k| env(k).ok()).map_err(|e| format!("{e:#}"));
-    let early = Early::read(&inputs);
-    let out_settings = early.outputs.clone();
-    if early.stdout_is_data {
+    let preliminary = Preliminary::read(&inputs);
+    let out_settings = preliminary.outputs.clone();
+    if preliminary.stdout_is_data {
         // Nothing but the document goes to stdout from here on, masks
         // included (the runner reads commands on stderr too): an empty
         // piece of data turns every log line to stderr.
         rep.lock().unwrap().data("");
     }
     // Registered before anything can print: every sink redacts them.
-    for k in &early.secrets {
+    for k in &preliminary.secrets {
         rep.lock().unwrap().mask(k.expose());
     }
     let started = Instant::now();
     let state = Arc::new(Mutex::new(State {
-        model_name: early.model_name.clone(),
+        model_name: preliminary.model_name.clone(),
         ..State::default()
     }));
     install_panic_hook(ci_env.clone(), out_settings.clone(), Arc::clone(&state));
 
-    let plan = early.plan.clone();
+    let plan = preliminary.plan.clone();
     // A malformed key is refused on every road; a missing one only where
     // it is needed (a plan needs none).
-    let key = early.deploy_key();
-    let malformed = early.api_key.clone().err();
-    // A bad `plan` is an input error like the others found this early.
-    let early = parse_error
-        .or(early.outputs_error)
+    let key = preliminary.deploy_key();
+    let malformed = preliminary.api_key.clone().err();
+    // A bad `plan` is an input error like the others found this preliminary.
+    let input_error = parse_error
+        .or(preliminary.outputs_error)
         .or_else(|| plan.clone().err())
         .or(malformed);
     // A plan, several targets or change detection take their own road;
     // one target named plainly takes today's, unchanged.
-    let road = match early {
+    let road = match input_error {
         Some(e) => Err(e),
         None if plan == Ok(true) => Ok(Road::Plan),
         None => Settings::parse(&inputs, &ci_context).and_then(|s| {
