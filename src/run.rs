@@ -52,7 +52,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     install_panic_hook(ci_env.clone(), out_settings.clone(), Arc::clone(&state));
 
     let plan = preliminary.plan.clone();
-    // A malformed key is refused on every road; a missing one only where
+    // A malformed key is refused in every mode; a missing one only where
     // it is needed (a plan needs none).
     let key = preliminary.deploy_key();
     let malformed = preliminary.api_key.clone().err();
@@ -61,26 +61,26 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         .or(preliminary.outputs_error)
         .or_else(|| plan.clone().err())
         .or(malformed);
-    // A plan, several targets or change detection take their own road;
-    // one target named plainly takes today's, unchanged.
-    let road = match input_error {
+    // A plan, several targets or change detection each run in their own
+    // mode; one target named plainly runs as it always has.
+    let mode = match input_error {
         Some(e) => Err(e),
-        None if plan == Ok(true) => Ok(Road::Plan),
+        None if plan == Ok(true) => Ok(Mode::Plan),
         None => Settings::parse(&inputs, &ci_context).and_then(|s| {
             let key = key?;
             Ok(match crate::multi::wanted(&s) {
-                true => Road::Several(s, key),
-                false => Road::One(s, key),
+                true => Mode::Several(s, key),
+                false => Mode::One(s, key),
             })
         }),
     };
-    let (result, kind, cfg, fanout) = match road {
+    let (result, kind, cfg, fanout) = match mode {
         Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
-        Ok(Road::Plan) => {
+        Ok(Mode::Plan) => {
             let (r, fanout) = crate::plan::run(&inputs, &ci_context, &rep, out_settings.json);
             (r, Kind::Model, None, fanout)
         }
-        Ok(Road::Several(s, key)) => {
+        Ok(Mode::Several(s, key)) => {
             let (r, fanout) = crate::multi::run(
                 &s,
                 crate::multi::Reach {
@@ -96,7 +96,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
             .await;
             (r, Kind::Model, None, fanout)
         }
-        Ok(Road::One(s, key)) => match Config::resolve(&s, s.truss_directory.trim(), &ci_context)
+        Ok(Mode::One(s, key)) => match Config::resolve(&s, s.truss_directory.trim(), &ci_context)
             .and_then(|cfg| check_files(&cfg).map(|()| cfg))
         {
             Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
@@ -140,8 +140,8 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     )
 }
 
-/// Which road a run takes once its inputs parsed.
-enum Road {
+/// The run's mode, chosen once its inputs parsed.
+enum Mode {
     /// `plan`: print the targets, deploy nothing.
     Plan,
     /// Several targets, or change detection.
