@@ -31,25 +31,25 @@ fn maybe_applied(e: &ApiError) -> bool {
 /// it existed before) and the deployment ids the owner already had, so that
 /// after a lost answer a new deployment is told apart from earlier ones.
 #[derive(Clone)]
-pub(crate) struct Trace {
+pub(crate) struct ExistingDeployments {
     owner: Option<String>,
     /// `None` when the list could not be read: nothing can then be adopted.
     before: Option<Vec<String>>,
 }
 
-impl Trace {
+impl ExistingDeployments {
     /// Lists `owner`'s deployment ids before the create; a new owner has
     /// none. `list` lists an owner's deployment ids through `api`.
     pub(crate) async fn take(
         api: &Api,
         owner: Option<&str>,
         list: &impl AsyncFn(&Api, &str) -> Result<Vec<String>, ApiError>,
-    ) -> Trace {
+    ) -> ExistingDeployments {
         let before = match owner {
             Some(o) => list(api, o).await.ok(),
             None => Some(Vec::new()),
         };
-        Trace {
+        ExistingDeployments {
             owner: owner.map(str::to_string),
             before,
         }
