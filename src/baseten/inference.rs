@@ -10,7 +10,7 @@ use super::error::{self, ERROR_BODY_READ_BYTES};
 use super::sse::Decoder;
 use super::{Api, ApiError};
 use crate::net;
-use crate::retry::{self, Classify, Kind, Policy};
+use crate::retry::{self, CallKind, Classify, Policy};
 
 /// Characters of an error answer kept in the message.
 const ERROR_HEAD_CHARS: usize = 500;
@@ -118,10 +118,10 @@ enum Attempt {
 }
 
 impl Classify for Attempt {
-    fn kind(&self) -> Kind {
+    fn kind(&self) -> CallKind {
         match self {
             Attempt::Api(e) => e.kind(),
-            Attempt::Read(_) => Kind::Permanent,
+            Attempt::Read(_) => CallKind::Permanent,
         }
     }
 

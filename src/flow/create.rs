@@ -10,7 +10,7 @@ use super::{Ctx, deploy_error};
 use crate::baseten::{Api, ApiError};
 use crate::budget::Phase;
 use crate::outcome::Failure;
-use crate::retry::{Classify, Kind};
+use crate::retry::{CallKind, Classify};
 
 /// Tries of a create whose answers are lost while the platform says,
 /// each time, that nothing was created (so sending again is safe).
@@ -21,9 +21,9 @@ const CREATE_ROUNDS: u32 = 5;
 /// (4xx, including 429) or a request never sent was not applied.
 fn maybe_applied(e: &ApiError) -> bool {
     match e.kind() {
-        Kind::Ambiguous => true,
-        Kind::Transient { status } => status != 429,
-        Kind::NotSent | Kind::Permanent => false,
+        CallKind::Ambiguous => true,
+        CallKind::Transient { status } => status != 429,
+        CallKind::NotSent | CallKind::Permanent => false,
     }
 }
 
