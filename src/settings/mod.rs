@@ -21,7 +21,7 @@ use reqwest::Url;
 use serde_json::Value;
 
 use crate::ci::OutputsFormat as OutputFormat;
-use crate::cli::{Input, Inputs, Kind};
+use crate::cli::{Input, Inputs, ValueKind};
 use crate::files::read_regular_file;
 use crate::secret::Secret;
 
@@ -283,7 +283,7 @@ pub(crate) fn key_url(name: &str, value: &str) -> Result<Url, String> {
 /// can overflow.
 pub(crate) fn number(inputs: &Inputs, input: Input) -> Result<f64, String> {
     let name = input.name();
-    let Kind::Number(r) = input.spec().kind else {
+    let ValueKind::Number(r) = input.spec().kind else {
         unreachable!("{name} is declared as a number");
     };
     let v = inputs.or_default(input).unwrap_or_default();

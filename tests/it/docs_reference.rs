@@ -26,7 +26,7 @@ use crate::harness::truss_push;
 #[path = "../../src/cli/inputs.rs"]
 mod table;
 
-use table::{INPUTS, InputSpec, Kind, Unit};
+use table::{INPUTS, InputSpec, Unit, ValueKind};
 
 const REGENERATE: &str = "UPDATE_DOCS=1 cargo test --test it docs_reference";
 
@@ -80,18 +80,18 @@ fn number(v: f64) -> String {
 }
 
 /// What an input takes, as a reader would write it.
-fn takes(kind: Kind) -> String {
+fn takes(kind: ValueKind) -> String {
     match kind {
-        Kind::Path => "a path".into(),
-        Kind::Secret => "a secret (masked, never printed)".into(),
-        Kind::Name => "text".into(),
-        Kind::Bool => "`true`/`false`".into(),
-        Kind::Switch => "`true`/`false`, or the bare flag".into(),
-        Kind::Json => "JSON".into(),
-        Kind::Url => "an `https://` URL".into(),
-        Kind::Template => "a URL with `{prefix}` and `{id}`".into(),
-        Kind::Format => "`dotenv`, `shell` or `json`".into(),
-        Kind::Number(r) => {
+        ValueKind::Path => "a path".into(),
+        ValueKind::Secret => "a secret (masked, never printed)".into(),
+        ValueKind::Name => "text".into(),
+        ValueKind::Bool => "`true`/`false`".into(),
+        ValueKind::Switch => "`true`/`false`, or the bare flag".into(),
+        ValueKind::Json => "JSON".into(),
+        ValueKind::Url => "an `https://` URL".into(),
+        ValueKind::Template => "a URL with `{prefix}` and `{id}`".into(),
+        ValueKind::Format => "`dotenv`, `shell` or `json`".into(),
+        ValueKind::Number(r) => {
             let unit = match r.unit {
                 Unit::Share => "(a share)".to_string(),
                 u => u.word().to_string(),
