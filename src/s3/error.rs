@@ -14,7 +14,7 @@ use super::xml::S3Error;
 use crate::retry::{self, CallKind, Classify};
 
 /// Why one attempt failed.
-pub(super) enum Failure {
+pub(super) enum AttemptError {
     /// No HTTP answer (connect, TLS, reset, timeout) or a request that could
     /// not be built.
     Transport(reqwest::Error),
@@ -42,7 +42,7 @@ pub(super) enum Failure {
     Local(anyhow::Error),
 }
 
-impl Classify for Failure {
+impl Classify for AttemptError {
     fn kind(&self) -> CallKind {
         match self {
             Self::Transport(error) => transport_kind(error.is_connect(), error.is_builder()),
@@ -105,7 +105,7 @@ pub(super) fn answer_kind(status: u16, code: Option<&str>) -> CallKind {
 }
 
 /// One line for the log: what went wrong, without S3's message.
-impl fmt::Display for Failure {
+impl fmt::Display for AttemptError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Transport(error) => write!(f, "{error}"),
@@ -125,7 +125,7 @@ impl fmt::Display for Failure {
     }
 }
 
-impl Failure {
+impl AttemptError {
     /// Whether a proxy refused the tunnel to S3 (401, 403 or 407).
     pub(super) fn is_tunnel_refusal(&self) -> bool {
         matches!(self, Self::Wire(wire::Error::Connect(e))

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use reqwest::StatusCode;
 
 use super::call::{Call, Operation};
-use super::error::{Failure, answer_kind, rejection_message};
+use super::error::{AttemptError, answer_kind, rejection_message};
 use super::plan::{MAX_OBJECT_BYTES, MAX_PARTS, Plan, plan};
 use super::region::redirect_region;
 use super::request::signed_headers;
@@ -441,7 +441,7 @@ fn the_default_policy_may_repeat_any_request() {
     let policy = Options::default().retry;
     assert_eq!(policy, Policy::IDEMPOTENT);
     assert!(policy.retries(CallKind::Ambiguous) && policy.retries(CallKind::NotSent));
-    let local = Failure::Local(anyhow::anyhow!("could not read the archive"));
+    let local = AttemptError::Local(anyhow::anyhow!("could not read the archive"));
     assert_eq!(local.kind(), CallKind::Permanent);
 }
 
@@ -458,7 +458,7 @@ async fn a_refused_connection_was_not_sent_and_carries_no_retry_after() {
         .send()
         .await
         .unwrap_err();
-    let failure = Failure::Transport(refused);
+    let failure = AttemptError::Transport(refused);
     assert_eq!(failure.kind(), CallKind::NotSent);
     assert_eq!(failure.retry_after(), None);
 }
