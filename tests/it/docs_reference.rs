@@ -13,7 +13,7 @@ use std::process::Command;
 
 use serde_yaml::Value;
 
-use crate::harness::truss_push;
+use crate::harness::{PYTHON_ACTION_OUTPUTS, truss_push};
 
 /// The input table itself, compiled here as it is in the crate, so the
 /// pages read every field (kind, range, default, help, heading) that the
@@ -207,18 +207,6 @@ fn wrapper_inputs_section() -> String {
 }
 
 // --------------------------------------------------------------- outputs
-
-/// The Python action's outputs, in the order it writes them: a fact about
-/// `basetenlabs/action-truss-push`, which truss-push writes first.
-const PYTHON_ACTION_OUTPUTS: &[&str] = &[
-    "deployment-id",
-    "model-id",
-    "chain-id",
-    "model-name",
-    "deploy-time-seconds",
-    "predict-response",
-    "status",
-];
 
 /// The outputs every run writes, in writing order, as the binary writes
 /// them on the shortest path there is: a bad input (nothing is sent). The
