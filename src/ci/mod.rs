@@ -39,6 +39,8 @@
 
 mod detect;
 mod format;
+#[cfg(test)]
+pub(crate) mod hostile_text;
 mod json;
 pub(crate) mod markdown;
 mod outputs;

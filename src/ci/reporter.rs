@@ -385,6 +385,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
+    use crate::ci::hostile_text::hostile_text;
 
     /// A clonable in-memory writer, to hand to a [`Reporter`] and read back.
     #[derive(Clone, Default)]
@@ -567,30 +568,6 @@ mod tests {
             .collect()
     }
 
-    /// Hostile text: fragments that end lines or start commands for the
-    /// runner, mixed with any character.
-    fn hostile() -> impl proptest::strategy::Strategy<Value = String> {
-        use proptest::prelude::*;
-        let piece = prop_oneof![
-            Just("\r".to_string()),
-            Just("\n".to_string()),
-            Just("\r\n".to_string()),
-            Just("\u{2028}".to_string()),
-            Just("\u{2029}".to_string()),
-            Just("\u{85}".to_string()),
-            Just("%0D".to_string()),
-            Just("%0A%25".to_string()),
-            Just("::".to_string()),
-            Just("::error::FORGED".to_string()),
-            Just("::add-mask::FORGED".to_string()),
-            Just("::stop-commands::abc".to_string()),
-            Just("##[error]FORGED".to_string()),
-            Just(" \t".to_string()),
-            any::<char>().prop_map(String::from),
-        ];
-        proptest::collection::vec(piece, 0..24).prop_map(|v| v.concat())
-    }
-
     proptest::proptest! {
         #![proptest_config(proptest::test_runner::Config {
             cases: 256,
@@ -602,7 +579,7 @@ mod tests {
         /// runner executes exactly the commands the reporter meant, on
         /// stdout and (once stdout carries data) on stderr.
         #[test]
-        fn hostile_text_never_becomes_a_workflow_command(text in hostile()) {
+        fn hostile_text_never_becomes_a_workflow_command(text in hostile_text(0..24)) {
             let (mut r, out, err) = reporter(CiKind::GitHub, false);
             r.mask("sk-hostile-canary");
             r.group(&text);
