@@ -63,6 +63,15 @@ pub fn model_dirs(names: &[&str]) -> (tempfile::TempDir, Vec<PathBuf>) {
     (root, dirs)
 }
 
+/// A file `name` holding `text`, in a temp dir of its own (kept alive with
+/// the path).
+pub fn file_in_temp_dir(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
+
 /// `truss-directory` naming each of `dirs`, one a line.
 pub fn target_list(dirs: &[PathBuf]) -> String {
     dirs.iter()
