@@ -16,7 +16,8 @@ use crate::baseten::{
 };
 use crate::budget::Phase;
 use crate::flow::{
-    self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
+    self, Ctx, ExistingDeployments, Poll, PromotionTrack, Serving, deploy_error, encode_config,
+    human,
 };
 use crate::git;
 use crate::kind::Kind;
@@ -210,7 +211,8 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
     // The chain's deployments before this one, so that a create whose answer
     // is lost can tell its own deployment from earlier ones.
     let list = async |api: &Api, chain_id: &str| api.chain_deployment_ids(chain_id).await;
-    let trace = Trace::take(ctx.api, existing.as_ref().map(|c| c.id.as_str()), &list).await;
+    let before =
+        ExistingDeployments::take(ctx.api, existing.as_ref().map(|c| c.id.as_str()), &list).await;
     let request = DeployChainRequest {
         existing_chain_id: existing.as_ref().map(|c| c.id.as_str()),
         chain_name: &name,
@@ -239,7 +241,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
                 let chains = api.chains(team_id).await?;
                 Ok(chains.into_iter().find(|c| c.name == name).map(|c| c.id))
             };
-            let found = trace.find_new(api, find_chain, &list).await?;
+            let found = before.find_new(api, find_chain, &list).await?;
             Ok(found.map(|(chain_id, chain_deployment_id)| ChainDeployed {
                 chain_id,
                 chain_deployment_id,

@@ -172,7 +172,7 @@ impl Config {
                 Target::Chain { .. } => None,
             },
         }
-        // An empty payload means "no predict", as in the anchor action.
+        // An empty payload means "no predict", as in the Python action.
         .filter(|v| !is_falsy(v));
         // Cases are read from the working directory: the repository root.
         let evidence = settings

@@ -2,7 +2,7 @@
 //!
 //! Inputs (see `crate::cli::INPUTS`) are read under three names each — the
 //! GitHub Docker-action form `INPUT_NAME-WITH-HYPHENS`, `INPUT_NAME_WITH_UNDERSCORES`
-//! and the anchor action's plain name — which are derived from the input's
+//! and the Python action's plain name — which are derived from the input's
 //! name, not listed here. Everything else the binary reads is below.
 
 /// `true` when running inside GitHub Actions: enables workflow commands.

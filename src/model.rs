@@ -18,8 +18,8 @@ use crate::budget::Phase;
 use crate::config::RAW_CONFIG_MAX_BYTES;
 use crate::content;
 use crate::flow::{
-    self, Ctx, Poll, PromotionTrack, Serving, Trace, deploy_error, encode_config, human,
-    truss_user_env,
+    self, Ctx, ExistingDeployments, Poll, PromotionTrack, Serving, deploy_error, encode_config,
+    human, truss_user_env,
 };
 use crate::kind::Kind;
 use crate::outcome::Failure;
@@ -107,8 +107,8 @@ pub(crate) async fn deploy(
     // answer is lost can tell its own deployment from earlier ones.
     let list =
         async |api: &Api, model_id: &str| api.deployment_ids(model_id, &cfg.deployment_name).await;
-    let trace = std::cell::RefCell::new(
-        Trace::take(ctx.api, existing.as_ref().map(|m| m.id.as_str()), &list).await,
+    let before = std::cell::RefCell::new(
+        ExistingDeployments::take(ctx.api, existing.as_ref().map(|m| m.id.as_str()), &list).await,
     );
     let request = CreateRequest {
         existing_model_id: existing.as_ref().map(|m| m.id.as_str()),
@@ -158,7 +158,7 @@ pub(crate) async fn deploy(
                 ));
                 // What the model holds now, so that a lost answer to the
                 // version is never taken for the other run's deployment.
-                *trace.borrow_mut() = Trace::take(api, Some(&model_id), &list).await;
+                *before.borrow_mut() = ExistingDeployments::take(api, Some(&model_id), &list).await;
                 let version = CreateRequest {
                     existing_model_id: Some(&model_id),
                     ..request.clone()
@@ -168,8 +168,8 @@ pub(crate) async fn deploy(
             r => r,
         },
         async |api: &Api| {
-            let trace = trace.borrow().clone();
-            let found = trace.find_new(api, find_model, &list).await?;
+            let before = before.borrow().clone();
+            let found = before.find_new(api, find_model, &list).await?;
             Ok(found.map(|(model_id, deployment_id)| Created {
                 model_id,
                 deployment_id,

@@ -27,7 +27,7 @@ use crate::report::{self, Fanout, outputs_of};
 use crate::targets;
 use crate::{ci, github};
 
-/// Whether the inputs ask for the several-target road: more than one
+/// Whether the inputs ask for the several-target mode: more than one
 /// target (a list, a glob, a folder of models) or change detection.
 pub(crate) fn wanted(settings: &Settings) -> bool {
     settings.changed_since.is_some() || targets::is_several(&settings.truss_directory)

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-/// The `status` output. The five words are the anchor action's and must not
+/// The `status` output. The five words are the Python action's and must not
 /// change meaning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Status {
@@ -99,6 +99,25 @@ impl Failure {
             Failure::Cancelled(_) => EXIT_CANCELLED,
         }
     }
+
+    /// The same failure (same status word and exit code) with `context`
+    /// said first, the one way a failure gains context: one that carries a
+    /// cause keeps it whole (`{:#}` prints "context: cause", and the chain
+    /// still reaches the cause); a message-only one reads "context: message".
+    /// A cancellation says only what cancelled it.
+    pub(crate) fn context<C>(self, context: C) -> Failure
+    where
+        C: fmt::Display + Send + Sync + 'static,
+    {
+        match self {
+            Failure::Deploy(e) => Failure::Deploy(e.context(context)),
+            Failure::Predict(e) => Failure::Predict(e.context(context)),
+            Failure::Cleanup(e) => Failure::Cleanup(e.context(context)),
+            Failure::InvalidInput(m) => Failure::InvalidInput(format!("{context}: {m}")),
+            Failure::Timeout(m) => Failure::Timeout(format!("{context}: {m}")),
+            cancelled @ Failure::Cancelled(_) => cancelled,
+        }
+    }
 }
 
 pub(crate) const EXIT_SUCCESS: u8 = 0;
@@ -117,6 +136,30 @@ pub(crate) const EXIT_CANCELLED: u8 = 130;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_is_said_first_and_keeps_the_cause_and_the_kind() {
+        let cause = std::io::Error::other("connection reset");
+        let f = Failure::Predict(anyhow::Error::new(cause).context("the smoke test failed"))
+            .context("traffic stays on v1");
+        assert_eq!(f.exit_code(), EXIT_PREDICT_FAILED);
+        assert_eq!(
+            f.to_string(),
+            "traffic stays on v1: the smoke test failed: connection reset"
+        );
+        let Failure::Predict(e) = &f else {
+            panic!("{f:?}")
+        };
+        assert!(e.chain().any(|c| c.is::<std::io::Error>()), "{e:?}");
+        let t = Failure::Timeout("the deadline passed".into()).context("nothing was promoted");
+        assert_eq!(t.status(), Status::DeployTimeout);
+        assert_eq!(t.to_string(), "nothing was promoted: the deadline passed");
+        let c = Failure::Cancelled(CancelReason::FailFast).context("ignored");
+        assert_eq!(
+            c.to_string(),
+            Failure::Cancelled(CancelReason::FailFast).to_string()
+        );
+    }
 
     #[test]
     fn statuses_and_exit_codes() {

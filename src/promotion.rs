@@ -20,7 +20,7 @@ pub(crate) const PROMOTION_SUCCEEDED: &str = "SUCCEEDED";
 
 /// `in_progress_promotion`, as a model environment reports it.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct Flight {
+pub(crate) struct InProgressPromotion {
     pub(crate) status: String,
     pub(crate) percent: Option<f64>,
     pub(crate) error_message: Option<String>,
@@ -28,7 +28,7 @@ pub(crate) struct Flight {
     pub(crate) rolling: Option<bool>,
 }
 
-impl Flight {
+impl InProgressPromotion {
     fn is(&self, status: &str) -> bool {
         self.status.eq_ignore_ascii_case(status)
     }
@@ -44,7 +44,7 @@ impl Flight {
 pub(crate) struct Env {
     pub(crate) current: Option<String>,
     pub(crate) candidate: Option<String>,
-    pub(crate) flight: Option<Flight>,
+    pub(crate) in_progress: Option<InProgressPromotion>,
     /// The answer carries `candidate_deployment` or `in_progress_promotion`
     /// (older API versions carry neither).
     pub(crate) reports_promotions: bool,
@@ -64,10 +64,10 @@ fn id_of(v: &Value) -> Option<String> {
 
 impl Env {
     pub(crate) fn parse(v: &Value) -> Env {
-        let flight = v
+        let in_progress = v
             .get("in_progress_promotion")
             .filter(|p| p.is_object())
-            .map(|p| Flight {
+            .map(|p| InProgressPromotion {
                 status: p
                     .get("status")
                     .and_then(Value::as_str)
@@ -86,7 +86,7 @@ impl Env {
         Env {
             current: v.get("current_deployment").and_then(id_of),
             candidate: v.get("candidate_deployment").and_then(id_of),
-            flight,
+            in_progress,
             reports_promotions: v.get("candidate_deployment").is_some()
                 || v.get("in_progress_promotion").is_some(),
             reports_status: v.get("in_progress_promotion").is_some(),
@@ -100,7 +100,7 @@ impl Env {
     /// A rolling promotion: the one in flight says so, or the
     /// environment's promotion settings do.
     pub(crate) fn rolling(&self) -> bool {
-        self.flight.as_ref().and_then(|f| f.rolling) == Some(true)
+        self.in_progress.as_ref().and_then(|f| f.rolling) == Some(true)
             || self.rolling_settings == Some(true)
     }
 
@@ -109,7 +109,7 @@ impl Env {
     /// deployment the platform has not swapped in yet; a chain's promotion,
     /// which shows only as a candidate).
     pub(crate) fn moving(&self) -> bool {
-        self.candidate.is_some() || self.flight.as_ref().is_some_and(|f| !f.ended())
+        self.candidate.is_some() || self.in_progress.as_ref().is_some_and(|f| !f.ended())
     }
 
     /// `id` serves the environment with nothing left moving traffic: the
@@ -126,7 +126,7 @@ impl Env {
             Some(c) => format!("{env} serves deployment {c}"),
             None => format!("{env} serves no deployment"),
         };
-        match (&self.candidate, &self.flight) {
+        match (&self.candidate, &self.in_progress) {
             (Some(c), Some(f)) if !f.ended() => match f.percent {
                 Some(p) => format!(
                     "{serving}, with a promotion of {c} {} ({p:.0}% of traffic on it)",
@@ -173,7 +173,7 @@ pub(crate) fn read_env(e: &Env, ours: &str) -> View {
     }
     let candidate = e.candidate.as_deref();
     let ours_in_flight = candidate.is_none_or(|c| c == ours);
-    if let Some(f) = &e.flight
+    if let Some(f) = &e.in_progress
         && ours_in_flight
     {
         if f.is(PROMOTION_SUCCEEDED) {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 /// Deciding a retry from this (never from an error's text) is what keeps a
 /// mutation from being applied twice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum CallKind {
     /// The request never left: connection refused, DNS, TLS handshake.
     NotSent,
     /// It may have been applied: the connection closed or timed out after
@@ -23,7 +23,7 @@ pub(crate) enum Kind {
 
 /// An error the retry loop can judge.
 pub(crate) trait Classify {
-    fn kind(&self) -> Kind;
+    fn kind(&self) -> CallKind;
     /// What the server asked for with `Retry-After`, if anything.
     fn retry_after(&self) -> Option<Duration>;
 }
@@ -119,12 +119,12 @@ impl Policy {
     }
 
     /// Whether a failure of this kind is worth another try under the policy.
-    pub(crate) fn retries(&self, kind: Kind) -> bool {
+    pub(crate) fn retries(&self, kind: CallKind) -> bool {
         match kind {
-            Kind::NotSent => true,
-            Kind::Ambiguous => self.retry_ambiguous,
-            Kind::Transient { status } => self.retry_statuses.contains(&status),
-            Kind::Permanent => false,
+            CallKind::NotSent => true,
+            CallKind::Ambiguous => self.retry_ambiguous,
+            CallKind::Transient { status } => self.retry_statuses.contains(&status),
+            CallKind::Permanent => false,
         }
     }
 
@@ -240,9 +240,9 @@ pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
 mod tests {
     use super::*;
 
-    struct E(Kind, Option<Duration>);
+    struct E(CallKind, Option<Duration>);
     impl Classify for E {
-        fn kind(&self) -> Kind {
+        fn kind(&self) -> CallKind {
             self.0
         }
         fn retry_after(&self) -> Option<Duration> {
@@ -287,11 +287,11 @@ mod tests {
 
     #[test]
     fn which_kinds_retry_for_each_kind_of_call() {
-        let t = |status| Kind::Transient { status };
+        let t = |status| CallKind::Transient { status };
         // (failure, read and idempotent, mutation, deactivate, predict)
         for (kind, read, mutation, deactivate, predict) in [
-            (Kind::NotSent, true, true, true, true),
-            (Kind::Ambiguous, true, false, true, true),
+            (CallKind::NotSent, true, true, true, true),
+            (CallKind::Ambiguous, true, false, true, true),
             (t(429), true, true, true, true),
             (t(500), true, false, false, false),
             (t(502), true, false, true, true),
@@ -300,7 +300,7 @@ mod tests {
             (t(408), true, false, false, false),
             (t(425), true, false, false, false),
             (t(404), false, false, false, false),
-            (Kind::Permanent, false, false, false, false),
+            (CallKind::Permanent, false, false, false, false),
         ] {
             for (policy, name, want) in [
                 (Policy::READ, "read", read),
@@ -318,19 +318,22 @@ mod tests {
     fn an_ambiguous_mutation_is_never_sent_again() {
         let p = Policy::MUTATION.instant();
         for failed in 1..10 {
-            assert_eq!(p.next(failed, &E(Kind::Ambiguous, None), None, 0.5), None);
+            assert_eq!(
+                p.next(failed, &E(CallKind::Ambiguous, None), None, 0.5),
+                None
+            );
         }
     }
 
     #[test]
     fn attempts_and_the_deadline_bound_the_retries() {
         let p = Policy::READ.instant();
-        let e = E(Kind::NotSent, None);
+        let e = E(CallKind::NotSent, None);
         assert_eq!(p.next(1, &e, None, 0.5), Some(Duration::ZERO));
         assert_eq!(p.next(p.attempts, &e, None, 0.5), None);
         let soon = Some(Instant::now() + Duration::from_secs(1));
         let slow = E(
-            Kind::Transient { status: 429 },
+            CallKind::Transient { status: 429 },
             Some(Duration::from_secs(60)),
         );
         assert_eq!(Policy::READ.next(1, &slow, soon, 0.5), None);
@@ -342,7 +345,7 @@ mod tests {
             let sent = std::cell::Cell::new(0);
             let r: Result<(), E> = run(&policy.instant(), None, |_| {
                 sent.set(sent.get() + 1);
-                async { Err(E(Kind::Ambiguous, None)) }
+                async { Err(E(CallKind::Ambiguous, None)) }
             })
             .await;
             assert!(r.is_err());
@@ -357,7 +360,7 @@ mod tests {
             &Policy::READ.instant(),
             None,
             |failed, wait, _: &E| noted.push((failed, wait)),
-            |_| async { Err(E(Kind::NotSent, None)) },
+            |_| async { Err(E(CallKind::NotSent, None)) },
         )
         .await;
         assert!(r.is_err());

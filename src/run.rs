@@ -16,7 +16,7 @@ use crate::outcome::Failure;
 use crate::plan::check_files;
 use crate::report::{self, install_panic_hook, report};
 use crate::secret::Secret;
-use crate::settings::{Early, Settings};
+use crate::settings::{Preliminary, Settings};
 
 /// Runs the whole job and returns the process exit code. `parse_error` is a
 /// command-line error already found by clap: it is reported like any bad
@@ -32,52 +32,52 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     // given; a target that needs the network and cannot have it fails
     // with this as its input error.
     let net = crate::net::Network::from_env(&|k| env(k).ok()).map_err(|e| format!("{e:#}"));
-    let early = Early::read(&inputs);
-    let out_settings = early.outputs.clone();
-    if early.stdout_is_data {
+    let preliminary = Preliminary::read(&inputs);
+    let out_settings = preliminary.outputs.clone();
+    if preliminary.stdout_is_data {
         // Nothing but the document goes to stdout from here on, masks
         // included (the runner reads commands on stderr too): an empty
         // piece of data turns every log line to stderr.
         rep.lock().unwrap().data("");
     }
     // Registered before anything can print: every sink redacts them.
-    for k in &early.secrets {
+    for k in &preliminary.secrets {
         rep.lock().unwrap().mask(k.expose());
     }
     let started = Instant::now();
     let state = Arc::new(Mutex::new(State {
-        model_name: early.model_name.clone(),
+        model_name: preliminary.model_name.clone(),
         ..State::default()
     }));
     install_panic_hook(ci_env.clone(), out_settings.clone(), Arc::clone(&state));
 
-    let plan = early.plan.clone();
-    // A malformed key is refused on every road; a missing one only where
+    let plan = preliminary.plan.clone();
+    // A malformed key is refused in every mode; a missing one only where
     // it is needed (a plan needs none).
-    let key = early.deploy_key();
-    let malformed = early.api_key.clone().err();
-    // A bad `plan` is an input error like the others found this early.
-    let early = parse_error
-        .or(early.outputs_error)
+    let key = preliminary.deploy_key();
+    let malformed = preliminary.api_key.clone().err();
+    // A bad `plan` is an input error like the others found before validation.
+    let input_error = parse_error
+        .or(preliminary.outputs_error)
         .or_else(|| plan.clone().err())
         .or(malformed);
-    // A plan, several targets or change detection take their own road;
-    // one target named plainly takes today's, unchanged.
-    let road = match early {
+    // A plan, several targets or change detection each run in their own
+    // mode; one target named plainly runs as it always has.
+    let mode = match input_error {
         Some(e) => Err(e),
         // The key is used by a plan only to read (skip-unchanged).
-        None if plan == Ok(true) => Ok(Road::Plan(key.clone().ok())),
+        None if plan == Ok(true) => Ok(Mode::Plan(key.clone().ok())),
         None => Settings::parse(&inputs, &ci_context).and_then(|s| {
             let key = key?;
             Ok(match crate::multi::wanted(&s) {
-                true => Road::Several(s, key),
-                false => Road::One(s, key),
+                true => Mode::Several(s, key),
+                false => Mode::One(s, key),
             })
         }),
     };
-    let (result, kind, cfg, fanout) = match road {
+    let (result, kind, cfg, fanout) = match mode {
         Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
-        Ok(Road::Plan(key)) => {
+        Ok(Mode::Plan(key)) => {
             let (r, fanout) = crate::plan::run(
                 &inputs,
                 &ci_context,
@@ -89,7 +89,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
             .await;
             (r, Kind::Model, None, fanout)
         }
-        Ok(Road::Several(s, key)) => {
+        Ok(Mode::Several(s, key)) => {
             let (r, fanout) = crate::multi::run(
                 &s,
                 crate::multi::Reach {
@@ -105,7 +105,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
             .await;
             (r, Kind::Model, None, fanout)
         }
-        Ok(Road::One(s, key)) => match Config::resolve(&s, s.truss_directory.trim(), &ci_context)
+        Ok(Mode::One(s, key)) => match Config::resolve(&s, s.truss_directory.trim(), &ci_context)
             .and_then(|cfg| check_files(&cfg).map(|()| cfg))
         {
             Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
@@ -149,8 +149,8 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     )
 }
 
-/// Which road a run takes once its inputs parsed.
-enum Road {
+/// The run's mode, chosen once its inputs parsed.
+enum Mode {
     /// `plan`: print the targets, deploy nothing (the key, when given,
     /// only reads what serves each environment).
     Plan(Option<Secret>),

@@ -212,7 +212,7 @@ mod tests {
     }
 
     #[test]
-    fn the_seed_history_reads_ready_at_scaled_to_zero() {
+    fn a_recorded_real_history_reads_ready_at_scaled_to_zero() {
         // A real history: BUILDING, DEPLOYING, SCALED_TO_ZERO (the old
         // client died here), WAKING_UP, ACTIVE ten minutes later.
         let got: Vec<_> = [

@@ -8,7 +8,7 @@ use std::time::Duration;
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 
-use crate::retry::{self, Classify, Kind};
+use crate::retry::{self, CallKind, Classify};
 
 /// Characters of an error body kept in a message.
 const ERROR_BODY_MAX_CHARS: usize = 300;
@@ -63,12 +63,12 @@ impl ApiError {
 }
 
 impl Classify for ApiError {
-    fn kind(&self) -> Kind {
+    fn kind(&self) -> CallKind {
         match self {
-            ApiError::NotSent { .. } => Kind::NotSent,
-            ApiError::Ambiguous { .. } => Kind::Ambiguous,
-            ApiError::Transient { status, .. } => Kind::Transient { status: *status },
-            ApiError::Permanent { .. } | ApiError::OutOfTime { .. } => Kind::Permanent,
+            ApiError::NotSent { .. } => CallKind::NotSent,
+            ApiError::Ambiguous { .. } => CallKind::Ambiguous,
+            ApiError::Transient { status, .. } => CallKind::Transient { status: *status },
+            ApiError::Permanent { .. } | ApiError::OutOfTime { .. } => CallKind::Permanent,
         }
     }
 

@@ -10,7 +10,7 @@ use super::error::{self, ERROR_BODY_READ_BYTES};
 use super::sse::Decoder;
 use super::{Api, ApiError};
 use crate::net;
-use crate::retry::{self, Classify, Kind, Policy};
+use crate::retry::{self, CallKind, Classify, Policy};
 
 /// Characters of an error answer kept in the message.
 const ERROR_HEAD_CHARS: usize = 500;
@@ -27,12 +27,14 @@ pub(crate) const STREAM_EVENT_MAX_BYTES: usize = 1 << 20;
 pub(crate) struct Answer {
     /// The body, or the streamed text (first `max_chars` characters).
     pub(crate) text: String,
-    pub(crate) stream: Option<StreamStats>,
+    pub(crate) stream: Option<StreamReading>,
 }
 
-/// A streamed answer's numbers.
+/// What reading a streamed answer measured: when its first token came and
+/// how many came. The step reports them as `ci::StreamStats`, with the rate
+/// over the whole call.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct StreamStats {
+pub(crate) struct StreamReading {
     pub(crate) first_token: Duration,
     pub(crate) tokens: u64,
 }
@@ -118,10 +120,10 @@ enum Attempt {
 }
 
 impl Classify for Attempt {
-    fn kind(&self) -> Kind {
+    fn kind(&self) -> CallKind {
         match self {
             Attempt::Api(e) => e.kind(),
-            Attempt::Read(_) => Kind::Permanent,
+            Attempt::Read(_) => CallKind::Permanent,
         }
     }
 
@@ -198,7 +200,7 @@ async fn read_stream(
     }
     Ok(Answer {
         text,
-        stream: Some(StreamStats {
+        stream: Some(StreamReading {
             first_token: first_token.unwrap_or_else(|| started.elapsed()),
             tokens,
         }),

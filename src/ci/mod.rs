@@ -23,6 +23,8 @@
 //!   evidence section, the pull-request comment).
 //! - `reporter`: the `Reporter` that owns stdout and stderr — groups,
 //!   annotations, masking and upload progress in the CI system's own form.
+//! - `progress`: what upload progress shows and when (a CI line at most
+//!   every 5 s, a terminal bar per whole percent), for the reporter to print.
 //! - `runner_text`: where GitHub's runner ends a line and what it reads
 //!   as a workflow command, for the reporter's sink.
 //! - `json`: the `--json` result, one object on stdout, and the
@@ -37,9 +39,12 @@
 
 mod detect;
 mod format;
+#[cfg(test)]
+pub(crate) mod hostile_text;
 mod json;
 pub(crate) mod markdown;
 mod outputs;
+mod progress;
 mod reporter;
 mod runner_text;
 mod summary;

@@ -1,19 +1,15 @@
 //! Everything printed while the run goes: the `Reporter` that owns stdout
-//! and stderr, GitHub workflow commands (groups, annotations, masking) and
-//! upload progress.
+//! and stderr, GitHub workflow commands (groups, annotations, masking), and
+//! the upload progress that `progress` decides.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::detect::CiKind;
-use super::format::{format_bytes, human_duration};
+use super::progress::{Draw, Upload};
 use super::runner_text::{is_line_break, json_for_runner, looks_like_command, runner_lines};
-
-/// How often a CI log gets an upload progress line: often enough to see a
-/// long upload move, rarely enough that a fast one prints one line.
-const UPLOAD_LINE_EVERY_SECS: u64 = 5;
 
 /// Escapes a workflow command's data (message): `%`, CR, LF.
 fn escape_data(value: &str) -> String {
@@ -84,18 +80,6 @@ fn group_start(kind: CiKind, title: &str) -> String {
 
 /// Where the reporter writes; tests pass an in-memory buffer.
 pub(crate) type Sink = Box<dyn Write + Send>;
-
-struct Upload {
-    label: String,
-    total: u64,
-    started: Instant,
-    /// Bytes stored so far.
-    done: u64,
-    /// When the last line was printed in CI mode.
-    last_line: Option<Instant>,
-    /// Last whole percent drawn in terminal mode.
-    last_percent: Option<u8>,
-}
 
 /// Owns stdout/stderr for the run: plain lines, groups, annotations,
 /// masking and upload progress, each in the form the CI system understands.
@@ -345,14 +329,8 @@ impl Reporter {
 
     fn upload_started_at(&mut self, label: &str, total_bytes: u64, now: Instant) {
         self.end_bar();
-        self.upload = Some(Upload {
-            label: self.redact(label).into_owned(),
-            total: total_bytes,
-            started: now,
-            done: 0,
-            last_line: None,
-            last_percent: None,
-        });
+        let label = self.redact(label).into_owned();
+        self.upload = Some(Upload::new(label, total_bytes, now));
         self.upload_progress_at(0, now);
     }
 
@@ -376,30 +354,14 @@ impl Reporter {
         let Some(upload) = self.upload.as_mut() else {
             return;
         };
-        // A retried part can report less than before: keep the high mark.
-        upload.done = upload.done.max(done_bytes.min(upload.total));
-        let percent = percent_done(upload.done, upload.total);
-        let pace = pace(upload, now);
-        if redraw {
-            if upload.last_percent == Some(percent) {
-                return;
+        match upload.advance(done_bytes, now, redraw) {
+            None => {}
+            Some(Draw::Bar(bar)) => {
+                let _ = write!(self.out, "\r{bar}");
+                let _ = self.out.flush();
+                self.bar_on_line = true;
             }
-            upload.last_percent = Some(percent);
-            let bar = progress_bar(&upload.label, upload.done, upload.total);
-            let _ = write!(self.out, "\r{bar}{pace}");
-            let _ = self.out.flush();
-            self.bar_on_line = true;
-        } else {
-            let every = Duration::from_secs(UPLOAD_LINE_EVERY_SECS);
-            if upload
-                .last_line
-                .is_some_and(|last| now.saturating_duration_since(last) < every)
-            {
-                return;
-            }
-            upload.last_line = Some(now);
-            let line = progress_line(&upload.label, percent, upload.done, upload.total);
-            self.write_out(&format!("{line}{pace}\n"));
+            Some(Draw::Line(line)) => self.write_out(&format!("{line}\n")),
         }
     }
 
@@ -418,61 +380,12 @@ impl Reporter {
     }
 }
 
-/// Whole percent of `done` out of `total`, clamped to 0..=100; an empty
-/// upload is complete.
-fn percent_done(done: u64, total: u64) -> u8 {
-    if total == 0 {
-        return 100;
-    }
-    let percent = u128::from(done.min(total)) * 100 / u128::from(total);
-    u8::try_from(percent).unwrap_or(100)
-}
-
-/// `, 4.0 MiB/s, about 5.0s left` once the upload has run a second and
-/// moved; empty before, when there is nothing to measure yet.
-fn pace(upload: &Upload, now: Instant) -> String {
-    let secs = now.saturating_duration_since(upload.started).as_secs_f64();
-    if secs < 1.0 || upload.done == 0 {
-        return String::new();
-    }
-    let rate = upload.done as f64 / secs;
-    let left = (upload.total - upload.done) as f64 / rate;
-    let left = Duration::try_from_secs_f64(left).unwrap_or(Duration::MAX);
-    format!(
-        ", {}/s, about {} left",
-        format_bytes(rate as u64),
-        human_duration(left)
-    )
-}
-
-/// `Uploading model: 40% (12.0 MiB of 30.0 MiB)`.
-fn progress_line(label: &str, percent: u8, done: u64, total: u64) -> String {
-    format!(
-        "{label}: {percent}% ({} of {})",
-        format_bytes(done.min(total)),
-        format_bytes(total)
-    )
-}
-
-/// `Uploading model [########------------]  40% 12.0 MiB/30.0 MiB`.
-fn progress_bar(label: &str, done: u64, total: u64) -> String {
-    const WIDTH: usize = 20;
-    let percent = percent_done(done, total);
-    let filled = usize::from(percent) * WIDTH / 100;
-    format!(
-        "{label} [{}{}] {percent:>3}% {}/{}",
-        "#".repeat(filled),
-        "-".repeat(WIDTH - filled),
-        format_bytes(done.min(total)),
-        format_bytes(total)
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
+    use crate::ci::hostile_text::hostile_text;
 
     /// A clonable in-memory writer, to hand to a [`Reporter`] and read back.
     #[derive(Clone, Default)]
@@ -655,30 +568,6 @@ mod tests {
             .collect()
     }
 
-    /// Hostile text: fragments that end lines or start commands for the
-    /// runner, mixed with any character.
-    fn hostile() -> impl proptest::strategy::Strategy<Value = String> {
-        use proptest::prelude::*;
-        let piece = prop_oneof![
-            Just("\r".to_string()),
-            Just("\n".to_string()),
-            Just("\r\n".to_string()),
-            Just("\u{2028}".to_string()),
-            Just("\u{2029}".to_string()),
-            Just("\u{85}".to_string()),
-            Just("%0D".to_string()),
-            Just("%0A%25".to_string()),
-            Just("::".to_string()),
-            Just("::error::FORGED".to_string()),
-            Just("::add-mask::FORGED".to_string()),
-            Just("::stop-commands::abc".to_string()),
-            Just("##[error]FORGED".to_string()),
-            Just(" \t".to_string()),
-            any::<char>().prop_map(String::from),
-        ];
-        proptest::collection::vec(piece, 0..24).prop_map(|v| v.concat())
-    }
-
     proptest::proptest! {
         #![proptest_config(proptest::test_runner::Config {
             cases: 256,
@@ -690,7 +579,7 @@ mod tests {
         /// runner executes exactly the commands the reporter meant, on
         /// stdout and (once stdout carries data) on stderr.
         #[test]
-        fn hostile_text_never_becomes_a_workflow_command(text in hostile()) {
+        fn hostile_text_never_becomes_a_workflow_command(text in hostile_text(0..24)) {
             let (mut r, out, err) = reporter(CiKind::GitHub, false);
             r.mask("sk-hostile-canary");
             r.group(&text);
@@ -747,51 +636,6 @@ mod tests {
         assert_eq!(out.text(), "a b\n");
     }
 
-    fn progress_lines(text: &str) -> Vec<String> {
-        text.lines().map(str::to_owned).collect()
-    }
-
-    #[test]
-    fn ci_progress_prints_a_line_every_5_seconds_with_rate_and_time_left() {
-        let (mut r, out, _) = reporter(CiKind::GitHub, true);
-        let t0 = Instant::now();
-        let at = |secs: u64| t0 + Duration::from_secs(secs);
-        r.upload_started_at("Uploading model", 1000, t0);
-        r.upload_progress_at(100, at(1));
-        r.upload_progress_at(500, at(5));
-        r.upload_progress_at(600, at(6));
-        r.upload_progress_at(700, at(10));
-        r.upload_finished();
-        assert_eq!(
-            progress_lines(&out.text()),
-            [
-                "Uploading model: 0% (0 B of 1000 B)",
-                "Uploading model: 50% (500 B of 1000 B), 100 B/s, about 5.0s left",
-                "Uploading model: 70% (700 B of 1000 B), 70 B/s, about 4.3s left",
-            ]
-        );
-        assert!(!out.text().contains('\r'));
-    }
-
-    #[test]
-    fn ci_progress_keeps_its_high_mark_when_a_part_is_retried() {
-        let (mut r, out, _) = reporter(CiKind::Buildkite, false);
-        let t0 = Instant::now();
-        let at = |secs: u64| t0 + Duration::from_secs(secs);
-        r.upload_started_at("up", 3 * 1024 * 1024, t0);
-        r.upload_progress_at(2 * 1024 * 1024, at(5));
-        r.upload_progress_at(1024 * 1024, at(10)); // going back: a retried part
-        r.upload_finished();
-        assert_eq!(
-            progress_lines(&out.text()),
-            [
-                "up: 0% (0 B of 3.0 MiB)",
-                "up: 66% (2.0 MiB of 3.0 MiB), 409.6 KiB/s, about 2.5s left",
-                "up: 66% (2.0 MiB of 3.0 MiB), 204.8 KiB/s, about 5.0s left",
-            ]
-        );
-    }
-
     #[test]
     fn terminal_progress_redraws_one_line() {
         let (mut r, out, _) = reporter(CiKind::Local, true);
@@ -808,19 +652,5 @@ mod tests {
             "one redraw per whole percent"
         );
         assert!(text.ends_with("\rup [####################] 100% 200 B/200 B\nafter\n"));
-    }
-
-    #[test]
-    fn progress_helpers() {
-        for (done, total, want) in [
-            (0, 0, 100),
-            (0, 10, 0),
-            (5, 10, 50),
-            (9, 10, 90),
-            (20, 10, 100),
-        ] {
-            assert_eq!(percent_done(done, total), want, "{done}/{total}");
-        }
-        assert_eq!(percent_done(u64::MAX - 1, u64::MAX), 99);
     }
 }

@@ -47,7 +47,7 @@ pub(crate) struct Range {
 /// What kind of value an input takes: its placeholder in `--help` and the
 /// checks stage two applies to it.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Kind {
+pub(crate) enum ValueKind {
     /// A file or directory.
     Path,
     /// The API key: masked in logs, never printed.
@@ -70,18 +70,18 @@ pub(crate) enum Kind {
     Number(Range),
 }
 
-impl Kind {
+impl ValueKind {
     pub(super) fn value_name(self) -> &'static str {
         match self {
-            Kind::Path => "PATH",
-            Kind::Secret => "KEY",
-            Kind::Name => "NAME",
-            Kind::Bool | Kind::Switch => "BOOL",
-            Kind::Json => "JSON",
-            Kind::Url => "URL",
-            Kind::Template => "TEMPLATE",
-            Kind::Format => "FORMAT",
-            Kind::Number(r) => match r.unit {
+            ValueKind::Path => "PATH",
+            ValueKind::Secret => "KEY",
+            ValueKind::Name => "NAME",
+            ValueKind::Bool | ValueKind::Switch => "BOOL",
+            ValueKind::Json => "JSON",
+            ValueKind::Url => "URL",
+            ValueKind::Template => "TEMPLATE",
+            ValueKind::Format => "FORMAT",
+            ValueKind::Number(r) => match r.unit {
                 Unit::Seconds => "SECONDS",
                 Unit::Minutes => "MINUTES",
                 Unit::Targets | Unit::Requests => "N",
@@ -98,16 +98,16 @@ impl Kind {
 pub struct InputSpec {
     /// The flag without dashes and the action input id.
     pub name: &'static str,
-    /// The anchor action's plain environment variable, or ours for the
+    /// The Python action's plain environment variable, or ours for the
     /// inputs this project adds.
     pub plain_env: &'static str,
-    pub(crate) kind: Kind,
+    pub(crate) kind: ValueKind,
     /// The value used when the input is not given; `None` when there is no
     /// default or it depends on other inputs (the help says which).
     pub(crate) default: Option<&'static str>,
     /// One line for `--help`.
     pub(crate) help: &'static str,
-    /// The `--help` section; `None` for the anchor action's inputs.
+    /// The `--help` section; `None` for the Python action's inputs.
     pub(crate) heading: Option<&'static str>,
 }
 
@@ -119,8 +119,8 @@ const GITHUB: Option<&str> = Some("GitHub");
 const TARGETS: Option<&str> = Some("Several targets");
 const EVIDENCE: Option<&str> = Some("Evidence");
 
-const fn number(unit: Unit, min: f64, max: f64, whole: bool) -> Kind {
-    Kind::Number(Range {
+const fn number(unit: Unit, min: f64, max: f64, whole: bool) -> ValueKind {
+    ValueKind::Number(Range {
         unit,
         min,
         max,
@@ -128,8 +128,8 @@ const fn number(unit: Unit, min: f64, max: f64, whole: bool) -> Kind {
     })
 }
 
-const fn seconds(min: f64, max: f64, whole: bool) -> Kind {
-    Kind::Number(Range {
+const fn seconds(min: f64, max: f64, whole: bool) -> ValueKind {
+    ValueKind::Number(Range {
         unit: Unit::Seconds,
         min,
         max,
@@ -137,13 +137,13 @@ const fn seconds(min: f64, max: f64, whole: bool) -> Kind {
     })
 }
 
-/// Every input, the anchor action's first (same names, same plain
+/// Every input, the Python action's first (same names, same plain
 /// variables), then the ones this project adds.
 pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "truss-directory",
         plain_env: "TRUSS_DIRECTORY",
-        kind: Kind::Path,
+        kind: ValueKind::Path,
         default: None,
         help: "Model directory (with config.yaml) or chain .py file; several paths or globs, one per line or comma separated",
         heading: None,
@@ -151,7 +151,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "baseten-api-key",
         plain_env: "BASETEN_API_KEY",
-        kind: Kind::Secret,
+        kind: ValueKind::Secret,
         default: None,
         help: "Baseten API key; never printed",
         heading: None,
@@ -159,7 +159,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "model-name",
         plain_env: "MODEL_NAME",
-        kind: Kind::Name,
+        kind: ValueKind::Name,
         default: None,
         help: "Override the model (or chain) name",
         heading: None,
@@ -167,7 +167,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "environment",
         plain_env: "ENVIRONMENT",
-        kind: Kind::Name,
+        kind: ValueKind::Name,
         default: None,
         help: "Deploy into this environment, e.g. production (letters, digits, '_', '-')",
         heading: None,
@@ -175,7 +175,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "promote",
         plain_env: "TRUSS_PUSH_PROMOTE",
-        kind: Kind::Bool,
+        kind: ValueKind::Bool,
         default: Some("false"),
         help: "Shorthand for environment production (as truss push --promote); not with environment",
         heading: PROMOTION,
@@ -183,7 +183,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "promotion",
         plain_env: "TRUSS_PUSH_PROMOTION",
-        kind: Kind::Name,
+        kind: ValueKind::Name,
         default: Some("at-create"),
         help: "at-create: the platform promotes when ready; after-predict: promote only after the deployment passed its smoke test, roll back if the environment's fails",
         heading: PROMOTION,
@@ -191,7 +191,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "preserve-previous-production-deployment",
         plain_env: "TRUSS_PUSH_PRESERVE_PREVIOUS_PRODUCTION_DEPLOYMENT",
-        kind: Kind::Bool,
+        kind: ValueKind::Bool,
         default: Some("false"),
         help: "Keep the previous deployment of the environment scaled up after the promotion",
         heading: PROMOTION,
@@ -199,7 +199,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "preserve-env-instance-type",
         plain_env: "TRUSS_PUSH_PRESERVE_ENV_INSTANCE_TYPE",
-        kind: Kind::Bool,
+        kind: ValueKind::Bool,
         default: Some("true"),
         help: "Keep the environment's instance type (false: take the config's resources)",
         heading: PROMOTION,
@@ -207,7 +207,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "publish",
         plain_env: "TRUSS_PUSH_PUBLISH",
-        kind: Kind::Bool,
+        kind: ValueKind::Bool,
         default: None,
         help: "Accepted for truss push compatibility; deployments are always published",
         heading: PROMOTION,
@@ -215,7 +215,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "trusted",
         plain_env: "TRUSS_PUSH_TRUSTED",
-        kind: Kind::Bool,
+        kind: ValueKind::Bool,
         default: None,
         help: "Accepted for truss push compatibility (deprecated there); no effect",
         heading: PROMOTION,
@@ -223,7 +223,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "include-git-info",
         plain_env: "INCLUDE_GIT_INFO",
-        kind: Kind::Bool,
+        kind: ValueKind::Bool,
         default: Some("true"),
         help: "Attach commit/tag info to the deployment",
         heading: None,
@@ -231,7 +231,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "labels",
         plain_env: "LABELS",
-        kind: Kind::Json,
+        kind: ValueKind::Json,
         default: None,
         help: "JSON object of labels",
         heading: None,
@@ -239,7 +239,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "deployment-name",
         plain_env: "DEPLOYMENT_NAME",
-        kind: Kind::Name,
+        kind: ValueKind::Name,
         default: None,
         help: "Deployment name [0-9A-Za-z_.-]; default PR-<n>_<sha7> on PRs, else <sha7>",
         heading: None,
@@ -247,7 +247,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "cleanup",
         plain_env: "CLEANUP",
-        kind: Kind::Bool,
+        kind: ValueKind::Bool,
         default: None,
         help: "Deactivate after validation (default: true without environment, false with one)",
         heading: None,
@@ -255,7 +255,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "predict-payload",
         plain_env: "PREDICT_PAYLOAD",
-        kind: Kind::Json,
+        kind: ValueKind::Json,
         default: None,
         help: "JSON predict body (default: config model_metadata.example_model_input)",
         heading: None,
@@ -263,7 +263,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "deploy-timeout-minutes",
         plain_env: "DEPLOY_TIMEOUT_MINUTES",
-        kind: Kind::Number(Range {
+        kind: ValueKind::Number(Range {
             unit: Unit::Minutes,
             // The platform rejects deploy_timeout_minutes outside this range.
             min: 10.0,
@@ -286,7 +286,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "regional-environment",
         plain_env: "REGIONAL_ENVIRONMENT",
-        kind: Kind::Bool,
+        kind: ValueKind::Bool,
         default: Some("false"),
         help: "Predict through the regional environment host (needs environment)",
         heading: None,
@@ -294,7 +294,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "team",
         plain_env: "TEAM",
-        kind: Kind::Name,
+        kind: ValueKind::Name,
         default: None,
         help: "Team name, when the key sees several teams",
         heading: None,
@@ -302,7 +302,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "app-url",
         plain_env: "TRUSS_PUSH_APP_URL",
-        kind: Kind::Url,
+        kind: ValueKind::Url,
         default: Some("https://app.baseten.co"),
         help: "Baseten app URL; GraphQL is {app-url}/graphql/",
         heading: HOSTS,
@@ -310,7 +310,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "api-url",
         plain_env: "TRUSS_PUSH_API_URL",
-        kind: Kind::Url,
+        kind: ValueKind::Url,
         default: Some("https://api.baseten.co"),
         help: "REST API base URL",
         heading: HOSTS,
@@ -318,7 +318,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "inference-url",
         plain_env: "TRUSS_PUSH_INFERENCE_URL",
-        kind: Kind::Template,
+        kind: ValueKind::Template,
         default: Some("https://{prefix}-{id}.api.baseten.co"),
         help: "Inference URL template with {prefix} (model|chain) and {id}",
         heading: HOSTS,
@@ -326,7 +326,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "s3-endpoint",
         plain_env: "TRUSS_PUSH_S3_ENDPOINT",
-        kind: Kind::Url,
+        kind: ValueKind::Url,
         default: None,
         help: "S3 endpoint override (path-style), e.g. for a proxy or a test double",
         heading: HOSTS,
@@ -353,7 +353,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "stream-logs",
         plain_env: "TRUSS_PUSH_STREAM_LOGS",
-        kind: Kind::Bool,
+        kind: ValueKind::Bool,
         default: Some("true"),
         help: "Stream deployment logs while waiting",
         heading: BEHAVIOUR,
@@ -361,7 +361,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "dry-run",
         plain_env: "TRUSS_PUSH_DRY_RUN",
-        kind: Kind::Switch,
+        kind: ValueKind::Switch,
         default: Some("false"),
         help: "Validate and package only; nothing is uploaded or created",
         heading: BEHAVIOUR,
@@ -369,7 +369,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "print-config",
         plain_env: "TRUSS_PUSH_PRINT_CONFIG",
-        kind: Kind::Switch,
+        kind: ValueKind::Switch,
         default: Some("false"),
         help: "Print the config JSON the platform would receive and exit; nothing is sent",
         heading: BEHAVIOUR,
@@ -377,7 +377,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "output-file",
         plain_env: "TRUSS_PUSH_OUTPUT_FILE",
-        kind: Kind::Path,
+        kind: ValueKind::Path,
         default: None,
         help: "Also write the outputs to this file (for CI systems other than GitHub)",
         heading: OUTPUTS,
@@ -385,7 +385,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "output-format",
         plain_env: "TRUSS_PUSH_OUTPUT_FORMAT",
-        kind: Kind::Format,
+        kind: ValueKind::Format,
         default: None,
         help: "Format of --output-file: dotenv or json (default: json for *.json, else dotenv)",
         heading: OUTPUTS,
@@ -393,7 +393,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "json",
         plain_env: "TRUSS_PUSH_JSON",
-        kind: Kind::Switch,
+        kind: ValueKind::Switch,
         default: Some("false"),
         help: "Print the result as one JSON object on stdout (every output and the status history); logs go to stderr",
         heading: OUTPUTS,
@@ -401,7 +401,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "github-token",
         plain_env: "GITHUB_TOKEN",
-        kind: Kind::Secret,
+        kind: ValueKind::Secret,
         default: None,
         help: "Token for the GitHub API (deployments, PR comment, commit status); sent only to GITHUB_API_URL",
         heading: GITHUB,
@@ -409,7 +409,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "github-deployment",
         plain_env: "TRUSS_PUSH_GITHUB_DEPLOYMENT",
-        kind: Kind::Bool,
+        kind: ValueKind::Bool,
         default: Some("false"),
         help: "Record a GitHub deployment with its statuses and environment URL (needs deployments: write)",
         heading: GITHUB,
@@ -417,7 +417,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "pr-comment",
         plain_env: "TRUSS_PUSH_PR_COMMENT",
-        kind: Kind::Bool,
+        kind: ValueKind::Bool,
         default: Some("false"),
         help: "Keep one pull-request comment per model up to date (needs pull-requests: write)",
         heading: GITHUB,
@@ -425,7 +425,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "commit-status",
         plain_env: "TRUSS_PUSH_COMMIT_STATUS",
-        kind: Kind::Bool,
+        kind: ValueKind::Bool,
         default: Some("false"),
         help: "Set a commit status per model with the verdict and a link (needs statuses: write)",
         heading: GITHUB,
@@ -433,7 +433,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "plan",
         plain_env: "TRUSS_PUSH_PLAN",
-        kind: Kind::Switch,
+        kind: ValueKind::Switch,
         default: Some("false"),
         help: "Print the targets as a CI matrix (outputs matrix, targets-count) and exit; nothing is sent",
         heading: TARGETS,
@@ -441,7 +441,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "changed-since",
         plain_env: "TRUSS_PUSH_CHANGED_SINCE",
-        kind: Kind::Name,
+        kind: ValueKind::Name,
         default: None,
         help: "Only targets changed since this git ref (e.g. origin/main, HEAD~1; auto: the pull request's base)",
         heading: TARGETS,
@@ -449,7 +449,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "max-parallel",
         plain_env: "TRUSS_PUSH_MAX_PARALLEL",
-        kind: Kind::Number(Range {
+        kind: ValueKind::Number(Range {
             unit: Unit::Targets,
             min: 1.0,
             // Each deploy holds an upload and a poll loop; past this the
@@ -464,7 +464,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "fail-fast",
         plain_env: "TRUSS_PUSH_FAIL_FAST",
-        kind: Kind::Bool,
+        kind: ValueKind::Bool,
         default: Some("false"),
         help: "With several targets: the first failure cancels (and cleans up) the others",
         heading: TARGETS,
@@ -472,7 +472,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "predict-cases",
         plain_env: "TRUSS_PUSH_PREDICT_CASES",
-        kind: Kind::Path,
+        kind: ValueKind::Path,
         default: None,
         help: "Contract cases: a YAML list (or .jsonl) of named payloads and what each answer must hold; relative to the repository root",
         heading: EVIDENCE,
@@ -530,7 +530,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "analysis-file",
         plain_env: "TRUSS_PUSH_ANALYSIS_FILE",
-        kind: Kind::Path,
+        kind: ValueKind::Path,
         default: None,
         help: "Write every evidence number here as JSON",
         heading: EVIDENCE,
@@ -538,7 +538,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "upload-concurrency",
         plain_env: "TRUSS_PUSH_UPLOAD_CONCURRENCY",
-        kind: Kind::Number(Range {
+        kind: ValueKind::Number(Range {
             unit: Unit::Requests,
             min: 1.0,
             // Each part in flight holds a 64 KiB buffer and a connection;
@@ -553,7 +553,7 @@ pub const INPUTS: &[InputSpec] = &[
     InputSpec {
         name: "skip-unchanged",
         plain_env: "TRUSS_PUSH_SKIP_UNCHANGED",
-        kind: Kind::Bool,
+        kind: ValueKind::Bool,
         default: Some("false"),
         help: "Models with an environment: when the serving deployment's recorded content hash equals this truss's and it is ready, upload and create nothing (output unchanged: true); plan leaves such targets out",
         heading: BEHAVIOUR,

@@ -21,7 +21,7 @@ mod inputs;
 /// value which is not UTF-8 is told apart from an unset one.
 pub(crate) type EnvLookup<'a> = &'a (dyn Fn(&str) -> Result<String, VarError> + Sync);
 
-pub(crate) use inputs::Kind;
+pub(crate) use inputs::ValueKind;
 pub use inputs::{INPUTS, Input, InputSpec};
 
 /// The environment names an input is read from, in precedence order.
@@ -38,7 +38,7 @@ pub fn env_names(spec: &InputSpec) -> [String; 3] {
 /// and its default.
 fn help_line(spec: &InputSpec) -> String {
     let mut line = spec.help.to_string();
-    if let Kind::Number(r) = spec.kind {
+    if let ValueKind::Number(r) = spec.kind {
         line.push_str(&format!(" [range: {} to {}]", r.min, r.max));
     }
     line.push_str(&format!(" [env: {}]", spec.plain_env));
@@ -67,7 +67,7 @@ pub(crate) fn command() -> Command {
         if let Some(heading) = spec.heading {
             arg = arg.help_heading(heading);
         }
-        if spec.kind == Kind::Switch {
+        if spec.kind == ValueKind::Switch {
             arg = arg.num_args(0..=1).default_missing_value("true");
         }
         cmd = cmd.arg(arg);
@@ -305,7 +305,7 @@ mod tests {
                 "no --{}",
                 spec.name
             );
-            if let (Kind::Number(r), Some(d)) = (spec.kind, spec.default) {
+            if let (ValueKind::Number(r), Some(d)) = (spec.kind, spec.default) {
                 let d: f64 = d.parse().unwrap();
                 assert!(r.min <= d && d <= r.max, "default of {}", spec.name);
             }

@@ -10,7 +10,7 @@ use super::{Ctx, deploy_error};
 use crate::baseten::{Api, ApiError};
 use crate::budget::Phase;
 use crate::outcome::Failure;
-use crate::retry::{Classify, Kind};
+use crate::retry::{CallKind, Classify};
 
 /// Tries of a create whose answers are lost while the platform says,
 /// each time, that nothing was created (so sending again is safe).
@@ -21,9 +21,9 @@ const CREATE_ROUNDS: u32 = 5;
 /// (4xx, including 429) or a request never sent was not applied.
 fn maybe_applied(e: &ApiError) -> bool {
     match e.kind() {
-        Kind::Ambiguous => true,
-        Kind::Transient { status } => status != 429,
-        Kind::NotSent | Kind::Permanent => false,
+        CallKind::Ambiguous => true,
+        CallKind::Transient { status } => status != 429,
+        CallKind::NotSent | CallKind::Permanent => false,
     }
 }
 
@@ -31,25 +31,25 @@ fn maybe_applied(e: &ApiError) -> bool {
 /// it existed before) and the deployment ids the owner already had, so that
 /// after a lost answer a new deployment is told apart from earlier ones.
 #[derive(Clone)]
-pub(crate) struct Trace {
+pub(crate) struct ExistingDeployments {
     owner: Option<String>,
     /// `None` when the list could not be read: nothing can then be adopted.
     before: Option<Vec<String>>,
 }
 
-impl Trace {
+impl ExistingDeployments {
     /// Lists `owner`'s deployment ids before the create; a new owner has
     /// none. `list` lists an owner's deployment ids through `api`.
     pub(crate) async fn take(
         api: &Api,
         owner: Option<&str>,
         list: &impl AsyncFn(&Api, &str) -> Result<Vec<String>, ApiError>,
-    ) -> Trace {
+    ) -> ExistingDeployments {
         let before = match owner {
             Some(o) => list(api, o).await.ok(),
             None => Some(Vec::new()),
         };
-        Trace {
+        ExistingDeployments {
             owner: owner.map(str::to_string),
             before,
         }

@@ -145,7 +145,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
         .api
         .read_environment(c.owner, c.owner_id, env)
         .await
-        .map_err(|e| with_outcome(deploy_error(e), "nothing was promoted".into()))?;
+        .map_err(|e| deploy_error(e).context("nothing was promoted"))?;
     // A new model's (or chain's) first deployment is promoted into
     // production by the platform itself: there is nothing to gate or to
     // roll back to.
@@ -240,7 +240,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
             previous.as_deref(),
         )
         .await;
-        Err(with_outcome(f, outcome))
+        Err(f.context(outcome))
     };
     if let Err(f) = waited {
         return rolled_back(f).await;
@@ -268,16 +268,6 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
             ctx.promotion_event("", &format!("{env} failed its smoke test on {promoted}"));
             rolled_back(f).await
         }
-    }
-}
-
-/// The same failure, its message extended with where traffic is now.
-fn with_outcome(f: Failure, outcome: String) -> Failure {
-    match f {
-        Failure::Deploy(e) => Failure::Deploy(anyhow!("{e:#}; {outcome}")),
-        Failure::Predict(e) => Failure::Predict(anyhow!("{e:#}; {outcome}")),
-        Failure::Timeout(m) => Failure::Timeout(format!("{m}; {outcome}")),
-        other => other,
     }
 }
 
@@ -321,7 +311,7 @@ async fn promote_once(
                     Ok(n) => format!("nothing was promoted; {}", n.describe(env)),
                     Err(_) => "nothing was promoted".to_string(),
                 };
-                return Err(with_outcome(deploy_error(e), place));
+                return Err(deploy_error(e).context(place));
             }
         };
         lost_before = true;
@@ -329,12 +319,9 @@ async fn promote_once(
             "the promote request got no usable answer ({e}); looking at {env}"
         ));
         let now = ctx.api.read_environment(owner, owner_id, env).await.map_err(|r| {
-            with_outcome(
-                deploy_error(r),
-                format!(
-                    "the promote request got no usable answer ({e}) and whether it started is unknown: look at {env} in the Baseten UI"
-                ),
-            )
+            deploy_error(r).context(format!(
+                "the promote request got no usable answer ({e}) and whether it started is unknown: look at {env} in the Baseten UI"
+            ))
         })?;
         match rules::lookup(&now, target, before) {
             Lookup::Applied => {

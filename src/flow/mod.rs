@@ -31,7 +31,7 @@ use crate::outcome::Failure;
 use crate::{evidence, git};
 
 pub(crate) use cleanup::{Serving, cleanup_created};
-pub(crate) use create::{Trace, create_once};
+pub(crate) use create::{ExistingDeployments, create_once};
 pub(crate) use gate::{Candidate, check_gate_target, cleanup_gated, promote_after_predict};
 pub(crate) use smoke::{smoke_test, test_and_promote};
 pub(crate) use upload::{

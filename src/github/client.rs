@@ -7,7 +7,7 @@ use std::time::Duration;
 use reqwest::{Method, Url};
 use serde_json::Value;
 
-use crate::retry::{self, Classify, Kind, Policy};
+use crate::retry::{self, CallKind, Classify, Policy};
 use crate::secret::Secret;
 
 /// One GitHub request may take this long; a slow GitHub must not hold the
@@ -71,12 +71,12 @@ impl std::fmt::Display for GhError {
 }
 
 impl Classify for GhError {
-    fn kind(&self) -> Kind {
+    fn kind(&self) -> CallKind {
         match self {
-            GhError::NotSent(_) => Kind::NotSent,
-            GhError::Ambiguous(_) => Kind::Ambiguous,
-            GhError::Status { status, .. } => Kind::Transient { status: *status },
-            GhError::Refused(_) => Kind::Permanent,
+            GhError::NotSent(_) => CallKind::NotSent,
+            GhError::Ambiguous(_) => CallKind::Ambiguous,
+            GhError::Status { status, .. } => CallKind::Transient { status: *status },
+            GhError::Refused(_) => CallKind::Permanent,
         }
     }
 

@@ -261,11 +261,7 @@ impl Session {
     }
 
     fn context(&self, name: &str) -> String {
-        let kind = match self.kind {
-            Kind::Model => "model",
-            Kind::Chain => "chain",
-        };
-        format!("truss-push / {kind} {name}")
+        format!("truss-push / {} {name}", self.kind.as_str())
     }
 
     /// The deploy starts: a GitHub deployment in progress and a pending

@@ -1,6 +1,6 @@
 //! Why a request failed, whether another try may help (the crate's retry
-//! policy decides from [`Kind`], never from a message), and the message the
-//! user reads when the upload gives up.
+//! policy decides from [`CallKind`], never from a message), and the message
+//! the user reads when the upload gives up.
 
 use std::fmt;
 use std::time::Duration;
@@ -11,10 +11,10 @@ use reqwest::StatusCode;
 use super::call::Operation;
 use super::wire;
 use super::xml::S3Error;
-use crate::retry::{self, Classify, Kind};
+use crate::retry::{self, CallKind, Classify};
 
 /// Why one attempt failed.
-pub(super) enum Failure {
+pub(super) enum AttemptError {
     /// No HTTP answer (connect, TLS, reset, timeout) or a request that could
     /// not be built.
     Transport(reqwest::Error),
@@ -42,21 +42,21 @@ pub(super) enum Failure {
     Local(anyhow::Error),
 }
 
-impl Classify for Failure {
-    fn kind(&self) -> Kind {
+impl Classify for AttemptError {
+    fn kind(&self) -> CallKind {
         match self {
             Self::Transport(error) => transport_kind(error.is_connect(), error.is_builder()),
             // A proxy that refused its tunnel refuses the same credentials
             // again: its status is the answer.
-            Self::Wire(wire::Error::Connect(_)) if self.is_tunnel_refusal() => Kind::Permanent,
-            Self::Wire(wire::Error::Connect(_)) => Kind::NotSent,
-            Self::Wire(wire::Error::Exchange(_)) | Self::NotItsAnswer(_) => Kind::Ambiguous,
+            Self::Wire(wire::Error::Connect(_)) if self.is_tunnel_refusal() => CallKind::Permanent,
+            Self::Wire(wire::Error::Connect(_)) => CallKind::NotSent,
+            Self::Wire(wire::Error::Exchange(_)) | Self::NotItsAnswer(_) => CallKind::Ambiguous,
             // The archive changed or could not be read: another try reads
             // the same file.
-            Self::Wire(wire::Error::File(_)) => Kind::Permanent,
+            Self::Wire(wire::Error::File(_)) => CallKind::Permanent,
             Self::S3 { status, error, .. } => answer_kind(status.as_u16(), error.code.as_deref()),
             // Its one repeat is `try_once`'s, not the policy's.
-            Self::AnsweredUnsent { .. } | Self::Local(_) => Kind::Permanent,
+            Self::AnsweredUnsent { .. } | Self::Local(_) => CallKind::Permanent,
         }
     }
 
@@ -76,13 +76,13 @@ impl Classify for Failure {
 /// TLS) happened before any byte left; a request that could not be built
 /// will not build next time either; anything else (a reset, a timeout, a
 /// closed connection) happened after sending began.
-fn transport_kind(is_connect: bool, is_builder: bool) -> Kind {
+fn transport_kind(is_connect: bool, is_builder: bool) -> CallKind {
     if is_connect {
-        Kind::NotSent
+        CallKind::NotSent
     } else if is_builder {
-        Kind::Permanent
+        CallKind::Permanent
     } else {
-        Kind::Ambiguous
+        CallKind::Ambiguous
     }
 }
 
@@ -91,21 +91,21 @@ fn transport_kind(is_connect: bool, is_builder: bool) -> Kind {
 /// `RequestTimeout` comes as a 400, Complete's `InternalError` inside a 200).
 /// Those count as the status S3 otherwise sends them with, so a policy
 /// retries them as it would that status.
-pub(super) fn answer_kind(status: u16, code: Option<&str>) -> Kind {
+pub(super) fn answer_kind(status: u16, code: Option<&str>) -> CallKind {
     if retry::RETRYABLE_STATUSES.contains(&status) {
-        return Kind::Transient { status };
+        return CallKind::Transient { status };
     }
     let status = match code {
         Some("RequestTimeout") => 408,
         Some("InternalError") => 500,
         Some("SlowDown" | "ServiceUnavailable") => 503,
-        _ => return Kind::Permanent,
+        _ => return CallKind::Permanent,
     };
-    Kind::Transient { status }
+    CallKind::Transient { status }
 }
 
 /// One line for the log: what went wrong, without S3's message.
-impl fmt::Display for Failure {
+impl fmt::Display for AttemptError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Transport(error) => write!(f, "{error}"),
@@ -125,7 +125,7 @@ impl fmt::Display for Failure {
     }
 }
 
-impl Failure {
+impl AttemptError {
     /// Whether a proxy refused the tunnel to S3 (401, 403 or 407).
     pub(super) fn is_tunnel_refusal(&self) -> bool {
         matches!(self, Self::Wire(wire::Error::Connect(e))

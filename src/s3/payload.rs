@@ -419,18 +419,18 @@ impl Buffers {
 
 /// A buffer on loan to the HTTP client as `Bytes`; back to its pool when
 /// the client drops it.
-struct Lent {
+struct PooledBuffer {
     buffer: Vec<u8>,
     home: Buffers,
 }
 
-impl AsRef<[u8]> for Lent {
+impl AsRef<[u8]> for PooledBuffer {
     fn as_ref(&self) -> &[u8] {
         &self.buffer
     }
 }
 
-impl Drop for Lent {
+impl Drop for PooledBuffer {
     fn drop(&mut self) {
         self.home.give_back(std::mem::take(&mut self.buffer));
     }
@@ -482,7 +482,7 @@ fn chunk_stream(
                 .read_exact_at(&mut buffer[header.len()..data_end], at)?;
             crc.update(&buffer[header.len()..data_end]);
             buffer[data_end..].copy_from_slice(b"\r\n");
-            let chunk = bytes::Bytes::from_owner(Lent { buffer, home });
+            let chunk = bytes::Bytes::from_owner(PooledBuffer { buffer, home });
             (chunk, crc)
         };
         cursor.crc = Some(crc);

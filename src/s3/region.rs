@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::error::Failure;
+use super::error::AttemptError;
 
 /// The region boto3 signs for when nothing else is known; S3 answers with the
 /// bucket's real region.
@@ -41,8 +41,8 @@ impl Regions {
 
 /// The region to re-sign for when `failure` is S3 saying the request was
 /// signed for the wrong one.
-pub(super) fn region_to_follow(failure: &Failure, current_region: &str) -> Option<String> {
-    let Failure::S3 {
+pub(super) fn region_to_follow(failure: &AttemptError, current_region: &str) -> Option<String> {
+    let AttemptError::S3 {
         status,
         error,
         header_region,

@@ -11,7 +11,7 @@ use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderValue};
 
 use super::call::{Call, Operation, header_str};
-use super::error::Failure;
+use super::error::AttemptError;
 use super::payload::{Content, Prepared};
 use super::region::{DEFAULT_REGION, region_to_follow, valid_region};
 use super::url::{bucket_url, object_url, set_query};
@@ -52,20 +52,20 @@ impl Inner {
             })
     }
 
-    /// [`Self::call`], failing with the last attempt's [`Failure`] and the
+    /// [`Self::call`], failing with the last attempt's [`AttemptError`] and the
     /// number of tries, for callers that act on what S3 answered.
     pub(super) async fn call_failing(
         &self,
         job: &Job,
         call: &Call,
-    ) -> Result<Reply, (Failure, u32)> {
+    ) -> Result<Reply, (AttemptError, u32)> {
         if call.payload.carries_data() && self.regions.known(&job.bucket).is_none() {
             self.probe_region(job)
                 .await
                 .map_err(|failure| (failure, 1))?;
         }
         let policy = &self.options.retry;
-        let note = |failed: u32, wait: Duration, failure: &Failure| {
+        let note = |failed: u32, wait: Duration, failure: &AttemptError| {
             tracing::warn!(
                 "S3 {} failed ({failure}); retrying in {} ms (attempt {} of {})",
                 call.operation,
@@ -104,7 +104,7 @@ impl Inner {
         call: &Call,
         once: &Once,
         mut fresh: bool,
-    ) -> Result<Reply, Failure> {
+    ) -> Result<Reply, AttemptError> {
         loop {
             let region = self.regions.for_bucket(&job.bucket);
             let failure = match self.attempt(job, call, &region, fresh).await {
@@ -123,7 +123,7 @@ impl Inner {
                 self.regions.remember(&job.bucket, &new_region);
                 continue;
             }
-            if let Failure::AnsweredUnsent { status } = failure
+            if let AttemptError::AnsweredUnsent { status } = failure
                 && !once.repeated_unsent.swap(true, Ordering::Relaxed)
             {
                 tracing::warn!(
@@ -145,14 +145,14 @@ impl Inner {
         call: &Call,
         region: &str,
         fresh: bool,
-    ) -> Result<Reply, Failure> {
+    ) -> Result<Reply, AttemptError> {
         let endpoint = self.options.endpoint.as_ref();
         let url = if call.operation == Operation::HeadBucket {
             bucket_url(endpoint, &job.bucket, region)
         } else {
             object_url(endpoint, &job.bucket, &job.key, region)
         };
-        let mut url = url.map_err(Failure::Local)?;
+        let mut url = url.map_err(AttemptError::Local)?;
         set_query(&mut url, &call.query);
         let payload = call.payload.prepare(&job.source, &job.buffers, &job.sent);
         let mut extra = call.headers.clone();
@@ -178,12 +178,12 @@ impl Inner {
         // A success to a data request whose body did not go out whole
         // answered a request the server never read.
         if call.payload.carries_data() && !sent_whole && status.is_success() {
-            return Err(Failure::AnsweredUnsent {
+            return Err(AttemptError::AnsweredUnsent {
                 status: status.as_u16(),
             });
         }
         match s3_error(status.as_u16(), &body) {
-            None if !answers(call.operation, &headers, &body) => Err(Failure::NotItsAnswer(
+            None if !answers(call.operation, &headers, &body) => Err(AttemptError::NotItsAnswer(
                 "S3's success answer to it names what was stored, and this one does not",
             )),
             None => Ok(Reply {
@@ -191,7 +191,7 @@ impl Inner {
                 body,
                 checksum: payload.checksum.and_then(|c| c.get().copied()),
             }),
-            Some(error) => Err(Failure::S3 {
+            Some(error) => Err(AttemptError::S3 {
                 status,
                 error,
                 header_region: header_str(&headers, "x-amz-bucket-region"),
@@ -211,7 +211,7 @@ impl Inner {
         payload: &Prepared,
         mut headers: Vec<(&'static str, String)>,
         fresh: bool,
-    ) -> Result<(StatusCode, HeaderMap, String, bool), Failure> {
+    ) -> Result<(StatusCode, HeaderMap, String, bool), AttemptError> {
         // This layer writes the head itself: refuse what could not be sent
         // as a header (a CR or LF would end it early).
         if headers
@@ -237,7 +237,7 @@ impl Inner {
             .wire
             .send(&request, outgoing, fresh)
             .await
-            .map_err(Failure::Wire)?;
+            .map_err(AttemptError::Wire)?;
         if answer.early {
             tracing::debug!(
                 status = answer.status,
@@ -246,7 +246,7 @@ impl Inner {
             );
         }
         let status = StatusCode::from_u16(answer.status).map_err(|_| {
-            Failure::Wire(wire::Error::Exchange(std::io::Error::other(
+            AttemptError::Wire(wire::Error::Exchange(std::io::Error::other(
                 "the answer's status is not an HTTP status",
             )))
         })?;
@@ -263,7 +263,7 @@ impl Inner {
         url: Url,
         payload: &Prepared,
         headers: Vec<(&'static str, String)>,
-    ) -> Result<(StatusCode, HeaderMap, String, bool), Failure> {
+    ) -> Result<(StatusCode, HeaderMap, String, bool), AttemptError> {
         let sent_url = url.clone();
         let body = match &payload.body {
             Content::Bytes(bytes) => reqwest::Body::from(bytes.clone()),
@@ -284,11 +284,11 @@ impl Inner {
             }
             request = request.header(name, value);
         }
-        let response = request.send().await.map_err(Failure::Transport)?;
+        let response = request.send().await.map_err(AttemptError::Transport)?;
         if response.url() != &sent_url {
             // A followed redirect loses the signature on the new host, and S3
             // would then answer a misleading AccessDenied.
-            return Err(Failure::Local(anyhow!(
+            return Err(AttemptError::Local(anyhow!(
                 "S3 redirected {} to {}, and the HTTP client followed it; S3 uploads need a client that does not follow redirects",
                 call.operation,
                 response.url().host_str().unwrap_or("another host")
@@ -296,7 +296,7 @@ impl Inner {
         }
         let status = response.status();
         let headers = response.headers().clone();
-        let body = response.text().await.map_err(Failure::Transport)?;
+        let body = response.text().await.map_err(AttemptError::Transport)?;
         // The body stream sets the checksum once it was read to its end.
         let sent_whole = payload.checksum.as_ref().is_none_or(|c| c.get().is_some());
         Ok((status, headers, body, sent_whole))
@@ -338,7 +338,7 @@ impl Inner {
     /// credentials may not list the bucket. Best effort: on no answer the
     /// data request still follows a region answer itself, except when a
     /// proxy refused the tunnel: that refusal is the call's answer.
-    pub(super) async fn probe_region(&self, job: &Job) -> Result<(), Failure> {
+    pub(super) async fn probe_region(&self, job: &Job) -> Result<(), AttemptError> {
         let region = match self
             .attempt(job, &Call::head_bucket(), DEFAULT_REGION, false)
             .await
@@ -347,7 +347,7 @@ impl Inner {
                 header_str(&reply.headers, "x-amz-bucket-region")
                     .unwrap_or_else(|| DEFAULT_REGION.to_owned()),
             ),
-            Err(Failure::S3 { header_region, .. }) => header_region,
+            Err(AttemptError::S3 { header_region, .. }) => header_region,
             Err(failure) if failure.is_tunnel_refusal() => return Err(failure),
             Err(failure) => {
                 tracing::debug!("S3 HeadBucket gave no region: {failure}");
@@ -378,8 +378,8 @@ fn answers(operation: Operation, headers: &HeaderMap, body: &str) -> bool {
     }
 }
 
-fn unsendable() -> Failure {
-    Failure::Local(anyhow!(
+fn unsendable() -> AttemptError {
+    AttemptError::Local(anyhow!(
         "the upload credentials contain characters that cannot be sent in an HTTP header"
     ))
 }

@@ -7,14 +7,14 @@ use std::sync::Mutex;
 use reqwest::StatusCode;
 
 use super::call::{Call, Operation};
-use super::error::{Failure, answer_kind, rejection_message};
+use super::error::{AttemptError, answer_kind, rejection_message};
 use super::plan::{MAX_OBJECT_BYTES, MAX_PARTS, Plan, plan};
 use super::region::redirect_region;
 use super::request::signed_headers;
 use super::url::{bucket_url, object_url, set_query, virtual_host_ok};
 use super::xml::{S3Error, StoredPart, complete_xml, root_element, s3_error};
 use super::*;
-use crate::retry::{Classify as _, Kind, Policy};
+use crate::retry::{CallKind, Classify as _, Policy};
 
 fn url(text: &str) -> Url {
     Url::parse(text).unwrap()
@@ -399,13 +399,13 @@ fn redirect_region_table() {
 
 #[test]
 fn answer_kind_table() {
-    let t = |status| Kind::Transient { status };
+    let t = |status| CallKind::Transient { status };
     let cases = [
         (500, Some("InternalError"), t(500)),
         (500, None, t(500)),
         (502, None, t(502)),
         // S3's NotImplemented: a feature it lacks will not appear on retry
-        (501, Some("NotImplemented"), Kind::Permanent),
+        (501, Some("NotImplemented"), CallKind::Permanent),
         (503, Some("SlowDown"), t(503)),
         (429, None, t(429)),
         (408, None, t(408)),
@@ -413,18 +413,26 @@ fn answer_kind_table() {
         (400, Some("RequestTimeout"), t(408)),
         (200, Some("InternalError"), t(500)),
         (400, Some("SlowDown"), t(503)),
-        (400, Some("AuthorizationHeaderMalformed"), Kind::Permanent),
-        (400, Some("XAmzContentSHA256Mismatch"), Kind::Permanent),
-        (403, Some("SignatureDoesNotMatch"), Kind::Permanent),
-        (403, Some("AccessDenied"), Kind::Permanent),
-        (403, Some("RequestTimeTooSkewed"), Kind::Permanent),
-        (404, Some("NoSuchUpload"), Kind::Permanent),
+        (
+            400,
+            Some("AuthorizationHeaderMalformed"),
+            CallKind::Permanent,
+        ),
+        (400, Some("XAmzContentSHA256Mismatch"), CallKind::Permanent),
+        (403, Some("SignatureDoesNotMatch"), CallKind::Permanent),
+        (403, Some("AccessDenied"), CallKind::Permanent),
+        (403, Some("RequestTimeTooSkewed"), CallKind::Permanent),
+        (404, Some("NoSuchUpload"), CallKind::Permanent),
     ];
     for (status, code, expected) in cases {
         assert_eq!(answer_kind(status, code), expected, "{status} {code:?}");
         // Every transient answer is one the default policy tries again.
         let retried = Options::default().retry.retries(expected);
-        assert_eq!(retried, expected != Kind::Permanent, "{status} {code:?}");
+        assert_eq!(
+            retried,
+            expected != CallKind::Permanent,
+            "{status} {code:?}"
+        );
     }
 }
 
@@ -432,9 +440,9 @@ fn answer_kind_table() {
 fn the_default_policy_may_repeat_any_request() {
     let policy = Options::default().retry;
     assert_eq!(policy, Policy::IDEMPOTENT);
-    assert!(policy.retries(Kind::Ambiguous) && policy.retries(Kind::NotSent));
-    let local = Failure::Local(anyhow::anyhow!("could not read the archive"));
-    assert_eq!(local.kind(), Kind::Permanent);
+    assert!(policy.retries(CallKind::Ambiguous) && policy.retries(CallKind::NotSent));
+    let local = AttemptError::Local(anyhow::anyhow!("could not read the archive"));
+    assert_eq!(local.kind(), CallKind::Permanent);
 }
 
 #[tokio::test]
@@ -450,8 +458,8 @@ async fn a_refused_connection_was_not_sent_and_carries_no_retry_after() {
         .send()
         .await
         .unwrap_err();
-    let failure = Failure::Transport(refused);
-    assert_eq!(failure.kind(), Kind::NotSent);
+    let failure = AttemptError::Transport(refused);
+    assert_eq!(failure.kind(), CallKind::NotSent);
     assert_eq!(failure.retry_after(), None);
 }
 

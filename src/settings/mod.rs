@@ -3,9 +3,9 @@
 //! than the user's small files; `config` assembles the run's `Config` from
 //! these pieces and resolves the target.
 //!
-//! `Early` is what a run needs before anything is validated (where outputs
-//! go, which secrets to mask, the name to report), so that even a bad input
-//! gets its outputs.
+//! `Preliminary` is what a run needs before anything is validated (where
+//! outputs go, which secrets to mask, the name to report), so that even a
+//! bad input gets its outputs.
 
 mod deploy;
 pub(crate) mod evidence;
@@ -21,7 +21,7 @@ use reqwest::Url;
 use serde_json::Value;
 
 use crate::ci::OutputsFormat as OutputFormat;
-use crate::cli::{Input, Inputs, Kind};
+use crate::cli::{Input, Inputs, ValueKind};
 use crate::files::read_regular_file;
 use crate::secret::Secret;
 
@@ -36,7 +36,7 @@ pub(crate) const SECRET_INPUTS: [Input; 2] = [Input::BasetenApiKey, Input::Githu
 /// What the run reads before validating anything. The secrets are held
 /// as [`Secret`], so no `Debug` of it prints them.
 #[derive(Clone, Debug)]
-pub(crate) struct Early {
+pub(crate) struct Preliminary {
     pub(crate) outputs: OutputSettings,
     /// A bad `output-format` or `json`, reported after the outputs are
     /// written in the default format.
@@ -46,7 +46,7 @@ pub(crate) struct Early {
     /// The secret values given, to mask and redact.
     pub(crate) secrets: Vec<Secret>,
     /// The Baseten API key, checked when given (`None`: not given). A
-    /// deploy needs it ([`Early::deploy_key`]); a plan sends nothing and
+    /// deploy needs it ([`Preliminary::deploy_key`]); a plan sends nothing and
     /// needs none. Only `execute` builds the platform's client from it; no
     /// `Config` carries it.
     pub(crate) api_key: Result<Option<Secret>, String>,
@@ -56,10 +56,10 @@ pub(crate) struct Early {
     pub(crate) plan: Result<bool, String>,
 }
 
-impl Early {
+impl Preliminary {
     pub(crate) fn read(inputs: &Inputs) -> Self {
         let (outputs, outputs_error) = output_settings(inputs);
-        Early {
+        Preliminary {
             stdout_is_data: outputs.json || stdout_is_data(inputs),
             outputs,
             outputs_error,
@@ -77,7 +77,7 @@ impl Early {
     }
 }
 
-impl Early {
+impl Preliminary {
     /// The key a deploy needs: given, and one word.
     pub(crate) fn deploy_key(&self) -> Result<Secret, String> {
         self.api_key.clone()?.ok_or_else(|| {
@@ -283,7 +283,7 @@ pub(crate) fn key_url(name: &str, value: &str) -> Result<Url, String> {
 /// can overflow.
 pub(crate) fn number(inputs: &Inputs, input: Input) -> Result<f64, String> {
     let name = input.name();
-    let Kind::Number(r) = input.spec().kind else {
+    let ValueKind::Number(r) = input.spec().kind else {
         unreachable!("{name} is declared as a number");
     };
     let v = inputs.or_default(input).unwrap_or_default();
@@ -338,7 +338,7 @@ pub(crate) fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-/// The anchor action skips predict for a falsy payload (`null`, `{}`, `[]`,
+/// The Python action skips predict for a falsy payload (`null`, `{}`, `[]`,
 /// `""`, `0`, `false`).
 pub(crate) fn is_falsy(v: &Value) -> bool {
     match v {
@@ -356,27 +356,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_early_settings_hold_the_secrets_and_never_print_them() {
+    fn the_preliminary_settings_hold_the_secrets_and_never_print_them() {
         let inputs = Inputs::from_pairs(&[
-            ("baseten-api-key", " sk-early-canary \n"),
-            ("github-token", "ghs-early-canary"),
+            ("baseten-api-key", " sk-preliminary-canary \n"),
+            ("github-token", "ghs-preliminary-canary"),
         ]);
-        let early = Early::read(&inputs);
-        let shown = format!("{early:?}");
-        assert!(!shown.contains("early-canary"), "{shown}");
-        let key = early.deploy_key().map(|k| k.expose().to_string());
-        assert_eq!(key, Ok("sk-early-canary".into()));
-        let exposed: Vec<&str> = early.secrets.iter().map(Secret::expose).collect();
-        assert_eq!(exposed, ["sk-early-canary", "ghs-early-canary"]);
+        let preliminary = Preliminary::read(&inputs);
+        let shown = format!("{preliminary:?}");
+        assert!(!shown.contains("preliminary-canary"), "{shown}");
+        let key = preliminary.deploy_key().map(|k| k.expose().to_string());
+        assert_eq!(key, Ok("sk-preliminary-canary".into()));
+        let exposed: Vec<&str> = preliminary.secrets.iter().map(Secret::expose).collect();
+        assert_eq!(exposed, ["sk-preliminary-canary", "ghs-preliminary-canary"]);
         // A deploy needs the key, one word; a plan needs none, but one
-        // given malformed is refused by every road.
+        // given malformed is refused in every mode.
         for (given, err) in [("", "is required"), ("sk a", "whitespace")] {
-            let e = Early::read(&Inputs::from_pairs(&[("baseten-api-key", given)]));
+            let e = Preliminary::read(&Inputs::from_pairs(&[("baseten-api-key", given)]));
             assert!(e.deploy_key().is_err_and(|m| m.contains(err)), "{given:?}");
         }
-        let none = Early::read(&Inputs::from_pairs(&[]));
+        let none = Preliminary::read(&Inputs::from_pairs(&[]));
         assert_eq!(none.api_key, Ok(None));
-        let bad = Early::read(&Inputs::from_pairs(&[("baseten-api-key", "sk a")]));
+        let bad = Preliminary::read(&Inputs::from_pairs(&[("baseten-api-key", "sk a")]));
         assert!(bad.api_key.is_err());
     }
 }

@@ -303,9 +303,7 @@ fn run_raw(
     args: &[OsString],
     env: &[(&str, OsString)],
 ) -> (i32, BTreeMap<String, String>, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let gh_out = dir.path().join("github_output");
-    std::fs::write(&gh_out, "").unwrap();
+    let (dir, gh_out) = file_in_temp_dir("github_output", "");
     let mut child = truss_push(dir.path())
         .env("GITHUB_OUTPUT", &gh_out)
         .arg(format!("--app-url={}", fake.graphql_base()))

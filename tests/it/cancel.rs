@@ -32,9 +32,7 @@ fn cancel_with(signal: &str) {
 /// fake has answered `endpoint`, and checks the run stopped in time with its
 /// outputs written, naming the deployment if one was created.
 fn cancel_at(fake: &FakeBaseten, signal: &str, endpoint: &str, model: &str, extra: &[String]) {
-    let dir = tempfile::tempdir().unwrap();
-    let gh_out = dir.path().join("out");
-    std::fs::write(&gh_out, "").unwrap();
+    let (dir, gh_out) = file_in_temp_dir("out", "");
     let child = truss_push(dir.path())
         .env("GITHUB_OUTPUT", &gh_out)
         .args([

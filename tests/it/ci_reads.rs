@@ -12,6 +12,11 @@ use serde_json::Value;
 
 use crate::harness::*;
 
+/// The hostile-text strategy, shared with the reporter's unit tests.
+#[path = "../../src/ci/hostile_text.rs"]
+mod hostile_text;
+use hostile_text::hostile_text;
+
 const GH_TOKEN: &str = "ghs_canary_20a_1f2e3d4c5b6a";
 const ACTIVE: &str = "deployments:\n  default: [[0, ACTIVE]]\n";
 
@@ -43,32 +48,6 @@ fn json_print_config_and_plan_on_github_keep_stdout_one_document() {
         }
         assert!(!run.stdout.contains("::"), "{mode}: {run:?}");
     }
-}
-
-/// Hostile text: fragments that end a line for the runner or a viewer, or
-/// forge a command (each forged one is recognisable: a `forged` name, an
-/// `add-mask` of something that is not a secret, a `stop-commands` token
-/// that is not ours, a `FORGED` property), mixed with any character.
-fn hostile() -> impl Strategy<Value = String> {
-    let piece = prop_oneof![
-        Just("\r".to_string()),
-        Just("\n".to_string()),
-        Just("\r\n".to_string()),
-        Just("\u{2028}".to_string()),
-        Just("\u{2029}".to_string()),
-        Just("\u{85}".to_string()),
-        Just("%0D".to_string()),
-        Just("%0A".to_string()),
-        Just("::".to_string()),
-        Just("::forged-cmd::x".to_string()),
-        Just("::add-mask::FORGED".to_string()),
-        Just("::error title=FORGED::x".to_string()),
-        Just("::stop-commands::abc".to_string()),
-        Just("##[forged-legacy]x".to_string()),
-        Just(" \t".to_string()),
-        any::<char>().prop_map(String::from),
-    ];
-    proptest::collection::vec(piece, 1..16).prop_map(|v| v.concat())
 }
 
 /// Why `log` would make the runner do something the run did not mean.
@@ -129,7 +108,7 @@ fn hostile_text_in_logs_tokens_and_paths_never_becomes_a_workflow_command() {
         failure_persistence: None,
         ..Config::default()
     });
-    let result = runner.run(&(hostile(), any::<bool>()), |(text, json)| {
+    let result = runner.run(&(hostile_text(1..16), any::<bool>()), |(text, json)| {
         let scripted = hostile_fake(&text);
         // The text in a deployment's log and in streamed tokens.
         let echoed = Invocation::new(&scripted)

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use serde_yaml::Value;
 
-use crate::harness::truss_push;
+use crate::harness::{PYTHON_ACTION_OUTPUTS, truss_push};
 
 /// The input table itself, compiled here as it is in the crate, so the
 /// pages read every field (kind, range, default, help, heading) that the
@@ -26,7 +26,7 @@ use crate::harness::truss_push;
 #[path = "../../src/cli/inputs.rs"]
 mod table;
 
-use table::{INPUTS, InputSpec, Kind, Unit};
+use table::{INPUTS, InputSpec, Unit, ValueKind};
 
 const REGENERATE: &str = "UPDATE_DOCS=1 cargo test --test it docs_reference";
 
@@ -80,18 +80,18 @@ fn number(v: f64) -> String {
 }
 
 /// What an input takes, as a reader would write it.
-fn takes(kind: Kind) -> String {
+fn takes(kind: ValueKind) -> String {
     match kind {
-        Kind::Path => "a path".into(),
-        Kind::Secret => "a secret (masked, never printed)".into(),
-        Kind::Name => "text".into(),
-        Kind::Bool => "`true`/`false`".into(),
-        Kind::Switch => "`true`/`false`, or the bare flag".into(),
-        Kind::Json => "JSON".into(),
-        Kind::Url => "an `https://` URL".into(),
-        Kind::Template => "a URL with `{prefix}` and `{id}`".into(),
-        Kind::Format => "`dotenv`, `shell` or `json`".into(),
-        Kind::Number(r) => {
+        ValueKind::Path => "a path".into(),
+        ValueKind::Secret => "a secret (masked, never printed)".into(),
+        ValueKind::Name => "text".into(),
+        ValueKind::Bool => "`true`/`false`".into(),
+        ValueKind::Switch => "`true`/`false`, or the bare flag".into(),
+        ValueKind::Json => "JSON".into(),
+        ValueKind::Url => "an `https://` URL".into(),
+        ValueKind::Template => "a URL with `{prefix}` and `{id}`".into(),
+        ValueKind::Format => "`dotenv`, `shell` or `json`".into(),
+        ValueKind::Number(r) => {
             let unit = match r.unit {
                 Unit::Share => "(a share)".to_string(),
                 u => u.word().to_string(),
@@ -207,18 +207,6 @@ fn wrapper_inputs_section() -> String {
 }
 
 // --------------------------------------------------------------- outputs
-
-/// The Python action's outputs, in the order it writes them: a fact about
-/// `basetenlabs/action-truss-push`, which truss-push writes first.
-const ANCHOR_OUTPUTS: &[&str] = &[
-    "deployment-id",
-    "model-id",
-    "chain-id",
-    "model-name",
-    "deploy-time-seconds",
-    "predict-response",
-    "status",
-];
 
 /// The outputs every run writes, in writing order, as the binary writes
 /// them on the shortest path there is: a bad input (nothing is sent). The
@@ -434,8 +422,8 @@ fn docs_reference_lists_every_output_the_binary_writes() {
         );
     }
     assert_eq!(
-        &every_run[..ANCHOR_OUTPUTS.len()],
-        ANCHOR_OUTPUTS,
+        &every_run[..PYTHON_ACTION_OUTPUTS.len()],
+        PYTHON_ACTION_OUTPUTS,
         "the Python action's outputs come first, in its order"
     );
 }
@@ -447,7 +435,7 @@ fn docs_reference_migration_page_counts_the_added_outputs_from_the_binary() {
     let every_run = outputs_of_every_run();
     let added: Vec<&String> = every_run
         .iter()
-        .filter(|n| !ANCHOR_OUTPUTS.contains(&n.as_str()))
+        .filter(|n| !PYTHON_ACTION_OUTPUTS.contains(&n.as_str()))
         .collect();
     let page = std::fs::read_to_string(repo().join("docs/migrating.md")).expect("migrating.md");
     let claim = format!("every run writes {} outputs", every_run.len());
@@ -458,7 +446,7 @@ fn docs_reference_migration_page_counts_the_added_outputs_from_the_binary() {
     let claim = format!(
         "{} more than the Python action's {}",
         added.len(),
-        ANCHOR_OUTPUTS.len()
+        PYTHON_ACTION_OUTPUTS.len()
     );
     assert!(
         page.contains(&claim),

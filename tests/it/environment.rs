@@ -1,20 +1,20 @@
 //! Deploying into an environment: wait for the promotion, not just the
 //! status; never deactivate what serves traffic.
 //!
-//! seed-000's recorded history runs on the fake's manual clock, moved by the harness
-//! once the binary has read what the test wants it to see; the tests assert
-//! the order of what the binary reported and of what the fake answered,
-//! never how long it took.
+//! A real deployment's recorded status history (`seed-000.yaml`) runs on the
+//! fake's manual clock, moved by the harness once the binary has read what
+//! the test wants it to see; the tests assert the order of what the binary
+//! reported and of what the fake answered, never how long it took.
 
 use fake_baseten::FakeBaseten;
 use fake_baseten::scenario::Scenario;
 
 use crate::harness::*;
 
-/// seed-000's first ready status: SCALED_TO_ZERO at 12.9 s.
+/// The recorded history's first ready status: SCALED_TO_ZERO at 12.9 s.
 const SCALED_TO_ZERO_SECS: f64 = 12.9;
 
-fn seed(extra: &str) -> FakeBaseten {
+fn recorded_history(extra: &str) -> FakeBaseten {
     let text = std::fs::read_to_string(scenario_file("seed-000.yaml")).unwrap();
     let mut scenario = Scenario::from_yaml(&text)
         .unwrap()
@@ -37,7 +37,7 @@ fn into_production(fake: &FakeBaseten) -> Invocation<'_> {
         .arg("environment", "production")
 }
 
-/// Moves the seed to SCALED_TO_ZERO once the binary has read BUILDING, then
+/// Moves the recorded deployment to SCALED_TO_ZERO once the binary has read BUILDING, then
 /// lets it read the environment there before `then` moves it on.
 fn ready_then(then: &[(&'static str, f64)]) -> Vec<(&'static str, f64)> {
     let mut steps = vec![("rest.get_deployment", SCALED_TO_ZERO_SECS)];
@@ -46,10 +46,10 @@ fn ready_then(then: &[(&'static str, f64)]) -> Vec<(&'static str, f64)> {
 }
 
 #[test]
-fn the_seed_history_into_production_succeeds_only_after_the_promotion() {
+fn the_recorded_history_into_production_succeeds_only_after_the_promotion() {
     // SCALED_TO_ZERO at 12.9 s is ready by status, but the promotion into
     // production completes at 632 s: success must wait for it.
-    let fake = seed("");
+    let fake = recorded_history("");
     let run = into_production(&fake).run_stepping_clock(&ready_then(&[
         ("rest.get_environment", 24.3),
         ("rest.get_deployment", 631.0),
@@ -101,7 +101,7 @@ fn the_seed_history_into_production_succeeds_only_after_the_promotion() {
 
 #[test]
 fn a_failed_promotion_is_deploy_failed_with_the_platform_message() {
-    let fake = seed(
+    let fake = recorded_history(
         "promotions:\n  default:\n    error_message: \"not enough GPUs in us-east\"\n    steps: [[0, {status: RELEASING, percent: 0}], [20, {status: FAILED, percent: 0}]]\n",
     );
     let run =
@@ -124,7 +124,7 @@ fn a_failed_promotion_is_deploy_failed_with_the_platform_message() {
 
 #[test]
 fn a_promotion_paused_until_the_deadline_is_a_timeout() {
-    let fake = seed(
+    let fake = recorded_history(
         "promotions:\n  default:\n    steps: [[0, {status: RELEASING, percent: 0}], [15, {status: PAUSED, percent: 30}]]\n",
     );
     // The clock stops at 15 s: PAUSED until the binary's own deadline.
@@ -145,7 +145,7 @@ fn a_promotion_paused_until_the_deadline_is_a_timeout() {
 
 #[test]
 fn without_promotion_fields_the_status_decides_and_says_so_once() {
-    let fake = seed("omit_promotion_fields: true\n");
+    let fake = recorded_history("omit_promotion_fields: true\n");
     let run = into_production(&fake).run_stepping_clock(&ready_then(&[]));
     assert_eq!(run.status(), "success", "{run:?}");
     assert_eq!(run.out("last-status"), "SCALED_TO_ZERO");

@@ -5,7 +5,7 @@
 //! answers chosen by the payload; assertions are on exit codes, outputs,
 //! and the order of what the fake recorded.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use fake_baseten::FakeBaseten;
 use fake_baseten::reqlog::LogEntry;
@@ -33,14 +33,6 @@ const QUICK_PROMOTION: &str = "promote:
   default:
     steps: [[0, {status: RELEASING}], [1, {status: SUCCEEDED, percent: 100}]]
 ";
-
-/// A cases file in a directory of its own (kept alive with the path).
-fn cases_file(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join(name);
-    std::fs::write(&p, text).unwrap();
-    (d, p)
-}
 
 const CASES: &str = r#"
 - name: classify
@@ -95,7 +87,7 @@ fn serving(fake: &FakeBaseten, env: &str) -> Vec<String> {
 #[test]
 fn a_case_failing_a_pointer_expectation_fails_the_predict_before_any_promote() {
     let fake = served(&format!("  seed: 1\n{}", answers("high")), QUICK_PROMOTION);
-    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let (_d, cases) = file_in_temp_dir("cases.yaml", CASES);
     let run = gated_run(&fake, &cases).run();
     assert_eq!(run.status(), "predict_failed", "{run:?}");
     assert_eq!(run.code, 4);
@@ -130,7 +122,7 @@ fn a_candidate_twice_as_slow_as_the_baseline_is_a_regression_and_is_not_promoted
         ),
         QUICK_PROMOTION,
     );
-    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let (_d, cases) = file_in_temp_dir("cases.yaml", CASES);
     let run = gated_run(&fake, &cases)
         .arg("predict-requests", "40")
         .arg("predict-concurrency", "4")
@@ -174,7 +166,7 @@ fn a_candidate_twice_as_slow_as_the_baseline_is_a_regression_and_is_not_promoted
 /// jitter (a few milliseconds) small beside the distribution's spread.
 #[test]
 fn equal_distributions_over_twenty_seeds_never_regress() {
-    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let (_d, cases) = file_in_temp_dir("cases.yaml", CASES);
     let failures: Vec<String> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..4)
             .map(|t| {
@@ -239,7 +231,7 @@ fn real_traffic_breaking_the_error_rate_cancels_a_rolling_promotion() {
         ),
         ROLLING,
     );
-    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let (_d, cases) = file_in_temp_dir("cases.yaml", CASES);
     let run = gated_run(&fake, &cases).run();
     assert_eq!(run.status(), "predict_failed", "{run:?}");
     let said = format!("{}{}", run.stdout, run.stderr);
@@ -265,7 +257,7 @@ fn without_the_metrics_endpoint_one_notice_and_the_synthetic_verdict_decides() {
         &format!("  seed: 6\n  metrics: false\n{}", answers("0.9")),
         &ROLLING.replace("[60,", "[3,"),
     );
-    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let (_d, cases) = file_in_temp_dir("cases.yaml", CASES);
     let run = gated_run(&fake, &cases).run();
     assert_eq!(run.status(), "success", "{run:?}");
     let said = format!("{}{}", run.stdout, run.stderr);
@@ -294,7 +286,7 @@ fn a_passing_sample_reports_every_number() {
         ),
         QUICK_PROMOTION,
     );
-    let (d, cases) = cases_file("cases.jsonl", "");
+    let (d, cases) = file_in_temp_dir("cases.jsonl", "");
     std::fs::write(
         &cases,
         "{\"name\": \"classify\", \"payload\": {\"task\": \"classify\"}, \"pointer\": {\"/labels/0/score\": {\"type\": \"number\"}}}\n",
@@ -365,13 +357,13 @@ fn a_passing_sample_reports_every_number() {
 
 #[test]
 fn bad_evidence_inputs_exit_2_before_any_request() {
-    let (_d, unknown) = cases_file("a.yaml", "- {name: a, payload: {}, colour: red}");
-    let (_e, pointer) = cases_file(
+    let (_d, unknown) = file_in_temp_dir("a.yaml", "- {name: a, payload: {}, colour: red}");
+    let (_e, pointer) = file_in_temp_dir(
         "b.yaml",
         "- {name: a, payload: {}, pointer: {a/b: {type: number}}}",
     );
-    let (_f, outside) = cases_file("c.yaml", "- {name: a, payload: ../../etc/passwd}");
-    let (_g, good) = cases_file("d.yaml", "- {name: a, payload: {}}");
+    let (_f, outside) = file_in_temp_dir("c.yaml", "- {name: a, payload: ../../etc/passwd}");
+    let (_g, good) = file_in_temp_dir("d.yaml", "- {name: a, payload: {}}");
     let bad: Vec<(&str, &str, String)> = vec![
         (
             "predict-cases",
@@ -417,7 +409,7 @@ fn bad_evidence_inputs_exit_2_before_any_request() {
 fn a_regression_check_outside_a_gated_promotion_is_an_input_error() {
     // A plain deploy has no environment to compare with, and at-create
     // moves traffic before the sample: neither could measure a baseline.
-    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let (_d, cases) = file_in_temp_dir("cases.yaml", CASES);
     for env in [None, Some("production")] {
         let fake = served("  seed: 1", "");
         let mut inv = Invocation::new(&fake)
@@ -442,7 +434,7 @@ fn a_regression_check_outside_a_gated_promotion_is_an_input_error() {
 
 #[test]
 fn a_plain_deploy_samples_the_deployment_and_at_create_the_environment() {
-    let (d, cases) = cases_file("cases.yaml", CASES);
+    let (d, cases) = file_in_temp_dir("cases.yaml", CASES);
     let traffic = format!("  seed: 2\n{}", answers("0.9"));
     for (env, phase, path) in [
         (None, "deployment", "/deployment/"),
@@ -482,7 +474,7 @@ fn a_plain_deploy_samples_the_deployment_and_at_create_the_environment() {
 #[test]
 fn a_streaming_case_is_checked_on_the_assembled_stream() {
     let fake = served("  seed: 4", "");
-    let (_d, cases) = cases_file(
+    let (_d, cases) = file_in_temp_dir(
         "cases.yaml",
         "- {name: stream, payload: {prompt: hi, stream: true}, stream: true, contains: toktoktok}\n\
          - {name: stream-too-long, payload: {prompt: hi, stream: true}, stream: true, contains: tokx}\n",
@@ -503,7 +495,7 @@ fn a_streaming_case_is_checked_on_the_assembled_stream() {
 
 #[test]
 fn the_error_rate_and_the_p95_are_judged_against_their_limits() {
-    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let (_d, cases) = file_in_temp_dir("cases.yaml", CASES);
     let traffic = format!(
         "  seed: 8\n  deployments:\n    - {{created: 0, median_ms: 2, error_rate: 0.25}}\n{}",
         answers("0.9")
@@ -554,7 +546,7 @@ fn broken_baseline(rule: &str) -> FakeBaseten {
 
 #[test]
 fn a_baseline_that_answers_nothing_comparable_fails_the_run_naming_it_and_nothing_is_promoted() {
-    let (d, cases) = cases_file("cases.yaml", CASES);
+    let (d, cases) = file_in_temp_dir("cases.yaml", CASES);
     for (rule, first) in [
         (
             "reject: 422",
@@ -622,7 +614,7 @@ traffic:
 {QUICK_PROMOTION}",
         answers("0.9")
     ));
-    let (d, cases) = cases_file("cases.yaml", CASES);
+    let (d, cases) = file_in_temp_dir("cases.yaml", CASES);
     let analysis = d.path().join("analysis.json");
     let run = gated_run(&fake, &cases)
         .arg("predict-requests", "20")
@@ -666,7 +658,7 @@ fn timed_out_requests_count_in_the_p95_over_every_request() {
         ),
         "",
     );
-    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let (_d, cases) = file_in_temp_dir("cases.yaml", CASES);
     let run = Invocation::new(&fake)
         .model(example_model())
         .arg("predict-cases", cases.to_str().unwrap())
@@ -696,7 +688,7 @@ fn a_case_that_fails_some_of_its_answers_says_how_many() {
         answers("0.9").trim_start_matches("  by_payload:\n")
     );
     let fake = served(&traffic, "");
-    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let (_d, cases) = file_in_temp_dir("cases.yaml", CASES);
     let run = Invocation::new(&fake)
         .model(example_model())
         .arg("predict-cases", cases.to_str().unwrap())
@@ -734,7 +726,7 @@ fn a_negative_first_case_is_the_smoke_test_and_the_deploy_proceeds() {
         answers("0.9").trim_start_matches("  by_payload:\n")
     );
     let fake = served(&traffic, "");
-    let (_d, cases) = cases_file(
+    let (_d, cases) = file_in_temp_dir(
         "cases.yaml",
         &format!(
             "- {{name: unknown-task, payload: {{task: nope}}, status: 422, json: {{error: unknown task}}}}\n{CASES}"
@@ -755,7 +747,7 @@ fn a_negative_first_case_is_the_smoke_test_and_the_deploy_proceeds() {
 #[test]
 fn too_few_requests_for_the_regression_are_an_input_error_before_any_request() {
     let fake = served("  seed: 1", "");
-    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let (_d, cases) = file_in_temp_dir("cases.yaml", CASES);
     let run = Invocation::new(&fake)
         .model(example_model())
         .arg("predict-cases", cases.to_str().unwrap())
@@ -784,7 +776,7 @@ fn a_sample_that_cannot_finish_in_the_budget_fails_saying_how_far_it_got() {
         ),
         "",
     );
-    let (_d, cases) = cases_file("cases.yaml", CASES);
+    let (_d, cases) = file_in_temp_dir("cases.yaml", CASES);
     let run = Invocation::new(&fake)
         .model(example_model())
         .arg("predict-cases", cases.to_str().unwrap())
@@ -828,7 +820,7 @@ fn a_sample_that_cannot_finish_in_the_budget_fails_saying_how_far_it_got() {
 
 #[test]
 fn an_analysis_file_that_cannot_be_written_fails_the_run_with_outputs_and_cleanup() {
-    let (d, cases) = cases_file("cases.yaml", CASES);
+    let (d, cases) = file_in_temp_dir("cases.yaml", CASES);
     let fifo = d.path().join("fifo");
     assert!(
         std::process::Command::new("mkfifo")
@@ -887,7 +879,7 @@ fn hostile_metrics_answers_are_unreadable_said_once_and_the_synthetic_verdict_de
             &format!("  seed: 18\n  metrics_values: {values}\n{}", answers("0.9")),
             ROLLING,
         );
-        let (d, cases) = cases_file("cases.yaml", CASES);
+        let (d, cases) = file_in_temp_dir("cases.yaml", CASES);
         let analysis = d.path().join("analysis.json");
         let run = gated_run(&fake, &cases)
             .arg("max-error-rate", "0.05")

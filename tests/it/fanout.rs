@@ -4,7 +4,7 @@
 //! against the fake, and cancellation with three targets in flight.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -473,30 +473,6 @@ fn a_missing_ref_or_a_shallow_clone_is_an_input_error_never_everything() {
 
 // --- Several targets in one step ----------------------------------------------
 
-/// Model directories named after their models, in one temp dir.
-fn models(names: &[&str]) -> (tempfile::TempDir, Vec<PathBuf>) {
-    let root = tempfile::tempdir().unwrap();
-    let model_py = std::fs::read_to_string(example_model().join("model/model.py")).unwrap();
-    let dirs = names
-        .iter()
-        .map(|n| {
-            let d = root.path().join(n);
-            std::fs::create_dir_all(d.join("model")).unwrap();
-            std::fs::write(d.join("config.yaml"), format!("model_name: {n}\n")).unwrap();
-            std::fs::write(d.join("model/model.py"), &model_py).unwrap();
-            d
-        })
-        .collect();
-    (root, dirs)
-}
-
-fn list(dirs: &[PathBuf]) -> String {
-    dirs.iter()
-        .map(|d| d.to_str().unwrap())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn results(outcome: &Outcome) -> Vec<Value> {
     serde_json::from_str::<Value>(outcome.out("results"))
         .expect("results is JSON")
@@ -510,9 +486,9 @@ fn several_targets_deploy_in_one_step_and_one_failure_stops_no_other() {
     let fake = fake(
         "deployments:\n  default: [[0, BUILDING], [0.3, ACTIVE]]\n  by_model:\n    broken: [[0, BUILDING], [0.2, BUILD_FAILED]]\n",
     );
-    let (_root, dirs) = models(&["first", "broken", "third"]);
+    let (_root, dirs) = model_dirs(&["first", "broken", "third"]);
     let run = Invocation::new(&fake)
-        .arg("truss-directory", list(&dirs))
+        .arg("truss-directory", target_list(&dirs))
         .env("GITHUB_ACTIONS", "true")
         .run();
     assert_eq!(run.code, 1, "{run:?}");
@@ -576,9 +552,9 @@ fn fail_fast_stops_the_others_and_starts_no_more() {
         // run inside the "did not hang" bound below.
         "deployments:\n  default: [[0, BUILDING], [3600, ACTIVE]]\n  by_model:\n    broken: [[0, BUILDING], [0.2, BUILD_FAILED]]\n",
     );
-    let (_root, dirs) = models(&["broken", "slow", "never"]);
+    let (_root, dirs) = model_dirs(&["broken", "slow", "never"]);
     let run = Invocation::new(&fake)
-        .arg("truss-directory", list(&dirs))
+        .arg("truss-directory", target_list(&dirs))
         .arg("fail-fast", "true")
         .run();
     assert_eq!(run.code, 1, "{run:?}");
@@ -627,7 +603,7 @@ fn a_signal_stops_and_cleans_up_three_targets_in_flight() {
     }
     yaml.push_str("deployments:\n  default: [[0, BUILDING]]\n");
     let fake = fake(&yaml);
-    let (_root, dirs) = models(&["one", "two", "three"]);
+    let (_root, dirs) = model_dirs(&["one", "two", "three"]);
     // All three are waiting on a deployment they created.
     let polled = || {
         let mut paths: Vec<String> = fake
@@ -641,7 +617,7 @@ fn a_signal_stops_and_cleans_up_three_targets_in_flight() {
         paths.len() >= 3
     };
     let run = Invocation::new(&fake)
-        .arg("truss-directory", list(&dirs))
+        .arg("truss-directory", target_list(&dirs))
         .arg("deployment-name", "cancel-me")
         .arg("poll-interval-seconds", "0.1")
         .arg("max-parallel", "3")

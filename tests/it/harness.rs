@@ -32,12 +32,52 @@ pub const OUTPUT_NAMES: &[&str] = &[
     "rolled-back",
 ];
 
+/// The Python action's (`basetenlabs/action-truss-push`) outputs, in the
+/// order it writes them: every run writes them first.
+pub const PYTHON_ACTION_OUTPUTS: &[&str] = OUTPUT_NAMES.split_at(7).0;
+
 /// A canary API key: tests assert it never appears in anything the binary
 /// writes.
 pub const API_KEY: &str = "sk-canary-9f8e7d6c5b4a";
 
 pub fn example_model() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hello-model")
+}
+
+/// Model directories in one temp dir, each named after its model (a copy
+/// of the example model with `model_name: <name>`), for several targets in
+/// one step.
+pub fn model_dirs(names: &[&str]) -> (tempfile::TempDir, Vec<PathBuf>) {
+    let root = tempfile::tempdir().unwrap();
+    let model_py = std::fs::read_to_string(example_model().join("model/model.py")).unwrap();
+    let dirs = names
+        .iter()
+        .map(|n| {
+            let d = root.path().join(n);
+            std::fs::create_dir_all(d.join("model")).unwrap();
+            std::fs::write(d.join("config.yaml"), format!("model_name: {n}\n")).unwrap();
+            std::fs::write(d.join("model/model.py"), &model_py).unwrap();
+            d
+        })
+        .collect();
+    (root, dirs)
+}
+
+/// A file `name` holding `text`, in a temp dir of its own (kept alive with
+/// the path).
+pub fn file_in_temp_dir(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
+
+/// `truss-directory` naming each of `dirs`, one a line.
+pub fn target_list(dirs: &[PathBuf]) -> String {
+    dirs.iter()
+        .map(|d| d.to_str().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 pub fn scenario_file(name: &str) -> PathBuf {

@@ -14,8 +14,8 @@ fn deploy(fake: &FakeBaseten) -> Outcome {
 }
 
 #[test]
-fn seed_history_is_ready_at_scaled_to_zero() {
-    // seed-000's recorded history: SCALED_TO_ZERO at 12.9 s, WAKING_UP at
+fn a_real_deployments_recorded_history_is_ready_at_scaled_to_zero() {
+    // A real deployment's recorded history (seed-000.yaml): SCALED_TO_ZERO at 12.9 s, WAKING_UP at
     // 24.3 s, ACTIVE at 631 s. The old client failed at SCALED_TO_ZERO; the
     // truth is "ready". The fake's clock stands still at 12.9 s once the
     // binary has read BUILDING, so only readiness at SCALED_TO_ZERO ends

@@ -132,19 +132,9 @@ fn several_targets_share_one_network_and_one_warning_about_a_skipped_ca() {
         format!("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n{good}"),
     )
     .unwrap();
-    let model_py = std::fs::read_to_string(example_model().join("model/model.py")).unwrap();
-    let dirs: Vec<String> = ["one", "two"]
-        .iter()
-        .map(|name| {
-            let d = root.path().join(name);
-            std::fs::create_dir_all(d.join("model")).unwrap();
-            std::fs::write(d.join("config.yaml"), format!("model_name: {name}\n")).unwrap();
-            std::fs::write(d.join("model/model.py"), &model_py).unwrap();
-            d.to_str().unwrap().to_owned()
-        })
-        .collect();
+    let (_models, dirs) = model_dirs(&["one", "two"]);
     let run = Invocation::new(&fake)
-        .arg("truss-directory", dirs.join("\n"))
+        .arg("truss-directory", target_list(&dirs))
         .env("SSL_CERT_FILE", bundle.to_str().unwrap())
         .run();
     assert_eq!(run.status(), "success", "{run:?}");

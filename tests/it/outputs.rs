@@ -128,9 +128,7 @@ fn github_output_may_be_a_pipe_with_a_reader() {
 
 #[test]
 fn entries_are_never_glued_to_a_last_line_without_newline() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("github_output");
-    std::fs::write(&path, "earlier=1").unwrap();
+    let (_dir, path) = file_in_temp_dir("github_output", "earlier=1");
     let run = deploy_with_github_output(&path);
     assert_eq!(run.code, 0, "{run:?}");
     let text = std::fs::read_to_string(&path).unwrap();

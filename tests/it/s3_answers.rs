@@ -269,21 +269,10 @@ fn a_417_is_remembered_for_the_rest_of_the_run() {
     let fake = fake(NEW);
     fake.s3()
         .answer_before_body("s3.put_object", EarlyAnswer::ExpectationFailed, 1);
-    let model_py = std::fs::read_to_string(example_model().join("model/model.py")).unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let dirs: Vec<String> = ["first", "second"]
-        .iter()
-        .map(|name| {
-            let d = root.path().join(name);
-            std::fs::create_dir_all(d.join("model")).unwrap();
-            std::fs::write(d.join("config.yaml"), format!("model_name: {name}\n")).unwrap();
-            std::fs::write(d.join("model/model.py"), &model_py).unwrap();
-            d.to_str().unwrap().to_owned()
-        })
-        .collect();
+    let (_models, dirs) = model_dirs(&["first", "second"]);
 
     let run = Invocation::new(&fake)
-        .arg("truss-directory", dirs.join("\n"))
+        .arg("truss-directory", target_list(&dirs))
         .arg("max-parallel", "1")
         .arg("cleanup", "false")
         .run();

@@ -22,9 +22,9 @@ fn str_of(v: &Value) -> &str {
     v.as_str().unwrap_or_default()
 }
 
-/// The anchor action's inputs and their defaults (None = required), except
+/// The Python action's (`basetenlabs/action-truss-push`) inputs and their defaults (None = required), except
 /// `cleanup`, whose default is left empty on purpose (see action.yml).
-const ANCHOR_INPUTS: &[(&str, Option<&str>)] = &[
+const PYTHON_ACTION_INPUTS: &[(&str, Option<&str>)] = &[
     ("truss-directory", None),
     ("baseten-api-key", None),
     ("model-name", Some("")),
@@ -41,10 +41,10 @@ const ANCHOR_INPUTS: &[(&str, Option<&str>)] = &[
 ];
 
 #[test]
-fn action_declares_the_anchor_inputs_with_the_anchor_defaults() {
+fn action_declares_the_python_actions_inputs_with_its_defaults() {
     let a = action();
     let inputs = a["inputs"].as_mapping().expect("inputs");
-    for (name, default) in ANCHOR_INPUTS {
+    for (name, default) in PYTHON_ACTION_INPUTS {
         let input = &inputs[*name];
         assert!(!input.is_null(), "input {name} is missing");
         match default {

@@ -22,7 +22,7 @@ pub(in crate::ci) use file::lacks_final_newline;
 pub(crate) use file::{append_file, replace_file};
 pub(crate) use github::append_github_output;
 
-/// The anchor keeps the first 4096 characters of the predict response.
+/// The Python action (`basetenlabs/action-truss-push`) keeps the first 4096 characters of the predict response.
 const PREDICT_RESPONSE_MAX_CHARS: usize = 4096;
 /// Error messages are free text (sometimes a whole server reply): keep
 /// outputs and files bounded the same way as the predict response.
@@ -242,7 +242,7 @@ pub(super) mod tests {
     use super::*;
 
     /// The Python action's seven outputs, in the order it writes them.
-    const ANCHOR_OUTPUT_NAMES: [&str; 7] = [
+    const PYTHON_ACTION_OUTPUT_NAMES: [&str; 7] = [
         "deployment-id",
         "model-id",
         "chain-id",
@@ -251,7 +251,7 @@ pub(super) mod tests {
         "predict-response",
         "status",
     ];
-    /// Outputs this project adds after the anchor's seven.
+    /// Outputs this project adds after the Python action's seven.
     const EXTRA_OUTPUT_NAMES: [&str; 8] = [
         "error-message",
         "last-status",
@@ -284,9 +284,9 @@ pub(super) mod tests {
     // --- Outputs ----------------------------------------------------------
 
     #[test]
-    fn entries_put_the_anchor_outputs_first_in_its_order() {
+    fn entries_put_the_python_actions_outputs_first_in_its_order() {
         let names: Vec<&str> = full_outputs().entries().iter().map(|(n, _)| *n).collect();
-        assert_eq!(names[..7], ANCHOR_OUTPUT_NAMES);
+        assert_eq!(names[..7], PYTHON_ACTION_OUTPUT_NAMES);
         assert_eq!(names[7..], EXTRA_OUTPUT_NAMES);
     }
 

@@ -184,10 +184,10 @@ async fn put_back(
             let seen = e.describe(env);
             return Ending::Unfinished { seen };
         }
-        if let Some(line) = e.flight.as_ref().map(|f| match f.percent {
+        if let Some(line) = e.in_progress.as_ref().map(|f| match f.percent {
             Some(p) => format!("rollback: {}, {p:.0}% of traffic on {ours}", f.status),
             None => format!("rollback: {}", f.status),
-        }) && last.as_ref().and_then(|l| l.flight.as_ref()) != e.flight.as_ref()
+        }) && last.as_ref().and_then(|l| l.in_progress.as_ref()) != e.in_progress.as_ref()
         {
             ctx.say(&line);
             ctx.promotion_event("", &line);

@@ -158,7 +158,7 @@ mod tests {
         let e = |cur: Option<&str>, cand: Option<&str>| Env {
             current: cur.map(Into::into),
             candidate: cand.map(Into::into),
-            flight: None,
+            in_progress: None,
             reports_promotions: true,
             reports_status: true,
             rolling_settings: None,

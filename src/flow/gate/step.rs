@@ -158,7 +158,7 @@ pub(super) fn next_step(
             };
             return capped(step, sent.promotes);
         }
-        let force = match &e.flight {
+        let force = match &e.in_progress {
             Some(f) if f.status.eq_ignore_ascii_case(RAMPING_DOWN) => return Step::Wait,
             Some(f) => matches!(time, Allowance::Signal { .. }) && f.rolling == Some(true),
             None => false,
@@ -242,10 +242,10 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
-    use crate::promotion::Flight;
+    use crate::promotion::InProgressPromotion;
 
-    fn flight(status: &str, rolling: Option<bool>) -> Option<Flight> {
-        Some(Flight {
+    fn in_progress(status: &str, rolling: Option<bool>) -> Option<InProgressPromotion> {
+        Some(InProgressPromotion {
             status: status.into(),
             percent: Some(40.0),
             error_message: None,
@@ -254,11 +254,11 @@ mod tests {
     }
 
     /// A model environment's reading.
-    fn model(cur: Option<&str>, cand: Option<&str>, f: Option<Flight>) -> Env {
+    fn model(cur: Option<&str>, cand: Option<&str>, f: Option<InProgressPromotion>) -> Env {
         Env {
             current: cur.map(Into::into),
             candidate: cand.map(Into::into),
-            flight: f,
+            in_progress: f,
             reports_promotions: true,
             reports_status: true,
             rolling_settings: None,
@@ -292,7 +292,11 @@ mod tests {
         let prev_serves = model(Some("prev"), None, None);
         let ours_serve = model(Some("ours"), None, None);
         let theirs_serve = model(Some("theirs"), None, None);
-        let rolling_up = model(Some("prev"), Some("ours"), flight("RAMPING_UP", Some(true)));
+        let rolling_up = model(
+            Some("prev"),
+            Some("ours"),
+            in_progress("RAMPING_UP", Some(true)),
+        );
         // (reading, sent, kind, time, ours_known, expected)
         let cases = [
             // Done: nothing sent, or put back (under the id our promote answered).
@@ -305,7 +309,7 @@ mod tests {
                 Step::End(Ending::Stayed),
             ),
             (
-                model(Some("prev"), None, flight("CANCELED", None)),
+                model(Some("prev"), None, in_progress("CANCELED", None)),
                 none,
                 m,
                 run,
@@ -344,7 +348,7 @@ mod tests {
                 model(
                     Some("prev"),
                     Some("ours"),
-                    flight("RAMPING_UP", Some(false)),
+                    in_progress("RAMPING_UP", Some(false)),
                 ),
                 none,
                 m,
@@ -378,7 +382,7 @@ mod tests {
             ),
             // An ended promotion still naming its candidate is not settled.
             (
-                model(Some("prev"), Some("ours"), flight("SUCCEEDED", None)),
+                model(Some("prev"), Some("ours"), in_progress("SUCCEEDED", None)),
                 none,
                 m,
                 signal,
@@ -397,7 +401,11 @@ mod tests {
             ),
             // Traffic moving back: read again.
             (
-                model(Some("prev"), Some("ours"), flight("RAMPING_DOWN", None)),
+                model(
+                    Some("prev"),
+                    Some("ours"),
+                    in_progress("RAMPING_DOWN", None),
+                ),
                 none,
                 m,
                 run,
@@ -405,7 +413,7 @@ mod tests {
                 Step::Wait,
             ),
             (
-                model(Some("ours"), Some("prev"), flight("RAMPING_UP", None)),
+                model(Some("ours"), Some("prev"), in_progress("RAMPING_UP", None)),
                 one,
                 m,
                 run,
@@ -446,7 +454,11 @@ mod tests {
             // Another client's move is left to them; named unconfirmed when
             // our own promote's answer never came.
             (
-                model(Some("ours"), Some("theirs"), flight("RAMPING_UP", None)),
+                model(
+                    Some("ours"),
+                    Some("theirs"),
+                    in_progress("RAMPING_UP", None),
+                ),
                 none,
                 m,
                 run,
@@ -456,7 +468,7 @@ mod tests {
                     seen: seen(&model(
                         Some("ours"),
                         Some("theirs"),
-                        flight("RAMPING_UP", None),
+                        in_progress("RAMPING_UP", None),
                     )),
                 }),
             ),

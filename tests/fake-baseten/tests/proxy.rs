@@ -13,10 +13,12 @@ use fake_baseten::proxy::{
     DeclaredLength, Fault, FaultProxy, ProxyEntry, RedirectTo, Rule, RuleSet, When,
 };
 use fake_baseten::scenario::Scenario;
-use fake_baseten::sigv4::{self, AuthForm, RequestView, SigningParams};
 use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
+
+#[path = "support/signed_put.rs"]
+mod signed_put;
+use signed_put::signed_put_headers;
 
 const CREATE: &str = "create_model_from_truss";
 
@@ -92,65 +94,11 @@ async fn signed_put(
     creds: &Value,
     bytes: Vec<u8>,
 ) -> reqwest::Response {
-    let s = |k: &str| creds[k].as_str().unwrap().to_string();
-    let path = format!("/{}/{}", s("s3_bucket"), s("s3_key"));
-    let host = endpoint.trim_start_matches("http://").to_string();
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let amz_date = sigv4::format_amz_date(secs);
-    let mut headers = HeaderMap::new();
-    headers.insert("host", HeaderValue::from_str(&host).unwrap());
-    headers.insert(
-        "x-amz-content-sha256",
-        HeaderValue::from_static("UNSIGNED-PAYLOAD"),
-    );
-    headers.insert("x-amz-date", HeaderValue::from_str(&amz_date).unwrap());
-    headers.insert(
-        "x-amz-security-token",
-        HeaderValue::from_str(&s("aws_session_token")).unwrap(),
-    );
-    let signed: Vec<String> = [
-        "host",
-        "x-amz-content-sha256",
-        "x-amz-date",
-        "x-amz-security-token",
-    ]
-    .map(String::from)
-    .to_vec();
-    let region = fake.region();
-    let computed = sigv4::compute(
-        &RequestView {
-            method: "PUT",
-            raw_path: &path,
-            raw_query: "",
-            headers: &headers,
-        },
-        &SigningParams {
-            secret: &s("aws_secret_access_key"),
-            amz_date: &amz_date,
-            region: &region,
-            service: "s3",
-            signed_headers: &signed,
-            payload_hash: "UNSIGNED-PAYLOAD",
-            form: AuthForm::Header,
-        },
-    );
-    headers.remove("host");
+    let host = endpoint.trim_start_matches("http://");
+    let (path, headers) = signed_put_headers(host, &fake.region(), creds);
     client()
         .put(format!("{endpoint}{path}"))
         .headers(headers)
-        .header(
-            "Authorization",
-            format!(
-                "AWS4-HMAC-SHA256 Credential={}/{}, SignedHeaders={}, Signature={}",
-                s("aws_access_key_id"),
-                computed.scope,
-                signed.join(";"),
-                computed.signature
-            ),
-        )
         .body(bytes)
         .send()
         .await

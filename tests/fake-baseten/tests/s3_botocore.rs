@@ -7,7 +7,7 @@
 //! (never skips) when they are not, because CI installs them.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
@@ -25,25 +25,9 @@ const BUCKET: &str = "fake-truss-uploads";
 /// The script's exit code for "botocore/boto3 cannot be imported".
 const MISSING_MODULE_EXIT: i32 = 3;
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Self {
-        let path = std::env::temp_dir().join(format!(
-            "fake-s3-botocore-{}-{}",
-            std::process::id(),
-            fastrand::u64(..)
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        Self(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+#[path = "support/temp_dir.rs"]
+mod temp_dir;
+use temp_dir::TempDir;
 
 /// Runs a Python script with JSON on stdin and parses JSON from stdout.
 /// The environment is cleared of `AWS_*` and pointed at no config files, so
@@ -269,7 +253,7 @@ fn expected(case: &str, variant: &str, presigned: bool) -> (StatusCode, Option<&
 
 #[tokio::test]
 async fn botocore_signed_requests_pass_and_tampered_ones_do_not() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("fake-s3-botocore");
     let fake = FakeS3::new(S3Config::new(BUCKET, dir.0.join("store")));
     let creds = fake.issue_credentials("models");
     let body = b"a tar stream, signed by botocore\n".repeat(64);
@@ -468,7 +452,7 @@ json.dump(result, sys.stdout)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn boto3_upload_file_like_truss_lands_both_objects() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("fake-s3-botocore");
     let fake = Arc::new(FakeS3::new(S3Config::new(BUCKET, dir.0.join("store"))));
     let small = fake.issue_credentials("models");
     let large = fake.issue_credentials("models");

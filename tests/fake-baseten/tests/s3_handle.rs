@@ -2,7 +2,6 @@
 //! Rust: what a client sees for good uploads, bad signatures, the wrong
 //! region, multipart uploads and aws-chunked bodies.
 
-use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
@@ -18,26 +17,9 @@ use sha2::{Digest as _, Sha256};
 
 const BUCKET: &str = "fake-truss-uploads";
 
-/// A directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Self {
-        let path = std::env::temp_dir().join(format!(
-            "fake-s3-test-{}-{}",
-            std::process::id(),
-            fastrand::u64(..)
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        Self(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+#[path = "support/temp_dir.rs"]
+mod temp_dir;
+use temp_dir::TempDir;
 
 struct Harness {
     fake: FakeS3,
@@ -51,7 +33,7 @@ impl Harness {
     }
 
     fn with(configure: impl FnOnce(&mut S3Config), prefix: &str) -> Self {
-        let dir = TempDir::new();
+        let dir = TempDir::new("fake-s3-test");
         let mut cfg = S3Config::new(BUCKET, dir.0.join("store"));
         configure(&mut cfg);
         let fake = FakeS3::new(cfg);
@@ -985,7 +967,7 @@ async fn get_and_head_of_a_missing_object_say_no_such_key() {
 
 #[test]
 fn issued_credentials_are_fresh_and_shaped_like_sts() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("fake-s3-test");
     let fake = FakeS3::new(S3Config::new(BUCKET, dir.0.clone()));
     assert_eq!((fake.bucket(), fake.region()), (BUCKET, "us-west-2"));
     let a = fake.issue_credentials("models");

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use base64::Engine as _;
 use fake_baseten::FakeBaseten;
 use fake_baseten::scenario::Scenario;
-use fake_baseten::sigv4::{self, AuthForm, RequestView, SigningParams};
 use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
+
+use crate::signed_put::signed_put_headers;
 
 pub fn scenario_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -103,67 +103,11 @@ impl Client {
     /// PUTs `bytes` to the issued key, signed like an S3 client with the
     /// issued temporary credentials, for the bucket's region.
     pub async fn upload(&self, fake: &FakeBaseten, creds: &Value, bytes: Vec<u8>) {
-        let bucket = creds["s3_bucket"].as_str().unwrap();
-        let key = creds["s3_key"].as_str().unwrap();
-        let host = fake.addr().to_string();
-        let path = format!("/{bucket}/{key}");
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let amz_date = sigv4::format_amz_date(now);
-        let token = creds["aws_session_token"].as_str().unwrap();
-        let mut headers = HeaderMap::new();
-        headers.insert("host", HeaderValue::from_str(&host).unwrap());
-        headers.insert(
-            "x-amz-content-sha256",
-            HeaderValue::from_static("UNSIGNED-PAYLOAD"),
-        );
-        headers.insert("x-amz-date", HeaderValue::from_str(&amz_date).unwrap());
-        headers.insert(
-            "x-amz-security-token",
-            HeaderValue::from_str(token).unwrap(),
-        );
-        let signed: Vec<String> = [
-            "host",
-            "x-amz-content-sha256",
-            "x-amz-date",
-            "x-amz-security-token",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let region = fake.region();
-        let computed = sigv4::compute(
-            &RequestView {
-                method: "PUT",
-                raw_path: &path,
-                raw_query: "",
-                headers: &headers,
-            },
-            &SigningParams {
-                secret: creds["aws_secret_access_key"].as_str().unwrap(),
-                amz_date: &amz_date,
-                region: &region,
-                service: "s3",
-                signed_headers: &signed,
-                payload_hash: "UNSIGNED-PAYLOAD",
-                form: AuthForm::Header,
-            },
-        );
-        let authorization = format!(
-            "AWS4-HMAC-SHA256 Credential={}/{}, SignedHeaders={}, Signature={}",
-            creds["aws_access_key_id"].as_str().unwrap(),
-            computed.scope,
-            signed.join(";"),
-            computed.signature
-        );
-        headers.remove("host");
+        let (path, headers) = signed_put_headers(&fake.addr().to_string(), &fake.region(), creds);
         let r = self
             .http
             .put(format!("{}{path}", fake.s3_endpoint()))
             .headers(headers)
-            .header("Authorization", authorization)
             .body(bytes)
             .send()
             .await

@@ -2,6 +2,8 @@
 //! client: one test binary, one module per concern.
 
 mod common;
+#[path = "../support/signed_put.rs"]
+mod signed_put;
 
 mod auth;
 mod binary;

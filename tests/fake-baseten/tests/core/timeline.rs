@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 
 use crate::common::{Client, create_vars, scenario, truss_tar};
 
-/// Pushes a new version of seed-000's existing model into production and
-/// returns (model id, deployment id).
+/// Pushes a new version of the existing model of a real deployment's
+/// recorded history (`seed-000.yaml`) into production and returns (model id,
+/// deployment id).
 async fn push_new_version(c: &Client, fake: &FakeBaseten) -> (String, String) {
     let creds = c.credentials("model_s3_upload_credentials").await;
     c.upload(fake, &creds, truss_tar("seed-model")).await;
@@ -42,7 +43,7 @@ async fn push_new_version(c: &Client, fake: &FakeBaseten) -> (String, String) {
 }
 
 #[tokio::test]
-async fn seed_history_read_at_chosen_instants_on_a_manual_clock() {
+async fn the_recorded_history_read_at_chosen_instants_on_a_manual_clock() {
     let fake = FakeBaseten::start(scenario("seed-000.yaml").with_manual_clock())
         .await
         .unwrap();
@@ -118,7 +119,7 @@ async fn deployment_v1_has_every_documented_field() {
 }
 
 #[tokio::test]
-async fn scaled_clock_runs_the_seed_history_in_order() {
+async fn scaled_clock_runs_the_recorded_history_in_order() {
     // 631 scenario seconds in about 0.63 real seconds.
     let fake = FakeBaseten::start(scenario("seed-000.yaml").with_time_scale(1000.0))
         .await
@@ -153,7 +154,12 @@ async fn scaled_clock_runs_the_seed_history_in_order() {
     }
     let positions: Vec<usize> = seen
         .iter()
-        .map(|s| order.iter().position(|o| o == s).expect("a seed status"))
+        .map(|s| {
+            order
+                .iter()
+                .position(|o| o == s)
+                .expect("a recorded status")
+        })
         .collect();
     assert!(
         positions.windows(2).all(|w| w[0] < w[1]),

@@ -1,21 +1,19 @@
-//! The Markdown step summary: the result table, links, error, notes, the
-//! status history and the sections after them (the evidence), on one page
-//! with one budget — what is left of GitHub's 1 MiB — that every part
-//! draws from. Past it, parts are cut with a marker, the verdict at the
-//! top never.
+//! The step summary of one target: the result table, links, error, notes,
+//! the status history and the sections after them (the evidence).
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use super::format::{format_deploy_time, format_elapsed, format_utc};
-use super::markdown;
-use super::outputs::{Outputs, append_file, lacks_final_newline, truncate_bytes, truncate_chars};
+use super::{
+    SUMMARY_TEXT_MAX_CHARS, SUMMARY_TRUNCATED_MARKER, code_or_na, cut_to, summary_budget,
+    write_summary,
+};
+use crate::ci::format::{format_deploy_time, format_elapsed, format_utc};
+use crate::ci::markdown;
+use crate::ci::outputs::{Outputs, truncate_chars};
 use crate::kind::Kind;
 use crate::outcome::Status;
 use crate::secret::scrub;
-
-/// GitHub drops a step summary larger than 1024 KiB (bytes on disk).
-const STEP_SUMMARY_MAX_BYTES: usize = 1024 * 1024;
 
 /// Timing of the predict check.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -75,10 +73,6 @@ pub(crate) struct SummaryInput<'a> {
     pub(crate) sections: &'a [String],
 }
 
-/// Longest error message or note kept in the summary, so the table and
-/// links always fit under the size cap.
-const SUMMARY_TEXT_MAX_CHARS: usize = 64 * 1024;
-const SUMMARY_TRUNCATED_MARKER: &str = "\n\n_Summary truncated to fit GitHub's 1 MiB limit._\n";
 /// What the result's own part leaves for the sections after it when the
 /// page is full: enough for each section's heading and verdict.
 const SECTIONS_RESERVE_BYTES: usize = 64 * 1024;
@@ -111,20 +105,6 @@ fn render_summary(input: &SummaryInput<'_>, max_bytes: usize) -> String {
         break;
     }
     page
-}
-
-/// `text` if it fits in `max_bytes`, else cut to fit with the truncation
-/// marker at its end.
-fn cut_to(text: String, max_bytes: usize) -> String {
-    if text.len() <= max_bytes {
-        return text;
-    }
-    let marker = SUMMARY_TRUNCATED_MARKER;
-    let mut cut = truncate_bytes(&text, max_bytes.saturating_sub(marker.len())).to_owned();
-    if cut.len() + marker.len() <= max_bytes {
-        cut.push_str(marker);
-    }
-    cut
 }
 
 /// Renders with at most `keep` history rows: the first and the latest `keep - 1`.
@@ -304,143 +284,6 @@ fn history_row(event: &StatusEvent) -> String {
     )
 }
 
-fn code_or_na(id: &str) -> String {
-    if id.is_empty() {
-        "N/A".into()
-    } else {
-        markdown::code(id)
-    }
-}
-
-/// A cell of a [`TableSummary`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Cell {
-    Text(String),
-    /// An id or a status word, shown as code.
-    Code(String),
-    /// A link; empty URL shows the label alone.
-    Link {
-        label: String,
-        url: String,
-    },
-}
-
-/// A summary that is one table (a row per target) plus a list of details:
-/// several targets in one step, or a plan.
-#[derive(Debug, Clone)]
-pub(crate) struct TableSummary<'a> {
-    pub(crate) heading: &'a str,
-    pub(crate) ok: bool,
-    pub(crate) columns: &'a [&'a str],
-    pub(crate) rows: &'a [Vec<Cell>],
-    /// Shown under the table as a list, e.g. each failed target's error.
-    pub(crate) details: &'a [String],
-}
-
-fn render_cell(cell: &Cell) -> String {
-    match cell {
-        Cell::Text(t) if t.is_empty() => "N/A".into(),
-        Cell::Text(t) => markdown::cell(truncate_chars(t, SUMMARY_TEXT_MAX_CHARS)),
-        Cell::Code(c) => code_or_na(c),
-        Cell::Link { label, url } if url.is_empty() => markdown::cell(label),
-        Cell::Link { label, url } => format!(
-            "[{}]({})",
-            markdown::cell(label),
-            markdown::link_target(url)
-        ),
-    }
-}
-
-fn render_table_summary(input: &TableSummary<'_>, max_bytes: usize) -> String {
-    let mut lines = vec![
-        format!(
-            "## {} {}",
-            if input.ok { "✅" } else { "❌" },
-            markdown::inline(input.heading)
-        ),
-        String::new(),
-        format!("| {} |", input.columns.join(" | ")),
-        format!(
-            "|{}|",
-            input
-                .columns
-                .iter()
-                .map(|c| "-".repeat(c.len() + 2))
-                .collect::<Vec<_>>()
-                .join("|")
-        ),
-    ];
-    for row in input.rows {
-        let cells: Vec<String> = row.iter().map(render_cell).collect();
-        lines.push(format!("| {} |", cells.join(" | ")));
-    }
-    if !input.details.is_empty() {
-        lines.push(String::new());
-        for d in input.details {
-            lines.push(format!(
-                "- {}",
-                markdown::inline(truncate_chars(d, SUMMARY_TEXT_MAX_CHARS))
-            ));
-        }
-    }
-    let mut text = lines.join("\n");
-    text.push('\n');
-    cut_to(text, max_bytes)
-}
-
-/// Appends a [`TableSummary`] to the `$GITHUB_STEP_SUMMARY` file, within
-/// GitHub's 1 MiB like [`append_step_summary`], redacted like it.
-pub(crate) fn append_table_summary(path: &Path, input: &TableSummary<'_>) -> anyhow::Result<()> {
-    let budget = summary_budget(path);
-    if budget == 0 {
-        return Ok(());
-    }
-    let clean = |t: &str| scrub(t).into_owned();
-    let rows: Vec<Vec<Cell>> = input
-        .rows
-        .iter()
-        .map(|row| {
-            row.iter()
-                .map(|c| match c {
-                    Cell::Text(t) => Cell::Text(clean(t)),
-                    Cell::Code(t) => Cell::Code(clean(t)),
-                    Cell::Link { label, url } => Cell::Link {
-                        label: clean(label),
-                        url: clean(url),
-                    },
-                })
-                .collect()
-        })
-        .collect();
-    let details: Vec<String> = input.details.iter().map(|d| clean(d)).collect();
-    let heading = clean(input.heading);
-    let input = TableSummary {
-        heading: &heading,
-        rows: &rows,
-        details: &details,
-        ..input.clone()
-    };
-    write_summary(path, &render_table_summary(&input, budget))
-}
-
-/// Appends rendered summary text through the sink (which redacts it once
-/// more as a whole).
-fn write_summary(path: &Path, text: &str) -> anyhow::Result<()> {
-    Ok(append_file(path, text)?)
-}
-
-/// What is left of GitHub's 1 MiB in the summary file at `path`.
-/// `append_file` separates from earlier content that does not end its last
-/// line; that newline counts too.
-fn summary_budget(path: &Path) -> usize {
-    let existing = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let existing = usize::try_from(existing).unwrap_or(usize::MAX);
-    let separator_len = usize::from(lacks_final_newline(path));
-    STEP_SUMMARY_MAX_BYTES
-        .saturating_sub(existing)
-        .saturating_sub(separator_len)
-}
-
 /// Appends the summary to the `$GITHUB_STEP_SUMMARY` file at `path`, keeping
 /// the whole file within GitHub's 1 MiB (content already there counts).
 /// Every registered secret is redacted from each piece before it is cut
@@ -478,6 +321,7 @@ mod tests {
 
     use super::*;
     use crate::ci::outputs::tests::full_outputs;
+    use crate::ci::summary::STEP_SUMMARY_MAX_BYTES;
 
     fn at(secs: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs)
@@ -761,79 +605,5 @@ last poll: HTTP 503 ```busy```
             page.ends_with("### ✅ Evidence passed\n") && !page.contains("truncated"),
             "{page}"
         );
-    }
-
-    #[test]
-    fn cells_escape_table_syntax_and_markup() {
-        let cases = [
-            ("plain", "plain"),
-            ("a|b", "a\\|b"),
-            ("one\ntwo", "one<br>two"),
-            ("one\r\ntwo", "one<br>two"),
-            ("<script>&", "&lt;script&gt;&amp;"),
-        ];
-        for (raw, want) in cases {
-            assert_eq!(markdown::cell(raw), want, "{raw:?}");
-        }
-        assert_eq!(markdown::code("a|b"), "`a\\|b`");
-        assert_eq!(markdown::code("a\nb"), "`a b`");
-        assert_eq!(markdown::code("a`b"), "a`b");
-        assert_eq!(markdown::fence_for("no ticks"), "```");
-        assert_eq!(markdown::fence_for("has ```` four"), "`````");
-        assert_eq!(
-            markdown::link_target("https://x/a b(c)"),
-            "https://x/a%20b%28c%29"
-        );
-    }
-
-    #[test]
-    fn both_summaries_redact_registered_secrets_from_every_piece() {
-        const KEY: &str = "sk-summary-canary-7";
-        crate::secret::register(KEY);
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("summary.md");
-        let mut outputs = full_outputs();
-        outputs.status = Status::DeployFailed;
-        outputs.error_message = format!("401 for {KEY}");
-        outputs.model_name = KEY.into();
-        let event = StatusEvent {
-            at: SystemTime::UNIX_EPOCH,
-            elapsed: Duration::ZERO,
-            status: KEY.into(),
-            event: format!("echo {KEY}"),
-        };
-        let notes = [format!("note {KEY}")];
-        let page = format!("https://x/{KEY}");
-        let history = [event.clone()];
-        let input = SummaryInput {
-            kind: Kind::Model,
-            outputs: &outputs,
-            predict: None,
-            page_url: &page,
-            notes: &notes,
-            history: &history,
-            promotion: &history,
-            sections: &[],
-        };
-        append_step_summary(&path, &input).unwrap();
-        let rows = [vec![
-            Cell::Text(KEY.into()),
-            Cell::Code(KEY.into()),
-            Cell::Link {
-                label: KEY.into(),
-                url: page.clone(),
-            },
-        ]];
-        let table = TableSummary {
-            heading: KEY,
-            ok: false,
-            columns: &["a", "b", "c"],
-            rows: &rows,
-            details: &notes,
-        };
-        append_table_summary(&path, &table).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert!(!text.contains(KEY), "{text}");
-        assert!(text.contains("401 for ***"), "{text}");
     }
 }

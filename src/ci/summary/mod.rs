@@ -1,0 +1,155 @@
+//! The Markdown step summary: the result table, links, error, notes, the
+//! status history and the sections after them (the evidence), on one page
+//! with one budget — what is left of GitHub's 1 MiB — that every part
+//! draws from. Past it, parts are cut with a marker, the verdict at the
+//! top never.
+//!
+//! `single`: the page for one target (result table, links, error, notes,
+//! status history, then the sections). `table`: the page for several
+//! targets or a plan (a row per target, then details). Both share the
+//! budget, the cut and the one write here.
+
+mod single;
+mod table;
+
+use std::path::Path;
+
+use super::markdown;
+use super::outputs::{append_file, lacks_final_newline, truncate_bytes};
+
+pub(crate) use single::{
+    PredictStats, StatusEvent, StreamStats, SummaryInput, append_step_summary,
+};
+pub(crate) use table::{Cell, TableSummary, append_table_summary};
+
+/// GitHub drops a step summary larger than 1024 KiB (bytes on disk).
+const STEP_SUMMARY_MAX_BYTES: usize = 1024 * 1024;
+
+/// Longest error message or note kept in the summary, so the table and
+/// links always fit under the size cap.
+const SUMMARY_TEXT_MAX_CHARS: usize = 64 * 1024;
+const SUMMARY_TRUNCATED_MARKER: &str = "\n\n_Summary truncated to fit GitHub's 1 MiB limit._\n";
+
+/// `text` if it fits in `max_bytes`, else cut to fit with the truncation
+/// marker at its end.
+fn cut_to(text: String, max_bytes: usize) -> String {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    let marker = SUMMARY_TRUNCATED_MARKER;
+    let mut cut = truncate_bytes(&text, max_bytes.saturating_sub(marker.len())).to_owned();
+    if cut.len() + marker.len() <= max_bytes {
+        cut.push_str(marker);
+    }
+    cut
+}
+
+fn code_or_na(id: &str) -> String {
+    if id.is_empty() {
+        "N/A".into()
+    } else {
+        markdown::code(id)
+    }
+}
+
+/// Appends rendered summary text through the sink (which redacts it once
+/// more as a whole).
+fn write_summary(path: &Path, text: &str) -> anyhow::Result<()> {
+    Ok(append_file(path, text)?)
+}
+
+/// What is left of GitHub's 1 MiB in the summary file at `path`.
+/// `append_file` separates from earlier content that does not end its last
+/// line; that newline counts too.
+fn summary_budget(path: &Path) -> usize {
+    let existing = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let existing = usize::try_from(existing).unwrap_or(usize::MAX);
+    let separator_len = usize::from(lacks_final_newline(path));
+    STEP_SUMMARY_MAX_BYTES
+        .saturating_sub(existing)
+        .saturating_sub(separator_len)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::ci::outputs::tests::full_outputs;
+    use crate::kind::Kind;
+    use crate::outcome::Status;
+
+    #[test]
+    fn cells_escape_table_syntax_and_markup() {
+        let cases = [
+            ("plain", "plain"),
+            ("a|b", "a\\|b"),
+            ("one\ntwo", "one<br>two"),
+            ("one\r\ntwo", "one<br>two"),
+            ("<script>&", "&lt;script&gt;&amp;"),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(markdown::cell(raw), want, "{raw:?}");
+        }
+        assert_eq!(markdown::code("a|b"), "`a\\|b`");
+        assert_eq!(markdown::code("a\nb"), "`a b`");
+        assert_eq!(markdown::code("a`b"), "a`b");
+        assert_eq!(markdown::fence_for("no ticks"), "```");
+        assert_eq!(markdown::fence_for("has ```` four"), "`````");
+        assert_eq!(
+            markdown::link_target("https://x/a b(c)"),
+            "https://x/a%20b%28c%29"
+        );
+    }
+
+    #[test]
+    fn both_summaries_redact_registered_secrets_from_every_piece() {
+        const KEY: &str = "sk-summary-canary-7";
+        crate::secret::register(KEY);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.md");
+        let mut outputs = full_outputs();
+        outputs.status = Status::DeployFailed;
+        outputs.error_message = format!("401 for {KEY}");
+        outputs.model_name = KEY.into();
+        let event = StatusEvent {
+            at: SystemTime::UNIX_EPOCH,
+            elapsed: Duration::ZERO,
+            status: KEY.into(),
+            event: format!("echo {KEY}"),
+        };
+        let notes = [format!("note {KEY}")];
+        let page = format!("https://x/{KEY}");
+        let history = [event.clone()];
+        let input = SummaryInput {
+            kind: Kind::Model,
+            outputs: &outputs,
+            predict: None,
+            page_url: &page,
+            notes: &notes,
+            history: &history,
+            promotion: &history,
+            sections: &[],
+        };
+        append_step_summary(&path, &input).unwrap();
+        let rows = [vec![
+            Cell::Text(KEY.into()),
+            Cell::Code(KEY.into()),
+            Cell::Link {
+                label: KEY.into(),
+                url: page.clone(),
+            },
+        ]];
+        let table = TableSummary {
+            heading: KEY,
+            ok: false,
+            columns: &["a", "b", "c"],
+            rows: &rows,
+            details: &notes,
+        };
+        append_table_summary(&path, &table).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(KEY), "{text}");
+        assert!(text.contains("401 for ***"), "{text}");
+    }
+}
