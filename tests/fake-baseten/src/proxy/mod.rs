@@ -106,6 +106,16 @@ pub struct ProxyEntry {
     pub graphql: Vec<String>,
     /// Whether an `Authorization` header was sent (its value is never kept).
     pub authorization: bool,
+    /// Whether a `Proxy-Authorization` header was sent (its value is never
+    /// kept); it is never forwarded.
+    pub proxy_authorization: bool,
+    /// Whether the request carried `Expect: 100-continue`.
+    pub expect_continue: bool,
+    /// Whether the request-target was absolute-form (`http://host/path`),
+    /// as a client sends it to a proxy that forwards it.
+    pub absolute_form: bool,
+    /// Whether it came over TLS to the proxy.
+    pub tls: bool,
     /// The rule that fired, by id.
     pub rule: Option<String>,
     /// [`Fault::describe`] of what was done.
@@ -127,9 +137,42 @@ pub struct ProxyBuilder {
     port: u16,
     rules: RuleSet,
     log_file: Option<PathBuf>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    credentials: Option<String>,
 }
 
 impl ProxyBuilder {
+    /// Serves over TLS with this certificate chain and PKCS#8 key (DER):
+    /// the proxy of an `https://` proxy URL.
+    pub fn tls(mut self, cert_chain: Vec<Vec<u8>>, pkcs8_key: Vec<u8>) -> anyhow::Result<Self> {
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .context("while choosing the proxy's TLS versions")?
+        .with_no_client_auth()
+        .with_single_cert(
+            cert_chain
+                .into_iter()
+                .map(rustls::pki_types::CertificateDer::from)
+                .collect(),
+            rustls::pki_types::PrivateKeyDer::Pkcs8(pkcs8_key.into()),
+        )
+        .context("while loading the proxy's certificate")?;
+        self.tls = Some(Arc::new(config));
+        Ok(self)
+    }
+
+    /// Answers `407 Proxy Authentication Required` to every request (the
+    /// admin paths excepted) whose `Proxy-Authorization` is not Basic
+    /// `user:password`.
+    pub fn credentials(mut self, user: &str, password: &str) -> Self {
+        use base64::Engine as _;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        self.credentials = Some(format!("Basic {token}"));
+        self
+    }
+
     /// Replaces the rules (and seed) with a parsed rules file.
     pub fn rules(mut self, set: RuleSet) -> Self {
         self.rules = set;
@@ -194,6 +237,8 @@ impl ProxyBuilder {
             log: Mutex::new(Vec::new()),
             file,
             open: AtomicUsize::new(0),
+            tls: self.tls.map(tokio_rustls::TlsAcceptor::from),
+            credentials: self.credentials,
         });
         let (tx, rx) = watch::channel(false);
         tokio::spawn(serve::serve(listener, state.clone(), rx.clone(), false));
@@ -240,6 +285,8 @@ impl FaultProxy {
             port: 0,
             rules: RuleSet::default(),
             log_file: None,
+            tls: None,
+            credentials: None,
         }
     }
 
@@ -326,6 +373,10 @@ struct State {
     file: Option<Mutex<File>>,
     /// Client connections (to the proxy and the sink) not yet closed.
     open: AtomicUsize,
+    /// The proxy (not its sink) is reached over TLS.
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    /// The `Proxy-Authorization` every request must carry, if any.
+    credentials: Option<String>,
 }
 
 impl State {

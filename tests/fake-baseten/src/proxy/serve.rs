@@ -93,6 +93,8 @@ async fn connection(
         conn: conn.clone(),
         pause: None,
     };
+    let tls = if sink { None } else { state.tls.clone() };
+    let over_tls = tls.is_some();
     let svc = {
         let conn = conn.clone();
         hyper::service::service_fn(move |req: Request<Incoming>| {
@@ -102,12 +104,26 @@ async fn connection(
                 Ok::<_, Infallible>(if sink {
                     sink_answer(&state, req)
                 } else {
-                    handle(&state, &conn, req).await
+                    handle(&state, &conn, req, over_tls).await
                 })
             }
         })
     };
-    let served = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(io), svc);
+    let served: Pin<Box<dyn std::future::Future<Output = ()> + Send>> = match tls {
+        Some(acceptor) => Box::pin(async move {
+            // A client that fails the handshake gets nothing more.
+            if let Ok(tls) = acceptor.accept(io).await {
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .await;
+            }
+        }),
+        None => Box::pin(async move {
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(io), svc)
+                .await;
+        }),
+    };
     tokio::select! {
         _ = served => {}
         _ = conn.kill.notified() => {}
@@ -200,6 +216,8 @@ const HOP_BY_HOP: &[&str] = &[
     "trailer",
     "upgrade",
     "expect",
+    // The proxy's own credentials: a proxy takes them off.
+    "proxy-authorization",
 ];
 
 fn host_of(headers: &HeaderMap) -> Option<String> {
@@ -209,7 +227,12 @@ fn host_of(headers: &HeaderMap) -> Option<String> {
         .map(str::to_string)
 }
 
-async fn handle(state: &State, conn: &Arc<Conn>, req: Request<Incoming>) -> Response<Body> {
+async fn handle(
+    state: &State,
+    conn: &Arc<Conn>,
+    req: Request<Incoming>,
+    tls: bool,
+) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let body = match body.collect().await {
         Ok(b) => b.to_bytes(),
@@ -241,10 +264,37 @@ async fn handle(state: &State, conn: &Arc<Conn>, req: Request<Incoming>) -> Resp
         query: parts.uri.query().map(str::to_string),
         graphql,
         authorization: parts.headers.contains_key(header::AUTHORIZATION),
+        proxy_authorization: parts.headers.contains_key(header::PROXY_AUTHORIZATION),
+        expect_continue: parts
+            .headers
+            .get(header::EXPECT)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue")),
+        absolute_form: parts.uri.scheme().is_some(),
+        tls,
         rule: decision.as_ref().map(|d| d.rule.clone()),
         fault: decision.as_ref().map(|d| d.fault.describe()),
         ..ProxyEntry::default()
     };
+    if let Some(want) = &state.credentials
+        && parts
+            .headers
+            .get(header::PROXY_AUTHORIZATION)
+            .is_none_or(|got| got.as_bytes() != want.as_bytes())
+    {
+        let mut refusal = plain(
+            StatusCode::PROXY_AUTHENTICATION_REQUIRED,
+            "proxy: credentials required\n".to_owned(),
+        );
+        refusal.headers_mut().insert(
+            header::PROXY_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"fault-proxy\""),
+        );
+        entry.rule = None;
+        entry.fault = None;
+        entry.status = Some(407);
+        state.push(entry);
+        return refusal;
+    }
     let Some(fault) = decision.map(|d| d.fault) else {
         return forward_and_log(state, &parts, body, entry).await;
     };
