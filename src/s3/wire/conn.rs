@@ -111,8 +111,9 @@ impl Conn {
     }
 }
 
-/// A proxy's refusal of a tunnel for who is asking (401, 403, 407): the
-/// same request gets the same answer, so it is not tried again.
+/// A proxy's refusal for who is asking: of a tunnel (401, 403, 407), or
+/// of a request it would forward (407). The same request gets the same
+/// answer, so it is not tried again.
 #[derive(Debug)]
 pub(in crate::s3) struct TunnelRefused(pub(super) String);
 

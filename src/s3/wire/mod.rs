@@ -1,6 +1,9 @@
-//! HTTP/1.1 for the requests that carry archive bytes (PutObject and
-//! UploadPart), written here because the crate's HTTP client cannot wait
-//! for an interim `100 Continue` (hyper 1.x has no client side for it).
+//! HTTP/1.1 for every S3 request, written here because the requests that
+//! carry archive bytes (PutObject and UploadPart) must wait for an interim
+//! `100 Continue`, which the crate's HTTP client cannot (hyper 1.x has no
+//! client side for it); the bodiless calls share its connections. Files:
+//! `route` (where a connection goes), `conn` (opening one), `pool` (idle
+//! ones), `exchange` (one request and its answer), `answer` (reading it).
 //!
 //! As boto3 does, the head goes out with `Expect: 100-continue` and the
 //! body only once S3 says `100`: a request S3 refuses at its headers (wrong
