@@ -155,6 +155,11 @@ impl Wire {
         }
     }
 
+    /// How a request to `url` travels, by the run's proxy route.
+    fn route(&self, url: &Url) -> io::Result<Route> {
+        route::of(&self.proxies, url)
+    }
+
     /// Whether requests to `url` go through a proxy (a tunnel, or one
     /// that forwards them).
     pub(super) fn proxied(&self, url: &Url) -> bool {

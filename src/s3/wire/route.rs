@@ -4,9 +4,8 @@
 
 use std::io;
 
+use hyper_util::client::proxy::matcher::Matcher;
 use reqwest::Url;
-
-use super::Wire;
 
 /// Scheme, host and port: which connections may carry a request.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -89,54 +88,52 @@ impl Route {
     }
 }
 
-impl Wire {
-    /// The route of a request to `url`, by the run's proxy variables. A
-    /// proxy that speaks no HTTP (SOCKS) is refused when the network is
-    /// built; one met here anyway is a connect error, never a way around
-    /// the proxy.
-    pub(super) fn route(&self, url: &Url) -> io::Result<Route> {
-        let origin = Origin::of(url)?;
-        let host = url.host_str().unwrap_or_default();
-        let authority = match url.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.to_owned(),
-        };
-        let uri = format!("{}://{authority}/", url.scheme())
-            .parse::<http::Uri>()
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let Some(proxy) = self.proxies.intercept(&uri) else {
-            return Ok(Route::Direct);
-        };
-        let proxy_uri = proxy.uri();
-        let https = match proxy_uri.scheme_str() {
-            Some("https") => true,
-            Some("http") => false,
-            other => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "the proxy for {} is a {} proxy; S3 is reached through HTTP proxies only",
-                        origin.host,
-                        other.unwrap_or("schemeless")
-                    ),
-                ));
-            }
-        };
-        let proxy = Proxy {
-            https,
-            host: unbracket(proxy_uri.host().unwrap_or_default()),
-            port: proxy_uri.port_u16().unwrap_or(if https { 443 } else { 80 }),
-            auth: proxy
-                .basic_auth()
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned),
-        };
-        Ok(if origin.https {
-            Route::Tunnel(proxy)
-        } else {
-            Route::Forward(proxy)
-        })
-    }
+/// The route of a request to `url` by the run's proxy variables
+/// (`proxies`). A proxy that speaks no HTTP (SOCKS) is refused when the
+/// network is built; one met here anyway is a connect error, never a way
+/// around the proxy.
+pub(super) fn of(proxies: &Matcher, url: &Url) -> io::Result<Route> {
+    let origin = Origin::of(url)?;
+    let host = url.host_str().unwrap_or_default();
+    let authority = match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    };
+    let uri = format!("{}://{authority}/", url.scheme())
+        .parse::<http::Uri>()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let Some(proxy) = proxies.intercept(&uri) else {
+        return Ok(Route::Direct);
+    };
+    let proxy_uri = proxy.uri();
+    let https = match proxy_uri.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        other => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the proxy for {} is a {} proxy; S3 is reached through HTTP proxies only",
+                    origin.host,
+                    other.unwrap_or("schemeless")
+                ),
+            ));
+        }
+    };
+    let proxy = Proxy {
+        https,
+        host: unbracket(proxy_uri.host().unwrap_or_default()),
+        port: proxy_uri.port_u16().unwrap_or(if https { 443 } else { 80 }),
+        auth: proxy
+            .basic_auth()
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+    };
+    Ok(if origin.https {
+        Route::Tunnel(proxy)
+    } else {
+        Route::Forward(proxy)
+    })
 }
 
 /// The request-target of a request to `url`: origin-form (`/path?query`),
