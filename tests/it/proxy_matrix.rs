@@ -1,12 +1,13 @@
 //! The proxy matrix through the binary: an `http://` and an `https://`
-//! proxy, each with and without credentials, `NO_PROXY` keeping the API
-//! off it, and a SOCKS proxy refused. S3 is a plain-`http` endpoint that
-//! only the proxy can reach, so every S3 request shows in the proxy's log:
-//! absolute-form, with `Expect: 100-continue` on every body (the one
-//! transport sends it; the HTTP library never did), the proxy's
-//! credentials to the proxy alone. (The `CONNECT` tunnel to an `https` S3,
-//! TLS in TLS through an `https://` proxy, is pinned byte for byte in the
-//! wire layer's own tests: the fake's S3 speaks no TLS.)
+//! proxy, each with and without credentials, to an `https` S3 (the
+//! proxy's `CONNECT` tunnel, which the fault proxy intercepts with the
+//! test CA's certificate, so the requests inside show in its log: TLS in
+//! TLS through the `https://` proxy) and to a plain-`http` S3 (absolute-form
+//! requests to the proxy); `NO_PROXY` keeping the API off it, and a SOCKS
+//! proxy refused. S3 is an endpoint only the proxy can reach, so every S3
+//! request shows in the proxy's log, with `Expect: 100-continue` on every
+//! body (the one transport sends it; the HTTP library never did), the
+//! proxy's credentials to the proxy alone.
 
 use std::path::Path;
 
@@ -19,6 +20,8 @@ const NEW: &str = "teams: [{id: t1, name: ml, default: true}]\ndeployments:\n  d
 /// Where S3 is said to be: nothing listens there, only the proxy (which
 /// hands every request to the fake) gets through.
 const S3_BEHIND_PROXY: &str = "http://127.0.0.2:9";
+/// The same over TLS: the test certificate names `localhost`.
+const TLS_S3_BEHIND_PROXY: &str = "https://localhost:9";
 
 fn testdata(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -38,17 +41,26 @@ fn big_truss() -> tempfile::TempDir {
 struct Matrix {
     https: bool,
     credentials: Option<(&'static str, &'static str)>,
+    /// S3 is `https` (a tunnel) rather than plain `http` (forwarded).
+    tls_s3: bool,
+}
+
+fn cert() -> (Vec<Vec<u8>>, Vec<u8>) {
+    (
+        vec![std::fs::read(testdata("localhost.der")).unwrap()],
+        std::fs::read(testdata("localhost-key.pk8.der")).unwrap(),
+    )
 }
 
 fn proxy_for(fake: &fake_baseten::FakeBaseten, m: &Matrix) -> (FaultProxy, String) {
     let mut builder = FaultProxy::builder(fake.addr());
     if m.https {
-        builder = builder
-            .tls(
-                vec![std::fs::read(testdata("localhost.der")).unwrap()],
-                std::fs::read(testdata("localhost-key.pk8.der")).unwrap(),
-            )
-            .unwrap();
+        let (chain, key) = cert();
+        builder = builder.tls(chain, key).unwrap();
+    }
+    if m.tls_s3 {
+        let (chain, key) = cert();
+        builder = builder.intercept_tunnels(chain, key).unwrap();
     }
     if let Some((user, password)) = m.credentials {
         builder = builder.credentials(user, password);
@@ -72,6 +84,7 @@ fn deploy_through<'a>(
         .model(truss)
         .arg("s3-endpoint", S3_BEHIND_PROXY)
         .env("HTTP_PROXY", proxy_url)
+        .env("HTTPS_PROXY", proxy_url)
         // The API (the fake on 127.0.0.1) is reached straight.
         .env("NO_PROXY", "127.0.0.1")
         .env("SSL_CERT_FILE", testdata("ca.pem").to_str().unwrap())
@@ -85,26 +98,52 @@ fn through_the_matrix(m: Matrix) {
     let fake = fake(NEW);
     let truss = big_truss();
     let (proxy, url) = proxy_for(&fake, &m);
+    let s3 = if m.tls_s3 {
+        TLS_S3_BEHIND_PROXY
+    } else {
+        S3_BEHIND_PROXY
+    };
 
-    let run = deploy_through(&fake, truss.path(), &url).run();
+    let run = deploy_through(&fake, truss.path(), &url)
+        .arg("s3-endpoint", s3)
+        .run();
 
     assert_eq!(run.status(), "success", "{run:?}");
-    let entries = s3_entries(&proxy);
+    let all = s3_entries(&proxy);
+    let (connects, entries): (Vec<_>, Vec<_>) = all.iter().partition(|e| e.method == "CONNECT");
     let puts: Vec<_> = entries.iter().filter(|e| e.method == "PUT").collect();
     assert!(
         puts.len() >= 2,
-        "the parts went through the proxy: {entries:#?}"
+        "the parts went through the proxy: {all:#?}"
     );
+    let host = s3.split_once("://").unwrap().1;
     for e in &entries {
         // Only S3 came this way: NO_PROXY kept the API off the proxy.
-        assert_eq!(e.host.as_deref(), Some("127.0.0.2:9"), "{e:?}");
-        assert!(
-            e.absolute_form,
-            "a forwarding proxy gets absolute-form: {e:?}"
-        );
+        assert_eq!(e.host.as_deref(), Some(host), "{e:?}");
         assert_eq!(e.tls, m.https, "{e:?}");
-        assert_eq!(e.proxy_authorization, m.credentials.is_some(), "{e:?}");
         assert_eq!(e.status, Some(e.upstream_status.unwrap_or(0)), "{e:?}");
+        if m.tls_s3 {
+            // Inside the tunnel: origin-form, no proxy credentials.
+            assert!(e.tunnelled && !e.absolute_form, "{e:?}");
+            assert!(!e.proxy_authorization, "{e:?}");
+        } else {
+            assert!(
+                !e.tunnelled && e.absolute_form,
+                "forwarded in absolute form: {e:?}"
+            );
+            assert_eq!(e.proxy_authorization, m.credentials.is_some(), "{e:?}");
+        }
+    }
+    if m.tls_s3 {
+        assert!(!connects.is_empty(), "{all:#?}");
+        for c in &connects {
+            assert_eq!(c.host.as_deref(), Some(host), "{c:?}");
+            assert_eq!(c.proxy_authorization, m.credentials.is_some(), "{c:?}");
+            assert_eq!(c.tls, m.https, "{c:?}");
+            assert_eq!(c.status, Some(200), "{c:?}");
+        }
+    } else {
+        assert!(connects.is_empty(), "{all:#?}");
     }
     for put in &puts {
         assert!(put.expect_continue, "every body waits for 100: {put:?}");
@@ -125,6 +164,7 @@ fn through_an_http_proxy_every_s3_request_takes_the_one_transport() {
     through_the_matrix(Matrix {
         https: false,
         credentials: None,
+        tls_s3: false,
     });
 }
 
@@ -133,6 +173,7 @@ fn through_an_http_proxy_with_credentials_they_reach_the_proxy_alone() {
     through_the_matrix(Matrix {
         https: false,
         credentials: Some(("ci", "s3cr3t")),
+        tls_s3: false,
     });
 }
 
@@ -141,6 +182,7 @@ fn through_an_https_proxy_every_s3_request_takes_the_one_transport() {
     through_the_matrix(Matrix {
         https: true,
         credentials: None,
+        tls_s3: false,
     });
 }
 
@@ -149,6 +191,43 @@ fn through_an_https_proxy_with_credentials_they_reach_the_proxy_alone() {
     through_the_matrix(Matrix {
         https: true,
         credentials: Some(("ci", "s3cr3t")),
+        tls_s3: false,
+    });
+}
+
+#[test]
+fn to_an_https_s3_an_http_proxy_tunnels_every_request() {
+    through_the_matrix(Matrix {
+        https: false,
+        credentials: None,
+        tls_s3: true,
+    });
+}
+
+#[test]
+fn to_an_https_s3_an_http_proxy_with_credentials_gets_them_on_connect_alone() {
+    through_the_matrix(Matrix {
+        https: false,
+        credentials: Some(("ci", "s3cr3t")),
+        tls_s3: true,
+    });
+}
+
+#[test]
+fn to_an_https_s3_an_https_proxy_tunnels_tls_inside_tls() {
+    through_the_matrix(Matrix {
+        https: true,
+        credentials: None,
+        tls_s3: true,
+    });
+}
+
+#[test]
+fn to_an_https_s3_an_https_proxy_with_credentials_gets_them_on_connect_alone() {
+    through_the_matrix(Matrix {
+        https: true,
+        credentials: Some(("ci", "s3cr3t")),
+        tls_s3: true,
     });
 }
 
@@ -164,6 +243,7 @@ fn a_forwarding_proxy_refusing_the_credentials_is_asked_once_and_named() {
         &Matrix {
             https: true,
             credentials: Some(("ci", "right")),
+            tls_s3: false,
         },
     );
     let url = format!("https://ci:wrong-pw@{}", proxy.addr());
@@ -193,6 +273,7 @@ fn no_proxy_naming_s3_bypasses_the_proxy() {
         &Matrix {
             https: true,
             credentials: None,
+            tls_s3: false,
         },
     );
     let run = deploy_through(&fake, &example_model(), &url)

@@ -116,6 +116,8 @@ pub struct ProxyEntry {
     pub absolute_form: bool,
     /// Whether it came over TLS to the proxy.
     pub tls: bool,
+    /// Whether it came inside a `CONNECT` tunnel the proxy intercepted.
+    pub tunnelled: bool,
     /// The rule that fired, by id.
     pub rule: Option<String>,
     /// [`Fault::describe`] of what was done.
@@ -138,28 +140,49 @@ pub struct ProxyBuilder {
     rules: RuleSet,
     log_file: Option<PathBuf>,
     tls: Option<Arc<rustls::ServerConfig>>,
+    intercept: Option<Arc<rustls::ServerConfig>>,
     credentials: Option<String>,
+}
+
+fn server_config(
+    cert_chain: Vec<Vec<u8>>,
+    pkcs8_key: Vec<u8>,
+) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .context("while choosing the proxy's TLS versions")?
+    .with_no_client_auth()
+    .with_single_cert(
+        cert_chain
+            .into_iter()
+            .map(rustls::pki_types::CertificateDer::from)
+            .collect(),
+        rustls::pki_types::PrivateKeyDer::Pkcs8(pkcs8_key.into()),
+    )
+    .context("while loading the proxy's certificate")?;
+    Ok(Arc::new(config))
 }
 
 impl ProxyBuilder {
     /// Serves over TLS with this certificate chain and PKCS#8 key (DER):
     /// the proxy of an `https://` proxy URL.
     pub fn tls(mut self, cert_chain: Vec<Vec<u8>>, pkcs8_key: Vec<u8>) -> anyhow::Result<Self> {
-        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .context("while choosing the proxy's TLS versions")?
-        .with_no_client_auth()
-        .with_single_cert(
-            cert_chain
-                .into_iter()
-                .map(rustls::pki_types::CertificateDer::from)
-                .collect(),
-            rustls::pki_types::PrivateKeyDer::Pkcs8(pkcs8_key.into()),
-        )
-        .context("while loading the proxy's certificate")?;
-        self.tls = Some(Arc::new(config));
+        self.tls = Some(server_config(cert_chain, pkcs8_key)?);
+        Ok(self)
+    }
+
+    /// Opens `CONNECT` tunnels as a TLS-intercepting proxy does: a `200`,
+    /// then TLS with this certificate inside the tunnel, and the requests
+    /// in it served (logged, faulted, forwarded to the fake) like any other,
+    /// marked `tunnelled`. Without it a `CONNECT` is forwarded to the fake.
+    pub fn intercept_tunnels(
+        mut self,
+        cert_chain: Vec<Vec<u8>>,
+        pkcs8_key: Vec<u8>,
+    ) -> anyhow::Result<Self> {
+        self.intercept = Some(server_config(cert_chain, pkcs8_key)?);
         Ok(self)
     }
 
@@ -238,6 +261,7 @@ impl ProxyBuilder {
             file,
             open: AtomicUsize::new(0),
             tls: self.tls.map(tokio_rustls::TlsAcceptor::from),
+            intercept: self.intercept.map(tokio_rustls::TlsAcceptor::from),
             credentials: self.credentials,
         });
         let (tx, rx) = watch::channel(false);
@@ -286,6 +310,7 @@ impl FaultProxy {
             rules: RuleSet::default(),
             log_file: None,
             tls: None,
+            intercept: None,
             credentials: None,
         }
     }
@@ -375,6 +400,8 @@ struct State {
     open: AtomicUsize,
     /// The proxy (not its sink) is reached over TLS.
     tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Terminates the TLS inside `CONNECT` tunnels, if set.
+    intercept: Option<tokio_rustls::TlsAcceptor>,
     /// The `Proxy-Authorization` every request must carry, if any.
     credentials: Option<String>,
 }

@@ -103,8 +103,10 @@ async fn connection(
             async move {
                 Ok::<_, Infallible>(if sink {
                     sink_answer(&state, req)
+                } else if req.method() == Method::CONNECT && state.intercept.is_some() {
+                    open_tunnel(&state, &conn, req, over_tls)
                 } else {
-                    handle(&state, &conn, req, over_tls).await
+                    handle(&state, &conn, req, over_tls, false).await
                 })
             }
         })
@@ -115,12 +117,14 @@ async fn connection(
             if let Ok(tls) = acceptor.accept(io).await {
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(tls), svc)
+                    .with_upgrades()
                     .await;
             }
         }),
         None => Box::pin(async move {
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(io), svc)
+                .with_upgrades()
                 .await;
         }),
     };
@@ -227,11 +231,95 @@ fn host_of(headers: &HeaderMap) -> Option<String> {
         .map(str::to_string)
 }
 
-async fn handle(
-    state: &State,
+/// Answers a `CONNECT` as a TLS-intercepting proxy: `407` without the
+/// credentials it wants, else `200` and, on the upgraded connection, TLS
+/// with the intercepting certificate and the requests inside served by
+/// [`handle`] (marked `tunnelled`).
+fn open_tunnel(
+    state: &Arc<State>,
     conn: &Arc<Conn>,
     req: Request<Incoming>,
     tls: bool,
+) -> Response<Body> {
+    let mut entry = ProxyEntry {
+        method: "CONNECT".into(),
+        host: req.uri().authority().map(|a| a.to_string()),
+        path: String::new(),
+        proxy_authorization: req.headers().contains_key(header::PROXY_AUTHORIZATION),
+        tls,
+        ..ProxyEntry::default()
+    };
+    if let Some(refusal) = refuse_credentials(state, req.headers()) {
+        entry.status = Some(407);
+        state.push(entry);
+        return refusal;
+    }
+    entry.status = Some(200);
+    state.push(entry);
+    let Some(acceptor) = state.intercept.clone() else {
+        return plain(StatusCode::BAD_GATEWAY, "proxy: no tunnels\n".into());
+    };
+    tokio::spawn(serve_tunnel(
+        state.clone(),
+        conn.clone(),
+        hyper::upgrade::on(req),
+        acceptor,
+        tls,
+    ));
+    Response::new(Full::new(Bytes::new()).boxed())
+}
+
+/// The requests inside an intercepted tunnel. A boxed future: it serves
+/// [`handle`], whose own future holds this one's spawn.
+fn serve_tunnel(
+    state: Arc<State>,
+    conn: Arc<Conn>,
+    upgrade: hyper::upgrade::OnUpgrade,
+    acceptor: tokio_rustls::TlsAcceptor,
+    tls: bool,
+) -> Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        let Ok(upgraded) = upgrade.await else {
+            return;
+        };
+        let Ok(inner) = acceptor.accept(TokioIo::new(upgraded)).await else {
+            return;
+        };
+        let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+            let state = state.clone();
+            let conn = conn.clone();
+            async move { Ok::<_, Infallible>(handle(&state, &conn, req, tls, true).await) }
+        });
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(TokioIo::new(inner), svc)
+            .await;
+    })
+}
+
+/// The `407` for a request without the credentials the proxy wants.
+fn refuse_credentials(state: &State, headers: &HeaderMap) -> Option<Response<Body>> {
+    let want = state.credentials.as_ref()?;
+    let got = headers.get(header::PROXY_AUTHORIZATION);
+    if got.is_some_and(|got| got.as_bytes() == want.as_bytes()) {
+        return None;
+    }
+    let mut refusal = plain(
+        StatusCode::PROXY_AUTHENTICATION_REQUIRED,
+        "proxy: credentials required\n".to_owned(),
+    );
+    refusal.headers_mut().insert(
+        header::PROXY_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"fault-proxy\""),
+    );
+    Some(refusal)
+}
+
+async fn handle(
+    state: &Arc<State>,
+    conn: &Arc<Conn>,
+    req: Request<Incoming>,
+    tls: bool,
+    tunnelled: bool,
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let body = match body.collect().await {
@@ -271,24 +359,13 @@ async fn handle(
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue")),
         absolute_form: parts.uri.scheme().is_some(),
         tls,
+        tunnelled,
         rule: decision.as_ref().map(|d| d.rule.clone()),
         fault: decision.as_ref().map(|d| d.fault.describe()),
         ..ProxyEntry::default()
     };
-    if let Some(want) = &state.credentials
-        && parts
-            .headers
-            .get(header::PROXY_AUTHORIZATION)
-            .is_none_or(|got| got.as_bytes() != want.as_bytes())
-    {
-        let mut refusal = plain(
-            StatusCode::PROXY_AUTHENTICATION_REQUIRED,
-            "proxy: credentials required\n".to_owned(),
-        );
-        refusal.headers_mut().insert(
-            header::PROXY_AUTHENTICATE,
-            HeaderValue::from_static("Basic realm=\"fault-proxy\""),
-        );
+    // Inside a tunnel the credentials went with the CONNECT.
+    if let Some(refusal) = refuse_credentials(state, &parts.headers).filter(|_| !tunnelled) {
         entry.rule = None;
         entry.fault = None;
         entry.status = Some(407);
