@@ -701,6 +701,42 @@ mod tests {
         assert!(ProxyVars::read(&|_| None) == ProxyVars::default());
     }
 
+    /// Only HTTP proxies carry the S3 requests: any other scheme is the
+    /// run's input error, naming the variable and never its password.
+    #[test]
+    fn a_proxy_that_speaks_no_http_is_refused_by_name() {
+        let vars = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            ProxyVars::read(&move |k: &str| {
+                pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+            })
+        };
+        for ok in ["http://p:1", "HTTPS://u:pw@p:1", "p:3128", ""] {
+            assert!(vars(&[("ALL_PROXY", ok)]).check().is_ok(), "{ok}");
+        }
+        for (name, value) in [
+            ("ALL_PROXY", "socks5h://ci:hunter2@p:1080"),
+            ("HTTPS_PROXY", "socks4://p:1080"),
+            ("HTTP_PROXY", "ftp://p:21"),
+        ] {
+            let err = vars(&[(name, value)]).check().unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("{name} names a proxy of scheme")),
+                "{err}"
+            );
+            assert!(
+                err.contains("http:// or https://") && !err.contains("hunter2"),
+                "{err}"
+            );
+        }
+        // A CGI environment uses no proxy variable, so none is refused.
+        let cgi = vars(&[("ALL_PROXY", "socks5://p:1"), ("REQUEST_METHOD", "GET")]);
+        assert!(cgi.check().is_ok());
+    }
+
     #[test]
     fn bodies_are_shown_escaped_and_cut() {
         assert_eq!(show_bytes(b"", 10), "an empty body");
