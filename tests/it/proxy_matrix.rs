@@ -305,3 +305,52 @@ fn a_socks_proxy_is_an_input_error_before_any_request() {
     assert!(!run.everything().contains("hunter2"));
     assert!(fake.requests().is_empty(), "{:?}", endpoints(&fake));
 }
+
+/// A proxy that redirects the upload elsewhere (a 307 to its sink, inside
+/// the tunnel and when forwarding): the redirect is S3's answer, never
+/// followed, so the signed request and its body go nowhere else; the run
+/// fails naming the status and creates nothing.
+#[test]
+fn a_proxy_redirecting_the_upload_is_not_followed() {
+    for tls_s3 in [false, true] {
+        let fake = fake(NEW);
+        let (proxy, url) = proxy_for(
+            &fake,
+            &Matrix {
+                https: true,
+                credentials: None,
+                tls_s3,
+            },
+        );
+        proxy.add_rule(
+            fake_baseten::proxy::Rule::new(
+                "elsewhere",
+                fake_baseten::proxy::Fault::Redirect {
+                    status: 307,
+                    to: fake_baseten::proxy::RedirectTo::Sink,
+                },
+            )
+            .method("PUT"),
+        );
+        let s3 = if tls_s3 {
+            TLS_S3_BEHIND_PROXY
+        } else {
+            S3_BEHIND_PROXY
+        };
+
+        let run = deploy_through(&fake, &example_model(), &url)
+            .arg("s3-endpoint", s3)
+            .run();
+
+        assert_eq!(run.status(), "deploy_failed", "{run:?}");
+        assert!(proxy.sink_requests().is_empty(), "{:#?}", proxy.requests());
+        assert!(fake.s3().objects().is_empty());
+        let output = run.everything();
+        assert!(output.contains("307"), "{output}");
+        assert!(
+            !endpoints(&fake).iter().any(|e| e.contains("create")),
+            "{:?}",
+            endpoints(&fake)
+        );
+    }
+}
