@@ -649,7 +649,7 @@ mod tests {
         assert_eq!(net.clone().take_roots_warning(), None);
     }
 
-    /// The route both the reqwest clients and the S3 data connections
+    /// The route both the API client and the S3 connections
     /// follow comes from the variables the run was given, curl's names.
     #[test]
     fn the_proxy_route_is_read_from_the_given_environment() {

@@ -99,7 +99,7 @@ pub(crate) struct Options {
     pub(crate) concurrency: usize,
     /// Which failed requests are sent again, how often, and after how long.
     pub(crate) retry: retry::Policy,
-    /// The data connections' TLS, proxy route, user agent and connect
+    /// The S3 connections' TLS, proxy route, user agent and connect
     /// timeout: the run's network's.
     pub(crate) wire: crate::net::Transport,
 }

@@ -142,8 +142,8 @@ pub(super) struct Wire {
 }
 
 impl Wire {
-    /// The TLS config and the proxy route are the run's network's, the
-    /// ones its reqwest clients were built from.
+    /// The TLS config and the proxy route are the run's network's, built
+    /// from the same roots and variables as its API client.
     pub(super) fn new(transport: &Transport) -> Self {
         Self {
             tls: Arc::clone(&transport.tls),

@@ -173,8 +173,8 @@ async fn after_100_continue_the_framed_body_follows_and_the_connection_is_kept()
         1,
         "one connection for both"
     );
-    // The framed body, as `payload` writes it (its tests prove these are
-    // the bytes the reqwest route streams too).
+    // The framed body, as `payload` writes it (its tests decode it back to
+    // the range and its CRC32 trailer).
     let mut expected = Vec::new();
     body(&archive).write_to(&mut expected).await.unwrap();
     assert_eq!(bodies[0], expected);
