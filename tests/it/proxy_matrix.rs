@@ -53,7 +53,7 @@ fn cert() -> (Vec<Vec<u8>>, Vec<u8>) {
 }
 
 fn proxy_for(fake: &fake_baseten::FakeBaseten, m: &Matrix) -> (FaultProxy, String) {
-    let mut builder = FaultProxy::builder(fake.addr());
+    let mut builder = FaultProxy::builder(fake.addr()).forward_expect();
     if m.https {
         let (chain, key) = cert();
         builder = builder.tls(chain, key).unwrap();
@@ -156,6 +156,14 @@ fn through_the_matrix(m: Matrix) {
         .filter(|e| e.operation == "s3.upload_part" && e.status == 200)
         .count();
     assert_eq!(stored_parts, puts.len(), "{events:#?}");
+    // S3 itself saw `Expect` on every body, past the proxy.
+    assert!(
+        events
+            .iter()
+            .filter(|e| e.operation == "s3.upload_part")
+            .all(|e| e.expect_continue),
+        "{events:#?}"
+    );
     assert!(events.iter().all(|e| e.signature_verified), "{events:#?}");
 }
 

@@ -142,6 +142,7 @@ pub struct ProxyBuilder {
     tls: Option<Arc<rustls::ServerConfig>>,
     intercept: Option<Arc<rustls::ServerConfig>>,
     credentials: Option<String>,
+    forward_expect: bool,
 }
 
 fn server_config(
@@ -184,6 +185,15 @@ impl ProxyBuilder {
     ) -> anyhow::Result<Self> {
         self.intercept = Some(server_config(cert_chain, pkcs8_key)?);
         Ok(self)
+    }
+
+    /// Forwards `Expect: 100-continue` to the fake, as RFC 9110 lets a
+    /// proxy do, instead of answering the `100` itself and dropping it:
+    /// the fake's S3 then records what the client asked. (The body is
+    /// still read whole first, and the fake's `100` is passed over.)
+    pub fn forward_expect(mut self) -> Self {
+        self.forward_expect = true;
+        self
     }
 
     /// Answers `407 Proxy Authentication Required` to every request (the
@@ -263,6 +273,7 @@ impl ProxyBuilder {
             tls: self.tls.map(tokio_rustls::TlsAcceptor::from),
             intercept: self.intercept.map(tokio_rustls::TlsAcceptor::from),
             credentials: self.credentials,
+            forward_expect: self.forward_expect,
         });
         let (tx, rx) = watch::channel(false);
         tokio::spawn(serve::serve(listener, state.clone(), rx.clone(), false));
@@ -312,6 +323,7 @@ impl FaultProxy {
             tls: None,
             intercept: None,
             credentials: None,
+            forward_expect: false,
         }
     }
 
@@ -404,6 +416,8 @@ struct State {
     intercept: Option<tokio_rustls::TlsAcceptor>,
     /// The `Proxy-Authorization` every request must carry, if any.
     credentials: Option<String>,
+    /// `Expect` is forwarded, not dropped.
+    forward_expect: bool,
 }
 
 impl State {

@@ -4,7 +4,6 @@
 
 use std::convert::Infallible;
 use std::future::Future as _;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -332,7 +331,7 @@ async fn handle(
         return admin(state, &parts.method, &path);
     }
     if path.starts_with("/__fake/") {
-        return match forward(state.upstream, &parts, body).await {
+        return match forward(state, &parts, body).await {
             Ok((head, body)) => answer_forwarded(head, body),
             Err(e) => plain(StatusCode::BAD_GATEWAY, format!("proxy: {e:#}")),
         };
@@ -378,7 +377,7 @@ async fn handle(
 
     let forwarded = if fault.forwards() {
         entry.forwarded = true;
-        match forward(state.upstream, &parts, body).await {
+        match forward(state, &parts, body).await {
             Ok(r) => {
                 entry.upstream_status = Some(r.0.status.as_u16());
                 Some(r)
@@ -488,7 +487,7 @@ async fn forward_and_log(
     mut entry: ProxyEntry,
 ) -> Response<Body> {
     entry.forwarded = true;
-    let resp = match forward(state.upstream, parts, body).await {
+    let resp = match forward(state, parts, body).await {
         Ok((head, body)) => {
             entry.upstream_status = Some(head.status.as_u16());
             answer_forwarded(head, body)
@@ -503,10 +502,11 @@ async fn forward_and_log(
 /// Sends the request to the fake on a fresh connection and reads the whole
 /// answer.
 async fn forward(
-    upstream: SocketAddr,
+    state: &State,
     parts: &request::Parts,
     body: Bytes,
 ) -> anyhow::Result<(response::Parts, Bytes)> {
+    let upstream = state.upstream;
     let tcp = TcpStream::connect(upstream)
         .await
         .with_context(|| format!("while connecting to the fake at {upstream}"))?;
@@ -525,7 +525,8 @@ async fn forward(
         .body(Full::new(body))
         .context("while building the forwarded request")?;
     for (name, value) in &parts.headers {
-        if !HOP_BY_HOP.contains(&name.as_str()) {
+        let expect = state.forward_expect && name == header::EXPECT;
+        if expect || !HOP_BY_HOP.contains(&name.as_str()) {
             req.headers_mut().append(name.clone(), value.clone());
         }
     }
