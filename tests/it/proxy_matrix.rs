@@ -6,8 +6,9 @@
 //! requests to the proxy); `NO_PROXY` keeping the API off it, and a SOCKS
 //! proxy refused. S3 is an endpoint only the proxy can reach, so every S3
 //! request shows in the proxy's log, with `Expect: 100-continue` on every
-//! body (the one transport sends it; the HTTP library never did), the
-//! proxy's credentials to the proxy alone.
+//! body (the one transport sends it; the HTTP library never did; the
+//! proxy forwards it, so the fake's S3 records it too), the proxy's
+//! credentials to the proxy alone.
 
 use std::path::Path;
 
