@@ -2,7 +2,7 @@
 //! environment the run was given: bundled public roots plus the CAs named
 //! by `SSL_CERT_FILE`/`SSL_CERT_DIR` (TLS-intercepting proxies), one proxy
 //! route from `HTTP(S)_PROXY`/`ALL_PROXY`/`NO_PROXY`, the user agent and
-//! the timeouts, for the reqwest clients and the S3 data connections
+//! the timeouts, for the API client and the S3 connections
 //! alike; and the reading of every answer body within a cap, so no server
 //! can make the run hold more than what it needs.
 
@@ -173,8 +173,8 @@ pub(crate) fn extra_roots(env: Env<'_>) -> Result<ExtraRoots> {
 }
 
 /// The proxy variables as the run was given them, each read once by curl's
-/// names (upper case first): the one route both the reqwest clients and
-/// the S3 data connections follow.
+/// names (upper case first): the one route both the API client and
+/// the S3 connections follow.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct ProxyVars {
     http: String,
@@ -205,7 +205,7 @@ impl ProxyVars {
         }
     }
 
-    /// The S3 data connections' route (hyper-util's rules, which reqwest
+    /// The S3 connections' route (hyper-util's rules, which reqwest
     /// follows for the same values).
     fn matcher(&self) -> Matcher {
         if self.cgi {
@@ -217,6 +217,35 @@ impl ProxyVars {
             .all(self.all.clone())
             .no(self.no.clone())
             .build()
+    }
+
+    /// Refuses a proxy that speaks no HTTP (`socks5://` and the like):
+    /// the S3 requests reach S3 through HTTP proxies only (a tunnel for
+    /// `https`, a forwarded request for plain `http`), and a proxy URL the
+    /// route could not use would otherwise be passed by silently. The
+    /// message names the variable, never its value (it may hold a
+    /// password).
+    fn check(&self) -> Result<()> {
+        if self.cgi {
+            return Ok(());
+        }
+        for (name, value) in [
+            (ev::HTTP_PROXY, &self.http),
+            (ev::HTTPS_PROXY, &self.https),
+            (ev::ALL_PROXY, &self.all),
+        ] {
+            let Some((scheme, _)) = value.split_once("://") else {
+                // No scheme: an HTTP proxy, as curl reads it.
+                continue;
+            };
+            if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+                let scheme: String = scheme.chars().take(16).collect();
+                anyhow::bail!(
+                    "{name} names a proxy of scheme {scheme:?}, which truss-push cannot use: it goes through HTTP proxies only; set {name} to an http:// or https:// proxy URL (or unset it)"
+                );
+            }
+        }
+        Ok(())
     }
 
     /// The same route for reqwest: a proxy per variable set, `NO_PROXY`
@@ -249,7 +278,7 @@ impl ProxyVars {
     }
 }
 
-/// How the S3 data requests travel (`s3::wire`, its own HTTP/1.1): the TLS
+/// How every S3 request travels (`s3::wire`, its own HTTP/1.1): the TLS
 /// config with the run's roots, the proxy route, the user agent and the
 /// connect timeout. Built by [`Network::from_env`]; `Default` is the
 /// bundled roots and no proxy (tests).
@@ -335,16 +364,14 @@ pub(crate) fn tls_config(extra_roots: &[Vec<u8>]) -> rustls::ClientConfig {
 }
 
 /// The run's network, built once from the environment the run was given
-/// ([`Network::from_env`]) and handed down: the HTTP clients (Baseten and
-/// GitHub; S3), the S3 data connections' [`Transport`], and the one warning
+/// ([`Network::from_env`]) and handed down: the HTTP client (Baseten and
+/// GitHub), the S3 connections' [`Transport`], and the one warning
 /// about CA certificates that were skipped. Nothing below it reads a
 /// network variable again, and it is the only builder of an HTTP client.
 #[derive(Clone)]
 pub(crate) struct Network {
     /// Baseten and GitHub: redirects within one origin only.
     api: reqwest::Client,
-    /// S3: no redirect followed.
-    s3: reqwest::Client,
     transport: Transport,
     /// Taken by the first target that uses the network, so a run says it
     /// once.
@@ -363,17 +390,13 @@ impl Network {
     pub(crate) fn from_env(env: Env<'_>) -> Result<Self> {
         let roots = extra_roots(env)?;
         let proxies = ProxyVars::read(env);
+        proxies.check()?;
         let api = builder(&roots, &proxies)?
             .redirect(same_origin_redirects())
             .build()
             .context("building the HTTP client")?;
-        let s3 = builder(&roots, &proxies)?
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .context("building the S3 HTTP client")?;
         Ok(Self {
             api,
-            s3,
             transport: Transport {
                 tls: Arc::new(tls_config(&roots.ders)),
                 proxies: Arc::new(proxies.matcher()),
@@ -388,12 +411,7 @@ impl Network {
         self.api.clone()
     }
 
-    /// The client for S3's bodiless calls (and data a proxy carries).
-    pub(crate) fn s3_client(&self) -> reqwest::Client {
-        self.s3.clone()
-    }
-
-    /// The S3 data connections' settings.
+    /// How the S3 requests travel.
     pub(crate) fn s3_transport(&self) -> Transport {
         self.transport.clone()
     }
@@ -434,8 +452,8 @@ fn same_origin_redirects() -> reqwest::redirect::Policy {
     })
 }
 
-/// What both reqwest clients share: the roots, the proxies (none read by
-/// reqwest itself), the user agent and the timeouts.
+/// The API client's roots, proxies (none read by reqwest itself), user
+/// agent and timeouts.
 fn builder(roots: &ExtraRoots, proxies: &ProxyVars) -> Result<reqwest::ClientBuilder> {
     let mut b = reqwest::Client::builder()
         .use_rustls_tls()
@@ -631,7 +649,7 @@ mod tests {
         assert_eq!(net.clone().take_roots_warning(), None);
     }
 
-    /// The route both the reqwest clients and the S3 data connections
+    /// The route both the API client and the S3 connections
     /// follow comes from the variables the run was given, curl's names.
     #[test]
     fn the_proxy_route_is_read_from_the_given_environment() {
@@ -681,6 +699,42 @@ mod tests {
         let err = format!("{:#}", Network::from_env(&bad).unwrap_err());
         assert!(err.contains("HTTPS_PROXY is not a proxy URL"), "{err}");
         assert!(ProxyVars::read(&|_| None) == ProxyVars::default());
+    }
+
+    /// Only HTTP proxies carry the S3 requests: any other scheme is the
+    /// run's input error, naming the variable and never its password.
+    #[test]
+    fn a_proxy_that_speaks_no_http_is_refused_by_name() {
+        let vars = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            ProxyVars::read(&move |k: &str| {
+                pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+            })
+        };
+        for ok in ["http://p:1", "HTTPS://u:pw@p:1", "p:3128", ""] {
+            assert!(vars(&[("ALL_PROXY", ok)]).check().is_ok(), "{ok}");
+        }
+        for (name, value) in [
+            ("ALL_PROXY", "socks5h://ci:hunter2@p:1080"),
+            ("HTTPS_PROXY", "socks4://p:1080"),
+            ("HTTP_PROXY", "ftp://p:21"),
+        ] {
+            let err = vars(&[(name, value)]).check().unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("{name} names a proxy of scheme")),
+                "{err}"
+            );
+            assert!(
+                err.contains("http:// or https://") && !err.contains("hunter2"),
+                "{err}"
+            );
+        }
+        // A CGI environment uses no proxy variable, so none is refused.
+        let cgi = vars(&[("ALL_PROXY", "socks5://p:1"), ("REQUEST_METHOD", "GET")]);
+        assert!(cgi.check().is_ok());
     }
 
     #[test]

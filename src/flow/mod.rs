@@ -79,7 +79,7 @@ pub(crate) struct State {
 pub(crate) struct Ctx<'a> {
     pub(crate) cfg: &'a Config,
     pub(crate) api: &'a Api,
-    /// The run's network: the S3 clients and data connections.
+    /// The run's network: the S3 connections' settings.
     pub(crate) net: &'a crate::net::Network,
     pub(crate) rep: Arc<Mutex<Reporter>>,
     pub(crate) state: &'a Mutex<State>,

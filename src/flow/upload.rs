@@ -133,15 +133,12 @@ pub(crate) async fn package_and_upload(
         let layout = Arc::clone(&layout);
         tokio::task::spawn_blocking(move || content::of_layout(&layout))
     });
-    let uploader = s3::Uploader::new(
-        ctx.net.s3_client(),
-        s3::Options {
-            endpoint: ctx.cfg.endpoints.s3.clone(),
-            concurrency: ctx.cfg.upload_concurrency,
-            wire: ctx.net.s3_transport(),
-            ..s3::Options::default()
-        },
-    );
+    let uploader = s3::Uploader::new(s3::Options {
+        endpoint: ctx.cfg.endpoints.s3.clone(),
+        concurrency: ctx.cfg.upload_concurrency,
+        wire: ctx.net.s3_transport(),
+        ..s3::Options::default()
+    });
     let target = s3::Target {
         bucket: creds.s3_bucket.clone(),
         key: creds.s3_key.clone(),

@@ -15,10 +15,8 @@ use crate::retry::{self, CallKind, Classify};
 
 /// Why one attempt failed.
 pub(super) enum AttemptError {
-    /// No HTTP answer (connect, TLS, reset, timeout) or a request that could
-    /// not be built.
-    Transport(reqwest::Error),
-    /// The same from the data requests' own HTTP layer.
+    /// No HTTP answer (connect, TLS, reset, timeout), from the one HTTP
+    /// layer every S3 request goes through.
     Wire(wire::Error),
     /// S3 answered with an error (possibly inside a 200, as Complete can).
     S3 {
@@ -45,7 +43,6 @@ pub(super) enum AttemptError {
 impl Classify for AttemptError {
     fn kind(&self) -> CallKind {
         match self {
-            Self::Transport(error) => transport_kind(error.is_connect(), error.is_builder()),
             // A proxy that refused its tunnel refuses the same credentials
             // again: its status is the answer.
             Self::Wire(wire::Error::Connect(_)) if self.is_tunnel_refusal() => CallKind::Permanent,
@@ -63,26 +60,11 @@ impl Classify for AttemptError {
     fn retry_after(&self) -> Option<Duration> {
         match self {
             Self::S3 { retry_after, .. } => *retry_after,
-            Self::Transport(_)
-            | Self::Wire(_)
+            Self::Wire(_)
             | Self::AnsweredUnsent { .. }
             | Self::NotItsAnswer(_)
             | Self::Local(_) => None,
         }
-    }
-}
-
-/// A transport error by reqwest's own kinds: a connect error (DNS, refused,
-/// TLS) happened before any byte left; a request that could not be built
-/// will not build next time either; anything else (a reset, a timeout, a
-/// closed connection) happened after sending began.
-fn transport_kind(is_connect: bool, is_builder: bool) -> CallKind {
-    if is_connect {
-        CallKind::NotSent
-    } else if is_builder {
-        CallKind::Permanent
-    } else {
-        CallKind::Ambiguous
     }
 }
 
@@ -108,7 +90,6 @@ pub(super) fn answer_kind(status: u16, code: Option<&str>) -> CallKind {
 impl fmt::Display for AttemptError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Transport(error) => write!(f, "{error}"),
             Self::Wire(error) => write!(f, "{error}"),
             Self::S3 { status, error, .. } => write!(
                 f,
@@ -162,8 +143,6 @@ impl AttemptError {
             String::new()
         };
         match self {
-            Self::Transport(error) => anyhow::Error::new(error)
-                .context(format!("could not complete S3 {operation}{tries}")),
             // One line: the wire error's text already holds its cause,
             // which a chain would print a second time.
             Self::Wire(error) => {

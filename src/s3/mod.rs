@@ -10,8 +10,8 @@
 //!
 //! The pieces: `plan` picks single PUT or multipart, `multipart` runs the
 //! parts, `call` names the calls, `request` sends one (signing, retries),
-//! `wire` carries the data requests (HTTP/1.1 with `Expect: 100-continue`,
-//! so S3 can refuse before the body is sent), `payload` builds each
+//! `wire` carries every request (HTTP/1.1, data with `Expect: 100-continue`
+//! so S3 can refuse before the body is sent, straight or through a proxy), `payload` builds each
 //! attempt's body, `region` finds the bucket's region, `url` addresses S3,
 //! `error` and `xml` read S3's answers, `sigv4` signs.
 //!
@@ -99,7 +99,7 @@ pub(crate) struct Options {
     pub(crate) concurrency: usize,
     /// Which failed requests are sent again, how often, and after how long.
     pub(crate) retry: retry::Policy,
-    /// The data connections' TLS, proxy route, user agent and connect
+    /// The S3 connections' TLS, proxy route, user agent and connect
     /// timeout: the run's network's.
     pub(crate) wire: crate::net::Transport,
 }
@@ -160,9 +160,8 @@ type Progress<'a> = dyn Fn(u64, u64) + Send + Sync + 'a;
 
 /// Uploads files to S3. Cheap to share; remembers each bucket's region for
 /// its lifetime so only the first request to a bucket pays for discovery.
-///
-/// The `reqwest::Client` should not follow redirects for S3: a followed 307
-/// drops the signature on the new host. S3's region answers are handled here.
+/// S3's region answers are handled here, and no redirect is followed (a
+/// followed 307 would drop the signature on the new host).
 #[derive(Clone)]
 pub(crate) struct Uploader {
     inner: Arc<Inner>,
@@ -175,9 +174,7 @@ impl std::fmt::Debug for Uploader {
 }
 
 struct Inner {
-    /// The bodiless calls, and data requests a proxy carries.
-    client: reqwest::Client,
-    /// The data requests: HTTP/1.1 with `Expect: 100-continue`.
+    /// Every request: HTTP/1.1, data with `Expect: 100-continue`.
     wire: wire::Wire,
     options: Options,
     regions: Regions,
@@ -206,15 +203,13 @@ struct Job {
     size: u64,
     credentials: Credentials,
     source: Arc<dyn Source>,
-    buffers: payload::Buffers,
     sent: Arc<AtomicU64>,
 }
 
 impl Uploader {
-    pub(crate) fn new(client: reqwest::Client, options: Options) -> Self {
+    pub(crate) fn new(options: Options) -> Self {
         Self {
             inner: Arc::new(Inner {
-                client,
                 wire: wire::Wire::new(&options.wire),
                 options,
                 regions: Regions::default(),
@@ -307,7 +302,6 @@ impl Uploader {
             size,
             credentials: target.credentials.clone(),
             source,
-            buffers: payload::Buffers::default(),
             sent: Arc::clone(&self.inner.sent),
         });
         progress(0, size);

@@ -18,16 +18,14 @@
 //! it was read, before the last chunk and trailer go out: a part whose
 //! bytes S3 could store always matches the headers sent before it.
 //!
-//! A file body goes out one of two ways with the same bytes: written
-//! straight to the connection by `wire` ([`FileBody::write_to`]: each chunk
-//! read into one buffer behind room for its header, checksummed and written
-//! while in cache, no copy), or as a stream of chunks for reqwest when a
-//! proxy carries the request ([`FileBody::stream`]).
+//! A file body goes out one way: written straight to the connection by
+//! `wire` ([`FileBody::write_to`]: each chunk read into one buffer behind
+//! room for its header, checksummed and written while in cache, no copy).
 
 #[cfg(test)]
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 #[cfg(test)]
@@ -49,10 +47,6 @@ pub(super) const STREAM_CHUNK_BYTES: u64 = 64 * 1024;
 /// Room kept before each chunk's bytes for its `{hex size}\r\n` header, so
 /// header, bytes and CRLF leave in one write from one buffer.
 const HEADER_ROOM: usize = 16;
-
-/// Chunk buffers kept for reuse once the HTTP client has written them: a
-/// few per part in flight.
-const IDLE_BUFFERS_MAX: usize = 64;
 
 /// The `x-amz-content-sha256` value of a body with unsigned chunks and a
 /// trailer.
@@ -156,7 +150,6 @@ pub(super) struct FileBody {
     offset: u64,
     len: u64,
     checksum: Arc<OnceLock<u32>>,
-    buffers: Buffers,
     sent: Arc<AtomicU64>,
 }
 
@@ -170,18 +163,6 @@ pub(super) enum WriteError {
 }
 
 impl FileBody {
-    /// The body as a stream of chunks, for reqwest.
-    pub(super) fn stream(&self) -> reqwest::Body {
-        reqwest::Body::wrap_stream(chunk_stream(
-            Arc::clone(&self.source).ranges(),
-            self.buffers.clone(),
-            self.offset,
-            self.len,
-            Arc::clone(&self.checksum),
-            Arc::clone(&self.sent),
-        ))
-    }
-
     /// Writes the framed body to `out`: each chunk is read into one buffer
     /// behind room for its header, checksummed, and written with its header
     /// and CRLF in one call, so no byte is copied into a framing buffer.
@@ -283,14 +264,8 @@ impl Payload {
     }
 
     /// A fresh body for one attempt; `source` holds the archive's bytes,
-    /// `buffers` are the upload's chunk buffers, `sent` counts the archive
-    /// bytes streamed.
-    pub(super) fn prepare(
-        &self,
-        source: &impl AsSource,
-        buffers: &Buffers,
-        sent: &Arc<AtomicU64>,
-    ) -> Prepared {
+    /// `sent` counts the archive bytes written.
+    pub(super) fn prepare(&self, source: &impl AsSource, sent: &Arc<AtomicU64>) -> Prepared {
         match self {
             Self::Empty => Prepared {
                 body: Content::Bytes(Vec::new()),
@@ -316,7 +291,6 @@ impl Payload {
                         offset: *offset,
                         len: *len,
                         checksum: Arc::clone(&checksum),
-                        buffers: buffers.clone(),
                         sent: Arc::clone(sent),
                     }),
                     content_sha256: STREAMING_UNSIGNED_TRAILER.to_owned(),
@@ -376,126 +350,8 @@ fn short_read(error: std::io::Error) -> std::io::Error {
     }
 }
 
-/// Where the body stream is: the source, how far it got, and the running
-/// checksum (`None` once the trailer is out).
-struct Cursor {
-    ranges: Box<dyn Ranges>,
-    at: u64,
-    left: u64,
-    crc: Option<crc32fast::Hasher>,
-    done: Arc<OnceLock<u32>>,
-    buffers: Buffers,
-    sent: Arc<AtomicU64>,
-}
-
-/// An upload's chunk buffers, lent to the HTTP client and given back when
-/// it has written them. A fresh 1 MiB buffer per chunk costs the allocator
-/// a map and an unmap, the kernel a page fault per 4 KiB and a zero fill,
-/// on every chunk of every part; a reused one costs none of that.
-#[derive(Clone, Default)]
-pub(super) struct Buffers(Arc<Mutex<Vec<Vec<u8>>>>);
-
-impl Buffers {
-    /// A buffer of exactly `len` bytes, whatever they hold.
-    fn take(&self, len: usize) -> Vec<u8> {
-        let mut buffer = self
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
-            .unwrap_or_default();
-        // Zero-fills only what a smaller buffer lacks: chunks share a size.
-        buffer.resize(len, 0);
-        buffer
-    }
-
-    fn give_back(&self, buffer: Vec<u8>) {
-        let mut idle = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if idle.len() < IDLE_BUFFERS_MAX {
-            idle.push(buffer);
-        }
-    }
-}
-
-/// A buffer on loan to the HTTP client as `Bytes`; back to its pool when
-/// the client drops it.
-struct PooledBuffer {
-    buffer: Vec<u8>,
-    home: Buffers,
-}
-
-impl AsRef<[u8]> for PooledBuffer {
-    fn as_ref(&self) -> &[u8] {
-        &self.buffer
-    }
-}
-
-impl Drop for PooledBuffer {
-    fn drop(&mut self) {
-        self.home.give_back(std::mem::take(&mut self.buffer));
-    }
-}
-
-/// The aws-chunked frames of `len` bytes at `offset`, one chunk per read,
-/// with the CRC32 trailer at the end; the CRC32 also lands in `done`.
-/// Every retry builds a new stream, so a retried part is read afresh.
-fn chunk_stream(
-    ranges: Box<dyn Ranges>,
-    buffers: Buffers,
-    offset: u64,
-    len: u64,
-    done: Arc<OnceLock<u32>>,
-    sent: Arc<AtomicU64>,
-) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> + Send + 'static {
-    let start = Cursor {
-        ranges,
-        at: offset,
-        left: len,
-        crc: Some(crc32fast::Hasher::new()),
-        done,
-        buffers,
-        sent,
-    };
-    futures_util::stream::try_unfold(start, |mut cursor| async move {
-        let Some(mut crc) = cursor.crc.take() else {
-            return Ok(None);
-        };
-        if cursor.left == 0 {
-            cursor.ranges.finish()?;
-            let crc32 = crc.finalize();
-            // A retry builds a new cell, so this one is only ever set here.
-            let _ = cursor.done.set(crc32);
-            return Ok(Some((bytes::Bytes::from(final_chunk(crc32)), cursor)));
-        }
-        let n = cursor.left.min(STREAM_CHUNK_BYTES);
-        let at = cursor.at;
-        let home = cursor.buffers.clone();
-        // Read on the task's own thread, as `FileBody::write_to` does.
-        let (chunk, crc) = {
-            let header = chunk_header(n);
-            let data_len = usize::try_from(n).map_err(std::io::Error::other)?;
-            let data_end = header.len() + data_len;
-            let mut buffer = home.take(data_end + 2);
-            buffer[..header.len()].copy_from_slice(header.as_bytes());
-            cursor
-                .ranges
-                .read_exact_at(&mut buffer[header.len()..data_end], at)?;
-            crc.update(&buffer[header.len()..data_end]);
-            buffer[data_end..].copy_from_slice(b"\r\n");
-            let chunk = bytes::Bytes::from_owner(PooledBuffer { buffer, home });
-            (chunk, crc)
-        };
-        cursor.crc = Some(crc);
-        cursor.sent.fetch_add(n, Ordering::Relaxed);
-        cursor.at += n;
-        cursor.left -= n;
-        Ok::<_, std::io::Error>(Some((chunk, cursor)))
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use futures_util::StreamExt as _;
 
     use super::*;
 
@@ -528,26 +384,20 @@ mod tests {
         (dir, file)
     }
 
-    /// The bytes the body of `prepared` would send, read from a stream like
-    /// it over the same range.
+    /// The bytes the body of `prepared` writes over the range, and the
+    /// CRC32 it set once written.
     async fn wire_of(data: &[u8], offset: u64, len: u64) -> (Vec<u8>, Prepared, u32) {
         let (_dir, file) = archive(data);
-        let buffers = Buffers::default();
-        let prepared = Payload::File { offset, len }.prepare(&file, &buffers, &Arc::default());
-        let done = Arc::new(OnceLock::new());
-        let mut stream = std::pin::pin!(chunk_stream(
-            file.ranges(),
-            buffers,
-            offset,
-            len,
-            Arc::clone(&done),
-            Arc::default()
-        ));
+        let prepared = Payload::File { offset, len }.prepare(&file, &Arc::default());
+        let Content::File(body) = &prepared.body else {
+            unreachable!("a file payload has a file body")
+        };
         let mut wire = Vec::new();
-        while let Some(chunk) = stream.next().await {
-            wire.extend_from_slice(&chunk.unwrap());
-        }
-        let crc = *done.get().expect("the checksum is known at the end");
+        body.write_to(&mut wire).await.unwrap();
+        let crc = *body
+            .checksum
+            .get()
+            .expect("the checksum is known at the end");
         (wire, prepared, crc)
     }
 
@@ -580,37 +430,17 @@ mod tests {
             );
             assert_eq!(prepared.length, encoded_length(len as u64));
             assert_eq!(streamed_crc, crc);
-            assert_eq!(prepared.checksum.unwrap().get(), None, "set only once sent");
+            assert_eq!(
+                prepared.checksum.unwrap().get(),
+                Some(&crc),
+                "set once sent"
+            );
             assert_eq!(prepared.content_sha256, STREAMING_UNSIGNED_TRAILER);
             assert!(
                 prepared
                     .headers
                     .contains(&("x-amz-decoded-content-length", len.to_string()))
             );
-        }
-    }
-
-    #[tokio::test]
-    async fn the_direct_writer_sends_the_same_bytes_as_the_stream() {
-        let chunk = STREAM_CHUNK_BYTES as usize;
-        let mut data = vec![0; 3 * chunk + 77];
-        fastrand::Rng::with_seed(9).fill(&mut data);
-        for (offset, len) in [(0, 0), (5, 1000), (0, chunk), (3, 2 * chunk + 70)] {
-            let (wire, _, streamed_crc) = wire_of(&data, offset as u64, len as u64).await;
-            let (_dir, file) = archive(&data);
-            let prepared = Payload::File {
-                offset: offset as u64,
-                len: len as u64,
-            }
-            .prepare(&file, &Buffers::default(), &Arc::default());
-            let Content::File(body) = prepared.body else {
-                unreachable!("a file payload has a file body")
-            };
-            let mut written = Vec::new();
-            body.write_to(&mut written).await.unwrap();
-            assert!(written == wire, "offset {offset} len {len}");
-            let checksum = prepared.checksum.unwrap();
-            assert_eq!(checksum.get(), Some(&streamed_crc));
         }
     }
 
@@ -622,7 +452,7 @@ mod tests {
             offset: 0,
             len: data.len() as u64,
         }
-        .prepare(&file, &Buffers::default(), &Arc::default());
+        .prepare(&file, &Arc::default());
         let Content::File(body) = prepared.body else {
             unreachable!("a file payload has a file body")
         };
@@ -649,23 +479,17 @@ mod tests {
     #[tokio::test]
     async fn a_file_shorter_than_announced_fails_the_body() {
         let (_dir, file) = archive(&[1u8; 100]);
-        let done = Arc::new(OnceLock::new());
-        let mut stream = std::pin::pin!(chunk_stream(
-            file.ranges(),
-            Buffers::default(),
-            0,
-            200,
-            Arc::clone(&done),
-            Arc::default()
-        ));
-        let mut failed = false;
-        while let Some(chunk) = stream.next().await {
-            if let Err(error) = chunk {
-                failed = format!("{error:?}").contains("got shorter");
-                break;
-            }
+        let prepared = Payload::File {
+            offset: 0,
+            len: 200,
         }
-        assert!(failed, "a short read ends the body with an error");
-        assert_eq!(done.get(), None);
+        .prepare(&file, &Arc::default());
+        let Content::File(body) = &prepared.body else {
+            unreachable!("a file payload has a file body")
+        };
+        let mut written = Vec::new();
+        let error = body.write_to(&mut written).await.unwrap_err();
+        assert!(matches!(error, WriteError::File(_)), "{error:?}");
+        assert_eq!(body.checksum.get(), None);
     }
 }

@@ -154,7 +154,7 @@ impl Inner {
         };
         let mut url = url.map_err(AttemptError::Local)?;
         set_query(&mut url, &call.query);
-        let payload = call.payload.prepare(&job.source, &job.buffers, &job.sent);
+        let payload = call.payload.prepare(&job.source, &job.sent);
         let mut extra = call.headers.clone();
         extra.extend(payload.headers.iter().cloned());
         let now = SystemTime::now()
@@ -170,11 +170,8 @@ impl Inner {
             region,
             &sigv4::amz_date(now),
         );
-        let (status, headers, body, sent_whole) = if self.wire.carries(&url) {
-            self.send_wire(call, &url, &payload, headers, fresh).await?
-        } else {
-            self.send_reqwest(call, url, &payload, headers).await?
-        };
+        let (status, headers, body, sent_whole) =
+            self.send_wire(call, &url, &payload, headers, fresh).await?;
         // A success to a data request whose body did not go out whole
         // answered a request the server never read.
         if call.payload.carries_data() && !sent_whole && status.is_success() {
@@ -202,8 +199,9 @@ impl Inner {
         }
     }
 
-    /// Sends a prepared request on the uploader's own connections (`wire`):
-    /// a data request with `Expect: 100-continue`.
+    /// Sends a prepared request on the uploader's own connections (`wire`),
+    /// the one way every S3 request goes: a data request with
+    /// `Expect: 100-continue`.
     async fn send_wire(
         &self,
         call: &Call,
@@ -254,54 +252,6 @@ impl Inner {
         Ok((status, answer.headers, body, answer.sent_whole))
     }
 
-    /// Sends a prepared request with reqwest, when a proxy this layer does
-    /// not tunnel through carries it (without `Expect`: reqwest cannot wait
-    /// for the `100`).
-    async fn send_reqwest(
-        &self,
-        call: &Call,
-        url: Url,
-        payload: &Prepared,
-        headers: Vec<(&'static str, String)>,
-    ) -> Result<(StatusCode, HeaderMap, String, bool), AttemptError> {
-        let sent_url = url.clone();
-        let body = match &payload.body {
-            Content::Bytes(bytes) => reqwest::Body::from(bytes.clone()),
-            Content::File(file_body) => file_body.stream(),
-        };
-        let mut request = self
-            .client
-            .request(call.method.clone(), url)
-            .header(reqwest::header::CONTENT_LENGTH, payload.length)
-            .body(body);
-        if let Some(content_type) = payload.content_type {
-            request = request.header(reqwest::header::CONTENT_TYPE, content_type);
-        }
-        for (name, value) in headers {
-            let mut value = HeaderValue::from_str(&value).map_err(|_| unsendable())?;
-            if matches!(name, "authorization" | "x-amz-security-token") {
-                value.set_sensitive(true);
-            }
-            request = request.header(name, value);
-        }
-        let response = request.send().await.map_err(AttemptError::Transport)?;
-        if response.url() != &sent_url {
-            // A followed redirect loses the signature on the new host, and S3
-            // would then answer a misleading AccessDenied.
-            return Err(AttemptError::Local(anyhow!(
-                "S3 redirected {} to {}, and the HTTP client followed it; S3 uploads need a client that does not follow redirects",
-                call.operation,
-                response.url().host_str().unwrap_or("another host")
-            )));
-        }
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = response.text().await.map_err(AttemptError::Transport)?;
-        // The body stream sets the checksum once it was read to its end.
-        let sent_whole = payload.checksum.as_ref().is_none_or(|c| c.get().is_some());
-        Ok((status, headers, body, sent_whole))
-    }
-
     /// Opens the connections `parts` parts will use (at most the
     /// concurrency) but the one the call in flight holds and hands on, when
     /// their host is known already: a fixed endpoint, or a bucket whose
@@ -318,10 +268,10 @@ impl Inner {
         let Ok(url) = object_url(endpoint, &job.bucket, &job.key, &region) else {
             return;
         };
-        // Not through a proxy's tunnel: a proxy that refuses it would get
-        // one refused CONNECT per warmed connection, each with the same
+        // Not through a proxy: a proxy that refuses us would get one
+        // refused CONNECT per warmed connection, each with the same
         // credentials; the parts open theirs as they start instead.
-        if self.wire.carries(&url) && !self.wire.tunnels(&url) {
+        if !self.wire.proxied(&url) {
             let count = usize::try_from(parts).unwrap_or(usize::MAX);
             self.wire
                 .warm(&url, self.options.concurrency.max(1).min(count) - 1)
@@ -332,8 +282,7 @@ impl Inner {
     /// Learns the bucket's region with a bodiless HeadBucket before the first
     /// request that carries data, so archive bytes are not offered to a
     /// region that is only a guess (S3 would refuse them at the headers,
-    /// costing a round trip; through a proxy reqwest carries, without `Expect`, the refusal
-    /// comes as a broken pipe after the body was pushed). S3 names the
+    /// costing a round trip). S3 names the
     /// region in `x-amz-bucket-region` whatever the status, even when the
     /// credentials may not list the bucket. Best effort: on no answer the
     /// data request still follows a region answer itself, except when a

@@ -453,12 +453,19 @@ async fn a_refused_connection_was_not_sent_and_carries_no_retry_after() {
         .local_addr()
         .unwrap()
         .port();
-    let refused = reqwest::Client::new()
-        .get(format!("http://127.0.0.1:{port}/"))
-        .send()
+    let wire = wire::Wire::new(&crate::net::Transport::default());
+    let url = reqwest::Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
+    let request = wire::Request {
+        method: "GET",
+        url: &url,
+        headers: &[],
+        content_length: 0,
+    };
+    let refused = wire
+        .send(&request, wire::Outgoing::Bytes(&[]), false)
         .await
         .unwrap_err();
-    let failure = AttemptError::Transport(refused);
+    let failure = AttemptError::Wire(refused);
     assert_eq!(failure.kind(), CallKind::NotSent);
     assert_eq!(failure.retry_after(), None);
 }
@@ -567,11 +574,8 @@ impl BotocoreCase {
         let path = dir.path().join("archive");
         std::fs::write(&path, vec![7u8; len as usize]).unwrap();
         let file = Arc::new(std::fs::File::open(&path).unwrap());
-        let prepared = super::payload::Payload::File { offset: 0, len }.prepare(
-            &file,
-            &super::payload::Buffers::default(),
-            &Arc::default(),
-        );
+        let prepared =
+            super::payload::Payload::File { offset: 0, len }.prepare(&file, &Arc::default());
         extra.extend(prepared.headers);
         (prepared.content_sha256, extra)
     }
@@ -788,20 +792,17 @@ mod against_fake {
 
     /// Small parts so a 12 MiB file is three parts; instant retries.
     fn uploader(fake: &FakeBaseten, concurrency: usize, attempts: u32) -> Uploader {
-        Uploader::new(
-            reqwest::Client::new(),
-            Options {
-                endpoint: Some(url(&fake.s3_endpoint())),
-                multipart_threshold: 5 * MIB,
-                part_size: 5 * MIB,
-                concurrency,
-                retry: Policy {
-                    attempts,
-                    ..Options::default().retry.instant()
-                },
-                wire: crate::net::Transport::default(),
+        Uploader::new(Options {
+            endpoint: Some(url(&fake.s3_endpoint())),
+            multipart_threshold: 5 * MIB,
+            part_size: 5 * MIB,
+            concurrency,
+            retry: Policy {
+                attempts,
+                ..Options::default().retry.instant()
             },
-        )
+            wire: crate::net::Transport::default(),
+        })
     }
 
     fn target(fake: &FakeBaseten) -> Target {

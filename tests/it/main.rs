@@ -23,6 +23,7 @@ mod network;
 mod official_client;
 mod outputs;
 mod props;
+mod proxy_matrix;
 mod published_api;
 mod s3_answers;
 mod scope;

@@ -42,6 +42,15 @@ fn every_request_goes_through_http_proxy() {
             "{want} went through the proxy: {e:?}"
         );
     }
+    // The upload took the one S3 transport through the proxy too: its body
+    // waited for S3's `100` (the HTTP library never sent `Expect`).
+    let events = fake.s3().events();
+    let puts: Vec<_> = events
+        .iter()
+        .filter(|e| e.operation == "s3.put_object")
+        .collect();
+    assert!(!puts.is_empty(), "{events:#?}");
+    assert!(puts.iter().all(|e| e.expect_continue), "{events:#?}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! One HTTP/1.1 connection: TCP, TLS on top for `https`, and the bytes
-//! read but not yet parsed.
+//! One HTTP/1.1 connection: TCP, TLS to the proxy for an `https://` one,
+//! the proxy's tunnel, TLS to S3 for `https`, and the bytes read but not
+//! yet parsed.
 
 use std::io;
 use std::pin::Pin;
@@ -11,12 +12,13 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
-use super::{Origin, Tunnel};
+use super::route::{Origin, Proxy, Route};
 
-/// A connection's byte stream, plain or TLS.
+/// A connection's byte stream: TCP, or TLS over a stream (TLS to S3 over
+/// TLS to a proxy is TLS in TLS).
 pub(super) enum Stream {
     Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Tls(Box<TlsStream<Stream>>),
 }
 
 impl AsyncRead for Stream {
@@ -109,8 +111,9 @@ impl Conn {
     }
 }
 
-/// A proxy's refusal of a tunnel for who is asking (401, 403, 407): the
-/// same request gets the same answer, so it is not tried again.
+/// A proxy's refusal for who is asking: of a tunnel (401, 403, 407), or
+/// of a request it would forward (407). The same request gets the same
+/// answer, so it is not tried again.
 #[derive(Debug)]
 pub(in crate::s3) struct TunnelRefused(pub(super) String);
 
@@ -125,17 +128,17 @@ impl std::error::Error for TunnelRefused {}
 /// The most a proxy's answer to `CONNECT` may hold before its blank line.
 const TUNNEL_ANSWER_MAX_BYTES: usize = 16 * 1024;
 
-/// Opens a connection to `origin` within `timeout` (name lookup, TCP, the
-/// proxy's tunnel when there is one, and the TLS handshake together),
-/// trying each address in turn.
+/// Opens a connection for requests to `origin` on `route` within
+/// `timeout` (name lookup, TCP, TLS to the proxy, the proxy's tunnel and
+/// TLS to S3 together), trying each address in turn.
 pub(super) async fn connect(
     origin: &Origin,
-    tunnel: Option<&Tunnel>,
+    route: &Route,
     tls: &Arc<rustls::ClientConfig>,
     timeout: Duration,
 ) -> io::Result<Conn> {
-    let (host, port) = match tunnel {
-        Some(t) => (t.host.as_str(), t.port),
+    let (host, port) = match route.proxy() {
+        Some(p) => (p.host.as_str(), p.port),
         None => (origin.host.as_str(), origin.port),
     };
     let opening = async {
@@ -156,19 +159,19 @@ pub(super) async fn connect(
         }))
     };
     let handshake = async {
-        let mut tcp = opening.await?;
-        if let Some(tunnel) = tunnel {
-            open_tunnel(&mut tcp, origin, tunnel).await?;
+        let mut stream = Stream::Plain(opening.await?);
+        if let Some(proxy) = route.proxy().filter(|p| p.https) {
+            stream = tls_over(stream, &proxy.host, tls)
+                .await
+                .map_err(|e| io::Error::new(e.kind(), format!("TLS to the proxy: {e}")))?;
+        }
+        if let Route::Tunnel(proxy) = route {
+            open_tunnel(&mut stream, origin, proxy).await?;
         }
         if !origin.https {
-            return io::Result::Ok(Stream::Plain(tcp));
+            return io::Result::Ok(stream);
         }
-        let name = rustls::pki_types::ServerName::try_from(origin.host.clone())
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let tls = tokio_rustls::TlsConnector::from(Arc::clone(tls))
-            .connect(name, tcp)
-            .await?;
-        Ok(Stream::Tls(Box::new(tls)))
+        tls_over(stream, &origin.host, tls).await
     };
     let stream = tokio::time::timeout(timeout, handshake)
         .await
@@ -181,11 +184,25 @@ pub(super) async fn connect(
     })
 }
 
-/// Asks the proxy on `tcp` for a tunnel to `origin` (`CONNECT`, with the
+/// A TLS session to `host` over `stream`.
+async fn tls_over(
+    stream: Stream,
+    host: &str,
+    tls: &Arc<rustls::ClientConfig>,
+) -> io::Result<Stream> {
+    let name = rustls::pki_types::ServerName::try_from(host.to_owned())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let tls = tokio_rustls::TlsConnector::from(Arc::clone(tls))
+        .connect(name, stream)
+        .await?;
+    Ok(Stream::Tls(Box::new(tls)))
+}
+
+/// Asks the proxy on `stream` for a tunnel to `origin` (`CONNECT`, with the
 /// proxy's credentials when its URL had them) and reads its answer: a 2xx
 /// opens the tunnel, anything else is a connect error naming the proxy's
 /// status. The tunnel carries TLS end to end: the proxy sees no request.
-async fn open_tunnel(tcp: &mut TcpStream, origin: &Origin, tunnel: &Tunnel) -> io::Result<()> {
+async fn open_tunnel(tcp: &mut Stream, origin: &Origin, tunnel: &Proxy) -> io::Result<()> {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let authority = if origin.host.contains(':') {
         format!("[{}]:{}", origin.host, origin.port)
@@ -198,6 +215,8 @@ async fn open_tunnel(tcp: &mut TcpStream, origin: &Origin, tunnel: &Tunnel) -> i
     }
     head.push_str("\r\n");
     tcp.write_all(head.as_bytes()).await?;
+    // Over TLS to the proxy the head may still sit in the session.
+    tcp.flush().await?;
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
     let end = loop {

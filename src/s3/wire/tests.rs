@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::*;
-use crate::s3::payload::{Buffers, Content, Payload, encoded_length};
+use crate::s3::payload::{Content, Payload, encoded_length};
 
 const XML_403: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>";
 
@@ -37,10 +37,7 @@ fn body(archive: &Archive) -> FileBody {
         offset: 0,
         len: archive.len,
     };
-    match payload
-        .prepare(&archive.file, &Buffers::default(), &Arc::default())
-        .body
-    {
+    match payload.prepare(&archive.file, &Arc::default()).body {
         Content::File(body) => body,
         Content::Bytes(_) => unreachable!("a file payload has a file body"),
     }
@@ -176,8 +173,8 @@ async fn after_100_continue_the_framed_body_follows_and_the_connection_is_kept()
         1,
         "one connection for both"
     );
-    // The framed body, as `payload` writes it (its tests prove these are
-    // the bytes the reqwest route streams too).
+    // The framed body, as `payload` writes it (its tests decode it back to
+    // the range and its CRC32 trailer).
     let mut expected = Vec::new();
     body(&archive).write_to(&mut expected).await.unwrap();
     assert_eq!(bodies[0], expected);
@@ -267,7 +264,7 @@ async fn no_server_is_a_connect_error() {
 }
 
 #[test]
-fn a_proxy_for_the_host_is_tunnelled_or_left_to_reqwest() {
+fn a_proxy_for_the_host_is_tunnelled_for_https_and_forwarded_to_for_http() {
     let mut wire = Wire::new(&Transport::default());
     wire.proxies = Arc::new(
         Matcher::builder()
@@ -277,39 +274,62 @@ fn a_proxy_for_the_host_is_tunnelled_or_left_to_reqwest() {
             .build(),
     );
     let url = |s: &str| Url::parse(s).unwrap();
-    let tunnel = |auth: Option<&str>| {
-        Route::Tunnel(Tunnel {
-            host: "proxy.example".into(),
-            port: 3128,
-            auth: auth.map(str::to_owned),
-        })
+    let proxy = |https: bool, port: u16, auth: Option<&str>| route::Proxy {
+        https,
+        host: "proxy.example".into(),
+        port,
+        auth: auth.map(str::to_owned),
     };
     // https through an http proxy: a tunnel, the proxy's credentials sent
     // to the proxy alone.
     assert_eq!(
-        wire.route(&url("https://bucket.s3.amazonaws.com/k")),
-        tunnel(Some("Basic dXNlcjpzZWNyZXQ="))
+        wire.route(&url("https://bucket.s3.amazonaws.com/k"))
+            .unwrap(),
+        Route::Tunnel(proxy(false, 3128, Some("Basic dXNlcjpzZWNyZXQ=")))
     );
-    assert!(wire.carries(&url("https://bucket.s3.amazonaws.com/k")));
+    assert!(wire.proxied(&url("https://bucket.s3.amazonaws.com/k")));
     assert_eq!(
-        wire.route(&url("https://127.0.0.1:9000/b/k")),
+        wire.route(&url("https://127.0.0.1:9000/b/k")).unwrap(),
         Route::Direct
     );
-    // Plain http through a proxy: the proxy would read the request itself.
+    assert!(!wire.proxied(&url("https://127.0.0.1:9000/b/k")));
+    // Plain http through a proxy: the proxy reads and forwards it.
+    let forward = wire
+        .route(&url("http://bucket.s3.amazonaws.com/k?uploads"))
+        .unwrap();
+    assert_eq!(forward, Route::Forward(proxy(false, 3128, None)));
     assert_eq!(
-        wire.route(&url("http://bucket.s3.amazonaws.com/k")),
-        Route::Reqwest
+        route::target(
+            &url("http://bucket.s3.amazonaws.com:8080/k?uploads"),
+            &forward
+        ),
+        "http://bucket.s3.amazonaws.com:8080/k?uploads"
     );
-    // A proxy reached over https is reqwest's.
+    assert_eq!(
+        route::target(
+            &url("http://bucket.s3.amazonaws.com/k?uploads"),
+            &Route::Direct
+        ),
+        "/k?uploads"
+    );
+    // A proxy reached over https: TLS to it, then the tunnel; its port
+    // defaults to 443.
+    wire.proxies = Arc::new(Matcher::builder().https("https://proxy.example").build());
+    assert_eq!(
+        wire.route(&url("https://bucket.s3.amazonaws.com/k"))
+            .unwrap(),
+        Route::Tunnel(proxy(true, 443, None))
+    );
+    // A SOCKS proxy is never a way around the proxy: a connect error.
     wire.proxies = Arc::new(
         Matcher::builder()
-            .https("https://proxy.example:3129")
+            .all("socks5://proxy.example:1080")
             .build(),
     );
-    assert_eq!(
-        wire.route(&url("https://bucket.s3.amazonaws.com/k")),
-        Route::Reqwest
-    );
+    let refused = wire
+        .route(&url("https://bucket.s3.amazonaws.com/k"))
+        .unwrap_err();
+    assert!(refused.to_string().contains("socks5 proxy"), "{refused}");
 }
 
 #[test]
@@ -899,4 +919,241 @@ async fn a_proxy_that_sends_garbage_after_its_connect_200_fails_the_handshake() 
     let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
 
     assert!(matches!(error, Error::Connect(_)), "{error:?}");
+}
+
+/// A proxy reached over TLS (`https://`, the test CA's `localhost`) that
+/// answers one `CONNECT` with `answer` inside its TLS and, on a 200,
+/// relays the tunnel's bytes to `port`: TLS to S3 inside TLS to the proxy.
+async fn tls_connect_proxy(
+    port: u16,
+    answer: &'static str,
+) -> (u16, tokio::sync::oneshot::Receiver<String>) {
+    let proxy = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy_port = proxy.local_addr().unwrap().port();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (tcp, _) = proxy.accept().await.unwrap();
+        let mut client = test_acceptor().accept(tcp).await.unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = client.read(&mut buf).await.unwrap();
+            assert!(n > 0);
+            got.extend_from_slice(&buf[..n]);
+        }
+        let _ = tx.send(String::from_utf8(got).unwrap());
+        client.write_all(answer.as_bytes()).await.unwrap();
+        client.flush().await.unwrap();
+        if answer.starts_with("HTTP/1.1 200") {
+            let mut upstream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+        }
+    });
+    (proxy_port, rx)
+}
+
+fn trusting_wire(proxy: String) -> Wire {
+    let mut wire = Wire::new(&Transport {
+        tls: Arc::new(crate::net::tls_config(&test_ca_roots())),
+        ..Transport::default()
+    });
+    wire.proxies = Arc::new(Matcher::builder().all(proxy).build());
+    wire
+}
+
+#[tokio::test]
+async fn through_an_https_proxy_tls_runs_inside_tls_and_the_body_still_waits_for_100() {
+    let (port, server) = tls_put_server().await;
+    let (proxy_port, connect) =
+        tls_connect_proxy(port, "HTTP/1.1 200 Connection established\r\n\r\n").await;
+    let wire = trusting_wire(format!("https://ci:pass@localhost:{proxy_port}"));
+    let url = Url::parse(&format!("https://localhost:{port}/bucket/key")).unwrap();
+    let archive = archive(150_000);
+
+    let answer = send(&wire, &url, &archive, false).await.unwrap();
+
+    assert_eq!(answer.status, 200);
+    assert_eq!(
+        connect.await.unwrap(),
+        format!(
+            "CONNECT localhost:{port} HTTP/1.1\r\nHost: localhost:{port}\r\nProxy-Authorization: Basic Y2k6cGFzcw==\r\n\r\n"
+        )
+    );
+    // S3 (past the proxy) got the request over its own TLS, the body only
+    // after its 100 (`serve_tls_put` checks), and no proxy credentials.
+    let (head, body_len, ..) = server.await.unwrap();
+    assert!(head.starts_with("PUT /bucket/key HTTP/1.1\r\n"), "{head}");
+    assert!(head.contains("expect: 100-continue\r\n"), "{head}");
+    assert!(
+        !head.to_ascii_lowercase().contains("proxy-authorization"),
+        "{head}"
+    );
+    assert_eq!(body_len as u64, encoded_length(archive.len));
+}
+
+#[tokio::test]
+async fn an_https_proxy_that_refuses_the_tunnel_inside_its_tls_is_named() {
+    let (proxy_port, _connect) = tls_connect_proxy(
+        1,
+        "HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n",
+    )
+    .await;
+    let wire = trusting_wire(format!("https://localhost:{proxy_port}"));
+    let url = Url::parse("https://bucket.s3.amazonaws.com/key").unwrap();
+
+    let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
+
+    let Error::Connect(e) = &error else {
+        panic!("{error:?}");
+    };
+    assert!(
+        e.get_ref().is_some_and(|i| i.is::<TunnelRefused>()),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("407"), "{e}");
+}
+
+/// Hostile `https://` proxies: one that answers the TLS hello in plain
+/// HTTP, one that is not the host its certificate names (an untrusted
+/// one), one that answers `CONNECT` with 200 and closes, one that
+/// redirects the `CONNECT`: each a connect error, nothing sent to S3.
+#[tokio::test]
+async fn hostile_https_proxies_are_connect_errors() {
+    // Plain HTTP where the TLS handshake should be.
+    let plain = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let plain_port = plain.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let (mut c, _) = plain.accept().await.unwrap();
+        let _ = c.read(&mut [0u8; 1024]).await;
+        let _ = c
+            .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+            .await;
+    });
+    let url = Url::parse("https://bucket.s3.amazonaws.com/key").unwrap();
+    let wire = trusting_wire(format!("https://localhost:{plain_port}"));
+    let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
+    assert!(
+        matches!(&error, Error::Connect(e) if e.to_string().contains("TLS to the proxy")),
+        "{error:?}"
+    );
+
+    // A proxy whose certificate the run does not trust.
+    let (untrusted_port, _) = tls_connect_proxy(1, "HTTP/1.1 200 OK\r\n\r\n").await;
+    let mut wire = Wire::new(&Transport::default());
+    wire.proxies = Arc::new(
+        Matcher::builder()
+            .all(format!("https://localhost:{untrusted_port}"))
+            .build(),
+    );
+    let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
+    assert!(matches!(error, Error::Connect(_)), "{error:?}");
+
+    // 200 to CONNECT, then the proxy goes away: S3's handshake fails.
+    let gone = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let gone_port = gone.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let (tcp, _) = gone.accept().await.unwrap();
+        let mut c = test_acceptor().accept(tcp).await.unwrap();
+        let _ = c.read(&mut [0u8; 4096]).await;
+        let _ = c
+            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .await;
+        let _ = c.shutdown().await;
+    });
+    let wire = trusting_wire(format!("https://localhost:{gone_port}"));
+    let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
+    assert!(matches!(error, Error::Connect(_)), "{error:?}");
+
+    // A redirect is no tunnel, and is not followed.
+    let (redirecting, _) = tls_connect_proxy(
+        1,
+        "HTTP/1.1 307 Temporary Redirect\r\nlocation: https://elsewhere.example/\r\ncontent-length: 0\r\n\r\n",
+    )
+    .await;
+    let wire = trusting_wire(format!("https://localhost:{redirecting}"));
+    let error = send(&wire, &url, &archive(10), false).await.unwrap_err();
+    assert!(
+        matches!(&error, Error::Connect(e) if e.to_string().contains("307")),
+        "{error:?}"
+    );
+}
+
+/// A plain-`http` S3 behind an HTTP proxy: the proxy gets the request in
+/// absolute form with its credentials, `Expect` still sent and honoured.
+#[tokio::test]
+async fn to_a_plain_http_s3_the_proxy_gets_an_absolute_form_request_with_expect() {
+    let proxy = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy_port = proxy.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        let (mut stream, _) = proxy.accept().await.unwrap();
+        let (head, rest) = read_head(&mut stream).await;
+        assert!(rest.is_empty(), "no body byte before the 100");
+        stream
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .unwrap();
+        let body = read_body(&mut stream, rest, content_length(&head)).await;
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\netag: \"f\"\r\ncontent-length: 0\r\n\r\n")
+            .await
+            .unwrap();
+        (head, body.len())
+    });
+    let mut wire = Wire::new(&Transport::default());
+    wire.proxies = Arc::new(
+        Matcher::builder()
+            .http(format!("http://ci:pass@127.0.0.1:{proxy_port}"))
+            .build(),
+    );
+    let url = Url::parse("http://s3.example:9000/bucket/key?partNumber=1").unwrap();
+    let archive = archive(20_000);
+
+    let answer = send(&wire, &url, &archive, false).await.unwrap();
+
+    assert_eq!(answer.status, 200);
+    let (head, body_len) = server.await.unwrap();
+    assert!(
+        head.starts_with("PUT http://s3.example:9000/bucket/key?partNumber=1 HTTP/1.1\r\n"),
+        "{head}"
+    );
+    assert!(head.contains("host: s3.example:9000\r\n"), "{head}");
+    assert!(
+        head.contains("proxy-authorization: Basic Y2k6cGFzcw==\r\n"),
+        "{head}"
+    );
+    assert!(head.contains("expect: 100-continue\r\n"), "{head}");
+    assert_eq!(body_len as u64, encoded_length(archive.len));
+}
+
+/// A forwarding proxy that asks for credentials (407) asks again for the
+/// same ones: a refusal naming its status, not an answer from S3.
+#[tokio::test]
+async fn a_forwarding_proxy_that_asks_for_credentials_is_a_refusal() {
+    let (url, server) = one_connection(|mut stream| async move {
+        read_head(&mut stream).await;
+        stream
+            .write_all(b"HTTP/1.1 407 Proxy Authentication Required\r\nproxy-authenticate: Basic\r\ncontent-length: 0\r\n\r\n")
+            .await
+            .unwrap();
+    })
+    .await;
+    let mut wire = Wire::new(&Transport::default());
+    wire.proxies = Arc::new(
+        Matcher::builder()
+            .http(format!("http://ci:wrong@127.0.0.1:{}", url.port().unwrap()))
+            .build(),
+    );
+    let target = Url::parse("http://s3.example/bucket/key").unwrap();
+
+    let error = send(&wire, &target, &archive(10), false).await.unwrap_err();
+
+    let Error::Connect(e) = &error else {
+        panic!("{error:?}");
+    };
+    assert!(
+        e.get_ref().is_some_and(|i| i.is::<TunnelRefused>()),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("407"), "{e}");
+    server.await.unwrap();
 }

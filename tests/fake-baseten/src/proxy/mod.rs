@@ -106,6 +106,18 @@ pub struct ProxyEntry {
     pub graphql: Vec<String>,
     /// Whether an `Authorization` header was sent (its value is never kept).
     pub authorization: bool,
+    /// Whether a `Proxy-Authorization` header was sent (its value is never
+    /// kept); it is never forwarded.
+    pub proxy_authorization: bool,
+    /// Whether the request carried `Expect: 100-continue`.
+    pub expect_continue: bool,
+    /// Whether the request-target was absolute-form (`http://host/path`),
+    /// as a client sends it to a proxy that forwards it.
+    pub absolute_form: bool,
+    /// Whether it came over TLS to the proxy.
+    pub tls: bool,
+    /// Whether it came inside a `CONNECT` tunnel the proxy intercepted.
+    pub tunnelled: bool,
     /// The rule that fired, by id.
     pub rule: Option<String>,
     /// [`Fault::describe`] of what was done.
@@ -127,9 +139,73 @@ pub struct ProxyBuilder {
     port: u16,
     rules: RuleSet,
     log_file: Option<PathBuf>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    intercept: Option<Arc<rustls::ServerConfig>>,
+    credentials: Option<String>,
+    forward_expect: bool,
+}
+
+fn server_config(
+    cert_chain: Vec<Vec<u8>>,
+    pkcs8_key: Vec<u8>,
+) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .context("while choosing the proxy's TLS versions")?
+    .with_no_client_auth()
+    .with_single_cert(
+        cert_chain
+            .into_iter()
+            .map(rustls::pki_types::CertificateDer::from)
+            .collect(),
+        rustls::pki_types::PrivateKeyDer::Pkcs8(pkcs8_key.into()),
+    )
+    .context("while loading the proxy's certificate")?;
+    Ok(Arc::new(config))
 }
 
 impl ProxyBuilder {
+    /// Serves over TLS with this certificate chain and PKCS#8 key (DER):
+    /// the proxy of an `https://` proxy URL.
+    pub fn tls(mut self, cert_chain: Vec<Vec<u8>>, pkcs8_key: Vec<u8>) -> anyhow::Result<Self> {
+        self.tls = Some(server_config(cert_chain, pkcs8_key)?);
+        Ok(self)
+    }
+
+    /// Opens `CONNECT` tunnels as a TLS-intercepting proxy does: a `200`,
+    /// then TLS with this certificate inside the tunnel, and the requests
+    /// in it served (logged, faulted, forwarded to the fake) like any other,
+    /// marked `tunnelled`. Without it a `CONNECT` is forwarded to the fake.
+    pub fn intercept_tunnels(
+        mut self,
+        cert_chain: Vec<Vec<u8>>,
+        pkcs8_key: Vec<u8>,
+    ) -> anyhow::Result<Self> {
+        self.intercept = Some(server_config(cert_chain, pkcs8_key)?);
+        Ok(self)
+    }
+
+    /// Forwards `Expect: 100-continue` to the fake, as RFC 9110 lets a
+    /// proxy do, instead of answering the `100` itself and dropping it:
+    /// the fake's S3 then records what the client asked. (The body is
+    /// still read whole first, and the fake's `100` is passed over.)
+    pub fn forward_expect(mut self) -> Self {
+        self.forward_expect = true;
+        self
+    }
+
+    /// Answers `407 Proxy Authentication Required` to every request (the
+    /// admin paths excepted) whose `Proxy-Authorization` is not Basic
+    /// `user:password`.
+    pub fn credentials(mut self, user: &str, password: &str) -> Self {
+        use base64::Engine as _;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        self.credentials = Some(format!("Basic {token}"));
+        self
+    }
+
     /// Replaces the rules (and seed) with a parsed rules file.
     pub fn rules(mut self, set: RuleSet) -> Self {
         self.rules = set;
@@ -194,6 +270,10 @@ impl ProxyBuilder {
             log: Mutex::new(Vec::new()),
             file,
             open: AtomicUsize::new(0),
+            tls: self.tls.map(tokio_rustls::TlsAcceptor::from),
+            intercept: self.intercept.map(tokio_rustls::TlsAcceptor::from),
+            credentials: self.credentials,
+            forward_expect: self.forward_expect,
         });
         let (tx, rx) = watch::channel(false);
         tokio::spawn(serve::serve(listener, state.clone(), rx.clone(), false));
@@ -240,6 +320,10 @@ impl FaultProxy {
             port: 0,
             rules: RuleSet::default(),
             log_file: None,
+            tls: None,
+            intercept: None,
+            credentials: None,
+            forward_expect: false,
         }
     }
 
@@ -326,6 +410,14 @@ struct State {
     file: Option<Mutex<File>>,
     /// Client connections (to the proxy and the sink) not yet closed.
     open: AtomicUsize,
+    /// The proxy (not its sink) is reached over TLS.
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Terminates the TLS inside `CONNECT` tunnels, if set.
+    intercept: Option<tokio_rustls::TlsAcceptor>,
+    /// The `Proxy-Authorization` every request must carry, if any.
+    credentials: Option<String>,
+    /// `Expect` is forwarded, not dropped.
+    forward_expect: bool,
 }
 
 impl State {

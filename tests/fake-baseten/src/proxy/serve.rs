@@ -4,7 +4,6 @@
 
 use std::convert::Infallible;
 use std::future::Future as _;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -93,6 +92,8 @@ async fn connection(
         conn: conn.clone(),
         pause: None,
     };
+    let tls = if sink { None } else { state.tls.clone() };
+    let over_tls = tls.is_some();
     let svc = {
         let conn = conn.clone();
         hyper::service::service_fn(move |req: Request<Incoming>| {
@@ -101,13 +102,31 @@ async fn connection(
             async move {
                 Ok::<_, Infallible>(if sink {
                     sink_answer(&state, req)
+                } else if req.method() == Method::CONNECT && state.intercept.is_some() {
+                    open_tunnel(&state, &conn, req, over_tls)
                 } else {
-                    handle(&state, &conn, req).await
+                    handle(&state, &conn, req, over_tls, false).await
                 })
             }
         })
     };
-    let served = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(io), svc);
+    let served: Pin<Box<dyn std::future::Future<Output = ()> + Send>> = match tls {
+        Some(acceptor) => Box::pin(async move {
+            // A client that fails the handshake gets nothing more.
+            if let Ok(tls) = acceptor.accept(io).await {
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .with_upgrades()
+                    .await;
+            }
+        }),
+        None => Box::pin(async move {
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(io), svc)
+                .with_upgrades()
+                .await;
+        }),
+    };
     tokio::select! {
         _ = served => {}
         _ = conn.kill.notified() => {}
@@ -200,6 +219,8 @@ const HOP_BY_HOP: &[&str] = &[
     "trailer",
     "upgrade",
     "expect",
+    // The proxy's own credentials: a proxy takes them off.
+    "proxy-authorization",
 ];
 
 fn host_of(headers: &HeaderMap) -> Option<String> {
@@ -209,7 +230,96 @@ fn host_of(headers: &HeaderMap) -> Option<String> {
         .map(str::to_string)
 }
 
-async fn handle(state: &State, conn: &Arc<Conn>, req: Request<Incoming>) -> Response<Body> {
+/// Answers a `CONNECT` as a TLS-intercepting proxy: `407` without the
+/// credentials it wants, else `200` and, on the upgraded connection, TLS
+/// with the intercepting certificate and the requests inside served by
+/// [`handle`] (marked `tunnelled`).
+fn open_tunnel(
+    state: &Arc<State>,
+    conn: &Arc<Conn>,
+    req: Request<Incoming>,
+    tls: bool,
+) -> Response<Body> {
+    let mut entry = ProxyEntry {
+        method: "CONNECT".into(),
+        host: req.uri().authority().map(|a| a.to_string()),
+        path: String::new(),
+        proxy_authorization: req.headers().contains_key(header::PROXY_AUTHORIZATION),
+        tls,
+        ..ProxyEntry::default()
+    };
+    if let Some(refusal) = refuse_credentials(state, req.headers()) {
+        entry.status = Some(407);
+        state.push(entry);
+        return refusal;
+    }
+    entry.status = Some(200);
+    state.push(entry);
+    let Some(acceptor) = state.intercept.clone() else {
+        return plain(StatusCode::BAD_GATEWAY, "proxy: no tunnels\n".into());
+    };
+    tokio::spawn(serve_tunnel(
+        state.clone(),
+        conn.clone(),
+        hyper::upgrade::on(req),
+        acceptor,
+        tls,
+    ));
+    Response::new(Full::new(Bytes::new()).boxed())
+}
+
+/// The requests inside an intercepted tunnel. A boxed future: it serves
+/// [`handle`], whose own future holds this one's spawn.
+fn serve_tunnel(
+    state: Arc<State>,
+    conn: Arc<Conn>,
+    upgrade: hyper::upgrade::OnUpgrade,
+    acceptor: tokio_rustls::TlsAcceptor,
+    tls: bool,
+) -> Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        let Ok(upgraded) = upgrade.await else {
+            return;
+        };
+        let Ok(inner) = acceptor.accept(TokioIo::new(upgraded)).await else {
+            return;
+        };
+        let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+            let state = state.clone();
+            let conn = conn.clone();
+            async move { Ok::<_, Infallible>(handle(&state, &conn, req, tls, true).await) }
+        });
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(TokioIo::new(inner), svc)
+            .await;
+    })
+}
+
+/// The `407` for a request without the credentials the proxy wants.
+fn refuse_credentials(state: &State, headers: &HeaderMap) -> Option<Response<Body>> {
+    let want = state.credentials.as_ref()?;
+    let got = headers.get(header::PROXY_AUTHORIZATION);
+    if got.is_some_and(|got| got.as_bytes() == want.as_bytes()) {
+        return None;
+    }
+    let mut refusal = plain(
+        StatusCode::PROXY_AUTHENTICATION_REQUIRED,
+        "proxy: credentials required\n".to_owned(),
+    );
+    refusal.headers_mut().insert(
+        header::PROXY_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"fault-proxy\""),
+    );
+    Some(refusal)
+}
+
+async fn handle(
+    state: &Arc<State>,
+    conn: &Arc<Conn>,
+    req: Request<Incoming>,
+    tls: bool,
+    tunnelled: bool,
+) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let body = match body.collect().await {
         Ok(b) => b.to_bytes(),
@@ -221,7 +331,7 @@ async fn handle(state: &State, conn: &Arc<Conn>, req: Request<Incoming>) -> Resp
         return admin(state, &parts.method, &path);
     }
     if path.starts_with("/__fake/") {
-        return match forward(state.upstream, &parts, body).await {
+        return match forward(state, &parts, body).await {
             Ok((head, body)) => answer_forwarded(head, body),
             Err(e) => plain(StatusCode::BAD_GATEWAY, format!("proxy: {e:#}")),
         };
@@ -241,17 +351,33 @@ async fn handle(state: &State, conn: &Arc<Conn>, req: Request<Incoming>) -> Resp
         query: parts.uri.query().map(str::to_string),
         graphql,
         authorization: parts.headers.contains_key(header::AUTHORIZATION),
+        proxy_authorization: parts.headers.contains_key(header::PROXY_AUTHORIZATION),
+        expect_continue: parts
+            .headers
+            .get(header::EXPECT)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue")),
+        absolute_form: parts.uri.scheme().is_some(),
+        tls,
+        tunnelled,
         rule: decision.as_ref().map(|d| d.rule.clone()),
         fault: decision.as_ref().map(|d| d.fault.describe()),
         ..ProxyEntry::default()
     };
+    // Inside a tunnel the credentials went with the CONNECT.
+    if let Some(refusal) = refuse_credentials(state, &parts.headers).filter(|_| !tunnelled) {
+        entry.rule = None;
+        entry.fault = None;
+        entry.status = Some(407);
+        state.push(entry);
+        return refusal;
+    }
     let Some(fault) = decision.map(|d| d.fault) else {
         return forward_and_log(state, &parts, body, entry).await;
     };
 
     let forwarded = if fault.forwards() {
         entry.forwarded = true;
-        match forward(state.upstream, &parts, body).await {
+        match forward(state, &parts, body).await {
             Ok(r) => {
                 entry.upstream_status = Some(r.0.status.as_u16());
                 Some(r)
@@ -361,7 +487,7 @@ async fn forward_and_log(
     mut entry: ProxyEntry,
 ) -> Response<Body> {
     entry.forwarded = true;
-    let resp = match forward(state.upstream, parts, body).await {
+    let resp = match forward(state, parts, body).await {
         Ok((head, body)) => {
             entry.upstream_status = Some(head.status.as_u16());
             answer_forwarded(head, body)
@@ -376,10 +502,11 @@ async fn forward_and_log(
 /// Sends the request to the fake on a fresh connection and reads the whole
 /// answer.
 async fn forward(
-    upstream: SocketAddr,
+    state: &State,
     parts: &request::Parts,
     body: Bytes,
 ) -> anyhow::Result<(response::Parts, Bytes)> {
+    let upstream = state.upstream;
     let tcp = TcpStream::connect(upstream)
         .await
         .with_context(|| format!("while connecting to the fake at {upstream}"))?;
@@ -398,7 +525,8 @@ async fn forward(
         .body(Full::new(body))
         .context("while building the forwarded request")?;
     for (name, value) in &parts.headers {
-        if !HOP_BY_HOP.contains(&name.as_str()) {
+        let expect = state.forward_expect && name == header::EXPECT;
+        if expect || !HOP_BY_HOP.contains(&name.as_str()) {
             req.headers_mut().append(name.clone(), value.clone());
         }
     }
