@@ -110,6 +110,12 @@ pub(crate) async fn package_and_upload(
     hash: bool,
 ) -> Result<Option<ContentHash>, Failure> {
     let fail = |e: anyhow::Error| Failure::Deploy(e);
+    // The platform's temporary upload credentials are secrets like the key:
+    // registered for every sink, so whatever S3 echoes of them is *** wherever
+    // the run writes it. (Only this process ever prints them: no
+    // `::add-mask::` line is needed for the runner.)
+    crate::secret::register(&creds.aws_secret_access_key);
+    crate::secret::register(&creds.aws_session_token);
     // The upload's wall time runs from the first file the layout reads to
     // the last part stored: there is no packaging pass apart from it.
     let began = std::time::Instant::now();

@@ -130,13 +130,9 @@ impl AttemptError {
     }
 
     /// The error the caller reports after `attempts` tries of `operation`,
-    /// with `secrets` blanked wherever S3 echoed them.
-    pub(super) fn into_error(
-        self,
-        operation: Operation,
-        attempts: u32,
-        secrets: &[&str],
-    ) -> anyhow::Error {
+    /// (what S3 echoed of the upload credentials is blanked by the sinks,
+    /// which know them: the flow registers them when it receives them).
+    pub(super) fn into_error(self, operation: Operation, attempts: u32) -> anyhow::Error {
         let tries = if attempts > 1 {
             format!(", after {attempts} attempts")
         } else {
@@ -149,9 +145,7 @@ impl AttemptError {
                 anyhow!("{error}").context(format!("could not complete S3 {operation}{tries}"))
             }
             Self::S3 { status, error, .. } => {
-                anyhow!(rejection_message(
-                    operation, status, &error, &tries, secrets
-                ))
+                anyhow!(rejection_message(operation, status, &error, &tries))
             }
             Self::AnsweredUnsent { status } => anyhow!(
                 "S3 answered {operation} with HTTP {status} before its body was sent, twice, on two connections{tries}: an answer to a body that never arrived cannot mean it was stored, so the upload is not trusted and nothing is deployed; something between truss-push and S3 (a proxy, a gateway) or the S3-compatible server answers requests it did not read (check HTTPS_PROXY and the s3-endpoint input)"
@@ -174,7 +168,6 @@ pub(super) fn rejection_message(
     status: StatusCode,
     error: &S3Error,
     tries: &str,
-    secrets: &[&str],
 ) -> String {
     let what = match (&error.code, &error.message) {
         (Some(code), Some(message)) => format!("{code}: {message}"),
@@ -195,7 +188,7 @@ pub(super) fn rejection_message(
         message.push_str(": ");
         message.push_str(hint);
     }
-    redact(&message, secrets)
+    message
 }
 
 fn hint(code: &str) -> Option<&'static str> {
@@ -214,11 +207,4 @@ fn hint(code: &str) -> Option<&'static str> {
         }
         _ => return None,
     })
-}
-
-fn redact(text: &str, secrets: &[&str]) -> String {
-    secrets
-        .iter()
-        .filter(|s| s.len() >= 4)
-        .fold(text.to_owned(), |text, secret| text.replace(secret, "***"))
 }

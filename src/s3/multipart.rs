@@ -233,11 +233,7 @@ impl Uploader {
                     });
                 }
                 Err((failure, tries)) => {
-                    let secrets = [
-                        job.credentials.secret_access_key.expose(),
-                        job.credentials.session_token.expose(),
-                    ];
-                    return Err(failure.into_error(abort.operation, tries, &secrets));
+                    return Err(failure.into_error(abort.operation, tries));
                 }
             }
             let left = match self.inner.call_failing(job, &list).await {
@@ -294,11 +290,7 @@ impl Uploader {
                 upload_id: upload_id.to_owned(),
             }),
             Err((failure, tries)) => {
-                let secrets = [
-                    job.credentials.secret_access_key.expose(),
-                    job.credentials.session_token.expose(),
-                ];
-                let why = failure.into_error(super::call::Operation::HeadObject, tries, &secrets);
+                let why = failure.into_error(super::call::Operation::HeadObject, tries);
                 Ok(Ended::Unknown {
                     upload_id: upload_id.to_owned(),
                     why: format!("{why:#}"),

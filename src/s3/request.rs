@@ -43,13 +43,7 @@ impl Inner {
     pub(super) async fn call(&self, job: &Job, call: &Call) -> anyhow::Result<Reply> {
         self.call_failing(job, call)
             .await
-            .map_err(|(failure, tries)| {
-                let secrets = [
-                    job.credentials.secret_access_key.expose(),
-                    job.credentials.session_token.expose(),
-                ];
-                failure.into_error(call.operation, tries, &secrets)
-            })
+            .map_err(|(failure, tries)| failure.into_error(call.operation, tries))
     }
 
     /// [`Self::call`], failing with the last attempt's [`AttemptError`] and the

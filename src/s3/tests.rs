@@ -502,13 +502,16 @@ fn rejection_messages_show_code_and_message_only() {
         message: Some("does not match (token tok-123456 echoed)".to_owned()),
         region: None,
     };
+    // The flow registers the upload credentials when it receives them;
+    // every sink scrubs what S3 echoed of them.
+    crate::secret::register("tok-123456");
     let text = rejection_message(
         Operation::UploadPart(3),
         StatusCode::FORBIDDEN,
         &error,
         ", after 2 attempts",
-        &["secret-key", "tok-123456"],
     );
+    let text = crate::secret::scrub(&text);
     assert!(
         text.starts_with(
             "S3 rejected the upload: SignatureDoesNotMatch: does not match (token *** echoed) (HTTP 403 on UploadPart 3, after 2 attempts): "
@@ -520,7 +523,6 @@ fn rejection_messages_show_code_and_message_only() {
         StatusCode::SERVICE_UNAVAILABLE,
         &S3Error::default(),
         "",
-        &[],
     );
     assert_eq!(
         bare,
