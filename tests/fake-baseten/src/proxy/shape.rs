@@ -529,12 +529,10 @@ mod tests {
         let link = ShapedLink::start(upstream, shape).await.unwrap();
         let (got, took) = send_through(link.addr(), 2_000_000).await;
         assert_eq!(got, 2_000_000);
-        // 2 MB at 4 MB/s is 0.5 s, plus a round trip for the answer.
+        // 2 MB at 4 MB/s is 0.5 s, plus a round trip for the answer. Only
+        // the floor is the shaper's doing; a loaded machine may take longer.
         let expected = 0.5 + 0.1;
-        assert!(
-            took.as_secs_f64() >= expected * 0.95 && took.as_secs_f64() < expected * 1.5,
-            "{took:?}"
-        );
+        assert!(took.as_secs_f64() >= expected * 0.95, "{took:?}");
         assert_eq!(link.bytes().0, 2_000_000);
     }
 
