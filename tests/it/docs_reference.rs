@@ -1,8 +1,10 @@
 //! Pages generated from the code, and the facts other pages take from it:
 //! `docs/reference.md` (every input from the input table, every output from
 //! `action.yml` as the binary writes them, every exit code from
-//! `src/outcome.rs`), the input blocks of the GitLab CI/CD components in
-//! `templates/`, and the output count `docs/migrating.md` states.
+//! `src/outcome.rs`), the exit-code table in `docs/faq.md`, the input blocks
+//! of the GitLab CI/CD components in `templates/`, the outputs
+//! `docs/migrating.md` names, the config count the pages state, and the
+//! README's first commands.
 //!
 //! A stale page fails here with the command that rewrites it:
 //! `UPDATE_DOCS=1 cargo test --test it docs_reference`.
@@ -460,6 +462,252 @@ fn docs_reference_migration_page_counts_the_added_outputs_from_the_binary() {
     }
 }
 
+/// The string literals in `text` that open a tuple and read like an output
+/// name, as `(name, value)` entries do: `("targets-count", …)`.
+fn name_literals(text: &str) -> Vec<String> {
+    let parts: Vec<&str> = text.split('"').collect();
+    parts
+        .chunks(2)
+        .filter(|pair| pair.len() == 2 && pair[0].trim_end().ends_with('('))
+        .map(|pair| pair[1])
+        .filter(|l| {
+            !l.is_empty()
+                && l.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The body of `fn name` in the source file `path` (up to the first line
+/// that closes a top-level item).
+fn function_body(path: &str, name: &str) -> String {
+    let text = std::fs::read_to_string(repo().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let start = text.find(&format!("fn {name}(")).unwrap_or_else(|| {
+        panic!("{path} has no fn {name}: say here where the outputs are written")
+    });
+    let body = &text[start..];
+    let end = body.find("\n}\n").unwrap_or(body.len());
+    body[..end].to_string()
+}
+
+/// The outputs written only in some modes, as the code writes them: the
+/// optional entries after the every-run list in `Outputs::raw_entries`, and
+/// the evidence entries.
+fn mode_dependent_outputs_in_the_code() -> BTreeSet<String> {
+    let raw = function_body("src/ci/outputs/mod.rs", "raw_entries");
+    let (_, optional) = raw
+        .split_once("];")
+        .expect("raw_entries: the every-run list, then the optional entries");
+    let mut names: BTreeSet<String> = name_literals(optional).into_iter().collect();
+    names.extend(name_literals(&function_body(
+        "src/evidence/mod.rs",
+        "output_entries",
+    )));
+    names
+}
+
+/// `docs/migrating.md` names every output that appears only in some mode,
+/// and those are exactly the ones the code writes outside the every-run
+/// list and `action.yml` declares beyond it.
+#[test]
+fn docs_reference_migration_page_names_the_mode_dependent_outputs() {
+    let every_run = outputs_of_every_run();
+    let in_code = mode_dependent_outputs_in_the_code();
+    assert!(
+        in_code.len() >= 9,
+        "mode-dependent outputs read from the code: {in_code:?}"
+    );
+    let declared: BTreeSet<String> = action()["outputs"]
+        .as_mapping()
+        .expect("outputs")
+        .keys()
+        .filter_map(|k| k.as_str().map(str::to_string))
+        .filter(|n| !every_run.contains(n))
+        .collect();
+    assert_eq!(
+        declared, in_code,
+        "action.yml's outputs beyond every run's vs what the code writes in some modes"
+    );
+    let page = std::fs::read_to_string(repo().join("docs/migrating.md")).expect("migrating.md");
+    let missing: Vec<&String> = in_code
+        .iter()
+        .filter(|n| !page.contains(&format!("`{n}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/migrating.md must name the mode-dependent outputs {missing:?}"
+    );
+}
+
+// ------------------------------------------- facts copied onto other pages
+
+const GENERATED_EXITS: &str = "<!-- BEGIN generated from src/outcome.rs";
+
+/// The exit-code table in `docs/faq.md` is the reference's, rewritten with
+/// it; the README states no codes of its own, it links the table.
+#[test]
+fn docs_reference_faq_exit_codes_are_generated() {
+    let path = repo().join("docs/faq.md");
+    let text = std::fs::read_to_string(&path).expect("docs/faq.md");
+    assert!(
+        text.contains(GENERATED_EXITS),
+        "docs/faq.md has no generated exit-code table"
+    );
+    let mut out = String::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        out.push_str(line);
+        out.push('\n');
+        if line.starts_with(GENERATED_EXITS) {
+            for l in lines.by_ref() {
+                if l.starts_with("<!-- END generated") {
+                    out.push_str(&exit_section());
+                    out.push_str(l);
+                    out.push('\n');
+                    break;
+                }
+            }
+        }
+    }
+    check_generated(&path, &out);
+
+    // The forms a hand copy took ("exit 2", "3 `deploy_timeout`", "130
+    // cancelled"); 0 and 1 are left out, being too common to tell apart.
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    for (_, code) in exit_constants().iter().filter(|(_, c)| *c > 1) {
+        for copy in [
+            format!("exit {code}"),
+            format!(" {code} `"),
+            format!("{code} bad input"),
+            format!("{code} cancelled"),
+        ] {
+            assert!(
+                !readme.contains(&copy),
+                "README.md copies an exit code (\"{copy}\"): link docs/reference.md#exit-codes instead"
+            );
+        }
+    }
+    assert!(
+        readme.contains("](docs/reference.md#exit-codes)"),
+        "README.md links the exit-code table"
+    );
+}
+
+/// Every "<n> configs" on the pages is the size of the corpus the parity
+/// test runs through the real truss (`tests/fixtures/configs/*.yaml`).
+#[test]
+fn docs_reference_config_counts_match_the_corpus() {
+    let corpus = std::fs::read_dir(repo().join("tests/fixtures/configs"))
+        .expect("tests/fixtures/configs")
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "yaml")
+        })
+        .count();
+    let mut stated = 0;
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (before, _) in text.match_indices(" configs").map(|(i, m)| (&text[..i], m)) {
+            let digits: String = before
+                .chars()
+                .rev()
+                .take_while(char::is_ascii_digit)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            if digits.is_empty() {
+                continue;
+            }
+            stated += 1;
+            assert_eq!(
+                digits.parse::<usize>().unwrap(),
+                corpus,
+                "{} says {digits} configs; tests/fixtures/configs holds {corpus}",
+                page.strip_prefix(repo()).unwrap().display()
+            );
+        }
+    }
+    assert!(
+        stated >= 1,
+        "no page states the corpus size any more: drop this test"
+    );
+}
+
+/// The README's first commands are the two a fresh machine must run, and
+/// the GitHub snippet follows on the first screen.
+#[test]
+fn docs_reference_readme_opens_with_the_demo_and_the_test_command() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let mut blocks = readme.split("```").skip(1).step_by(2);
+    let first = blocks.next().expect("a code block");
+    let (lang, body) = first.split_once('\n').unwrap();
+    assert_eq!(
+        lang, "sh",
+        "the README's first code block is the shell commands"
+    );
+    let commands: Vec<&str> = body
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert!(
+        commands.len() >= 2
+            && commands[0].starts_with("scripts/demo")
+            && commands[1].starts_with("scripts/test"),
+        "the README's first two commands must be scripts/demo and scripts/test: {commands:?}"
+    );
+    let snippet = readme
+        .lines()
+        .position(|l| l.contains("- uses: truss-push/truss-push@"))
+        .expect("the GitHub snippet");
+    assert!(
+        snippet < 45,
+        "the GitHub snippet is on line {}: keep it on the first screen",
+        snippet + 1
+    );
+}
+
+/// Words the project once used privately, which a user reading the action's
+/// inputs or the pages would need a glossary for: the Python action
+/// (`basetenlabs/action-truss-push`) is called that, and a real deployment's
+/// recorded status history is called that.
+const RETIRED_PHRASES: &[&str] = &[
+    "the anchor",
+    "anchor action",
+    "anchor's",
+    "the seed's",
+    "seed history",
+    "seed status",
+    "seed model",
+    "seed deployment",
+];
+
+#[test]
+fn docs_reference_what_users_read_has_no_private_vocabulary() {
+    let mut files = pages();
+    files.push(repo().join("action.yml"));
+    files.extend(templates());
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap().to_lowercase();
+        for phrase in RETIRED_PHRASES {
+            if let Some(at) = text.find(phrase) {
+                let line = text[..at].lines().count().max(1);
+                found.push(format!(
+                    "{}:{line}: \"{phrase}\"",
+                    file.strip_prefix(repo()).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(found.is_empty(), "private words:\n{}", found.join("\n"));
+}
+
 // ------------------------------------------------- the GitLab components
 
 /// Inputs the components do not take, and why: secrets come from masked
@@ -700,11 +948,6 @@ fn docs_reference_gitlab_plan_writes_a_child_pipeline_that_keeps_every_target() 
 
 // ---------------------------------------------------------------- links
 
-/// Pages the README links that other branches of this change write; until
-/// they land a link to them may dangle. Once they exist they are checked
-/// like every other page.
-const WRITTEN_ELSEWHERE: &[&str] = &["docs/evidence.md", "docs/deploy-by-content.md"];
-
 /// GitHub's anchor for a heading: lower case, punctuation dropped but `-`
 /// and `_`, spaces to `-`.
 fn anchor(heading: &str) -> String {
@@ -754,16 +997,28 @@ fn relative_links(text: &str) -> Vec<(String, usize)> {
     out
 }
 
-#[test]
-fn docs_reference_links_resolve_and_the_readme_links_every_page() {
-    let mut pages = vec![repo().join("README.md"), repo().join("CONTRIBUTING.md")];
+/// The pages under `docs/`, sorted.
+fn docs_pages() -> Vec<PathBuf> {
     let mut docs: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
         .expect("docs/")
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "md"))
         .collect();
     docs.sort();
-    pages.extend(docs.iter().cloned());
+    docs
+}
+
+/// Every page a user reads: the README, CONTRIBUTING.md and `docs/`.
+fn pages() -> Vec<PathBuf> {
+    let mut pages = vec![repo().join("README.md"), repo().join("CONTRIBUTING.md")];
+    pages.extend(docs_pages());
+    pages
+}
+
+#[test]
+fn docs_reference_links_resolve_and_the_readme_links_every_page() {
+    let pages = pages();
+    let docs = docs_pages();
 
     let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
     assert!(readme.lines().count() <= 200, "README.md is over 200 lines");
@@ -772,12 +1027,6 @@ fn docs_reference_links_resolve_and_the_readme_links_every_page() {
         assert!(
             readme.contains(&format!("]({rel}")),
             "README.md does not link {rel}"
-        );
-    }
-    for want in WRITTEN_ELSEWHERE {
-        assert!(
-            readme.contains(&format!("]({want})")),
-            "README.md does not link {want}"
         );
     }
 
@@ -797,15 +1046,7 @@ fn docs_reference_links_resolve_and_the_readme_links_every_page() {
                 .ok()
                 .and_then(|p| p.strip_prefix(repo()).ok().map(|p| p.display().to_string()));
             let Some(resolved) = resolved else {
-                let lexical = std::path::Path::new(&rel_page)
-                    .parent()
-                    .unwrap()
-                    .join(file)
-                    .display()
-                    .to_string();
-                if !WRITTEN_ELSEWHERE.contains(&lexical.as_str()) {
-                    broken.push(format!("{rel_page}:{line}: {target}: no such file"));
-                }
+                broken.push(format!("{rel_page}:{line}: {target}: no such file"));
                 continue;
             };
             if !frag.is_empty() && resolved.ends_with(".md") {
@@ -824,13 +1065,7 @@ fn docs_reference_links_resolve_and_the_readme_links_every_page() {
 /// one, is not).
 #[test]
 fn docs_reference_every_yaml_snippet_parses() {
-    let mut pages = vec![repo().join("README.md"), repo().join("CONTRIBUTING.md")];
-    for e in std::fs::read_dir(repo().join("docs")).expect("docs/") {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|e| e == "md") {
-            pages.push(p);
-        }
-    }
+    let pages = pages();
     let mut bad = Vec::new();
     let mut seen = 0;
     for page in pages {
