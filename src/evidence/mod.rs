@@ -11,6 +11,7 @@ mod check;
 mod metrics;
 #[cfg(test)]
 mod power;
+mod regression;
 mod sampler;
 mod stats;
 mod summary;

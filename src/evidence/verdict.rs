@@ -1,8 +1,9 @@
 //! The verdict over one sample: per-case results, the candidate's and the
 //! baseline's latency and errors, the regression test, and which
 //! objective failed. Everything a reader or a program needs is in
-//! [`Analysis`], serialized as is for `--json` and `analysis-file`; how it
-//! reads in the log and the summary is in `summary` and `chart`.
+//! [`Analysis`], serialized as is for `--json` and `analysis-file`. The
+//! regression's own rules are in `regression`; how an analysis reads in
+//! the log and the summary in `summary` and `chart`.
 //!
 //! What is compared with what: latency is measured on the cases that
 //! expect a success only (a refusal's latency says nothing of the
@@ -19,15 +20,12 @@ use serde::{Serialize, Serializer};
 use super::cases::Case;
 use super::check::Mismatch;
 use super::metrics::Live;
+use super::regression::{
+    MIN_BASELINE_ANSWERS, Regression, comparison, regress, regression_reason, unmeasured,
+};
 use super::sampler::{Sample, Sampled, Side};
-use super::stats::{self, MannWhitney, Method, alike};
+use super::stats::{self, alike};
 
-/// The significance level of the regression test.
-pub(crate) const REGRESSION_ALPHA: f64 = 0.05;
-/// Fewer successful baseline answers than this (or fewer than half of the
-/// requests that could be compared) measure nothing the regression could
-/// be judged on.
-pub(crate) const MIN_BASELINE_ANSWERS: usize = 20;
 /// The heading's reason is cut past this, so the whole heading ("❌ Evidence
 /// failed (environment): " and the reason) stays under 100 characters.
 const HEADLINE_MAX_CHARS: usize = 64;
@@ -43,7 +41,7 @@ pub(crate) struct Objectives {
 /// Serializes a latency that may be infinite (a percentile that reached a
 /// failed request) as the string `"inf"`, never as JSON's `null` (which
 /// reads as "not measured").
-fn latency<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+pub(super) fn latency<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
     match v {
         Some(x) if x.is_infinite() => s.serialize_str("inf"),
         Some(x) => s.serialize_f64(*x),
@@ -115,35 +113,6 @@ pub(crate) struct CaseResult {
     pub(crate) mismatches: Vec<Mismatch>,
 }
 
-/// The regression test and its numbers.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct Regression {
-    /// The test by name and direction.
-    pub(crate) test: String,
-    pub(crate) limit: f64,
-    /// Candidate requests compared (failures included) and baseline 2xx
-    /// answers.
-    pub(crate) candidate_n: usize,
-    pub(crate) baseline_n: usize,
-    /// Candidate requests left out of the comparison, and why.
-    pub(crate) left_out_requests: usize,
-    pub(crate) left_out: Option<String>,
-    pub(crate) u: f64,
-    pub(crate) p_value: f64,
-    pub(crate) method: Method,
-    pub(crate) alpha: f64,
-    /// Descriptions, not the decision: candidate over baseline, over the
-    /// requests compared.
-    #[serde(serialize_with = "latency")]
-    pub(crate) p50_ratio: Option<f64>,
-    #[serde(serialize_with = "latency")]
-    pub(crate) p95_ratio: Option<f64>,
-    /// The smallest slowdown (× the baseline) this sample detects with
-    /// [`stats::DETECT_POWER`].
-    pub(crate) detectable_slowdown: Option<f64>,
-    pub(crate) regressed: bool,
-}
-
 /// What the baseline is for one analysis.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Baseline {
@@ -190,7 +159,7 @@ pub(crate) struct Analysis {
 }
 
 /// Whether a case expects a success: only those measure latency.
-fn expects_success(c: &Case) -> bool {
+pub(super) fn expects_success(c: &Case) -> bool {
     (200..300).contains(&c.status)
 }
 
@@ -277,9 +246,9 @@ pub(super) fn ratio_text(r: Option<f64>) -> String {
 }
 
 /// One failed objective: the heading's few words and the full sentence.
-struct Reason {
-    short: String,
-    long: String,
+pub(super) struct Reason {
+    pub(super) short: String,
+    pub(super) long: String,
 }
 
 /// What [`judge`] makes of a sample.
@@ -300,72 +269,6 @@ pub(crate) struct Plan<'a> {
     pub(crate) baseline: &'a Baseline,
     pub(crate) baseline_name: &'a str,
     pub(crate) deadline: &'a str,
-}
-
-/// Which of the sample's requests the regression compares.
-struct Comparison<'s> {
-    /// Per case: it expects a success and the baseline answered it with a
-    /// 2xx at least once.
-    comparable: Vec<bool>,
-    /// The candidate's requests to those cases.
-    candidate: Vec<&'s Sample>,
-    /// The baseline's requests to those cases (the half-answered rule's
-    /// denominator).
-    baseline_requests: usize,
-    left_out_requests: usize,
-    left_out: Option<String>,
-}
-
-/// The cases the regression compares: those that expect a success and
-/// that the baseline answered with a 2xx at least once; the candidate's
-/// other requests are left out, and the sentence says which and why.
-fn comparison<'s>(cases: &[Case], cand: &[&'s Sample], base: &[&Sample]) -> Comparison<'s> {
-    let comparable: Vec<bool> = cases
-        .iter()
-        .enumerate()
-        .map(|(i, c)| expects_success(c) && base.iter().any(|s| s.case == i && s.error.is_none()))
-        .collect();
-    let names = |keep: &dyn Fn(usize) -> bool| -> (usize, Vec<String>) {
-        let n = cand.iter().filter(|s| keep(s.case)).count();
-        let named = (0..cases.len())
-            .filter(|&i| keep(i))
-            .map(|i| format!("{:?}", cases[i].name))
-            .collect();
-        (n, named)
-    };
-    let (refusals, refusal_names) = names(&|i| !expects_success(&cases[i]));
-    let (unanswered, unanswered_names) = names(&|i| expects_success(&cases[i]) && !comparable[i]);
-    let mut why = Vec::new();
-    if refusals > 0 {
-        why.push(format!(
-            "{refusals} to cases that expect a refusal, whose latency is not the model's ({})",
-            refusal_names.join(", ")
-        ));
-    }
-    if unanswered > 0 {
-        why.push(format!(
-            "{unanswered} to cases the serving deployment never answered with a 2xx, so there is nothing to compare them with ({})",
-            unanswered_names.join(", ")
-        ));
-    }
-    let left_out_requests = refusals + unanswered;
-    Comparison {
-        candidate: cand
-            .iter()
-            .copied()
-            .filter(|s| comparable[s.case])
-            .collect(),
-        baseline_requests: base.iter().filter(|s| comparable[s.case]).count(),
-        comparable,
-        left_out_requests,
-        left_out: (left_out_requests > 0).then(|| {
-            format!(
-                "{left_out_requests} of {} candidate requests are left out of the comparison: {}",
-                cand.len(),
-                why.join("; ")
-            )
-        }),
-    }
 }
 
 /// Judges the `sampled` requests of `cases` against `objectives`.
@@ -555,35 +458,6 @@ fn p95_reason(candidate: &SideStats, lat: &[&Sample], max: f64) -> Option<Reason
     })
 }
 
-/// The baseline answered too little to compare with.
-fn unmeasured(name: &str, b: &SideStats, compared: &Comparison<'_>) -> Reason {
-    let first = b
-        .first_error
-        .as_deref()
-        .map_or(String::new(), |e| format!(": first failure {e}"));
-    Reason {
-        short: format!(
-            "baseline not measured ({} of {} answered)",
-            b.answered, b.requests
-        ),
-        long: format!(
-            "the serving deployment {name} answered {} of {} requests with a 2xx{first}; the regression cannot be judged ({})",
-            b.answered,
-            b.requests,
-            if b.answered == 0 || compared.baseline_requests == b.requests {
-                format!(
-                    "at least {MIN_BASELINE_ANSWERS} answers and half of its requests are needed"
-                )
-            } else {
-                format!(
-                    "at least {MIN_BASELINE_ANSWERS} answers are needed, and answers to half of its {} requests to the cases it answered at all",
-                    compared.baseline_requests
-                )
-            }
-        ),
-    }
-}
-
 fn case_result(
     c: &Case,
     mine: &[&Sample],
@@ -637,76 +511,6 @@ fn case_result(
         p95_ms: stats::percentile(&lat, 95.0),
         baseline_p95_ms,
         mismatches,
-    }
-}
-
-/// The shifted test over the candidate's compared requests (failures at
-/// +∞: slower than any answer on either side) and the baseline's 2xx
-/// answers.
-fn regress(compared: &Comparison<'_>, base: &[f64], limit: f64) -> Option<Regression> {
-    let cand: Vec<f64> = compared
-        .candidate
-        .iter()
-        .map(|s| match s.error {
-            None => s.ms,
-            Some(_) => f64::INFINITY,
-        })
-        .collect();
-    let mw: MannWhitney = stats::slower_than_scaled(&cand, base, limit)?;
-    let ratio = |q: f64| {
-        let (c, b) = (stats::percentile(&cand, q)?, stats::percentile(base, q)?);
-        Some(c / b.max(f64::MIN_POSITIVE))
-    };
-    Some(Regression {
-        test: format!("one-sided Mann–Whitney U: candidate slower than {limit} × baseline"),
-        limit,
-        candidate_n: cand.len(),
-        baseline_n: base.len(),
-        left_out_requests: compared.left_out_requests,
-        left_out: compared.left_out.clone(),
-        u: mw.u,
-        p_value: mw.p,
-        method: mw.method,
-        alpha: REGRESSION_ALPHA,
-        p50_ratio: ratio(50.0),
-        p95_ratio: ratio(95.0),
-        detectable_slowdown: stats::log_sd(base).and_then(|sd| {
-            stats::detectable_slowdown(cand.len(), base.len(), sd, limit, REGRESSION_ALPHA)
-        }),
-        regressed: mw.p < REGRESSION_ALPHA,
-    })
-}
-
-fn regression_reason(r: &Regression) -> Reason {
-    let short = match r.p50_ratio {
-        Some(x) if x > r.limit => {
-            let (v, l) = alike(x, r.limit, 1);
-            format!("latency {v}× the baseline (limit {l}×)")
-        }
-        _ => format!("latency slower than {}× the baseline", r.limit),
-    };
-    Reason {
-        short,
-        long: format!(
-            "latency regression: the candidate is slower than {}× the baseline ({}; {} over {} candidate requests and {} baseline answers × {}: U = {:.1}, p = {} < {}); p50 {} and p95 {} the baseline's{}",
-            r.limit,
-            r.test,
-            match r.method {
-                Method::Exact => "exact p",
-                Method::Asymptotic => "p by the normal approximation",
-            },
-            r.candidate_n,
-            r.baseline_n,
-            r.limit,
-            r.u,
-            p_text(r.p_value),
-            r.alpha,
-            ratio_text(r.p50_ratio),
-            ratio_text(r.p95_ratio),
-            r.left_out
-                .as_ref()
-                .map_or(String::new(), |l| format!(" ({l})")),
-        ),
     }
 }
 
