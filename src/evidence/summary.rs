@@ -49,21 +49,27 @@ impl Analysis {
     fn latency_text(&self) -> String {
         let c = &self.candidate;
         let sent = format!("{} of {} requests", c.requests, self.requests_planned);
-        let over = if c.latency_requests == c.requests {
-            sent
+        let to = if c.latency_requests == c.requests {
+            ""
         } else {
-            format!(
-                "the {} requests to cases that expect a success ({sent})",
-                c.latency_requests
-            )
+            " to cases that expect a success"
         };
-        match c.p50_ms {
-            Some(_) => format!(
-                "p50 {} ms, p95 {} ms over {over}",
+        match (c.p50_ms, to) {
+            (Some(_), "") => format!(
+                "p50 {} ms, p95 {} ms over {sent}",
                 ms(c.p50_ms),
                 ms(c.p95_ms)
             ),
-            None => format!("latency not measured: none of {over} was answered"),
+            (Some(_), to) => format!(
+                "p50 {} ms, p95 {} ms over the {} requests{to} ({sent})",
+                ms(c.p50_ms),
+                ms(c.p95_ms),
+                c.latency_requests
+            ),
+            (None, to) => format!(
+                "latency not measured: none of the {} requests{to} was answered ({sent})",
+                c.latency_requests
+            ),
         }
     }
 

@@ -422,13 +422,11 @@ fn unfinished(plan: &Plan<'_>, done: usize, base_done: usize) -> Reason {
 /// The p95 objective over the candidate's latency sample (`lat`, its
 /// requests to cases that expect a success), or why it was not measured.
 fn p95_reason(candidate: &SideStats, lat: &[&Sample], max: f64) -> Option<Reason> {
-    let over = if candidate.latency_requests == candidate.requests {
-        format!("all {} requests", candidate.latency_requests)
+    let n = candidate.latency_requests;
+    let to = if n == candidate.requests {
+        ""
     } else {
-        format!(
-            "all {} requests to cases that expect a success",
-            candidate.latency_requests
-        )
+        " to cases that expect a success"
     };
     let Some(p95) = candidate.p95_ms else {
         let first = lat
@@ -438,7 +436,7 @@ fn p95_reason(candidate: &SideStats, lat: &[&Sample], max: f64) -> Option<Reason
         return Some(Reason {
             short: "p95 latency not measured".into(),
             long: format!(
-                "max-latency-p95-ms cannot be judged: none of {over} was answered{first}, so no latency was measured"
+                "max-latency-p95-ms cannot be judged: none of the {n} requests{to} was answered{first}, so no latency was measured"
             ),
         });
     };
@@ -448,7 +446,9 @@ fn p95_reason(candidate: &SideStats, lat: &[&Sample], max: f64) -> Option<Reason
     let (v, l) = alike(p95, max, 1);
     let failures = lat.iter().filter(|s| s.error.is_some()).count();
     let how = if failures > 0 {
-        format!(" (over {over}; {failures} failed and count as slower than every answer)")
+        format!(
+            " (over all {n} requests{to}; {failures} failed and count as slower than every answer)"
+        )
     } else {
         String::new()
     };
@@ -793,7 +793,7 @@ mod tests {
         assert_eq!((j.cases[0].p50_ms, j.cases[0].p95_ms), (None, None));
         assert!(
             j.reasons.iter().any(|r| r.starts_with(
-                "max-latency-p95-ms cannot be judged: none of all 4 requests was answered (first failure HTTP 500)"
+                "max-latency-p95-ms cannot be judged: none of the 4 requests was answered (first failure HTTP 500), so no latency was measured"
             )),
             "{:?}",
             j.reasons
