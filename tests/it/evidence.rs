@@ -432,6 +432,27 @@ fn bad_evidence_inputs_exit_2_before_any_request() {
 }
 
 #[test]
+fn a_latency_objective_over_refusals_only_is_an_input_error_before_any_request() {
+    let (_d, cases) = file_in_temp_dir("cases.yaml", REFUSAL_CASE);
+    for (input, value) in [
+        ("max-latency-p95-ms", "100"),
+        ("max-latency-regression", "1.2"),
+    ] {
+        let fake = served("  seed: 1", "");
+        let run = gated_run(&fake, &cases).arg(input, value).run();
+        assert_eq!(run.code, 2, "{input}: {run:?}");
+        assert!(
+            run.stderr.contains(&format!(
+                "{input} is judged on the latency of successful answers, and every case expects a refusal"
+            )),
+            "{input}: {}",
+            run.stderr
+        );
+        assert!(fake.requests().is_empty(), "{input}: a request was sent");
+    }
+}
+
+#[test]
 fn a_regression_check_outside_a_gated_promotion_is_an_input_error() {
     // A plain deploy has no environment to compare with, and at-create
     // moves traffic before the sample: neither could measure a baseline.
