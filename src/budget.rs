@@ -8,8 +8,10 @@
 //!   answer, may run up to [`CREATE_GRACE_SECS`] past it);
 //! - the smoke tests (each at most `predict-timeout`), the evidence, a
 //!   gated promotion and its rollback end by that plus `predict-timeout`
-//!   (a rollback started when that is spent still gets
-//!   [`ROLLBACK_FLOOR_SECS`], taken from cleanup's minute);
+//!   (the evidence before a gated promotion by half of what is left of
+//!   it, so the promotion keeps the rest; a rollback started when that is
+//!   spent still gets [`ROLLBACK_FLOOR_SECS`], taken from cleanup's
+//!   minute);
 //! - cleanup has [`CLEANUP_ALLOWANCE_SECS`] and ends by the run's end
 //!   plus that;
 //! - after a signal, what is left (a rollback, every cleanup) shares the
@@ -53,6 +55,10 @@ pub(crate) enum Phase {
     Smoke,
     /// The evidence sample after a smoke test.
     Evidence,
+    /// The evidence sample before a gated promotion: half of what is left
+    /// of the run, so the promotion, the environment's smoke test and its
+    /// sample keep the other half.
+    EvidenceBeforePromotion,
     /// A gated promotion: the promote, its wait, the environment's test.
     Promotion,
     /// Putting the previous deployment back.
@@ -144,6 +150,9 @@ impl Budget {
             (Phase::LastLook { grace }, _) => (now + grace).min(run),
             (Phase::Smoke, _) => (now + self.predict).min(run),
             (Phase::Evidence | Phase::Promotion, _) => run,
+            (Phase::EvidenceBeforePromotion, _) => {
+                (now + run.saturating_duration_since(now) / 2).min(run)
+            }
             (Phase::Rollback, Allowance::Run) => run.max(now + s(ROLLBACK_FLOOR_SECS)),
             (Phase::Rollback, Allowance::Signal { at }) => at + s(CANCELLED_ROLLBACK_SECS),
             (Phase::Cleanup, Allowance::Run) => now + s(CLEANUP_ALLOWANCE_SECS),
@@ -164,7 +173,7 @@ impl Budget {
 mod tests {
     use super::*;
 
-    const ALL: [Phase; 10] = [
+    const ALL: [Phase; 11] = [
         Phase::Setup,
         Phase::Upload,
         Phase::Create,
@@ -174,6 +183,7 @@ mod tests {
         },
         Phase::Smoke,
         Phase::Evidence,
+        Phase::EvidenceBeforePromotion,
         Phase::Promotion,
         Phase::Rollback,
         Phase::Cleanup,
@@ -185,7 +195,10 @@ mod tests {
         match phase {
             Phase::Setup | Phase::Upload | Phase::Wait => b.deploy_end(),
             Phase::Create => b.deploy_end() + s(CREATE_GRACE_SECS),
-            Phase::LastLook { .. } | Phase::Evidence | Phase::Promotion => b.run_end(),
+            Phase::LastLook { .. }
+            | Phase::Evidence
+            | Phase::EvidenceBeforePromotion
+            | Phase::Promotion => b.run_end(),
             Phase::Smoke => (now + b.predict).min(b.run_end()),
             Phase::Rollback | Phase::Cleanup => b.end(),
         }
@@ -243,6 +256,9 @@ mod tests {
             (Phase::Smoke, 110, 120),
             (Phase::Smoke, 10, 30),
             (Phase::Promotion, 105, 120),
+            (Phase::EvidenceBeforePromotion, 100, 110),
+            (Phase::EvidenceBeforePromotion, 10, 65),
+            (Phase::EvidenceBeforePromotion, 130, 120),
             (Phase::Rollback, 50, 120),
             (Phase::Rollback, 115, 125),
             (Phase::Rollback, 175, 180),

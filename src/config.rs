@@ -155,29 +155,35 @@ impl Config {
             // A chain's name comes from its code; resolved during codegen.
             (None, Target::Chain { .. }) => String::new(),
         };
-        let mut predict_payload = match &settings.given_payload {
-            Some(v) => {
-                if matches!(target, Target::Model { .. }) && !v.is_object() {
-                    return Err(format!(
-                        "predict-payload must be a JSON object for a model, got {}: wrap it, e.g. '{{\"input\": ...}}'",
-                        json_kind(v)
-                    ));
-                }
-                Some(v.clone())
+        let given_payload = match &settings.given_payload {
+            Some(v) if matches!(target, Target::Model { .. }) && !v.is_object() => {
+                return Err(format!(
+                    "predict-payload must be a JSON object for a model, got {}: wrap it, e.g. '{{\"input\": ...}}'",
+                    json_kind(v)
+                ));
             }
-            None => match &target {
-                Target::Model { config, .. } => config
-                    .pointer("/model_metadata/example_model_input")
-                    .cloned(),
-                Target::Chain { .. } => None,
-            },
-        }
-        // An empty payload means "no predict", as in the Python action.
-        .filter(|v| !is_falsy(v));
-        // Cases are read from the working directory: the repository root.
-        let evidence = settings
+            given => given.clone(),
+        };
+        let example = match &target {
+            Target::Model { config, .. } => config
+                .pointer("/model_metadata/example_model_input")
+                .cloned(),
+            Target::Chain { .. } => None,
+        };
+        // An empty payload means "no predict", as in the Python action: an
+        // empty predict-payload turns the example input off too.
+        let (given_payload, example) = match given_payload {
+            Some(v) if is_falsy(&v) => (None, None),
+            given => (given, example.filter(|v| !is_falsy(v))),
+        };
+        // Which payload the smoke test sends is decided with the evidence
+        // inputs (a cases file's first case goes before the example
+        // input); cases are read from the working directory, the
+        // repository root.
+        let resolved = settings
             .evidence
-            .resolve(&mut predict_payload, Path::new("."))?;
+            .resolve(given_payload, example, Path::new("."))?;
+        let (predict_payload, evidence) = (resolved.payload, resolved.evidence);
         if settings.promotion == Promotion::AfterPredict && predict_payload.is_none() {
             return Err(
                 "promotion is after-predict but there is no predict payload to gate on: set predict-payload (or model_metadata.example_model_input in config.yaml)".into(),

@@ -6,12 +6,15 @@
 //! promotion's wait ([`watch`]).
 
 pub(crate) mod cases;
+mod chart;
 mod check;
 mod metrics;
 #[cfg(test)]
 mod power;
+mod regression;
 mod sampler;
 mod stats;
+mod summary;
 pub(crate) mod verdict;
 
 use anyhow::anyhow;
@@ -40,8 +43,8 @@ pub(crate) struct Run<'a> {
     pub(crate) gated: bool,
     /// Each sample request's bound.
     pub(crate) predict_timeout: std::time::Duration,
-    /// The run's budget (the wait budget plus predict-timeout from the
-    /// start): the sample, the baseline and the analysis end by it.
+    /// The sample's deadline, from the run's budget: the sample, the
+    /// baseline and the analysis end by it.
     pub(crate) until: std::time::Instant,
     pub(crate) log: &'a dyn Journal,
 }
@@ -153,17 +156,18 @@ async fn target(run: &Run<'_>, url: &str) -> (&'static str, String, Compared) {
 
 /// The smoke test's own request when the first case expects an answer
 /// that is not a 2xx (a negative case): its payload once, its status and
-/// expectations checked, within `predict-timeout`. A 429 or 5xx it did not
-/// ask for is tried again while time is left, as the ordinary smoke test
-/// does. Answers the text and how long it took.
+/// expectations checked, by `until` (the smoke test's deadline). A 429 or
+/// 5xx it did not ask for is tried again while time is left, as the
+/// ordinary smoke test does. Answers the text, the status and how long it
+/// took.
 pub(crate) async fn smoke_case(
     run: &Run<'_>,
     label: &str,
     url: &str,
-) -> Result<(String, std::time::Duration), Failure> {
+    until: std::time::Instant,
+) -> Result<(String, u16, std::time::Duration), Failure> {
     let case = &run.settings.cases[0];
     let started = std::time::Instant::now();
-    let until = (started + run.predict_timeout).min(run.until);
     let mut last = String::from("no answer");
     loop {
         let left = until.saturating_duration_since(std::time::Instant::now());
@@ -187,7 +191,7 @@ pub(crate) async fn smoke_case(
                         case.name
                     )));
                 }
-                return Ok((p.text, started.elapsed()));
+                return Ok((p.text, p.status, started.elapsed()));
             }
             Ok(p) => format!("HTTP {}", p.status),
             Err(e) => e.to_string(),
@@ -201,7 +205,15 @@ pub(crate) async fn smoke_case(
 /// The hook after a smoke test passed on `url`: with evidence inputs, the
 /// sample runs there (and on the baseline beside it) and is judged. A
 /// failed objective fails the predict, naming what broke.
-pub(crate) async fn after_smoke(run: &Run<'_>, label: &str, url: &str) -> Result<(), Failure> {
+/// `before_promotion`: a gated promotion follows, and the run's budget
+/// gave the sample only its share (`run.until`), for the message when it
+/// does not finish.
+pub(crate) async fn after_smoke(
+    run: &Run<'_>,
+    label: &str,
+    url: &str,
+    before_promotion: bool,
+) -> Result<(), Failure> {
     let s = run.settings;
     let (phase, url, compared) = target(run, url).await;
     let baseline = match &compared {
@@ -255,14 +267,21 @@ pub(crate) async fn after_smoke(run: &Run<'_>, label: &str, url: &str) -> Result
         Compared::Nothing(why) => verdict::Baseline::None(why.clone()),
         Compared::Unknown(why) => verdict::Baseline::Unknown(why.clone()),
     };
-    let base_name = baseline.as_ref().map_or("", |(d, _)| d.as_str());
+    let deadline = if before_promotion {
+        "its share of the run's budget (half of what was left when it started: the gated promotion, the environment's test and its sample keep the rest)"
+    } else {
+        "the run's budget (wait budget + predict-timeout)"
+    };
     let j = verdict::judge(
         &s.cases,
         &sampled,
-        s.requests,
+        &verdict::Plan {
+            requests: s.requests,
+            baseline: &state,
+            baseline_name: baseline.as_ref().map_or("", |(d, _)| d.as_str()),
+            deadline,
+        },
         &s.objectives,
-        &state,
-        base_name,
     );
     let (baseline_deployment_id, baseline_url) = baseline.unzip();
     let analysis = Analysis {
@@ -290,8 +309,12 @@ pub(crate) async fn after_smoke(run: &Run<'_>, label: &str, url: &str) -> Result
         run.log.say(&line);
     }
     run.log.say(&analysis.verdict_line());
-    if let Some(d) = analysis.detect_line() {
-        run.log.say(&format!("  {d}"));
+    for line in analysis
+        .left_out_line()
+        .into_iter()
+        .chain(analysis.detect_line())
+    {
+        run.log.say(&format!("  {line}"));
     }
     let failure = (!analysis.passed).then(|| failure_message(&analysis));
     let written = record(run, analysis);

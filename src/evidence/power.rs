@@ -67,7 +67,13 @@ fn fails(case: &[Case], spread: f64, ratio: f64, n: usize, seed: u64) -> bool {
         samples,
         complete: true,
     };
-    let j = verdict::judge(case, &sampled, n, &objectives, &Baseline::Sampled, "v1");
+    let plan = verdict::Plan {
+        requests: n,
+        baseline: &Baseline::Sampled,
+        baseline_name: "v1",
+        deadline: "the run's budget",
+    };
+    let j = verdict::judge(case, &sampled, &plan, &objectives);
     !j.reasons.is_empty()
 }
 

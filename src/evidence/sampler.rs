@@ -1,8 +1,12 @@
 //! Sends the sample: warm-up requests one at a time, then the counted
 //! requests with bounded concurrency, candidate and baseline interleaved
 //! (A, B, A, B…) so that drift in the platform or the network hits both.
-//! Everything ends by the run's budget: what was still in flight then is
-//! dropped, and the sample says how far it got.
+//! Everything ends by the sample's deadline (the run's budget gives it:
+//! before a gated promotion, half of what is left): what was still in
+//! flight then is dropped, and the sample says how far it got. The
+//! baseline gets every case, refusal cases too, so both sides carry the
+//! same load at the same moments; the verdict compares what is
+//! comparable.
 
 use std::time::{Duration, Instant};
 
@@ -47,7 +51,7 @@ pub(crate) struct Plan<'a> {
     pub(crate) requests: usize,
     pub(crate) concurrency: usize,
     pub(crate) timeout: Duration,
-    /// The run's budget: nothing is sent or awaited past it.
+    /// The sample's deadline: nothing is sent or awaited past it.
     pub(crate) until: Instant,
 }
 
@@ -56,7 +60,7 @@ pub(crate) struct Plan<'a> {
 pub(crate) struct Sampled {
     /// The counted samples, in the order they completed.
     pub(crate) samples: Vec<Sample>,
-    /// Whether every counted request finished before the budget ran out.
+    /// Whether every counted request finished before the deadline.
     pub(crate) complete: bool,
 }
 
@@ -128,7 +132,7 @@ pub(crate) fn order(count: usize, baseline: bool) -> Vec<(Side, usize)> {
 }
 
 /// Runs the plan: the warm-up (not returned), then the counted samples,
-/// all by the plan's budget.
+/// all by the plan's deadline.
 pub(crate) async fn run(plan: &Plan<'_>) -> Sampled {
     let baseline = plan.baseline.is_some();
     let budget = tokio::time::Instant::from_std(plan.until);

@@ -1,28 +1,31 @@
 //! The verdict over one sample: per-case results, the candidate's and the
 //! baseline's latency and errors, the regression test, and which
 //! objective failed. Everything a reader or a program needs is in
-//! [`Analysis`], serialized as is for `--json` and `analysis-file`.
+//! [`Analysis`], serialized as is for `--json` and `analysis-file`. The
+//! regression's own rules are in `regression`; how an analysis reads in
+//! the log and the summary in `summary` and `chart`.
 //!
-//! What is compared with what: the candidate's latency objectives count
-//! every request (a failed one is slower than any answer), the baseline's
-//! sample holds only its 2xx answers (its failures are counted beside),
-//! and the regression objective is one test of the hypothesis it names —
-//! is the candidate slower than `max-latency-regression` × the baseline?
+//! What is compared with what: latency is measured on the cases that
+//! expect a success only (a refusal's latency says nothing of the
+//! model's). The candidate's latency objectives count every such request
+//! (a failed one is slower than any answer); the baseline's sample holds
+//! only its 2xx answers (its failures are counted beside); and the
+//! regression compares like with like — the candidate's requests to the
+//! cases the baseline answered with a 2xx at least once, against those
+//! answers — in one test of the hypothesis the objective names: is the
+//! candidate slower than `max-latency-regression` × the baseline?
 
 use serde::{Serialize, Serializer};
 
 use super::cases::Case;
 use super::check::Mismatch;
 use super::metrics::Live;
+use super::regression::{
+    MIN_BASELINE_ANSWERS, Regression, comparison, regress, regression_reason, unmeasured,
+};
 use super::sampler::{Sample, Sampled, Side};
-use super::stats::{self, MannWhitney, Method, alike};
-use crate::ci::markdown;
+use super::stats::{self, alike};
 
-/// The significance level of the regression test.
-pub(crate) const REGRESSION_ALPHA: f64 = 0.05;
-/// Fewer successful baseline answers than this (or fewer than half of its
-/// requests) measure nothing the regression could be judged on.
-pub(crate) const MIN_BASELINE_ANSWERS: usize = 20;
 /// The heading's reason is cut past this, so the whole heading ("❌ Evidence
 /// failed (environment): " and the reason) stays under 100 characters.
 const HEADLINE_MAX_CHARS: usize = 64;
@@ -38,7 +41,7 @@ pub(crate) struct Objectives {
 /// Serializes a latency that may be infinite (a percentile that reached a
 /// failed request) as the string `"inf"`, never as JSON's `null` (which
 /// reads as "not measured").
-fn latency<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+pub(super) fn latency<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
     match v {
         Some(x) if x.is_infinite() => s.serialize_str("inf"),
         Some(x) => s.serialize_f64(*x),
@@ -49,6 +52,8 @@ fn latency<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
 /// Latency and errors of one side.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub(crate) struct SideStats {
+    /// The candidate: every request; the baseline: its requests to cases
+    /// that expect a success (its answers to a refusal are not compared).
     pub(crate) requests: usize,
     /// Requests that count as answered (see [`Sample::error`]).
     pub(crate) answered: usize,
@@ -56,8 +61,11 @@ pub(crate) struct SideStats {
     pub(crate) error_rate: f64,
     /// The first failure, as the answer or the error said it.
     pub(crate) first_error: Option<String>,
-    /// The candidate's percentiles are over every request (failures at the
-    /// top); the baseline's over its 2xx answers.
+    /// What the percentiles are over: the candidate's requests to cases
+    /// that expect a success (failures at the top), the baseline's 2xx
+    /// answers to them.
+    pub(crate) latency_requests: usize,
+    /// `None` (not measured) when none of those requests was answered.
     #[serde(serialize_with = "latency")]
     pub(crate) p50_ms: Option<f64>,
     #[serde(serialize_with = "latency")]
@@ -68,56 +76,41 @@ pub(crate) struct SideStats {
     pub(crate) p99_ms: Option<f64>,
 }
 
-/// How many answers broke one expectation of a case.
+/// How many requests broke one expectation of a case.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub(crate) struct ExpectationCount {
     pub(crate) expectation: String,
     pub(crate) failed: usize,
 }
 
+/// The expectation a request without an answer broke.
+pub(crate) const NO_ANSWER: &str = "an answer";
+
 /// One case's results on the candidate.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub(crate) struct CaseResult {
     pub(crate) name: String,
+    /// Every answer met the case and at least one came; requests without
+    /// an answer only when `max-error-rate` allows them.
     pub(crate) passed: bool,
     pub(crate) requests: usize,
     /// Requests that failed (no answer, or an unasked 429/5xx).
     pub(crate) errors: usize,
-    /// Answers that broke at least one expectation.
+    /// Requests that failed, each once: no answer, or an answer that broke
+    /// at least one expectation.
     pub(crate) failed_requests: usize,
-    /// Each broken expectation and how many answers broke it.
+    /// Each broken expectation and how many requests broke it
+    /// ([`NO_ANSWER`] for those without an answer).
     pub(crate) failed_by_expectation: Vec<ExpectationCount>,
+    /// `None` when no request of the case was answered.
     #[serde(serialize_with = "latency")]
     pub(crate) p50_ms: Option<f64>,
     #[serde(serialize_with = "latency")]
     pub(crate) p95_ms: Option<f64>,
     pub(crate) baseline_p95_ms: Option<f64>,
-    /// The broken expectations of its first failing answer.
+    /// The broken expectations of its first failing answer (else of its
+    /// first request without one).
     pub(crate) mismatches: Vec<Mismatch>,
-}
-
-/// The regression test and its numbers.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct Regression {
-    /// The test by name and direction.
-    pub(crate) test: String,
-    pub(crate) limit: f64,
-    /// Candidate requests (failures included) and baseline 2xx answers.
-    pub(crate) candidate_n: usize,
-    pub(crate) baseline_n: usize,
-    pub(crate) u: f64,
-    pub(crate) p_value: f64,
-    pub(crate) method: Method,
-    pub(crate) alpha: f64,
-    /// Descriptions, not the decision: candidate over baseline.
-    #[serde(serialize_with = "latency")]
-    pub(crate) p50_ratio: Option<f64>,
-    #[serde(serialize_with = "latency")]
-    pub(crate) p95_ratio: Option<f64>,
-    /// The smallest slowdown (× the baseline) this sample detects with
-    /// [`stats::DETECT_POWER`].
-    pub(crate) detectable_slowdown: Option<f64>,
-    pub(crate) regressed: bool,
 }
 
 /// What the baseline is for one analysis.
@@ -143,7 +136,7 @@ pub(crate) struct Analysis {
     pub(crate) concurrency: usize,
     /// Counted requests planned to each side.
     pub(crate) requests_planned: usize,
-    /// Whether every counted request finished inside the run's budget.
+    /// Whether every counted request finished inside the sample's deadline.
     pub(crate) complete: bool,
     pub(crate) objectives: Objectives,
     pub(crate) cases: Vec<CaseResult>,
@@ -165,6 +158,11 @@ pub(crate) struct Analysis {
     pub(crate) outputs: bool,
 }
 
+/// Whether a case expects a success: only those measure latency.
+pub(super) fn expects_success(c: &Case) -> bool {
+    (200..300).contains(&c.status)
+}
+
 /// A value of the latency sample for a failed request: its elapsed time
 /// when that is longer than every answer (a timeout), else +∞.
 fn failed_value(ms: f64, slowest_answer: f64) -> f64 {
@@ -175,8 +173,12 @@ fn failed_value(ms: f64, slowest_answer: f64) -> f64 {
     }
 }
 
-/// The candidate's latency sample over every request of `samples`.
+/// The candidate's latency sample over every request of `samples`, empty
+/// when none of them was answered (nothing was measured).
 fn candidate_latencies(samples: &[&Sample], slowest_answer: f64) -> Vec<f64> {
+    if samples.iter().all(|s| s.error.is_some()) {
+        return Vec::new();
+    }
     samples
         .iter()
         .map(|s| match s.error {
@@ -194,7 +196,9 @@ fn answered(samples: &[&Sample]) -> Vec<f64> {
         .collect()
 }
 
-fn side_of(samples: &[&Sample], latencies: &[f64]) -> SideStats {
+/// One side's numbers: `samples` for the counts, `latency_requests` and
+/// `latencies` (empty when nothing was measured) for the percentiles.
+fn side_of(samples: &[&Sample], latency_requests: usize, latencies: &[f64]) -> SideStats {
     let errors = samples.iter().filter(|s| s.error.is_some()).count();
     let p = |q| stats::percentile(latencies, q);
     SideStats {
@@ -207,6 +211,7 @@ fn side_of(samples: &[&Sample], latencies: &[f64]) -> SideStats {
             errors as f64 / samples.len() as f64
         },
         first_error: samples.iter().find_map(|s| s.error.clone()),
+        latency_requests,
         p50_ms: p(50.0),
         p90_ms: p(90.0),
         p95_ms: p(95.0),
@@ -214,7 +219,8 @@ fn side_of(samples: &[&Sample], latencies: &[f64]) -> SideStats {
     }
 }
 
-fn ms(v: Option<f64>) -> String {
+/// A latency for people: one decimal, `∞`, or `–` when not measured.
+pub(super) fn ms(v: Option<f64>) -> String {
     match v {
         None => "–".into(),
         Some(x) if x.is_infinite() => "∞".into(),
@@ -223,7 +229,7 @@ fn ms(v: Option<f64>) -> String {
 }
 
 /// A p-value: four decimals, scientific notation when smaller.
-fn p_text(p: f64) -> String {
+pub(super) fn p_text(p: f64) -> String {
     if p >= 1e-4 {
         format!("{p:.4}")
     } else {
@@ -231,10 +237,18 @@ fn p_text(p: f64) -> String {
     }
 }
 
+pub(super) fn ratio_text(r: Option<f64>) -> String {
+    match r {
+        None => "–".into(),
+        Some(x) if x.is_infinite() => "∞".into(),
+        Some(x) => format!("{x:.2}×"),
+    }
+}
+
 /// One failed objective: the heading's few words and the full sentence.
-struct Reason {
-    short: String,
-    long: String,
+pub(super) struct Reason {
+    pub(super) short: String,
+    pub(super) long: String,
 }
 
 /// What [`judge`] makes of a sample.
@@ -247,18 +261,25 @@ pub(crate) struct Judged {
     pub(crate) reasons: Vec<String>,
 }
 
-/// Judges the `sampled` requests of `cases` against `objectives`;
-/// `baseline` says whether a baseline was sampled and `baseline_name`
-/// names it in messages.
+/// What a sample was planned as: the counted requests per side, what the
+/// baseline is and its name for messages, and the deadline it ran to (for
+/// the message when it did not finish).
+pub(crate) struct Plan<'a> {
+    pub(crate) requests: usize,
+    pub(crate) baseline: &'a Baseline,
+    pub(crate) baseline_name: &'a str,
+    pub(crate) deadline: &'a str,
+}
+
+/// Judges the `sampled` requests of `cases` against `objectives`.
 pub(crate) fn judge(
     cases: &[Case],
     sampled: &Sampled,
-    planned: usize,
+    plan: &Plan<'_>,
     objectives: &Objectives,
-    baseline: &Baseline,
-    baseline_name: &str,
 ) -> Judged {
     let samples = &sampled.samples;
+    let success: Vec<bool> = cases.iter().map(expects_success).collect();
     let of = |side: Side, case: Option<usize>| -> Vec<&Sample> {
         samples
             .iter()
@@ -266,55 +287,56 @@ pub(crate) fn judge(
             .collect()
     };
     let cand = of(Side::Candidate, None);
-    let slowest = answered(&cand).into_iter().fold(0.0_f64, f64::max);
-    let candidate = side_of(&cand, &candidate_latencies(&cand, slowest));
-    let base_samples = of(Side::Baseline, None);
-    let base_ms = answered(&base_samples);
-    let base_stats = side_of(&base_samples, &base_ms);
-    let measured = *baseline == Baseline::Sampled
+    // Latency is the model's on the cases that expect a success.
+    let cand_lat: Vec<&Sample> = cand.iter().copied().filter(|s| success[s.case]).collect();
+    let slowest = answered(&cand_lat).into_iter().fold(0.0_f64, f64::max);
+    let candidate = side_of(
+        &cand,
+        cand_lat.len(),
+        &candidate_latencies(&cand_lat, slowest),
+    );
+    let base_all = of(Side::Baseline, None);
+    let base: Vec<&Sample> = base_all
+        .iter()
+        .copied()
+        .filter(|s| success[s.case])
+        .collect();
+    let base_ms = answered(&base);
+    let base_stats = side_of(&base, base_ms.len(), &base_ms);
+    let compared = comparison(cases, &cand, &base);
+    let measured = *plan.baseline == Baseline::Sampled
         && base_stats.answered >= MIN_BASELINE_ANSWERS
-        && 2 * base_stats.answered >= base_stats.requests;
+        && 2 * base_stats.answered >= compared.baseline_requests;
+    let errors_allowed = candidate.error_rate <= objectives.max_error_rate;
     let results: Vec<CaseResult> = cases
         .iter()
         .enumerate()
         .map(|(i, c)| {
+            let base_case = of(Side::Baseline, Some(i));
+            let base_p95 = (measured && compared.comparable[i])
+                .then(|| stats::percentile(&answered(&base_case), 95.0))
+                .flatten();
             case_result(
                 c,
                 &of(Side::Candidate, Some(i)),
-                &of(Side::Baseline, Some(i)),
                 slowest,
-                measured,
+                base_p95,
+                errors_allowed,
             )
         })
         .collect();
 
     let mut reasons: Vec<Reason> = Vec::new();
     if !sampled.complete {
-        let done = cand.len();
-        let base_done = base_samples.len();
-        reasons.push(Reason {
-            short: format!("the sample did not finish in the run's budget ({done} of {planned})"),
-            long: format!(
-                "the sample did not finish inside the run's budget (wait budget + predict-timeout): {done} of {planned} candidate requests{} had finished when it ran out; a partial sample passes nothing",
-                if *baseline == Baseline::Sampled {
-                    format!(" and {base_done} of {planned} baseline requests")
-                } else {
-                    String::new()
-                }
-            ),
-        });
+        reasons.push(unfinished(plan, cand.len(), base_all.len()));
     }
     let failed: Vec<&CaseResult> = results.iter().filter(|r| !r.passed).collect();
     if !failed.is_empty() {
         let names: Vec<String> = failed
             .iter()
-            .map(|r| {
-                format!(
-                    "{:?} (failed {} of {})",
-                    r.name,
-                    r.failed_requests.max(r.errors),
-                    r.requests
-                )
+            .map(|r| match r.requests {
+                0 => format!("{:?} (not sent)", r.name),
+                n => format!("{:?} (failed {} of {n})", r.name, r.failed_requests),
             })
             .collect();
         reasons.push(Reason {
@@ -327,7 +349,7 @@ pub(crate) fn judge(
             ),
         });
     }
-    if candidate.error_rate > objectives.max_error_rate {
+    if !errors_allowed {
         let (v, l) = alike(
             candidate.error_rate * 100.0,
             objectives.max_error_rate * 100.0,
@@ -341,50 +363,21 @@ pub(crate) fn judge(
             ),
         });
     }
-    if let (Some(max), Some(p95)) = (objectives.max_latency_p95_ms, candidate.p95_ms)
-        && p95 > max
-    {
-        let (v, l) = alike(p95, max, 1);
-        let failures = if candidate.errors > 0 {
-            format!(
-                " (over all {} requests; {} failed and count as slower than every answer)",
-                candidate.requests, candidate.errors
-            )
-        } else {
-            String::new()
-        };
-        reasons.push(Reason {
-            short: format!("p95 {v} ms (max {l} ms)"),
-            long: format!("p95 latency {v} ms is above max-latency-p95-ms {l}{failures}"),
-        });
+    if let Some(max) = objectives.max_latency_p95_ms {
+        reasons.extend(p95_reason(&candidate, &cand_lat, max));
     }
     let mut regression = None;
     if let Some(limit) = objectives.max_latency_regression {
-        match baseline {
+        match plan.baseline {
             Baseline::Unknown(why) => reasons.push(Reason {
                 short: "the baseline could not be found".into(),
                 long: format!("{why}; the regression cannot be judged"),
             }),
             Baseline::Sampled if !measured => {
-                let first = base_stats
-                    .first_error
-                    .as_deref()
-                    .map_or(String::new(), |e| format!(": first failure {e}"));
-                reasons.push(Reason {
-                    short: format!(
-                        "baseline not measured ({} of {} answered)",
-                        base_stats.answered, base_stats.requests
-                    ),
-                    long: format!(
-                        "the serving deployment {baseline_name} answered {} of {} requests with a 2xx{first}; the regression cannot be judged (at least {MIN_BASELINE_ANSWERS} answers and half of its requests are needed)",
-                        base_stats.answered, base_stats.requests
-                    ),
-                });
+                reasons.push(unmeasured(plan.baseline_name, &base_stats, &compared));
             }
             Baseline::Sampled if sampled.complete => {
-                // Every failure at +∞: slower than any answer on either side.
-                let cand_lat = candidate_latencies(&cand, f64::INFINITY);
-                if let Some(r) = regress(&cand_lat, &base_ms, limit, &candidate, &base_stats) {
+                if let Some(r) = regress(&compared, &base_ms, limit) {
                     if r.regressed {
                         reasons.push(regression_reason(&r));
                     }
@@ -409,17 +402,76 @@ pub(crate) fn judge(
     }
 }
 
+/// The sample ran out of its deadline: how far it got.
+fn unfinished(plan: &Plan<'_>, done: usize, base_done: usize) -> Reason {
+    let planned = plan.requests;
+    Reason {
+        short: format!("the sample did not finish in time ({done} of {planned})"),
+        long: format!(
+            "the sample did not finish inside {}: {done} of {planned} candidate requests{} had finished when it ran out; a partial sample passes nothing",
+            plan.deadline,
+            if *plan.baseline == Baseline::Sampled {
+                format!(" and {base_done} of {planned} baseline requests")
+            } else {
+                String::new()
+            }
+        ),
+    }
+}
+
+/// The p95 objective over the candidate's latency sample (`lat`, its
+/// requests to cases that expect a success), or why it was not measured.
+fn p95_reason(candidate: &SideStats, lat: &[&Sample], max: f64) -> Option<Reason> {
+    let n = candidate.latency_requests;
+    let to = if n == candidate.requests {
+        ""
+    } else {
+        " to cases that expect a success"
+    };
+    let Some(p95) = candidate.p95_ms else {
+        let first = lat
+            .iter()
+            .find_map(|s| s.error.as_deref())
+            .map_or(String::new(), |e| format!(" (first failure {e})"));
+        return Some(Reason {
+            short: "p95 latency not measured".into(),
+            long: format!(
+                "max-latency-p95-ms cannot be judged: none of the {n} requests{to} was answered{first}, so no latency was measured"
+            ),
+        });
+    };
+    if p95 <= max {
+        return None;
+    }
+    let (v, l) = alike(p95, max, 1);
+    let failures = lat.iter().filter(|s| s.error.is_some()).count();
+    let how = if failures > 0 {
+        format!(
+            " (over all {n} requests{to}; {failures} failed and count as slower than every answer)"
+        )
+    } else {
+        String::new()
+    };
+    Some(Reason {
+        short: format!("p95 {v} ms (max {l} ms)"),
+        long: format!("p95 latency {v} ms is above max-latency-p95-ms {l}{how}"),
+    })
+}
+
 fn case_result(
     c: &Case,
     mine: &[&Sample],
-    base: &[&Sample],
     slowest: f64,
-    baseline_measured: bool,
+    baseline_p95_ms: Option<f64>,
+    errors_allowed: bool,
 ) -> CaseResult {
-    let answered_n = mine.iter().filter(|s| s.error.is_none()).count();
-    let failing: Vec<&&Sample> = mine.iter().filter(|s| !s.mismatches.is_empty()).collect();
+    let errors = mine.iter().filter(|s| s.error.is_some()).count();
+    let broke: Vec<&&Sample> = mine
+        .iter()
+        .filter(|s| s.error.is_none() && !s.mismatches.is_empty())
+        .collect();
     let mut by: Vec<ExpectationCount> = Vec::new();
-    for s in &failing {
+    for s in &broke {
         for m in &s.mismatches {
             match by.iter_mut().find(|e| e.expectation == m.expectation) {
                 Some(e) => e.failed += 1,
@@ -430,118 +482,43 @@ fn case_result(
             }
         }
     }
-    let mut mismatches = failing
-        .first()
-        .map(|s| s.mismatches.clone())
-        .unwrap_or_default();
-    // Every request of the case was an error: it never showed it holds.
-    if answered_n == 0 && !mine.is_empty() && mismatches.is_empty() {
-        let first = mine
-            .iter()
-            .find_map(|s| s.error.clone())
-            .unwrap_or_default();
-        mismatches.push(Mismatch {
-            expectation: "status".into(),
-            expected: format!("HTTP {}", c.status),
-            got: first,
-        });
+    if errors > 0 {
         by.push(ExpectationCount {
-            expectation: "an answer".into(),
-            failed: mine.len(),
+            expectation: NO_ANSWER.into(),
+            failed: errors,
         });
     }
+    // The first broken answer shows the most (a diff of its body); else
+    // the first request without an answer.
+    let mismatches = match (broke.first(), mine.iter().find_map(|s| s.error.clone())) {
+        (Some(s), _) => s.mismatches.clone(),
+        (None, Some(e)) => vec![Mismatch {
+            expectation: NO_ANSWER.into(),
+            expected: format!("HTTP {}", c.status),
+            got: e,
+        }],
+        (None, None) => Vec::new(),
+    };
     let lat = candidate_latencies(mine, slowest);
-    let base_ms = answered(base);
     CaseResult {
         name: c.name.clone(),
-        passed: mismatches.is_empty(),
+        passed: broke.is_empty() && errors < mine.len() && (errors == 0 || errors_allowed),
         requests: mine.len(),
-        errors: mine.len() - answered_n,
-        failed_requests: failing.len(),
+        errors,
+        failed_requests: broke.len() + errors,
         failed_by_expectation: by,
         p50_ms: stats::percentile(&lat, 50.0),
         p95_ms: stats::percentile(&lat, 95.0),
-        baseline_p95_ms: baseline_measured
-            .then(|| stats::percentile(&base_ms, 95.0))
-            .flatten(),
+        baseline_p95_ms,
         mismatches,
     }
 }
 
-/// The shifted test over the candidate's latencies (failures at +∞) and
-/// the baseline's 2xx answers.
-fn regress(
-    cand: &[f64],
-    base: &[f64],
-    limit: f64,
-    c: &SideStats,
-    b: &SideStats,
-) -> Option<Regression> {
-    let mw: MannWhitney = stats::slower_than_scaled(cand, base, limit)?;
-    let ratio = |x: Option<f64>, y: Option<f64>| Some(x? / y?.max(f64::MIN_POSITIVE));
-    Some(Regression {
-        test: format!("one-sided Mann–Whitney U: candidate slower than {limit} × baseline"),
-        limit,
-        candidate_n: cand.len(),
-        baseline_n: base.len(),
-        u: mw.u,
-        p_value: mw.p,
-        method: mw.method,
-        alpha: REGRESSION_ALPHA,
-        p50_ratio: ratio(c.p50_ms, b.p50_ms),
-        p95_ratio: ratio(c.p95_ms, b.p95_ms),
-        detectable_slowdown: stats::log_sd(base).and_then(|sd| {
-            stats::detectable_slowdown(cand.len(), base.len(), sd, limit, REGRESSION_ALPHA)
-        }),
-        regressed: mw.p < REGRESSION_ALPHA,
-    })
-}
-
-fn ratio_text(r: Option<f64>) -> String {
-    match r {
-        None => "–".into(),
-        Some(x) if x.is_infinite() => "∞".into(),
-        Some(x) => format!("{x:.2}×"),
-    }
-}
-
-fn regression_reason(r: &Regression) -> Reason {
-    let short = match r.p50_ratio {
-        Some(x) if x > r.limit => {
-            let (v, l) = alike(x, r.limit, 1);
-            format!("latency {v}× the baseline (limit {l}×)")
-        }
-        _ => format!("latency slower than {}× the baseline", r.limit),
-    };
-    Reason {
-        short,
-        long: format!(
-            "latency regression: the candidate is slower than {}× the baseline ({}; {} over {} candidate requests and {} baseline answers × {}: U = {:.1}, p = {} < {}); p50 {} and p95 {} the baseline's",
-            r.limit,
-            r.test,
-            match r.method {
-                Method::Exact => "exact p",
-                Method::Asymptotic => "p by the normal approximation",
-            },
-            r.candidate_n,
-            r.baseline_n,
-            r.limit,
-            r.u,
-            p_text(r.p_value),
-            r.alpha,
-            ratio_text(r.p50_ratio),
-            ratio_text(r.p95_ratio),
-        ),
-    }
-}
-
 fn pass_headline(cases: &[CaseResult], c: &SideStats, r: Option<&Regression>) -> String {
-    let mut h = format!(
-        "{}/{} cases · p95 {} ms",
-        cases.len(),
-        cases.len(),
-        ms(c.p95_ms)
-    );
+    let mut h = format!("{}/{} cases", cases.len(), cases.len());
+    if c.p95_ms.is_some() {
+        h.push_str(&format!(" · p95 {} ms", ms(c.p95_ms)));
+    }
     if let Some(r) = r {
         h.push_str(&format!(
             " · {} the baseline's p50",
@@ -558,253 +535,6 @@ fn cut(s: &str, max: usize) -> String {
     let mut out: String = s.chars().take(max - 1).collect();
     out.push('…');
     out
-}
-
-impl Analysis {
-    /// The numbers behind the verdict, in one line.
-    fn numbers_line(&self) -> String {
-        let passed = self.cases.iter().filter(|c| c.passed).count();
-        let (e, m) = alike(
-            self.candidate.error_rate * 100.0,
-            self.objectives.max_error_rate * 100.0,
-            1,
-        );
-        let mut parts = vec![
-            format!("{passed}/{} cases passed", self.cases.len()),
-            format!(
-                "p50 {} ms, p95 {} ms over {} of {} requests",
-                ms(self.candidate.p50_ms),
-                ms(self.candidate.p95_ms),
-                self.candidate.requests,
-                self.requests_planned,
-            ),
-            format!("errors {e}% (max {m}%)"),
-        ];
-        if let Some(b) = &self.baseline {
-            parts.push(format!(
-                "baseline p95 {} ms over {} answers ({} failed)",
-                ms(b.p95_ms),
-                b.answered,
-                b.errors
-            ));
-        }
-        if let Some(r) = &self.regression {
-            parts.push(format!(
-                "one-sided Mann–Whitney U, are the candidate's {} latencies slower than {} × the baseline's {}? U = {:.1}, p = {} ({}; p50 {}, p95 {} the baseline's)",
-                r.candidate_n,
-                r.limit,
-                r.baseline_n,
-                r.u,
-                p_text(r.p_value),
-                if r.regressed { "yes" } else { "no" },
-                ratio_text(r.p50_ratio),
-                ratio_text(r.p95_ratio),
-            ));
-        }
-        parts.join(" · ")
-    }
-
-    /// The verdict in one line, for the log.
-    pub(crate) fn verdict_line(&self) -> String {
-        let word = if self.passed { "passed" } else { "FAILED" };
-        format!("Evidence {word} ({}): {}", self.phase, self.numbers_line())
-    }
-
-    /// What the sample could detect, when a regression was judged and
-    /// did not fire (a pass can be weak; a failure needs no such line).
-    pub(crate) fn detect_line(&self) -> Option<String> {
-        let r = self.regression.as_ref().filter(|r| !r.regressed)?;
-        Some(match r.detectable_slowdown {
-            Some(d) => format!(
-                "With {} candidate requests and {} baseline answers at this spread, the test detects a slowdown of {d:.2}× the baseline {:.0} % of the time; a smaller one can pass.",
-                r.candidate_n,
-                r.baseline_n,
-                stats::DETECT_POWER * 100.0
-            ),
-            None => format!(
-                "With {} candidate requests and {} baseline answers, no slowdown is detected reliably: a pass here is weak.",
-                r.candidate_n, r.baseline_n
-            ),
-        })
-    }
-
-    /// A case's result cell.
-    fn case_cell(c: &CaseResult) -> String {
-        if c.passed {
-            "✅ pass".into()
-        } else if c.failed_requests > 0 {
-            format!("❌ failed {} of {}", c.failed_requests, c.requests)
-        } else {
-            format!("❌ no answer in {}", c.requests)
-        }
-    }
-
-    /// The log lines of the cases.
-    pub(crate) fn case_lines(&self) -> Vec<String> {
-        self.cases
-            .iter()
-            .map(|c| {
-                let failures: Vec<String> = c
-                    .failed_by_expectation
-                    .iter()
-                    .map(|e| format!("{} failed {} of {}", e.expectation, e.failed, c.requests))
-                    .collect();
-                format!(
-                    "  case {:?}: {} ({} requests, {} errors, p50 {} ms, p95 {} ms){}",
-                    c.name,
-                    if c.passed { "pass" } else { "FAIL" },
-                    c.requests,
-                    c.errors,
-                    ms(c.p50_ms),
-                    ms(c.p95_ms),
-                    if failures.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {}", failures.join(", "))
-                    }
-                )
-            })
-            .collect()
-    }
-
-    /// The Markdown section of the step summary: why in the heading, the
-    /// verdict line and each reason below it, a table of the cases, the
-    /// failing expectations, and a chart of the candidate's latency
-    /// against the baseline's.
-    pub(crate) fn markdown(&self) -> String {
-        let mut out = format!(
-            "\n### {} Evidence {} ({}): {}\n\n{}\n\n",
-            if self.passed { "✅" } else { "❌" },
-            if self.passed { "passed" } else { "failed" },
-            self.phase,
-            markdown::inline(&self.headline),
-            markdown::inline(&self.numbers_line())
-        );
-        for r in &self.reasons {
-            out.push_str(&format!("- {}\n", markdown::inline(r)));
-        }
-        for s in &self.skipped {
-            out.push_str(&format!("- ⚠️ {}\n", markdown::inline(s)));
-        }
-        if let Some(d) = self.detect_line() {
-            out.push_str(&format!("- {}\n", markdown::inline(&d)));
-        }
-        if !self.reasons.is_empty() || !self.skipped.is_empty() || self.regression.is_some() {
-            out.push('\n');
-        }
-        out.push_str("| Case | Result | Requests | Errors | p50 ms | p95 ms | Baseline p95 ms |\n");
-        out.push_str("|------|--------|---------:|-------:|-------:|-------:|----------------:|\n");
-        for c in &self.cases {
-            out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {} |\n",
-                markdown::inline(&c.name),
-                Self::case_cell(c),
-                c.requests,
-                c.errors,
-                ms(c.p50_ms),
-                ms(c.p95_ms),
-                ms(c.baseline_p95_ms)
-            ));
-        }
-        for c in self.cases.iter().filter(|c| !c.passed) {
-            let counts: Vec<String> = c
-                .failed_by_expectation
-                .iter()
-                .map(|e| format!("{} failed {} of {}", e.expectation, e.failed, c.requests))
-                .collect();
-            out.push_str(&format!(
-                "\n<details><summary>{}: {}</summary>\n\nThe first failing answer:\n\n```diff\n",
-                markdown::inline(&c.name),
-                markdown::inline(&counts.join(", "))
-            ));
-            for m in &c.mismatches {
-                out.push_str(&format!(
-                    "# {}\n- {}\n+ {}\n",
-                    markdown::fence_line(&m.expectation),
-                    markdown::fence_line(&m.expected),
-                    markdown::fence_line(&m.got)
-                ));
-            }
-            out.push_str("```\n</details>\n");
-        }
-        out.push_str(&self.chart());
-        out
-    }
-
-    /// A Mermaid `xychart-beta` (GitHub renders it): the candidate's
-    /// percentiles as blue bars, the measured baseline's as an orange
-    /// line, on a y-axis that starts near the data; a legend line below
-    /// for renderers that draw none.
-    fn chart(&self) -> String {
-        let c = &self.candidate;
-        let series = |s: &SideStats| [s.p50_ms, s.p90_ms, s.p95_ms, s.p99_ms];
-        let mut finite: Vec<f64> = series(c)
-            .into_iter()
-            .flatten()
-            .filter(|v| v.is_finite())
-            .collect();
-        if let Some(b) = &self.baseline {
-            finite.extend(series(b).into_iter().flatten().filter(|v| v.is_finite()));
-        }
-        if finite.is_empty() {
-            return String::new();
-        }
-        let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = finite.iter().copied().fold(0.0_f64, f64::max);
-        let (bottom, top) = axis(lo, hi);
-        let prec = axis_decimals(bottom, top);
-        let pts = |s: &SideStats| {
-            series(s)
-                .map(|v| match v {
-                    Some(x) if x.is_finite() => format!("{x:.1}"),
-                    // A percentile that reached a failed request: drawn at the top.
-                    _ => format!("{top:.prec$}"),
-                })
-                .join(", ")
-        };
-        let mut out = format!(
-            "\n```mermaid\n%%{{init: {{\"xyChart\": {{\"showLegend\": true}}, \"themeVariables\": {{\"xyChart\": {{\"plotColorPalette\": \"{CANDIDATE_COLOUR}, {BASELINE_COLOUR}\"}}}}}}}}%%\nxychart-beta\n    title \"Latency (ms) by percentile\"\n    x-axis [p50, p90, p95, p99]\n    y-axis \"ms\" {bottom:.prec$} --> {top:.prec$}\n    bar \"candidate\" [{}]\n",
-            pts(c)
-        );
-        if let Some(b) = &self.baseline {
-            out.push_str(&format!("    line \"baseline\" [{}]\n", pts(b)));
-        }
-        out.push_str("```\n\n");
-        let mut legend = match &self.baseline {
-            Some(_) => "🟦 candidate (bars) · 🟧 baseline (line)".to_string(),
-            None => "🟦 candidate (bars) · no baseline was measured".to_string(),
-        };
-        legend.push_str(&format!(" · the y-axis starts at {bottom:.prec$} ms"));
-        if series(c).iter().flatten().any(|v| v.is_infinite()) {
-            legend.push_str(" · a bar at the top reached a failed request (∞)");
-        }
-        out.push_str(&legend);
-        out.push('\n');
-        out
-    }
-}
-
-const CANDIDATE_COLOUR: &str = "#1f6feb";
-const BASELINE_COLOUR: &str = "#f0883e";
-
-/// A y-axis from a round number a little under `lo` to one a little over
-/// `hi`: a 20 % difference fills a fifth of the chart, not a sliver.
-fn axis(lo: f64, hi: f64) -> (f64, f64) {
-    let span = (hi - lo).max(hi * 0.05).max(1e-3);
-    let step = 10f64.powf((span / 5.0).log10().floor());
-    let bottom = ((lo - span * 0.2) / step).floor() * step;
-    let top = ((hi + span * 0.1) / step).ceil() * step;
-    (bottom.max(0.0), top.max(bottom + step))
-}
-
-/// Decimals that tell the axis's ends apart (sub-millisecond models too).
-fn axis_decimals(bottom: f64, top: f64) -> usize {
-    let span = top - bottom;
-    if span >= 5.0 {
-        0
-    } else {
-        ((5.0 / span).log10().ceil() as usize).min(4)
-    }
 }
 
 #[cfg(test)]
@@ -829,12 +559,20 @@ mod tests {
         }
     }
 
-    fn cases(n: usize) -> Vec<Case> {
+    /// Cases c0, c1, …; those in `refusals` expect a 422.
+    fn cases_with(n: usize, refusals: &[usize]) -> Vec<Case> {
         let dir = tempfile::tempdir().unwrap();
         let yaml: String = (0..n)
-            .map(|i| format!("- {{name: c{i}, payload: {{}}}}\n"))
+            .map(|i| {
+                let status = if refusals.contains(&i) { 422 } else { 200 };
+                format!("- {{name: c{i}, payload: {{}}, status: {status}}}\n")
+            })
             .collect();
         super::super::cases::parse(&yaml, false, dir.path()).unwrap()
+    }
+
+    fn cases(n: usize) -> Vec<Case> {
+        cases_with(n, &[])
     }
 
     fn objectives() -> Objectives {
@@ -845,16 +583,19 @@ mod tests {
         }
     }
 
-    fn done(samples: Vec<Sample>) -> Sampled {
-        Sampled {
-            samples,
-            complete: true,
-        }
-    }
-
     fn judge_all(cs: &[Case], s: Vec<Sample>, o: &Objectives, b: Baseline) -> Judged {
         let n = s.iter().filter(|s| s.side == Side::Candidate).count();
-        judge(cs, &done(s), n, o, &b, "v1dep001")
+        let sampled = Sampled {
+            samples: s,
+            complete: true,
+        };
+        let plan = Plan {
+            requests: n,
+            baseline: &b,
+            baseline_name: "v1dep001",
+            deadline: "the run's budget",
+        };
+        judge(cs, &sampled, &plan, o)
     }
 
     #[test]
@@ -885,8 +626,18 @@ mod tests {
         );
         assert_eq!(j.headline, "latency 2.0× the baseline (limit 1.2×)");
         let j = judge_all(&cs, equal, &objectives(), Baseline::Sampled);
-        assert!(!j.regression.unwrap().regressed);
+        let r = j.regression.unwrap();
+        assert!(!r.regressed);
+        assert_eq!((r.left_out_requests, r.left_out), (0, None));
         assert!(j.reasons.is_empty(), "{:?}", j.reasons);
+    }
+
+    #[test]
+    fn a_small_p_is_written_in_scientific_notation() {
+        assert_eq!(p_text(0.0312), "0.0312");
+        assert_eq!(p_text(0.0001), "0.0001");
+        assert_eq!(p_text(3.24e-7), "3.2e-7");
+        assert_eq!(p_text(9.3e-24), "9.3e-24");
     }
 
     #[test]
@@ -907,6 +658,97 @@ mod tests {
             j.reasons
         );
         assert!(j.reasons[0].contains("the regression cannot be judged"));
+    }
+
+    /// Candidate and baseline alike on the cases both answer, 25 rounds
+    /// of each case.
+    fn alike_on(
+        cases: usize,
+        base_refuses: &[usize],
+        cand_ms: impl Fn(usize) -> f64,
+    ) -> Vec<Sample> {
+        let mut s = Vec::new();
+        for i in 0..25 * cases {
+            let case = i % cases;
+            let ms = 10.0 + (i % 7) as f64 + i as f64 * 0.001;
+            let refused = base_refuses.contains(&case);
+            s.push(sample(Side::Baseline, case, ms, refused, false));
+            s.push(sample(
+                Side::Candidate,
+                case,
+                cand_ms(case) * ms,
+                false,
+                false,
+            ));
+        }
+        s
+    }
+
+    #[test]
+    fn half_the_cases_negative_still_judge_the_regression_on_the_others() {
+        // c1 expects a refusal: both sides answer it (the baseline's 422
+        // counts as an error of its own sample) in a fraction of the time.
+        let cs = cases_with(2, &[1]);
+        let s = alike_on(2, &[1], |c| if c == 1 { 0.01 } else { 1.0 });
+        let j = judge_all(&cs, s, &objectives(), Baseline::Sampled);
+        assert!(j.reasons.is_empty(), "{:?}", j.reasons);
+        let b = j.baseline.as_ref().expect("the baseline was measured");
+        assert_eq!((b.requests, b.answered, b.errors), (25, 25, 0));
+        let r = j.regression.unwrap();
+        assert_eq!((r.candidate_n, r.baseline_n), (25, 25));
+        assert_eq!(r.left_out_requests, 25);
+        let why = r.left_out.unwrap();
+        assert!(
+            why.starts_with("25 of 50 candidate requests are left out of the comparison: 25 to cases that expect a refusal"),
+            "{why}"
+        );
+        // The refusals' fast answers are not the candidate's latency.
+        assert_eq!(j.candidate.latency_requests, 25);
+        assert!(j.candidate.p50_ms.unwrap() > 10.0, "{:?}", j.candidate);
+        // And a slower candidate on the compared case still regresses.
+        let s = alike_on(2, &[1], |c| if c == 1 { 0.01 } else { 2.0 });
+        let j = judge_all(&cs, s, &objectives(), Baseline::Sampled);
+        assert!(j.regression.unwrap().regressed, "{:?}", j.reasons);
+    }
+
+    #[test]
+    fn a_case_the_baseline_never_answered_is_left_out_on_both_sides() {
+        // c1 and c2 are new: the serving model refuses them, and the
+        // candidate is slow on them. An unchanged model on c0 is no
+        // regression.
+        let cs = cases(3);
+        let s = alike_on(3, &[1, 2], |c| if c >= 1 { 5.0 } else { 1.0 });
+        let j = judge_all(&cs, s, &objectives(), Baseline::Sampled);
+        assert!(j.reasons.is_empty(), "{:?}", j.reasons);
+        let r = j.regression.unwrap();
+        assert!(!r.regressed);
+        assert_eq!(
+            (r.candidate_n, r.baseline_n, r.left_out_requests),
+            (25, 25, 50)
+        );
+        let why = r.left_out.unwrap();
+        assert!(
+            why.contains(
+                "50 to cases the serving deployment never answered with a 2xx, so there is nothing to compare them with (\"c1\", \"c2\")"
+            ),
+            "{why}"
+        );
+        // Its refusals are baseline errors, shown; the rule of half counts
+        // over the requests that could be compared (25 of 25, not 25 of 75).
+        let b = j.baseline.unwrap();
+        assert_eq!((b.requests, b.answered, b.errors), (75, 25, 50));
+        assert_eq!(j.cases[1].baseline_p95_ms, None);
+        assert!(j.cases[0].baseline_p95_ms.is_some());
+        // Without the exclusion the new slow case would have regressed.
+        let same = cases(1);
+        let mut both = alike_on(2, &[], |c| if c == 1 { 5.0 } else { 1.0 });
+        both.iter_mut().for_each(|s| s.case = 0);
+        assert!(
+            judge_all(&same, both, &objectives(), Baseline::Sampled)
+                .regression
+                .unwrap()
+                .regressed
+        );
     }
 
     #[test]
@@ -939,8 +781,30 @@ mod tests {
     }
 
     #[test]
-    fn failing_cases_count_their_failures() {
-        let cs = cases(2);
+    fn without_an_answer_no_latency_is_measured() {
+        let cs = cases(1);
+        let s = vec![sample(Side::Candidate, 0, 1.0, true, false); 4];
+        let mut o = objectives();
+        o.max_latency_regression = None;
+        o.max_latency_p95_ms = Some(100.0);
+        let j = judge_all(&cs, s, &o, Baseline::None("first".into()));
+        let c = &j.candidate;
+        assert_eq!((c.p50_ms, c.p95_ms, c.p99_ms), (None, None, None));
+        assert_eq!((j.cases[0].p50_ms, j.cases[0].p95_ms), (None, None));
+        assert!(
+            j.reasons.iter().any(|r| r.starts_with(
+                "max-latency-p95-ms cannot be judged: none of the 4 requests was answered (first failure HTTP 500), so no latency was measured"
+            )),
+            "{:?}",
+            j.reasons
+        );
+        let json = serde_json::to_value(c).unwrap();
+        assert!(json["p95_ms"].is_null());
+    }
+
+    #[test]
+    fn failing_cases_count_each_failed_request_once() {
+        let cs = cases(3);
         let mut samples = vec![
             sample(Side::Candidate, 0, 5.0, false, false),
             sample(Side::Candidate, 0, 5.0, true, false),
@@ -948,23 +812,49 @@ mod tests {
         for i in 0..100 {
             samples.push(sample(Side::Candidate, 1, 5.0, false, i % 10 == 0));
         }
+        // c2: an answer that broke two expectations counts once.
+        let mut two = sample(Side::Candidate, 2, 5.0, false, true);
+        two.mismatches.push(Mismatch {
+            expectation: "status".into(),
+            expected: "HTTP 200".into(),
+            got: "HTTP 404".into(),
+        });
+        samples.push(two);
+        samples.push(sample(Side::Candidate, 2, 5.0, false, false));
         let mut o = objectives();
         o.max_latency_regression = None;
-        let j = judge_all(&cs, samples, &o, Baseline::None("x".into()));
-        assert!(j.cases[0].passed);
+        let j = judge_all(&cs, samples.clone(), &o, Baseline::None("x".into()));
+        // c0: one request without an answer, none allowed: failed 1 of 2.
+        assert!(!j.cases[0].passed);
+        assert_eq!((j.cases[0].failed_requests, j.cases[0].errors), (1, 1));
+        assert_eq!(j.cases[0].mismatches[0].expectation, NO_ANSWER);
         assert!(!j.cases[1].passed);
         assert_eq!(j.cases[1].failed_requests, 10);
         assert_eq!(j.cases[1].failed_by_expectation[0].failed, 10);
         assert_eq!(j.cases[1].mismatches[0].expectation, "pointer /a");
+        assert_eq!(j.cases[2].failed_requests, 1);
+        assert_eq!(j.cases[2].failed_by_expectation.len(), 2);
         assert_eq!(j.candidate.errors, 1);
-        assert_eq!(j.reasons.len(), 2, "{:?}", j.reasons);
         assert!(
-            j.reasons[0].contains("\"c1\" (failed 10 of 100)"),
+            j.reasons[0].contains(
+                "3 of 3 cases failed: \"c0\" (failed 1 of 2), \"c1\" (failed 10 of 100), \"c2\" (failed 1 of 2)"
+            ),
             "{:?}",
             j.reasons
         );
         assert!(j.reasons[1].contains("max-error-rate"));
-        assert_eq!(j.headline, "1 of 2 cases failed (+1 more)");
+        assert_eq!(j.headline, "3 of 3 cases failed (+1 more)");
+        // A max-error-rate that allows the one error: c0 passes, and still
+        // says what failed.
+        o.max_error_rate = 0.5;
+        let j = judge_all(&cs, samples, &o, Baseline::None("x".into()));
+        assert!(j.cases[0].passed);
+        assert_eq!(j.cases[0].failed_requests, 1);
+        assert!(
+            j.reasons[0].starts_with("2 of 3 cases failed"),
+            "{:?}",
+            j.reasons
+        );
     }
 
     #[test]
@@ -974,17 +864,18 @@ mod tests {
         o.max_latency_regression = None;
         o.max_latency_p95_ms = Some(1.0);
         let s = vec![sample(Side::Candidate, 0, 5.0, true, false); 3];
-        let j = judge(
-            &cs,
-            &Sampled {
-                samples: s,
-                complete: false,
-            },
-            1000,
-            &o,
-            &Baseline::None("x".into()),
-            "",
-        );
+        let b = Baseline::None("x".into());
+        let plan = Plan {
+            requests: 1000,
+            baseline: &b,
+            baseline_name: "",
+            deadline: "the run's budget",
+        };
+        let sampled = Sampled {
+            samples: s,
+            complete: false,
+        };
+        let j = judge(&cs, &sampled, &plan, &o);
         let heading = format!("❌ Evidence failed (environment): {}", j.headline);
         assert!(heading.chars().count() < 100, "{heading}");
         assert!(
@@ -992,16 +883,5 @@ mod tests {
             "{}",
             j.headline
         );
-    }
-
-    #[test]
-    fn the_axis_starts_near_the_data() {
-        let (b, t) = axis(100.0, 120.0);
-        assert!(
-            (80.0..100.0).contains(&b) && t > 120.0 && t <= 130.0,
-            "{b} {t}"
-        );
-        let (b, t) = axis(0.5, 0.6);
-        assert!(b < 0.5 && t > 0.6, "{b} {t}");
     }
 }

@@ -56,10 +56,17 @@ pub(crate) async fn test_and_promote(
         ),
     };
     ctx.group(title);
-    let r = smoke_test(ctx, endpoint, &url, payload, streaming).await;
+    // Before a gated promotion the evidence gets its share of the run's
+    // budget, and the promotion the rest.
+    let gated = cfg.gated_environment().is_some();
+    let evidence = match gated {
+        true => Phase::EvidenceBeforePromotion,
+        false => Phase::Evidence,
+    };
+    let r = smoke_test_then(ctx, endpoint, &url, payload, streaming, evidence).await;
     ctx.end_group();
     r?;
-    if cfg.gated_environment().is_some() {
+    if gated {
         let candidate = Candidate {
             owner,
             owner_id,
@@ -75,6 +82,7 @@ pub(crate) async fn test_and_promote(
 
 /// Sends `payload` to `url` (`label` is `predict` or `run_remote`) and
 /// records the answer; with `streaming` the answer is read as SSE tokens.
+/// With evidence inputs the sample follows, by the run's end.
 pub(crate) async fn smoke_test(
     ctx: &Ctx<'_>,
     label: &str,
@@ -82,41 +90,84 @@ pub(crate) async fn smoke_test(
     payload: &Value,
     streaming: bool,
 ) -> Result<(), Failure> {
+    smoke_test_then(ctx, label, url, payload, streaming, Phase::Evidence).await
+}
+
+/// The smoke test, then the evidence sample (with evidence inputs) by the
+/// deadline the run's budget gives `evidence`.
+async fn smoke_test_then(
+    ctx: &Ctx<'_>,
+    label: &str,
+    url: &str,
+    payload: &Value,
+    streaming: bool,
+    evidence: Phase,
+) -> Result<(), Failure> {
     ctx.say(&format!(
         "POST {url}{}",
         if streaming { " (streaming)" } else { "" }
     ));
     ctx.state.lock().unwrap().predict_url = Some(url.to_string());
-    let started = Instant::now();
     // The smoke test's deadline, from the run's budget: predict-timeout
     // from now, cut to the run's end (which the message then names).
     let until = ctx.until(Phase::Smoke);
-    let api = ctx.api.until(until);
-    let ctx = &ctx.with_api(&api);
-    // A cases file whose first case expects an answer that is not a 2xx
-    // (a negative case) smoke-tests with that case and its status.
-    if let Some(run) = ctx.evidence()
-        && run
-            .settings
-            .smoke_status
-            .is_some_and(|s| !(200..300).contains(&s))
     {
-        let (text, took) = crate::evidence::smoke_case(&run, label, url).await?;
-        ctx.say(&format!(
-            "Predict OK in {:.2}s (the first case's expected answer)",
-            took.as_secs_f64()
-        ));
-        let shown: String = text.chars().take(PREDICT_RESPONSE_MAX_CHARS).collect();
-        {
-            let mut st = ctx.state.lock().unwrap();
-            st.predict_response = Some(shown);
-            st.predict = Some(PredictStats {
-                total_secs: took.as_secs_f64(),
-                stream: None,
-            });
+        let api = ctx.api.until(until);
+        let ctx = &ctx.with_api(&api);
+        // A cases file whose first case expects an answer that is not a
+        // 2xx (a negative case) smoke-tests with that case and its status.
+        match ctx.evidence().filter(|run| {
+            run.settings
+                .smoke_status
+                .is_some_and(|s| !(200..300).contains(&s))
+        }) {
+            Some(run) => {
+                let (text, status, took) =
+                    crate::evidence::smoke_case(&run, label, url, until).await?;
+                ctx.say(&format!(
+                    "Predict OK in {:.2}s: HTTP {status}, as the first case {:?} expects",
+                    took.as_secs_f64(),
+                    run.settings.cases[0].name
+                ));
+                let shown: String = text.chars().take(PREDICT_RESPONSE_MAX_CHARS).collect();
+                let mut st = ctx.state.lock().unwrap();
+                st.predict_response = Some(shown);
+                st.predict = Some(PredictStats {
+                    total_secs: took.as_secs_f64(),
+                    stream: None,
+                });
+            }
+            None => one_request(ctx, label, url, payload, streaming, until).await?,
         }
-        return crate::evidence::after_smoke(&run, label, url).await;
     }
+    // With evidence inputs: the sample and its verdict, within the
+    // evidence's own deadline from the run's budget.
+    let api = ctx.api_for(evidence);
+    let ctx = &ctx.with_api(&api);
+    match ctx.evidence() {
+        Some(run) => {
+            let run = crate::evidence::Run {
+                until: ctx.until(evidence),
+                ..run
+            };
+            let before_promotion = evidence == Phase::EvidenceBeforePromotion;
+            crate::evidence::after_smoke(&run, label, url, before_promotion).await
+        }
+        None => Ok(()),
+    }
+}
+
+/// The ordinary smoke test: `payload` once, by `until`, its answer
+/// recorded.
+async fn one_request(
+    ctx: &Ctx<'_>,
+    label: &str,
+    url: &str,
+    payload: &Value,
+    streaming: bool,
+    until: Instant,
+) -> Result<(), Failure> {
+    let started = Instant::now();
     let call = ctx.api.invoke(
         label,
         url,
@@ -166,20 +217,11 @@ pub(crate) async fn smoke_test(
         "  response: {}",
         shown.chars().take(SHOWN_RESPONSE_CHARS).collect::<String>()
     ));
-    {
-        let mut st = ctx.state.lock().unwrap();
-        st.predict_response = Some(shown);
-        st.predict = Some(PredictStats {
-            total_secs: total,
-            stream,
-        });
-    }
-    // With evidence inputs: the sample and its verdict, within the
-    // evidence's own deadline from the run's budget.
-    let api = ctx.api_for(Phase::Evidence);
-    let ctx = &ctx.with_api(&api);
-    match ctx.evidence() {
-        Some(run) => crate::evidence::after_smoke(&run, label, url).await,
-        None => Ok(()),
-    }
+    let mut st = ctx.state.lock().unwrap();
+    st.predict_response = Some(shown);
+    st.predict = Some(PredictStats {
+        total_secs: total,
+        stream,
+    });
+    Ok(())
 }

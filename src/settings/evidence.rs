@@ -42,8 +42,8 @@ pub(crate) struct Settings {
     pub(crate) warmup: usize,
     pub(crate) objectives: Objectives,
     pub(crate) analysis_file: Option<PathBuf>,
-    /// The smoke test sends the first case (no `predict-payload` was
-    /// given) and that case expects this status.
+    /// The smoke test sends the first case (a cases file and no
+    /// `predict-payload`) and that case expects this status.
     pub(crate) smoke_status: Option<u16>,
 }
 
@@ -99,54 +99,103 @@ pub(crate) fn parse(inputs: &Inputs) -> Result<Given, String> {
     })
 }
 
+/// What the smoke test sends, and the evidence settings.
+#[derive(Debug)]
+pub(crate) struct Resolved {
+    /// The smoke test's payload; `None`: no smoke test.
+    pub(crate) payload: Option<Value>,
+    /// `None` when the evidence is off.
+    pub(crate) evidence: Option<Settings>,
+}
+
 impl Given {
-    /// The evidence settings, `None` when the evidence is off. `payload`
-    /// is the one-case shorthand (`predict-payload`); when only cases are
-    /// given, the first case's payload becomes the smoke test's. Cases
-    /// files are read relative to `root`.
+    /// The smoke test's payload and the evidence settings, one precedence
+    /// for both: an explicit `predict-payload` is the smoke test (and,
+    /// without a cases file, the one case); else a cases file's **first
+    /// case** is the smoke test, its status expected, even when
+    /// config.yaml has an example input (the cases are what the user
+    /// asked to be sent); else config.yaml's `example_model_input` (the
+    /// one case, when evidence inputs are given). Cases files are read
+    /// relative to `root`.
     pub(crate) fn resolve(
         &self,
-        payload: &mut Option<Value>,
+        given: Option<Value>,
+        example: Option<Value>,
         root: &Path,
-    ) -> Result<Option<Settings>, String> {
+    ) -> Result<Resolved, String> {
+        let explicit = given.is_some();
         if !self.on {
-            return Ok(None);
+            return Ok(Resolved {
+                payload: given.or(example),
+                evidence: None,
+            });
         }
-        let cases = match (&self.cases_file, payload.as_ref()) {
-            (Some(path), _) => cases::load(path, root)?,
-            (None, Some(p)) => vec![Case {
-                name: "predict-payload".into(),
-                payload: p.clone(),
-                status: 200,
-                json: None,
-                pointers: Vec::new(),
-                contains: None,
-                stream: p.get("stream").and_then(Value::as_bool) == Some(true),
-                max_ms: None,
-            }],
+        let (cases, payload, smoke_status) = match (&self.cases_file, given.or(example)) {
+            // An explicit predict-payload stays the smoke test.
+            (Some(path), Some(p)) if explicit => (cases::load(path, root)?, Some(p), None),
+            (Some(path), _) => {
+                let cases = cases::load(path, root)?;
+                let (payload, status) = (cases[0].payload.clone(), cases[0].status);
+                (cases, Some(payload), Some(status))
+            }
+            (None, Some(p)) => (
+                vec![Case {
+                    name: "predict-payload".into(),
+                    payload: p.clone(),
+                    status: 200,
+                    json: None,
+                    pointers: Vec::new(),
+                    contains: None,
+                    stream: p.get("stream").and_then(Value::as_bool) == Some(true),
+                    max_ms: None,
+                }],
+                Some(p),
+                None,
+            ),
             (None, None) => {
                 return Err(
                     "the evidence inputs need something to send: set predict-cases (a cases file) or predict-payload".into(),
                 );
             }
         };
-        let smoke_status = payload.is_none().then_some(cases[0].status);
-        if payload.is_none() {
-            *payload = Some(cases[0].payload.clone());
+        // Latency is measured on the cases that expect a success only (a
+        // refusal's latency says nothing of the model's): an objective
+        // over it needs one.
+        let latency_objective = [
+            (
+                self.objectives.max_latency_p95_ms.is_some(),
+                "max-latency-p95-ms",
+            ),
+            (
+                self.objectives.max_latency_regression.is_some(),
+                "max-latency-regression",
+            ),
+        ]
+        .into_iter()
+        .find(|(set, _)| *set);
+        if let Some((_, input)) = latency_objective
+            && !cases.iter().any(|c| (200..300).contains(&c.status))
+        {
+            return Err(format!(
+                "{input} is judged on the latency of successful answers, and every case expects a refusal (a status that is not 2xx): add a case that expects a 2xx"
+            ));
         }
         let default = match self.objectives.max_latency_regression {
             Some(_) => DEFAULT_REGRESSION_REQUESTS,
             None => cases.len(),
         };
-        Ok(Some(Settings {
-            requests: self.requests.unwrap_or(default),
-            smoke_status,
-            cases,
-            concurrency: self.concurrency,
-            warmup: self.warmup,
-            objectives: self.objectives.clone(),
-            analysis_file: self.analysis_file.clone(),
-        }))
+        Ok(Resolved {
+            payload,
+            evidence: Some(Settings {
+                requests: self.requests.unwrap_or(default),
+                smoke_status,
+                cases,
+                concurrency: self.concurrency,
+                warmup: self.warmup,
+                objectives: self.objectives.clone(),
+                analysis_file: self.analysis_file.clone(),
+            }),
+        })
     }
 }
 
@@ -158,23 +207,30 @@ mod tests {
         parse(&Inputs::from_pairs(pairs))
     }
 
-    fn settings(pairs: &[(&'static str, &str)]) -> Settings {
+    const CASES: &str =
+        "- {name: refused, payload: {task: nope}, status: 422}\n- {name: ok, payload: {task: a}}\n";
+
+    /// Resolves `pairs` plus a cases file holding `cases`, with the given
+    /// `predict-payload` and config.yaml example input.
+    fn resolved(
+        pairs: &[(&'static str, &str)],
+        cases: &str,
+        given_payload: Option<Value>,
+        example: Option<Value>,
+    ) -> Result<Resolved, String> {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("cases.yaml"),
-            "- {name: refused, payload: {task: nope}, status: 422}\n- {name: ok, payload: {task: a}}\n",
-        )
-        .unwrap();
+        std::fs::write(dir.path().join("cases.yaml"), cases).unwrap();
         let mut pairs = pairs.to_vec();
         pairs.push(("predict-cases", "cases.yaml"));
-        let mut payload = None;
-        let s = given(&pairs)
+        given(&pairs)
             .unwrap()
-            .resolve(&mut payload, dir.path())
-            .unwrap()
-            .unwrap();
-        assert_eq!(payload, Some(serde_json::json!({"task": "nope"})));
-        s
+            .resolve(given_payload, example, dir.path())
+    }
+
+    fn settings(pairs: &[(&'static str, &str)]) -> Settings {
+        let r = resolved(pairs, CASES, None, None).unwrap();
+        assert_eq!(r.payload, Some(serde_json::json!({"task": "nope"})));
+        r.evidence.unwrap()
     }
 
     #[test]
@@ -207,15 +263,53 @@ mod tests {
     }
 
     #[test]
-    fn the_first_case_and_its_status_are_the_smoke_test_without_a_payload() {
+    fn the_first_case_is_the_smoke_test_unless_predict_payload_is_given() {
+        use serde_json::json;
         assert_eq!(settings(&[]).smoke_status, Some(422));
-        let dir = tempfile::tempdir().unwrap();
-        let mut payload = Some(serde_json::json!({"x": 1}));
-        let s = given(&[("max-error-rate", "0.1")])
-            .unwrap()
-            .resolve(&mut payload, dir.path())
-            .unwrap()
-            .unwrap();
+        // config.yaml's example input does not displace the cases.
+        let r = resolved(&[], CASES, None, Some(json!({"prompt": "hi"}))).unwrap();
+        assert_eq!(r.payload, Some(json!({"task": "nope"})));
+        assert_eq!(r.evidence.unwrap().smoke_status, Some(422));
+        // An explicit predict-payload does.
+        let r = resolved(&[], CASES, Some(json!({"x": 1})), Some(json!({"p": 1}))).unwrap();
+        assert_eq!(r.payload, Some(json!({"x": 1})));
+        let s = r.evidence.unwrap();
         assert_eq!(s.smoke_status, None, "predict-payload stays the smoke test");
+        assert_eq!(s.cases.len(), 2, "and the cases are the sample");
+        // Without a cases file the payload (given, else the example input)
+        // is the one case.
+        let dir = tempfile::tempdir().unwrap();
+        let r = given(&[("max-error-rate", "0.1")])
+            .unwrap()
+            .resolve(None, Some(json!({"p": 1})), dir.path())
+            .unwrap();
+        assert_eq!(r.payload, Some(json!({"p": 1})));
+        let s = r.evidence.unwrap();
+        assert_eq!(
+            (s.smoke_status, s.cases[0].payload.clone()),
+            (None, json!({"p": 1}))
+        );
+        // Without evidence inputs nothing changes: predict-payload, else
+        // the example input.
+        let r = given(&[])
+            .unwrap()
+            .resolve(None, Some(json!({"p": 1})), dir.path())
+            .unwrap();
+        assert_eq!(
+            (r.payload, r.evidence.is_none()),
+            (Some(json!({"p": 1})), true)
+        );
+    }
+
+    #[test]
+    fn a_regression_needs_a_case_that_expects_a_success() {
+        let e = resolved(
+            &[("max-latency-regression", "1.2")],
+            "- {name: refused, payload: {task: nope}, status: 422}\n",
+            None,
+            None,
+        )
+        .unwrap_err();
+        assert!(e.contains("every case expects a refusal"), "{e}");
     }
 }

@@ -122,11 +122,13 @@ fn a_candidate_twice_as_slow_as_the_baseline_is_a_regression_and_is_not_promoted
         ),
         QUICK_PROMOTION,
     );
-    let (_d, cases) = file_in_temp_dir("cases.yaml", CASES);
+    let (d, cases) = file_in_temp_dir("cases.yaml", CASES);
+    let analysis = d.path().join("analysis.json");
     let run = gated_run(&fake, &cases)
         .arg("predict-requests", "40")
         .arg("predict-concurrency", "4")
         .arg("max-latency-regression", "1.2")
+        .arg("analysis-file", analysis.to_str().unwrap())
         .run();
     assert_eq!(run.status(), "predict_failed", "{run:?}");
     let said = format!("{}{}", run.stdout, run.stderr);
@@ -134,6 +136,15 @@ fn a_candidate_twice_as_slow_as_the_baseline_is_a_regression_and_is_not_promoted
         said.contains("latency regression: the candidate is slower than 1.2× the baseline (one-sided Mann–Whitney U: candidate slower than 1.2 × baseline; exact p over 40 candidate requests and 40 baseline answers × 1.2: U = "),
         "{said}"
     );
+    // A p this small is printed in scientific notation, two digits.
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&analysis).unwrap()).unwrap();
+    let p = doc["analyses"][0]["regression"]["p_value"]
+        .as_f64()
+        .unwrap();
+    assert!(p < 1e-4, "{p}");
+    let shown = format!(", p = {p:.1e} < 0.05)");
+    assert!(said.contains(&shown), "{shown}\n{said}");
     let p95: f64 = run.out("latency-p95-ms").parse().unwrap();
     let base: f64 = run.out("baseline-p95-ms").parse().unwrap();
     // The outputs come from the analysis that decided.
@@ -334,8 +345,23 @@ fn a_passing_sample_reports_every_number() {
     assert!(section.contains("| classify | ✅ pass | 20 |"), "{section}");
     assert!(section.contains("\nxychart-beta\n"), "{section}");
     assert!(section.contains("    line \"baseline\" ["), "{section}");
+    // Two named series in contrasting colours (the palette in the init
+    // block), a legend, and a legend line under the chart.
+    let init = section
+        .lines()
+        .find(|l| l.starts_with("%%{init:"))
+        .unwrap_or_else(|| panic!("{section}"));
     assert!(
-        section.contains("🟦 candidate (bars) · 🟧 baseline (line)"),
+        init.contains("\"xyChart\": {\"showLegend\": true}")
+            && init.contains("\"plotColorPalette\": \"#1f6feb, #f0883e\""),
+        "{init}"
+    );
+    assert!(section.contains("    bar \"candidate\" ["), "{section}");
+    assert!(
+        section
+            .lines()
+            .any(|l| l
+                .starts_with("🟦 candidate (bars) · 🟧 baseline (line) · the y-axis starts at ")),
         "{section}"
     );
     // One analysis gives the outputs, and says so.
@@ -401,6 +427,27 @@ fn bad_evidence_inputs_exit_2_before_any_request() {
         let run = inv.run();
         assert_eq!(run.code, 2, "{input}={value}: {run:?}");
         assert!(run.stderr.contains(why), "{input}: {}", run.stderr);
+        assert!(fake.requests().is_empty(), "{input}: a request was sent");
+    }
+}
+
+#[test]
+fn a_latency_objective_over_refusals_only_is_an_input_error_before_any_request() {
+    let (_d, cases) = file_in_temp_dir("cases.yaml", REFUSAL_CASE);
+    for (input, value) in [
+        ("max-latency-p95-ms", "100"),
+        ("max-latency-regression", "1.2"),
+    ] {
+        let fake = served("  seed: 1", "");
+        let run = gated_run(&fake, &cases).arg(input, value).run();
+        assert_eq!(run.code, 2, "{input}: {run:?}");
+        assert!(
+            run.stderr.contains(&format!(
+                "{input} is judged on the latency of successful answers, and every case expects a refusal"
+            )),
+            "{input}: {}",
+            run.stderr
+        );
         assert!(fake.requests().is_empty(), "{input}: a request was sent");
     }
 }
@@ -526,6 +573,131 @@ fn the_error_rate_and_the_p95_are_judged_against_their_limits() {
     assert_eq!(slow.status(), "predict_failed", "{slow:?}");
     let said = format!("{}{}", slow.stdout, slow.stderr);
     assert!(said.contains("is above max-latency-p95-ms 1"), "{said}");
+}
+
+#[test]
+fn a_case_whose_requests_partly_got_no_answer_says_how_many_failed() {
+    // A quarter of the new deployment's requests are answered 500, none
+    // breaks an expectation: each case still failed some of its requests.
+    let (_d, cases) = file_in_temp_dir("cases.yaml", CASES);
+    let traffic = format!(
+        "  seed: 8\n  deployments:\n    - {{created: 0, median_ms: 2, error_rate: 0.25}}\n{}",
+        answers("0.9")
+    );
+    let run_with = |max_error_rate: &str| {
+        let fake = served(&traffic, "");
+        // One at a time and no warm-up: the last 40 predicts are the
+        // counted ones, in order, so case i % 2.
+        let run = Invocation::new(&fake)
+            .model(example_model())
+            .arg("predict-cases", cases.to_str().unwrap())
+            .arg("predict-requests", "40")
+            .arg("predict-warmup", "0")
+            .arg("predict-concurrency", "1")
+            .arg("predict-timeout", "5")
+            .arg("max-error-rate", max_error_rate)
+            .run();
+        let log = fake.requests();
+        let all = statuses(&log, run.out("deployment-id"));
+        let counted = &all[all.len() - 40..];
+        let failed: Vec<usize> = (0..2)
+            .map(|c| {
+                counted
+                    .iter()
+                    .skip(c)
+                    .step_by(2)
+                    .filter(|s| **s == Some(500))
+                    .count()
+            })
+            .collect();
+        (run, failed)
+    };
+    let (strict, failed) = run_with("0");
+    assert!(
+        failed.iter().any(|&k| k > 0 && k < 20),
+        "a case that failed part of its requests: {failed:?}"
+    );
+    assert_eq!(strict.status(), "predict_failed", "{strict:?}");
+    let said = format!("{}{}", strict.stdout, strict.stderr);
+    for (name, k) in ["classify", "summarize"].into_iter().zip(&failed) {
+        let cell = match k {
+            0 => "✅ pass".to_string(),
+            k => format!("❌ failed {k} of 20"),
+        };
+        let row = format!("| {name} | {cell} | 20 | {k} |");
+        assert!(strict.summary.contains(&row), "{row}\n{}", strict.summary);
+        if *k > 0 {
+            assert!(
+                said.contains(&format!("\"{name}\" (failed {k} of 20)")),
+                "{said}"
+            );
+            assert!(
+                said.contains(&format!("an answer failed {k} of 20")),
+                "{said}"
+            );
+        }
+    }
+    // A max-error-rate that allows them: the run passes, and the rows
+    // still say what failed.
+    let (lenient, failed_too) = run_with("0.6");
+    assert_eq!(failed_too, failed, "the same seed, the same answers");
+    assert_eq!(lenient.status(), "success", "{lenient:?}");
+    for (name, k) in ["classify", "summarize"].into_iter().zip(&failed) {
+        let cell = match k {
+            0 => "✅ pass".to_string(),
+            k => format!("⚠️ failed {k} of 20 (no answer, allowed)"),
+        };
+        let row = format!("| {name} | {cell} | 20 | {k} |");
+        assert!(lenient.summary.contains(&row), "{row}\n{}", lenient.summary);
+    }
+    assert_eq!(lenient.out("cases-passed"), "2");
+}
+
+#[test]
+fn without_an_answer_no_latency_is_output_and_the_verdict_says_not_measured() {
+    // The smoke test is the refusal case; every classify request is
+    // answered 500: no request that measures latency was answered.
+    let traffic = "  seed: 21\n  by_payload:\n    - {when: {task: nope}, status: 422, response: {error: unknown task}}\n    - {when: {task: classify}, status: 500, response: {error: boom}}\n";
+    let fake = served(traffic, "");
+    let (d, cases) = file_in_temp_dir(
+        "cases.yaml",
+        &format!("{REFUSAL_CASE}- {{name: classify, payload: {{task: classify}}}}\n"),
+    );
+    let analysis = d.path().join("analysis.json");
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("predict-cases", cases.to_str().unwrap())
+        .arg("predict-requests", "10")
+        .arg("max-latency-p95-ms", "1000")
+        .arg("analysis-file", analysis.to_str().unwrap())
+        .run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    assert_eq!(run.out("latency-p50-ms"), "");
+    assert_eq!(run.out("latency-p95-ms"), "");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        said.contains("max-latency-p95-ms cannot be judged: none of the 5 requests to cases that expect a success was answered (first failure HTTP 500"),
+        "{said}"
+    );
+    assert!(
+        said.contains("latency not measured: none of the 5 requests to cases that expect a success was answered (10 of 10 requests)"),
+        "{said}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&analysis).unwrap()).unwrap();
+    let a = &doc["analyses"][0];
+    for k in ["p50_ms", "p90_ms", "p95_ms", "p99_ms"] {
+        assert!(a["candidate"][k].is_null(), "{k}: {a}");
+    }
+    assert!(a["cases"][1]["p95_ms"].is_null(), "{a}");
+    assert!(!run.summary.contains("xychart-beta"), "{}", run.summary);
+    assert!(run.summary.contains("No latency chart"), "{}", run.summary);
+    assert!(
+        run.summary
+            .contains("| classify | ❌ failed 5 of 5 | 5 | 5 | – | – |"),
+        "{}",
+        run.summary
+    );
 }
 
 /// The serving deployment answers every request with `status_or_error`
@@ -719,29 +891,178 @@ fn a_case_that_fails_some_of_its_answers_says_how_many() {
     assert_eq!(run.out("cases-failed"), "1");
 }
 
+/// Answers `{task: nope}` with a 422 (on every deployment), besides the
+/// two cases' answers.
+fn with_refusal(traffic_head: &str) -> String {
+    format!(
+        "{traffic_head}  by_payload:\n    - {{when: {{task: nope}}, status: 422, response: {{error: unknown task}}}}\n{}",
+        answers("0.9").trim_start_matches("  by_payload:\n")
+    )
+}
+
+const REFUSAL_CASE: &str =
+    "- {name: unknown-task, payload: {task: nope}, status: 422, json: {error: unknown task}}\n";
+
+/// Statuses the fake answered to predicts on `deployment`, in order.
+fn statuses(log: &[LogEntry], deployment: &str) -> Vec<Option<u16>> {
+    predicts_to(log, deployment)
+        .iter()
+        .map(|e| e.status)
+        .collect()
+}
+
 #[test]
 fn a_negative_first_case_is_the_smoke_test_and_the_deploy_proceeds() {
-    let traffic = format!(
-        "  seed: 15\n  by_payload:\n    - {{when: {{task: nope}}, status: 422, response: {{error: unknown task}}}}\n{}",
-        answers("0.9").trim_start_matches("  by_payload:\n")
-    );
-    let fake = served(&traffic, "");
-    let (_d, cases) = file_in_temp_dir(
-        "cases.yaml",
-        &format!(
-            "- {{name: unknown-task, payload: {{task: nope}}, status: 422, json: {{error: unknown task}}}}\n{CASES}"
-        ),
-    );
-    let run = Invocation::new(&fake)
-        .model(example_model())
-        .arg("predict-cases", cases.to_str().unwrap())
-        .arg("predict-requests", "6")
-        .run();
+    // The example model's config.yaml has an example input ({prompt: …},
+    // answered 200 by the fake): with a cases file and no predict-payload
+    // the first case goes first anyway.
+    let fake = served(&with_refusal("  seed: 15\n"), QUICK_PROMOTION);
+    let (_d, cases) = file_in_temp_dir("cases.yaml", &format!("{REFUSAL_CASE}{CASES}"));
+    let run = gated_run(&fake, &cases).arg("predict-requests", "6").run();
     assert_eq!(run.status(), "success", "{run:?}");
     assert_eq!(run.out("cases-passed"), "3");
     let said = format!("{}{}", run.stdout, run.stderr);
-    assert!(said.contains("Predict OK in"), "{said}");
+    assert!(
+        said.contains(": HTTP 422, as the first case \"unknown-task\" expects"),
+        "{said}"
+    );
     assert!(said.contains("case \"unknown-task\": pass"), "{said}");
+    // The smoke test's request carried the first case's payload (only
+    // {task: nope} is answered 422) and its 422 was accepted.
+    let log = fake.requests();
+    let cand = run.out("deployment-id");
+    assert_eq!(statuses(&log, cand)[0], Some(422), "{log:#?}");
+    // The deploy went on: promoted, and the environment's own smoke test
+    // (through production, after the promote) sent the same case.
+    let promote = position(&log, "rest.promote").expect("promoted");
+    let through_env: Vec<&LogEntry> = log
+        .iter()
+        .filter(|e| e.endpoint == "inference.predict" && e.path.contains("/production/"))
+        .collect();
+    assert!(through_env[0].seq > log[promote].seq);
+    assert_eq!(through_env[0].status, Some(422));
+    assert_eq!(serving(&fake, "production"), [cand]);
+}
+
+#[test]
+fn half_the_cases_negative_still_judge_the_regression_on_the_others() {
+    // Both deployments refuse {task: nope}; on classify the candidate is
+    // twice as slow. The refusals are left out, not counted as baseline
+    // failures: the regression is judged, and fires.
+    let fake = served(
+        &with_refusal(
+            "  seed: 19
+  deployments:
+    - {name: v1, median_ms: 40, spread: 0.1}
+    - {created: 0, median_ms: 80, spread: 0.1}
+",
+        ),
+        QUICK_PROMOTION,
+    );
+    let (d, cases) = file_in_temp_dir(
+        "cases.yaml",
+        &format!(
+            "{REFUSAL_CASE}- {{name: classify, payload: {{task: classify}}, json: {{labels: [{{name: positive}}]}}}}\n"
+        ),
+    );
+    let analysis = d.path().join("analysis.json");
+    let run = gated_run(&fake, &cases)
+        .arg("predict-requests", "60")
+        .arg("predict-concurrency", "4")
+        .arg("max-latency-regression", "1.2")
+        .arg("analysis-file", analysis.to_str().unwrap())
+        .run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        said.contains("latency regression: the candidate is slower than 1.2× the baseline"),
+        "{said}"
+    );
+    assert!(!said.contains("the regression cannot be judged"), "{said}");
+    assert!(
+        said.contains("30 of 60 candidate requests are left out of the comparison: 30 to cases that expect a refusal, whose latency is not the model's (\"unknown-task\")"),
+        "{said}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&analysis).unwrap()).unwrap();
+    let a = &doc["analyses"][0];
+    assert_eq!(a["regression"]["candidate_n"], 30, "{a}");
+    assert_eq!(a["regression"]["baseline_n"], 30, "{a}");
+    // The baseline's 422s to the refusal case are not its failures.
+    assert_eq!(a["baseline"]["requests"], 30, "{a}");
+    assert_eq!(a["baseline"]["errors"], 0, "{a}");
+    assert_eq!(a["candidate"]["latency_requests"], 30, "{a}");
+    assert_eq!(run.out("cases-passed"), "2");
+    assert_eq!(position(&fake.requests(), "rest.promote"), None);
+    assert_eq!(serving(&fake, "production"), ["v1dep001"]);
+}
+
+#[test]
+fn a_baseline_refusing_new_cases_is_compared_on_the_case_it_knows() {
+    // The serving model does not know the two summarize cases (a 422 to
+    // them): they are left out on both sides, and the regression is judged
+    // on classify; the rule of half counts over the requests that could be
+    // compared (20 of 20, not 20 of 60).
+    let fake = served(
+        &format!(
+            "  seed: 20
+  deployments:
+    - {{name: v1, median_ms: 30, spread: 0.2, reject: 422, reject_when: {{new: true}}}}
+    - {{created: 0, median_ms: 30, spread: 0.2}}
+{}",
+            answers("0.9")
+        ),
+        QUICK_PROMOTION,
+    );
+    let (d, cases) = file_in_temp_dir(
+        "cases.yaml",
+        r#"
+- name: classify
+  payload: {task: classify, text: "I love this phone"}
+  json: {labels: [{name: positive}]}
+- name: summarize
+  payload: {task: summarize, text: "long text", new: true}
+  contains: Summary
+- name: summarize-longer
+  payload: {task: summarize, text: "longer text", new: true}
+  contains: Summary
+"#,
+    );
+    let analysis = d.path().join("analysis.json");
+    let run = gated_run(&fake, &cases)
+        .arg("predict-requests", "60")
+        .arg("predict-concurrency", "8")
+        .arg("max-latency-regression", "1.2")
+        .arg("analysis-file", analysis.to_str().unwrap())
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    let left_out = "40 of 60 candidate requests are left out of the comparison: 40 to cases the serving deployment never answered with a 2xx, so there is nothing to compare them with (\"summarize\", \"summarize-longer\")";
+    assert!(said.contains(left_out), "{said}");
+    assert!(
+        run.summary.contains(&format!("- {left_out}")),
+        "{}",
+        run.summary
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&analysis).unwrap()).unwrap();
+    let a = &doc["analyses"][0];
+    assert_eq!(a["regression"]["candidate_n"], 20, "{a}");
+    assert_eq!(a["regression"]["baseline_n"], 20, "{a}");
+    assert_eq!(a["regression"]["left_out_requests"], 40, "{a}");
+    assert_eq!(a["regression"]["regressed"], false, "{a}");
+    // Its refusals are counted as its errors, and shown.
+    assert_eq!(a["baseline"]["requests"], 60, "{a}");
+    assert_eq!(a["baseline"]["errors"], 40, "{a}");
+    assert!(a["cases"][1]["baseline_p95_ms"].is_null(), "{a}");
+    assert!(a["cases"][0]["baseline_p95_ms"].is_number(), "{a}");
+    // The fake refused the new cases, and only those, on the baseline.
+    let refused = statuses(&fake.requests(), "v1dep001")
+        .into_iter()
+        .filter(|s| *s == Some(422))
+        .count();
+    assert_eq!(refused, 40, "the baseline's 422s");
+    assert_eq!(serving(&fake, "production"), [run.out("deployment-id")]);
 }
 
 #[test]
@@ -808,7 +1129,60 @@ fn a_sample_that_cannot_finish_in_the_budget_fails_saying_how_far_it_got() {
         .filter(|e| e.endpoint == "inference.predict")
         .count();
     assert!(sent < 200, "the sample stopped: {sent}");
+    // The outputs were written from the partial analysis.
+    assert_eq!(run.out("cases-passed"), "2", "{:?}", run.outputs);
     // The cleanup ran after it (a plain deploy that failed is deactivated).
+    let dep = run.out("deployment-id").to_string();
+    assert!(
+        fake.deployments()
+            .iter()
+            .any(|d| d.id == dep && d.deactivated),
+        "cleaned up"
+    );
+}
+
+#[test]
+fn a_sample_before_a_gated_promotion_gets_its_share_and_the_promotion_the_rest() {
+    // 50 requests of 200 ms one at a time need 10 s: the run's budget
+    // (wait-timeout 10 s + predict-timeout 5 s) would hold them, but
+    // before a gated promote the sample gets half of what is left (under
+    // 7.5 s, so at most 37 of them) and the promotion keeps the rest.
+    let fake = served(
+        &format!(
+            "  seed: 22\n  deployments:\n    - {{created: 0, median_ms: 200}}\n{}",
+            answers("0.9")
+        ),
+        QUICK_PROMOTION,
+    );
+    let (_d, cases) = file_in_temp_dir("cases.yaml", CASES);
+    let run = gated_run(&fake, &cases)
+        .arg("predict-requests", "50")
+        .arg("predict-concurrency", "1")
+        .arg("wait-timeout-seconds", "10")
+        .run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    let says = "the sample did not finish inside its share of the run's budget (half of what was left when it started: the gated promotion, the environment's test and its sample keep the rest): ";
+    let at = said.find(says).unwrap_or_else(|| panic!("{said}")) + says.len();
+    let done: usize = said[at..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        said[at..].starts_with(&format!("{done} of 50 candidate requests and ")),
+        "{said}"
+    );
+    assert!(done <= 37, "the sample ran past its share: {done} of 50");
+    assert!(
+        run.elapsed < std::time::Duration::from_secs(10 + 5 + 60),
+        "{:?}",
+        run.elapsed
+    );
+    let log = fake.requests();
+    assert_eq!(position(&log, "rest.promote"), None, "nothing promoted");
+    assert_eq!(serving(&fake, "production"), ["v1dep001"]);
+    assert_eq!(run.out("cases-passed"), "2", "{:?}", run.outputs);
     let dep = run.out("deployment-id").to_string();
     assert!(
         fake.deployments()
@@ -833,20 +1207,33 @@ fn an_analysis_file_that_cannot_be_written_fails_the_run_with_outputs_and_cleanu
     std::os::unix::fs::symlink("/nonexistent-truss-push-dir/analysis.json", &dangling).unwrap();
     let dir = d.path().join("a-dir");
     std::fs::create_dir(&dir).unwrap();
-    for path in [&fifo, &dangling, &dir] {
+    for (path, why) in [
+        // A FIFO nobody reads: the write is abandoned after 3 s.
+        (&fifo, "the write did not finish within 3 s".to_string()),
+        (
+            &dangling,
+            "it is a symbolic link to /nonexistent-truss-push-dir/analysis.json, which does not exist"
+                .to_string(),
+        ),
+        (&dir, "it is a directory, not a file".to_string()),
+    ] {
         let fake = served(&format!("  seed: 17\n{}", answers("0.9")), QUICK_PROMOTION);
         let run = gated_run(&fake, &cases)
             .arg("analysis-file", path.to_str().unwrap())
             .run();
         assert_eq!(run.status(), "predict_failed", "{path:?}: {run:?}");
         let said = format!("{}{}", run.stdout, run.stderr);
+        let error = format!("cannot write {}: {why}", path.display());
+        assert!(said.contains(&error), "{error}\n{said}");
         assert!(
-            said.contains(&format!("cannot write {}", path.display())),
+            said.contains("the evidence is not recorded, so the run does not pass"),
             "{path:?}: {said}"
         );
         // The other outputs were written, nothing was promoted, and the
         // new deployment was cleaned up.
         assert_eq!(run.out("cases-passed"), "2", "{path:?}");
+        assert!(!run.out("latency-p95-ms").is_empty(), "{path:?}");
+        assert!(run.summary.contains("### ✅ Evidence passed (deployment)"), "{path:?}");
         assert_eq!(position(&fake.requests(), "rest.promote"), None, "{path:?}");
         assert_eq!(serving(&fake, "production"), ["v1dep001"]);
         let dep = run.out("deployment-id").to_string();

@@ -16,6 +16,7 @@
 //!       live: {error_rate: 0.3, median_ms: 8, spread: 0.1}   # real users' traffic, for the metrics endpoint
 //!       hang_every: 20       # every 20th request to it (k = 19, 39, …) gets no answer for 10 minutes
 //!       reject: 422          # every request answered with this status (an old model that does not know a payload)
+//!       reject_when: {task: summarize}   # only requests whose payload contains this are rejected
 //!   by_payload:              # first rule whose `when` the payload contains (nested; arrays by index)
 //!     - {when: {task: classify}, status: 200, response: {labels: [{name: positive, score: 0.9}]}}
 //!     - {when: {task: sum}, every: 10, response: {}}   # only the 10th, 20th, … match per deployment; else the next rule
@@ -103,6 +104,10 @@ pub struct DeploymentTraffic {
     /// Every request is answered with this status.
     #[serde(default)]
     pub reject: Option<u16>,
+    /// Only the requests whose payload contains this are rejected (an old
+    /// model that does not know one task).
+    #[serde(default)]
+    pub reject_when: Option<Value>,
 }
 
 /// How long a hanging request waits before it answers.
@@ -291,7 +296,12 @@ pub async fn answer(
                 format!("Scripted error (request {k} of deployment {id})"),
             ));
         }
-        if let Some(status) = rule.reject {
+        if let Some(status) = rule.reject
+            && rule
+                .reject_when
+                .as_ref()
+                .is_none_or(|w| contains(payload, w))
+        {
             let code = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
             return Some(crate::inference::error(
                 code,
