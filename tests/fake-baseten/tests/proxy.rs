@@ -41,9 +41,13 @@ async fn proxy(fake: &FakeBaseten, rules: Vec<Rule>) -> FaultProxy {
     b.start().await.unwrap()
 }
 
+/// A hang guard, not a speed check: every test bounds its own waits, so a
+/// request still unanswered after a minute is stuck.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
-        .timeout(Duration::from_secs(20))
+        .timeout(HANG_GUARD)
         .build()
         .unwrap()
 }
@@ -113,10 +117,15 @@ fn create_doc(name: &str, key: &str) -> String {
     )
 }
 
+/// Waits until `done` holds; a condition still false after the hang guard
+/// fails the test instead of stalling the suite.
 async fn wait_for(mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + HANG_GUARD;
     while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting");
+        assert!(
+            Instant::now() < deadline,
+            "still waiting after {HANG_GUARD:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
