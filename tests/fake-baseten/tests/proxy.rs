@@ -635,8 +635,8 @@ async fn chaos_is_repeatable_for_a_seed() {
 
 #[test]
 fn binary_starts_a_proxy_from_a_rules_file() {
-    let dir = std::env::temp_dir().join(format!("fake-baseten-proxy-bin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
     let rules = dir.join("rules.yaml");
     let log = dir.join("proxy.jsonl");
     std::fs::write(
@@ -700,7 +700,6 @@ fn binary_starts_a_proxy_from_a_rules_file() {
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0].rule.as_deref(), Some("busy"));
     assert_eq!(lines[1].upstream_status, Some(200));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// How a black-box test of the binary drives it: no async in sight.
