@@ -172,7 +172,7 @@ pub struct Match {
 
 /// What the proxy knows of a request when it decides.
 #[derive(Clone, Debug, Default)]
-pub struct Seen<'a> {
+pub struct RequestFacts<'a> {
     pub method: &'a str,
     pub path: &'a str,
     pub host: &'a str,
@@ -181,7 +181,7 @@ pub struct Seen<'a> {
 }
 
 impl Match {
-    pub fn matches(&self, seen: &Seen<'_>) -> bool {
+    pub fn matches(&self, seen: &RequestFacts<'_>) -> bool {
         self.method
             .as_deref()
             .is_none_or(|m| m.eq_ignore_ascii_case(seen.method))
@@ -555,7 +555,7 @@ impl Book {
 
     /// Counts the request against every rule it matches; the first of those
     /// (in order) that fires decides.
-    pub fn decide(&mut self, seen: &Seen<'_>) -> Option<Decision> {
+    pub fn decide(&mut self, seen: &RequestFacts<'_>) -> Option<Decision> {
         let mut fired = None;
         for (rule, count) in &mut self.rules {
             if !rule.matcher.matches(seen) {
@@ -592,8 +592,8 @@ impl Book {
 mod tests {
     use super::*;
 
-    fn seen<'a>(method: &'a str, path: &'a str, graphql: &'a [String]) -> Seen<'a> {
-        Seen {
+    fn seen<'a>(method: &'a str, path: &'a str, graphql: &'a [String]) -> RequestFacts<'a> {
+        RequestFacts {
             method,
             path,
             host: "127.0.0.1:1",
