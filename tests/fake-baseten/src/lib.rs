@@ -30,7 +30,10 @@
 //! A [`scenario::Scenario`] (YAML) scripts each created deployment's status
 //! timeline, chainlet timelines (raw statuses), environment promotions,
 //! log lines, predict answers and faults, in scenario seconds on a
-//! [`clock::Clock`] that is either scaled real time or manual. The first
+//! [`clock::Clock`] that is either scaled real time or manual; a manual
+//! clock may also move a set step each time the fake answers a poll
+//! (`Clock::advance_per_poll`), so a client reads the scenario by the count
+//! of its polls, whatever the machine's speed. The first
 //! published deployment of a new model (or chain) is promoted to
 //! production; the promotion succeeds when the deployment first becomes
 //! ready unless the scenario scripts it. Deactivation is DEACTIVATING for

@@ -364,10 +364,25 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
     shared
         .platform()
         .after_request(&entry.endpoint, nth, shared.clock.now());
+    if auth_ok && STATUS_POLLS.contains(&entry.endpoint.as_str()) {
+        shared.clock.polled();
+    }
     entry.status = Some(resp.status().as_u16());
     shared.log.push(entry);
     resp
 }
+
+/// The requests a client repeats while it waits for a deployment: the
+/// status reads, and predicts (retried while the deployment loads). A
+/// manual clock set to move per poll (`Clock::advance_per_poll`) moves
+/// after each.
+const STATUS_POLLS: &[&str] = &[
+    "rest.get_deployment",
+    "rest.get_environment",
+    "rest.get_chain_deployment",
+    "rest.get_chain_environment",
+    "inference.predict",
+];
 
 /// A GraphQL HTTP request body.
 struct GqlRequest {
