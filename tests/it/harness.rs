@@ -83,6 +83,20 @@ pub fn fake(yaml: &str) -> FakeBaseten {
     FakeBaseten::start_in_background(scenario).expect("fake starts")
 }
 
+/// `fake`, whose scenario has `manual_clock: true`, with its clock set to
+/// move one scenario second each time it answers a poll (a status read or
+/// a predict): what a run reads at its n-th poll is the scenario n seconds
+/// on, so every scripted step is read, and the run's log and summary are
+/// the same on every run however loaded the machine.
+pub fn per_poll(fake: FakeBaseten) -> FakeBaseten {
+    assert!(
+        fake.clock().is_manual(),
+        "per_poll needs manual_clock: true"
+    );
+    fake.clock().advance_per_poll(1.0);
+    fake
+}
+
 /// A model truss copied into a temp dir, with `config.yaml` replaced.
 pub fn model_dir(config_yaml: &str) -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
