@@ -57,18 +57,18 @@ impl Signals {
 /// Why the targets of a several-target run should stop: the signals the
 /// process received, and whether `fail-fast` called the others off.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Halt {
+pub(crate) struct StopRequest {
     pub(crate) signals: u32,
     pub(crate) last_signal: &'static str,
     pub(crate) fail_fast: bool,
 }
 
 /// What stops one deploy: the process's own signals (one target), or the
-/// [`Halt`] every target of a several-target run watches.
+/// [`StopRequest`] every target of a several-target run watches.
 pub(crate) enum Stop<'a> {
     Process(&'a mut Signals),
     Shared {
-        halt: tokio::sync::watch::Receiver<Halt>,
+        halt: tokio::sync::watch::Receiver<StopRequest>,
         /// Signals already acted on.
         seen: u32,
     },

@@ -19,7 +19,7 @@ use crate::cli::EnvLookup;
 use crate::secret::Secret;
 use crate::settings::Settings;
 
-use crate::execute::{self, Halt, Signals, Stop};
+use crate::execute::{self, Signals, Stop, StopRequest};
 use crate::flow::State;
 use crate::outcome::{CancelReason, Failure, Status};
 use crate::plan::{self, Planned, Selection};
@@ -71,7 +71,7 @@ fn status_of(r: &Result<(), Failure>) -> Status {
 /// What every target needs to reach the platform: the checked key and the
 /// run's network (or why it could not be built).
 #[derive(Clone, Copy)]
-pub(crate) struct Reach<'a> {
+pub(crate) struct PlatformAccess<'a> {
     pub(crate) key: &'a Secret,
     pub(crate) net: &'a Result<crate::net::Network, String>,
 }
@@ -81,7 +81,7 @@ pub(crate) struct Reach<'a> {
 /// outside `results`: the one target's when there is one.
 pub(crate) async fn run(
     settings: &Settings,
-    reach: Reach<'_>,
+    access: PlatformAccess<'_>,
     env: EnvLookup<'_>,
     ci: &CiContext,
     rep: &Arc<Mutex<Reporter>>,
@@ -110,7 +110,7 @@ pub(crate) async fn run(
         };
         return (Ok(()), Some(fanout));
     }
-    let mut done = deploy_all(&planned, reach, rep, &lookup, signals, settings).await;
+    let mut done = deploy_all(&planned, access, rep, &lookup, signals, settings).await;
     done.sort_by_key(|d| d.index);
     let halt_signal = done.iter().find_map(|d| match &d.result {
         Err(Failure::Cancelled(CancelReason::Signal(s))) => Some(*s),
@@ -122,16 +122,16 @@ pub(crate) async fn run(
 /// Runs the targets, `max_parallel` at a time, until all have ended.
 async fn deploy_all(
     planned: &[Planned],
-    reach: Reach<'_>,
+    access: PlatformAccess<'_>,
     rep: &Arc<Mutex<Reporter>>,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
     signals: &mut Signals,
     settings: &Settings,
 ) -> Vec<Done> {
     let (max_parallel, fail_fast) = (settings.max_parallel, settings.fail_fast);
-    let (tx, rx) = tokio::sync::watch::channel(Halt::default());
+    let (tx, rx) = tokio::sync::watch::channel(StopRequest::default());
     let mut running = futures_util::stream::iter(planned)
-        .map(|p| deploy_one(p, reach, rep, env, rx.clone()))
+        .map(|p| deploy_one(p, access, rep, env, rx.clone()))
         .buffer_unordered(max_parallel);
     let mut done = Vec::with_capacity(planned.len());
     loop {
@@ -166,10 +166,10 @@ async fn deploy_all(
 /// when it ends.
 async fn deploy_one(
     p: &Planned,
-    Reach { key, net }: Reach<'_>,
+    PlatformAccess { key, net }: PlatformAccess<'_>,
     rep: &Arc<Mutex<Reporter>>,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
-    halt: tokio::sync::watch::Receiver<Halt>,
+    halt: tokio::sync::watch::Receiver<StopRequest>,
 ) -> Done {
     let label = format!("{} {}", p.found.kind.as_str(), p.found.path.display());
     let h = *halt.borrow();

@@ -92,7 +92,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         Ok(Mode::Several(s, key)) => {
             let (r, fanout) = crate::multi::run(
                 &s,
-                crate::multi::Reach {
+                crate::multi::PlatformAccess {
                     key: &key,
                     net: &net,
                 },

@@ -6,6 +6,7 @@
 use fake_baseten::FakeBaseten;
 use fake_baseten::reqlog::LogEntry;
 
+use crate::assert_run_snapshots;
 use crate::harness::*;
 
 /// The example model exists; `v1dep001` serves production (and `staging`
@@ -33,6 +34,12 @@ const RAMP: &str = "promote:
       - [4, {status: SUCCEEDED, percent: 100}]
   ramp_down_seconds: 2
 ";
+
+/// `gated(extra)` on a manual clock that moves one scenario second per poll
+/// the fake answers (see [`per_poll`]).
+fn gated_by_polls(extra: &str) -> FakeBaseten {
+    per_poll(gated(&format!("manual_clock: true\n{extra}")))
+}
 
 fn run_gated(fake: &FakeBaseten) -> Invocation<'_> {
     Invocation::new(fake)
@@ -69,6 +76,27 @@ fn names(log: &[LogEntry]) -> Vec<&str> {
     log.iter().map(|e| e.endpoint.as_str()).collect()
 }
 
+/// Ready once the fake has answered `reads` environment reads after the
+/// `nth` promote (from 1): on a clock per poll, every step those reads
+/// reached is in the run's log before a signal sent then lands.
+fn env_reads_after_promote(fake: &FakeBaseten, nth: usize, reads: usize) -> impl Fn() -> bool {
+    move || {
+        let log = fake.requests();
+        let promote = log
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.endpoint == "rest.promote")
+            .nth(nth - 1);
+        promote.is_some_and(|(at, _)| {
+            log[at..]
+                .iter()
+                .filter(|e| e.endpoint == "rest.get_environment")
+                .count()
+                >= reads
+        })
+    }
+}
+
 /// What serves `env` now, by the fake's own state.
 fn serving(fake: &FakeBaseten, env: &str) -> String {
     fake.deployments()
@@ -88,7 +116,7 @@ fn deactivated(fake: &FakeBaseten, id: &str) -> bool {
 
 #[test]
 fn a_clean_gated_promotion_promotes_only_after_the_deployment_passed() {
-    let fake = gated(RAMP);
+    let fake = gated_by_polls(RAMP);
     let run = run_gated(&fake).run();
     assert_eq!(run.status(), "success", "{run:?}");
     let log = fake.requests();
@@ -127,28 +155,14 @@ fn a_clean_gated_promotion_promotes_only_after_the_deployment_passed() {
         run.out("environment-url")
     );
     assert_eq!(run.out("predict-url"), run.out("environment-url"));
-    assert_in_order(
-        &run.stdout,
-        &[
-            "Predict OK",
-            "production serves deployment v1dep001 now: the rollback target",
-            "Promoting deployment",
-            "promotion into production: RAMPING_UP",
-            "environment production now serves deployment",
-            "Smoke test through production",
-            "Predict OK",
-            "Final status: success",
-        ],
-    );
     // Never deactivated: it serves production.
     assert!(!names(&log).contains(&"rest.deactivate_deployment"));
-    assert!(run.summary.contains("### Promotion"), "{}", run.summary);
-    assert!(run.summary.contains("% of traffic"), "{}", run.summary);
+    assert_run_snapshots!("clean_promotion", &run);
 }
 
 #[test]
 fn a_deployment_that_fails_its_own_smoke_test_is_never_promoted() {
-    let fake = gated(&format!(
+    let fake = gated_by_polls(&format!(
         "{RAMP}predict:\n  by_deployment:\n    - {{created: 0, via: deployment, status: 500, response: {{error: broken}}}}\n"
     ));
     let run = run_gated(&fake).run();
@@ -167,11 +181,12 @@ fn a_deployment_that_fails_its_own_smoke_test_is_never_promoted() {
     );
     assert!(!deactivated(&fake, "v1dep001"));
     assert_eq!(run.out("rolled-back"), "false");
+    assert_run_snapshots!("own_smoke_test_fails", &run);
 }
 
 #[test]
 fn a_failed_promotion_leaves_the_environment_on_the_previous_deployment() {
-    let fake = gated(
+    let fake = gated_by_polls(
         "promote:
   default:
     error_message: not enough GPUs in us-east
@@ -183,39 +198,21 @@ fn a_failed_promotion_leaves_the_environment_on_the_previous_deployment() {
     );
     let run = run_gated(&fake).run();
     assert_eq!(run.status(), "deploy_failed", "{run:?}");
-    let msg = run.out("error-message");
-    assert!(msg.contains("not enough GPUs in us-east"), "{msg}");
-    assert!(
-        msg.contains("traffic stays on the previous deployment v1dep001"),
-        "{msg}"
-    );
     assert_eq!(serving(&fake, "production"), "v1dep001");
     let dep = run.out("deployment-id");
     assert!(deactivated(&fake, dep), "the new deployment is cleaned up");
     assert_eq!(run.out("previous-deployment-id"), "v1dep001");
     assert_eq!(run.out("rolled-back"), "false");
-    assert_in_order(
-        &run.stdout,
-        &[
-            "promotion into production: FAILED",
-            "Rolling production back to deployment v1dep001",
-            "Deactivating deployment",
-        ],
-    );
+    assert_run_snapshots!("promotion_fails", &run);
 }
 
 #[test]
 fn a_failing_environment_smoke_test_rolls_back_to_the_previous_deployment() {
-    let fake = gated(&format!(
+    let fake = gated_by_polls(&format!(
         "{RAMP}predict:\n  by_deployment:\n    - {{created: 0, via: environment, status: 500, response: {{error: wrong answer behind production}}}}\n"
     ));
     let run = run_gated(&fake).run();
     assert_eq!(run.status(), "predict_failed", "{run:?}");
-    let msg = run.out("error-message");
-    assert!(
-        msg.contains("rolled back: traffic is back on the previous deployment v1dep001"),
-        "{msg}"
-    );
     assert_eq!(run.out("rolled-back"), "true");
     assert_eq!(serving(&fake, "production"), "v1dep001");
     let dep = run.out("deployment-id");
@@ -237,13 +234,15 @@ fn a_failing_environment_smoke_test_rolls_back_to_the_previous_deployment() {
         .position(|e| e.endpoint.starts_with("inference.") && e.path.contains("/production/"))
         .unwrap();
     assert!(promotes[0] < env_test && env_test < promotes[1]);
-    assert!(run.summary.contains("rolled back"), "{}", run.summary);
+    assert_run_snapshots!("environment_test_fails", &run);
 }
 
 #[test]
 fn a_promotion_that_creates_a_new_deployment_is_followed_and_proven() {
-    let fake = gated(&format!("{RAMP}  redeploy_on_promotion: [production]\n"));
-    let run = run_gated(&fake).run();
+    let fake = gated_by_polls(&format!("{RAMP}  redeploy_on_promotion: [production]\n"));
+    // The new deployment still loads when its promotion ends: the
+    // environment's test retries (a second a try) until it answers.
+    let run = run_gated(&fake).arg("predict-timeout", "60").run();
     assert_eq!(run.status(), "success", "{run:?}");
     let tested = run.out("tested-deployment-id");
     let serving_now = run.out("deployment-id");
@@ -251,10 +250,7 @@ fn a_promotion_that_creates_a_new_deployment_is_followed_and_proven() {
     assert_eq!(serving(&fake, "production"), serving_now);
     assert!(deactivated(&fake, tested), "the tested copy serves nothing");
     assert!(!deactivated(&fake, serving_now));
-    assert!(
-        run.stdout
-            .contains("the platform promotes a new deployment")
-    );
+    assert_run_snapshots!("promotion_redeploys", &run);
 }
 
 #[test]
@@ -266,7 +262,7 @@ fn a_signal_mid_promotion_cancels_it_and_puts_traffic_back() {
         (true, "rest.force_cancel_promotion"),
         (false, "rest.cancel_promotion"),
     ] {
-        let fake = gated(&format!(
+        let fake = gated_by_polls(&format!(
             "promote:
   default:
     rolling_deploy: {rolling}
@@ -277,10 +273,11 @@ fn a_signal_mid_promotion_cancels_it_and_puts_traffic_back() {
   ramp_down_seconds: 1
 "
         ));
-        let run = run_gated(&fake).run_signalled_at("rest.promote", "INT");
+        // Signalled once the split is read: the steps before it are in the
+        // log whenever the signal lands.
+        let run = run_gated(&fake).run_signalled_when(env_reads_after_promote(&fake, 1, 2), "INT");
         assert_eq!(run.code, 130, "{run:?}");
         assert_eq!(run.status(), "deploy_failed");
-        assert!(run.out("error-message").contains("SIGINT"));
         assert_eq!(run.out("rolled-back"), "true", "rolling={rolling}: {run:?}");
         let called = endpoints(&fake);
         assert!(called.iter().any(|e| e == cancel), "{called:?}");
@@ -291,35 +288,33 @@ fn a_signal_mid_promotion_cancels_it_and_puts_traffic_back() {
         };
         assert!(!called.iter().any(|e| e == other), "{called:?}");
         assert_eq!(serving(&fake, "production"), "v1dep001");
-        assert!(
-            run.summary
-                .contains("rolled back: traffic is back on the previous deployment v1dep001"),
-            "{}",
-            run.summary
-        );
         let dep = run.out("deployment-id");
         assert!(deactivated(&fake, dep), "{run:?}");
-        // Within the runner's grace (SIGTERM follows SIGINT by 7.5 s).
+        // What the signal set off, in order: the cancel, then ours is
+        // deactivated once traffic is back; nothing is promoted again.
+        let log = fake.requests();
+        let (promote, cancelled) = (first(&log, "rest.promote"), first(&log, cancel));
+        let deactivate = first(&log, "rest.deactivate_deployment");
         assert!(
-            run.after_signal.unwrap() < std::time::Duration::from_millis(7500),
-            "{run:?}"
+            promote < cancelled && cancelled < deactivate,
+            "{:?}",
+            names(&log)
         );
+        assert_eq!(called.iter().filter(|e| *e == "rest.promote").count(), 1);
+        let name = if rolling { "rolling" } else { "not_rolling" };
+        assert_run_snapshots!(&format!("signal_mid_promotion_{name}"), &run);
     }
 }
 
 #[test]
 fn a_first_deployment_has_nothing_to_roll_back_to_and_is_left_as_it_is() {
     // A new model: the platform makes its first deployment production's.
-    let fake = fake(&format!(
-        "time_scale: 20\ndeployments:\n  default: [[0, BUILDING], [1, ACTIVE]]\n{RAMP}predict:\n  by_deployment:\n    - {{created: 0, via: environment, status: 500, response: {{error: broken}}}}\n"
-    ));
+    let fake = per_poll(fake(&format!(
+        "manual_clock: true\ndeployments:\n  default: [[0, BUILDING], [1, ACTIVE]]\n{RAMP}predict:\n  by_deployment:\n    - {{created: 0, via: environment, status: 500, response: {{error: broken}}}}\n"
+    )));
     let run = run_gated(&fake).run();
     assert_eq!(run.status(), "predict_failed", "{run:?}");
     let dep = run.out("deployment-id");
-    assert!(
-        run.out("error-message").contains("nothing to roll back to"),
-        "{run:?}"
-    );
     assert_eq!(run.out("rolled-back"), "false");
     assert_eq!(run.out("previous-deployment-id"), "");
     assert!(
@@ -327,28 +322,25 @@ fn a_first_deployment_has_nothing_to_roll_back_to_and_is_left_as_it_is() {
         "the platform promoted it; nothing else to do"
     );
     assert!(!deactivated(&fake, dep), "left as it is");
+    assert_run_snapshots!("first_deployment_fails", &run);
 }
 
 #[test]
 fn promote_and_environment_together_are_refused_before_any_request() {
-    let fake = gated(RAMP);
+    let fake = gated_by_polls(RAMP);
     let run = Invocation::new(&fake)
         .model(example_model())
         .arg("promote", "true")
         .arg("environment", "staging")
         .run();
     assert_eq!(run.code, 2, "{run:?}");
-    assert!(
-        run.out("error-message")
-            .contains("promote and environment were both given"),
-        "{run:?}"
-    );
     assert!(fake.requests().is_empty(), "{:?}", endpoints(&fake));
+    assert_run_snapshots!("promote_and_environment", &run);
 }
 
 #[test]
 fn promote_means_production_and_its_truss_flags_reach_the_create() {
-    let fake = gated(RAMP);
+    let fake = gated_by_polls(RAMP);
     let run = Invocation::new(&fake)
         .model(example_model())
         .arg("promote", "true")
@@ -357,10 +349,6 @@ fn promote_means_production_and_its_truss_flags_reach_the_create() {
         .arg("publish", "true")
         .run();
     assert_eq!(run.status(), "success", "{run:?}");
-    assert!(
-        run.stdout
-            .contains("publish is accepted for truss push compatibility")
-    );
     let create = mutations(&fake)
         .into_iter()
         .find(|e| e.endpoint == "graphql.create_model_version_from_truss")
@@ -370,6 +358,7 @@ fn promote_means_production_and_its_truss_flags_reach_the_create() {
     assert_eq!(args["environment_name"], "production", "{args}");
     assert_eq!(args["scale_down_old_production"], false, "{args}");
     assert_eq!(args["preserve_env_instance_type"], false, "{args}");
+    assert_run_snapshots!("promote_with_truss_flags", &run);
 }
 
 /// A chain that already serves production (a first, ordinary run), then a
@@ -455,14 +444,14 @@ fn a_chain_failing_behind_the_environment_is_rolled_back() {
 #[test]
 fn a_promote_whose_answer_is_lost_is_looked_up_not_sent_again() {
     use fake_baseten::proxy::{Fault, Rule, When};
-    for (fault, promotes_applied) in [
+    for (name, fault, promotes_applied) in [
         // Applied, answer lost: adopted from the environment.
-        (Fault::DropAfterForward, 1),
+        ("applied", Fault::DropAfterForward, 1),
         // Never reached the platform: the environment shows nothing, so
         // it is sent again, once.
-        (Fault::ResetBeforeForward, 1),
+        ("not_applied", Fault::ResetBeforeForward, 1),
     ] {
-        let fake = gated(RAMP);
+        let fake = gated_by_polls(RAMP);
         let rule = Rule::new("lost", fault.clone())
             .path(PROMOTE_PATH)
             .when(When::Nth(1));
@@ -474,35 +463,27 @@ fn a_promote_whose_answer_is_lost_is_looked_up_not_sent_again() {
             .count();
         assert_eq!(promotes, promotes_applied, "{fault:?}");
         assert_eq!(serving(&fake, "production"), run.out("deployment-id"));
-        assert!(
-            run.stdout
-                .contains("the promote request got no usable answer"),
-            "{run:?}"
-        );
+        assert_run_snapshots!(&format!("promote_answer_lost_{name}"), &run);
     }
 }
 
 #[test]
 fn a_promote_that_never_gets_through_fails_with_production_untouched() {
     use fake_baseten::proxy::{Fault, Rule};
-    let fake = gated(RAMP);
+    let fake = gated_by_polls(RAMP);
     let run = through_proxy(
         &fake,
         Rule::new("cut", Fault::ResetBeforeForward).path(PROMOTE_PATH),
     );
     assert_eq!(run.status(), "deploy_failed", "{run:?}");
-    assert!(
-        run.out("error-message")
-            .contains("nothing was promoted; production serves deployment v1dep001"),
-        "{run:?}"
-    );
     assert_eq!(serving(&fake, "production"), "v1dep001");
     assert!(deactivated(&fake, run.out("deployment-id")));
+    assert_run_snapshots!("promote_never_arrives", &run);
 }
 
 #[test]
 fn the_environment_test_uses_the_regional_host_when_asked() {
-    let fake = gated(RAMP);
+    let fake = gated_by_polls(RAMP);
     let run = run_gated(&fake).arg("regional-environment", "true").run();
     assert_eq!(run.status(), "success", "{run:?}");
     let log = fake.requests();
@@ -521,36 +502,35 @@ fn the_environment_test_uses_the_regional_host_when_asked() {
             .starts_with("/model-gatedmdl-production/"),
         "{predicts:?}"
     );
-    assert!(
-        run.out("environment-url")
-            .contains("model-gatedmdl-production"),
+    assert_eq!(
+        run.out("environment-url"),
+        fake.inference_template()
+            .replace("{prefix}-{id}", "model-gatedmdl-production")
+            + "/predict",
         "{run:?}"
     );
+    assert_run_snapshots!("regional_environment_test", &run);
 }
 
 #[test]
 fn a_missing_environment_is_found_before_anything_is_created() {
-    let fake = gated(RAMP);
+    let fake = gated_by_polls(RAMP);
     let run = Invocation::new(&fake)
         .model(example_model())
         .arg("promotion", "after-predict")
         .arg("environment", "canary")
         .run();
     assert_eq!(run.status(), "deploy_failed", "{run:?}");
-    assert!(
-        run.out("error-message")
-            .contains("no environment \"canary\""),
-        "{run:?}"
-    );
     assert!(mutations(&fake).is_empty(), "{:?}", endpoints(&fake));
     assert_eq!(run.out("deployment-id"), "");
+    assert_run_snapshots!("missing_environment", &run);
 }
 
 #[test]
 fn a_signal_during_the_rollback_says_it_may_still_finish() {
     // The environment test fails; the rollback's promotion ramps slowly and
     // the signal comes while it moves traffic back.
-    let fake = gated(
+    let fake = gated_by_polls(
         "promote:
   sequence:
     - steps: [[0, {status: RELEASING}], [1, {status: SUCCEEDED, percent: 100}]]
@@ -560,17 +540,14 @@ predict:
     - {created: 0, via: environment, status: 500, response: {error: broken}}
 ",
     );
-    let run = run_gated(&fake).run_signalled_after("rest.promote", 2, "TERM");
+    // Signalled once the rollback's split is read.
+    let run = run_gated(&fake).run_signalled_when(env_reads_after_promote(&fake, 2, 2), "TERM");
     assert_eq!(run.code, 130, "{run:?}");
     assert_eq!(run.out("rolled-back"), "false", "{run:?}");
-    assert!(
-        run.summary.contains("the platform may still finish it"),
-        "{}",
-        run.summary
-    );
     // What serves is never deactivated: the new deployment still does.
     assert!(!deactivated(&fake, run.out("deployment-id")), "{run:?}");
     assert!(!deactivated(&fake, "v1dep001"));
+    assert_run_snapshots!("signal_during_rollback", &run);
 }
 
 // ---- Where traffic is comes from a read (lost answers, other clients) ----
@@ -592,7 +569,7 @@ fn a_rollback_whose_promote_never_arrives_is_not_reported_as_rolled_back() {
     use fake_baseten::proxy::{Fault, Rule};
     // The first promote goes through; every later one (the rollback's) is
     // reset before it reaches the platform.
-    let fake = gated(&format!("{RAMP}{ENV_TEST_FAILS}"));
+    let fake = gated_by_polls(&format!("{RAMP}{ENV_TEST_FAILS}"));
     let run = through_proxy(
         &fake,
         Rule::new("rollback-lost", Fault::ResetBeforeForward)
@@ -604,10 +581,11 @@ fn a_rollback_whose_promote_never_arrives_is_not_reported_as_rolled_back() {
     assert_eq!(run.status(), "predict_failed", "{run:?}");
     assert_eq!(run.out("rolled-back"), "true", "{run:?}");
     assert_eq!(env_of(&fake, "production").0.as_deref(), Some("v1dep001"));
+    assert_run_snapshots!("rollback_promote_lost_once", &run);
 
     // Now every rollback promote is lost: production still serves the
     // deployment that failed, and the run says so.
-    let fake = gated(&format!("{RAMP}{ENV_TEST_FAILS}"));
+    let fake = gated_by_polls(&format!("{RAMP}{ENV_TEST_FAILS}"));
     let rule = Rule::new("rollback-lost", Fault::ResetBeforeForward)
         .path(PROMOTE_PATH)
         .after(1);
@@ -619,13 +597,8 @@ fn a_rollback_whose_promote_never_arrives_is_not_reported_as_rolled_back() {
         env_of(&fake, "production").0.as_deref(),
         Some(ours.as_str())
     );
-    let msg = run.out("error-message");
-    assert!(
-        msg.contains(&format!("production serves deployment {ours}")),
-        "{msg}"
-    );
-    assert!(!msg.contains("rolled back:"), "{msg}");
     assert!(!deactivated(&fake, &ours), "what serves is kept");
+    assert_run_snapshots!("rollback_promote_always_lost", &run);
 }
 
 #[test]
@@ -636,7 +609,7 @@ fn a_promote_answered_without_a_readable_id_is_looked_up_not_taken_as_nothing() 
         content_length: DeclaredLength::Truncated,
     };
     // Applied and reused: the lookup finds our own deployment promoted.
-    let fake = gated(RAMP);
+    let fake = gated_by_polls(RAMP);
     let run = through_proxy(
         &fake,
         Rule::new("cut", cut.clone()).path(PROMOTE_PATH).nth(1),
@@ -653,19 +626,17 @@ fn a_promote_answered_without_a_readable_id_is_looked_up_not_taken_as_nothing() 
         1,
         "never sent twice"
     );
+    assert_run_snapshots!("promote_answer_unreadable", &run);
 
     // Applied, but the platform promotes a copy with a new id: a copy
     // names no source, so the run cannot claim it and says what serves.
-    let fake = gated(&format!("{RAMP}  redeploy_on_promotion: [production]\n"));
+    let fake = gated_by_polls(&format!("{RAMP}  redeploy_on_promotion: [production]\n"));
     let run = through_proxy(&fake, Rule::new("cut", cut).path(PROMOTE_PATH).nth(1));
     assert_eq!(run.status(), "deploy_failed", "{run:?}");
     let (current, candidate) = env_of(&fake, "production");
     let copy = candidate.or(current).expect("the copy is promoted");
     let tested = run.out("tested-deployment-id");
     assert_ne!(copy, tested);
-    let msg = run.out("error-message");
-    assert!(msg.contains(&copy), "{msg}");
-    assert!(msg.contains("cannot be confirmed as this run's"), "{msg}");
     assert_eq!(run.out("rolled-back"), "false");
     assert!(
         !deactivated(&fake, &copy),
@@ -675,13 +646,14 @@ fn a_promote_answered_without_a_readable_id_is_looked_up_not_taken_as_nothing() 
         !endpoints(&fake).iter().any(|e| e.contains("cancel")),
         "never cancelled: not provably ours"
     );
+    assert_run_snapshots!("promote_answer_unreadable_copy", &run);
 }
 
 /// The example model with a second deployment `theirs01` another client
 /// will promote.
 fn gated_with_theirs(extra: &str) -> FakeBaseten {
-    fake(&format!(
-        "time_scale: 20
+    per_poll(fake(&format!(
+        "manual_clock: true
 models:
   - id: gatedmdl
     name: hello-truss-push
@@ -690,7 +662,7 @@ models:
 deployments:
   default: [[0, BUILDING], [1, DEPLOYING], [2, ACTIVE]]
 {extra}"
-    ))
+    )))
 }
 
 #[test]
@@ -717,11 +689,6 @@ fn another_runs_promotion_is_never_adopted_when_ours_is_lost() {
         tested,
         "theirs is never named ours"
     );
-    let msg = run.out("error-message");
-    assert!(
-        msg.contains("theirs01") && msg.contains("v1dep001"),
-        "{msg}"
-    );
     assert_eq!(
         env_of(&fake, "production"),
         (Some("v1dep001".into()), Some("theirs01".into())),
@@ -733,6 +700,7 @@ fn another_runs_promotion_is_never_adopted_when_ours_is_lost() {
         deactivated(&fake, tested),
         "ours, unpromoted, is cleaned up"
     );
+    assert_run_snapshots!("another_promotion_while_ours_is_lost", &run);
 }
 
 #[test]
@@ -746,13 +714,9 @@ fn a_promote_refused_for_another_promotion_names_both_deployments() {
     ));
     let run = run_gated(&fake).run();
     assert_eq!(run.status(), "deploy_failed", "{run:?}");
-    let msg = run.out("error-message");
-    assert!(
-        msg.contains("production serves deployment v1dep001, with a promotion of theirs01"),
-        "{msg}"
-    );
     assert!(!deactivated(&fake, "theirs01"));
     assert_eq!(env_of(&fake, "production").1.as_deref(), Some("theirs01"));
+    assert_run_snapshots!("promote_refused_for_another", &run);
 }
 
 #[test]
@@ -774,9 +738,6 @@ others:
     let run = run_gated(&fake).run();
     assert_eq!(run.status(), "predict_failed", "{run:?}");
     assert_eq!(run.out("rolled-back"), "false");
-    let msg = run.out("error-message");
-    assert!(msg.contains("another client moved production"), "{msg}");
-    assert!(msg.contains("theirs01"), "{msg}");
     assert_eq!(env_of(&fake, "production").0.as_deref(), Some("theirs01"));
     assert_eq!(
         endpoints(&fake)
@@ -788,13 +749,14 @@ others:
     );
     assert!(!deactivated(&fake, "theirs01"));
     assert!(!deactivated(&fake, "v1dep001"));
+    assert_run_snapshots!("rollback_after_another_client", &run);
 }
 
 #[test]
 fn the_loser_of_two_first_deploys_pushes_a_version_of_the_model() {
     // No model yet; another run creates it just before our create arrives.
-    let fake = fake(
-        "time_scale: 20
+    let fake = per_poll(fake(
+        "manual_clock: true
 deployments:
   default: [[0, BUILDING], [1, ACTIVE]]
 others:
@@ -802,7 +764,7 @@ others:
     before: true
     action: {create_model: {name: hello-truss-push, deployment: theirs01}}
 ",
-    );
+    ));
     let run = Invocation::new(&fake).model(example_model()).run();
     assert_eq!(run.status(), "success", "{run:?}");
     let calls = endpoints(&fake);
@@ -824,10 +786,7 @@ others:
     assert_eq!(run.out("model-id"), model);
     assert_ne!(run.out("deployment-id"), "theirs01");
     assert!(!deactivated(&fake, "theirs01"), "theirs is left alone");
-    assert!(
-        format!("{}{}", run.stdout, run.stderr).contains("was created by someone else"),
-        "{run:?}"
-    );
+    assert_run_snapshots!("model_created_by_another_run", &run);
 }
 
 #[test]
@@ -835,8 +794,8 @@ fn the_loser_of_a_first_deploy_race_never_adopts_the_winners_deployment() {
     use fake_baseten::proxy::{Fault, Rule};
     // As above, the other run's deployment carries our very name (two CI
     // runs of one commit), and the answer to our version push is lost.
-    let fake = fake(
-        "time_scale: 20
+    let fake = per_poll(fake(
+        "manual_clock: true
 deployments:
   default: [[0, BUILDING], [1, ACTIVE]]
 others:
@@ -844,7 +803,7 @@ others:
     before: true
     action: {create_model: {name: hello-truss-push, deployment: theirs01, deployment_name: ci-test}}
 ",
-    );
+    ));
     let proxy = fake_baseten::proxy::FaultProxy::builder(fake.addr())
         .rule(
             Rule::new("lost", Fault::DropAfterForward)
@@ -868,13 +827,14 @@ others:
         deactivated(&fake, ours),
         "ours, adopted after the lost answer, is cleaned up"
     );
+    assert_run_snapshots!("create_answer_lost_after_another_run", &run);
 }
 
 #[test]
 fn without_promotion_fields_the_gate_waits_for_ours_to_be_current() {
     // The environment reports no promotion fields; the old deployment
     // answers 500 behind production. Passing at once would test it.
-    let fake = gated(&format!(
+    let fake = gated_by_polls(&format!(
         "{RAMP}omit_promotion_fields: true
 predict:
   by_deployment:
@@ -883,21 +843,17 @@ predict:
     ));
     let run = run_gated(&fake).run();
     assert_eq!(run.status(), "success", "{run:?}");
-    assert!(
-        run.stdout
-            .contains("waiting until production's current deployment is"),
-        "{run:?}"
-    );
     assert_eq!(
         env_of(&fake, "production").0.as_deref(),
         Some(run.out("deployment-id"))
     );
+    assert_run_snapshots!("no_promotion_fields", &run);
 }
 
 #[test]
 fn a_gated_run_ends_within_one_budget_when_nothing_settles() {
     // The promotion never ends and its cancel ramps down forever.
-    let fake = gated(
+    let fake = gated_by_polls(
         "promote:
   default:
     steps: [[0, {status: RELEASING}], [1, {status: RAMPING_UP, percent: 10}]]
@@ -911,9 +867,6 @@ fn a_gated_run_ends_within_one_budget_when_nothing_settles() {
         .run();
     assert_eq!(run.status(), "deploy_timeout", "{run:?}");
     assert_eq!(run.out("rolled-back"), "false");
-    let msg = run.out("error-message");
-    assert!(msg.contains("the rollback did not finish"), "{msg}");
-    assert!(msg.contains("RAMPING_DOWN"), "{msg}");
     // The documented bound is wait budget + predict-timeout + 60 s: the
     // promotion and its ramp-down would otherwise run for days. That each
     // phase stays inside its own deadline is asserted from the fake's
@@ -925,11 +878,12 @@ fn a_gated_run_ends_within_one_budget_when_nothing_settles() {
     let cancel = calls.iter().position(|e| e == "rest.cancel_promotion");
     let promote = calls.iter().position(|e| e == "rest.promote");
     assert!(promote < cancel, "{calls:?}");
+    assert_run_snapshots!("nothing_settles", &run);
 }
 
 #[test]
 fn a_previous_deployment_deactivated_by_the_cleanup_strategy_is_activated_then_promoted_back() {
-    let fake = gated(&format!(
+    let fake = gated_by_polls(&format!(
         "{RAMP}  deactivate_previous: [production]\n{ENV_TEST_FAILS}"
     ));
     let run = run_gated(&fake).run();
@@ -947,6 +901,7 @@ fn a_previous_deployment_deactivated_by_the_cleanup_strategy_is_activated_then_p
         .expect("promoted back");
     assert!(activate < back, "{calls:?}");
     assert!(!deactivated(&fake, "v1dep001"));
+    assert_run_snapshots!("previous_deactivated_by_cleanup_strategy", &run);
 }
 
 #[test]
@@ -1000,40 +955,41 @@ promote:
             .any(|e| e.endpoint == "rest.deactivate_chain_deployment"),
         "{calls:?}"
     );
-    assert!(
-        run.after_signal.unwrap() < std::time::Duration::from_millis(7500),
-        "{run:?}"
-    );
 }
 
 #[test]
 fn a_signal_during_the_environment_test_promotes_the_previous_deployment_back() {
     // Ours serves, and the environment's test takes 3 s: the signal comes
-    // as soon as production's current deployment is ours.
-    let fake = gated(&format!(
+    // once the run has read production serving ours (RAMP ends 4 s after
+    // the promote), so it lands while that test is under way.
+    let fake = gated_by_polls(&format!(
         "{RAMP}faults: [{{endpoint: inference.predict, after: 1, times: 1, delay_ms: 3000}}]\n"
     ));
-    let served_by_ours = || {
-        env_of(&fake, "production")
-            .0
-            .is_some_and(|d| d != "v1dep001")
+    let read_serving = || {
+        let log = fake.requests();
+        let promote = log.iter().find(|e| e.endpoint == "rest.promote");
+        promote.is_some_and(|p| {
+            log.iter().any(|e| {
+                e.endpoint == "rest.get_environment" && e.scenario_secs >= p.scenario_secs + 4.0
+            })
+        })
     };
     let run = run_gated(&fake)
         .arg("predict-timeout", "10")
-        .run_signalled_when(served_by_ours, "INT");
+        .run_signalled_when(read_serving, "INT");
     assert_eq!(run.code, 130, "{run:?}");
     assert_eq!(run.out("rolled-back"), "true", "{run:?}");
     assert_eq!(env_of(&fake, "production").0.as_deref(), Some("v1dep001"));
-    let calls = endpoints(&fake);
-    assert_eq!(
-        calls.iter().filter(|e| *e == "rest.promote").count(),
-        2,
-        "{calls:?}"
-    );
-    assert!(
-        run.after_signal.unwrap() < std::time::Duration::from_millis(7500),
-        "{run:?}"
-    );
+    // After the signal: one more promote, of the previous deployment.
+    let log = fake.requests();
+    let promotes: Vec<&LogEntry> = log
+        .iter()
+        .filter(|e| e.endpoint == "rest.promote")
+        .collect();
+    assert_eq!(promotes.len(), 2, "{:?}", names(&log));
+    let back = promotes[1].body.as_ref().expect("the promote's body");
+    assert_eq!(back["deployment_id"], "v1dep001", "{back}");
+    assert_run_snapshots!("signal_during_environment_test", &run);
 }
 
 /// Milliseconds since the epoch of a request, from the fake's log

@@ -13,28 +13,17 @@ use fake_baseten::FakeBaseten;
 use fake_baseten::runner::parse_github_output;
 use fake_baseten::scenario::Scenario;
 
-/// The outputs every run writes, whatever happened.
-pub const OUTPUT_NAMES: &[&str] = &[
-    "deployment-id",
-    "model-id",
-    "chain-id",
-    "model-name",
-    "deploy-time-seconds",
-    "predict-response",
-    "status",
-    "error-message",
-    "last-status",
-    "logs-url",
-    "predict-url",
-    "environment-url",
-    "previous-deployment-id",
-    "tested-deployment-id",
-    "rolled-back",
-];
+/// The outputs every run writes, whatever happened: the Python action's
+/// seven first, then the ones this project adds (the binary's own lists).
+pub fn output_names() -> impl Iterator<Item = &'static str> {
+    truss_push::PYTHON_ACTION_OUTPUT_NAMES
+        .into_iter()
+        .chain(truss_push::EXTRA_OUTPUT_NAMES)
+}
 
 /// The Python action's (`basetenlabs/action-truss-push`) outputs, in the
 /// order it writes them: every run writes them first.
-pub const PYTHON_ACTION_OUTPUTS: &[&str] = OUTPUT_NAMES.split_at(7).0;
+pub const PYTHON_ACTION_OUTPUTS: &[&str] = &truss_push::PYTHON_ACTION_OUTPUT_NAMES;
 
 /// A canary API key: tests assert it never appears in anything the binary
 /// writes.
@@ -92,6 +81,20 @@ pub fn fake(yaml: &str) -> FakeBaseten {
         .expect("scenario parses")
         .with_api_key(API_KEY);
     FakeBaseten::start_in_background(scenario).expect("fake starts")
+}
+
+/// `fake`, whose scenario has `manual_clock: true`, with its clock set to
+/// move one scenario second each time it answers a poll (a status read or
+/// a predict): what a run reads at its n-th poll is the scenario n seconds
+/// on, so every scripted step is read, and the run's log and summary are
+/// the same on every run however loaded the machine.
+pub fn per_poll(fake: FakeBaseten) -> FakeBaseten {
+    assert!(
+        fake.clock().is_manual(),
+        "per_poll needs manual_clock: true"
+    );
+    fake.clock().advance_per_poll(1.0);
+    fake
 }
 
 /// A model truss copied into a temp dir, with `config.yaml` replaced.

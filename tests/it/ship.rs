@@ -57,8 +57,8 @@ fn action_declares_the_python_actions_inputs_with_its_defaults() {
 #[test]
 fn action_exposes_every_output_from_the_deploy_step() {
     let a = action();
-    for name in crate::harness::OUTPUT_NAMES {
-        let value = str_of(&a["outputs"][*name]["value"]);
+    for name in crate::harness::output_names() {
+        let value = str_of(&a["outputs"][name]["value"]);
         assert_eq!(
             value,
             format!("${{{{ steps.push.outputs.{name} }}}}"),

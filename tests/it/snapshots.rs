@@ -4,9 +4,12 @@
 //! statuses in the same order; filters take out what changes between runs
 //! and machines (times, durations, rates, ids, ports, temp paths).
 //!
+//! `shown` and `stable` are the snapshot support the fault and gated tests
+//! use too.
+//!
 //! A changed snapshot fails the test. To accept a deliberate change, run
-//! `INSTA_UPDATE=always cargo test --test it snapshots` and review the diff
-//! of `tests/it/snapshots/`.
+//! `INSTA_UPDATE=always cargo test --test it snapshots` (or the module whose
+//! snapshots changed) and review the diff of `tests/it/snapshots/`.
 
 use fake_baseten::FakeBaseten;
 
@@ -26,16 +29,32 @@ fn on_github(fake: &FakeBaseten) -> Invocation<'_> {
 }
 
 /// Exit code, stdout and stderr as one text.
-fn shown(run: &Outcome) -> String {
+pub(crate) fn shown(run: &Outcome) -> String {
     format!(
         "exit: {}\n--- stdout\n{}--- stderr\n{}",
         run.code, run.stdout, run.stderr
     )
 }
 
+/// Snapshots what the user reads of a run with `stable`'s filters: its log
+/// (exit code, stdout, stderr) as `<name>_log` and its step summary as
+/// `<name>_summary`, in the calling module's snapshot files.
+#[macro_export]
+macro_rules! assert_run_snapshots {
+    ($name:expr, $run:expr) => {{
+        let run: &$crate::harness::Outcome = $run;
+        let name: &str = $name;
+        let (log, summary) = ($crate::snapshots::shown(run), run.summary.as_str());
+        $crate::snapshots::stable(run, || {
+            insta::assert_snapshot!(format!("{name}_log"), log);
+            insta::assert_snapshot!(format!("{name}_summary"), summary);
+        });
+    }};
+}
+
 /// Runs `check` with filters for everything that differs between runs of
 /// the same scenario.
-fn stable(run: &Outcome, check: impl FnOnce()) {
+pub(crate) fn stable(run: &Outcome, check: impl FnOnce()) {
     let mut settings = insta::Settings::clone_current();
     // Ids first: they are replaced by name wherever they appear (URLs too).
     for (output, name) in [
@@ -61,6 +80,8 @@ fn stable(run: &Outcome, check: impl FnOnce()) {
         "after [ELAPSED], [LEFT] left",
     );
     settings.add_filter(&format!(r"Ready after {duration}"), "Ready after [ELAPSED]");
+    // Retry delays carry jitter.
+    settings.add_filter(r"retrying in \d+(\.\d+)? ?m?s\b", "retrying in [DELAY]");
     settings.add_filter(&format!(r"\bin {duration}\b"), "in [DURATION]");
     settings.add_filter(&format!(r"\| {duration} \|"), "| [DURATION] |");
     settings.add_filter(r"\(\d+(\.\d+)? [KMG]?i?B/s\)", "([RATE])");

@@ -28,6 +28,32 @@ const PREDICT_RESPONSE_MAX_CHARS: usize = 4096;
 /// outputs and files bounded the same way as the predict response.
 const ERROR_MESSAGE_MAX_CHARS: usize = 4096;
 
+/// The Python action's (`basetenlabs/action-truss-push`) seven outputs, in
+/// the order it writes them: every run writes them first, in this order.
+/// Public so the integration tests read the one list.
+pub const PYTHON_ACTION_OUTPUT_NAMES: [&str; 7] = [
+    "deployment-id",
+    "model-id",
+    "chain-id",
+    "model-name",
+    "deploy-time-seconds",
+    "predict-response",
+    "status",
+];
+/// The outputs this project adds: every run writes them, after the Python
+/// action's seven and in this order. Outputs that only apply to some runs
+/// (`unchanged`, `matrix`, `results`, the evidence) are not here.
+pub const EXTRA_OUTPUT_NAMES: [&str; 8] = [
+    "error-message",
+    "last-status",
+    "logs-url",
+    "predict-url",
+    "environment-url",
+    "previous-deployment-id",
+    "tested-deployment-id",
+    "rolled-back",
+];
+
 /// The step outputs. Empty strings mean "unknown / not applicable", which is
 /// how every writer renders them (the summary shows `N/A`).
 #[derive(Debug, Clone, PartialEq)]
@@ -240,28 +266,6 @@ pub(crate) fn write_outputs_file(
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-
-    /// The Python action's seven outputs, in the order it writes them.
-    const PYTHON_ACTION_OUTPUT_NAMES: [&str; 7] = [
-        "deployment-id",
-        "model-id",
-        "chain-id",
-        "model-name",
-        "deploy-time-seconds",
-        "predict-response",
-        "status",
-    ];
-    /// Outputs this project adds after the Python action's seven.
-    const EXTRA_OUTPUT_NAMES: [&str; 8] = [
-        "error-message",
-        "last-status",
-        "logs-url",
-        "predict-url",
-        "environment-url",
-        "previous-deployment-id",
-        "tested-deployment-id",
-        "rolled-back",
-    ];
 
     /// tests start from it too.
     pub(in crate::ci) fn full_outputs() -> Outputs {

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use super::rules::{self, OnSignal};
-use super::step::{self, Ending, Put, Sent, Step};
+use super::step::{self, Ending, RollbackDeployments, Sent, Step};
 use super::{Phase, flags, promote_once, set_phase};
 use crate::baseten::ApiError;
 use crate::budget::{self, Allowance};
@@ -105,13 +105,13 @@ async fn put_back(
                 return step::unread(err.to_string(), last.as_ref(), env, out_of_time);
             }
         };
-        let put = Put {
+        let deployments = RollbackDeployments {
             ours,
             prev,
             back: back.as_deref(),
             ours_known,
         };
-        let next = step::next_step(&e, env, put, sent, owner, time);
+        let next = step::next_step(&e, env, deployments, sent, owner, time);
         sent.count(&next);
         match next {
             Step::End(ending) => return ending,

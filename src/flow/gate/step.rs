@@ -14,9 +14,10 @@ pub(super) const ROLLBACK_SENDS_MAX: u32 = 3;
 /// The promotion status of a cancelled promotion moving traffic back.
 const RAMPING_DOWN: &str = "RAMPING_DOWN";
 
-/// What a rollback puts back, and over what.
+/// The deployments a rollback is about: the one it puts back, and over
+/// which.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Put<'a> {
+pub(super) struct RollbackDeployments<'a> {
     /// The deployment this run promoted.
     pub(super) ours: &'a str,
     /// The deployment to put back.
@@ -99,25 +100,25 @@ pub(super) enum Ending {
 }
 
 /// The rollback's next step over the reading `e` of the environment `env`:
-/// done once `put.prev` (or the copy our promote answered) serves with
+/// done once `deployments.prev` (or the copy our promote answered) serves with
 /// nothing moving; our promotion in flight is cancelled (a chain's ended:
 /// chains have no cancel), force-cancelled only when rolling and a signal
-/// left seconds; ours serving is replaced by `put.prev`; another client's
+/// left seconds; ours serving is replaced by `deployments.prev`; another client's
 /// move is left to them. What was `sent` caps each kind of request.
 pub(super) fn next_step(
     e: &Env,
     env: &str,
-    put: Put<'_>,
+    deployments: RollbackDeployments<'_>,
     sent: Sent,
     kind: Kind,
     time: Allowance,
 ) -> Step {
-    let Put {
+    let RollbackDeployments {
         ours,
         prev,
         back,
         ours_known,
-    } = put;
+    } = deployments;
     let seen = || e.describe(env);
     let restored = |id: &str| id == prev || Some(id) == back;
     let displaced = |by: &str| {
@@ -507,14 +508,14 @@ mod tests {
             ),
         ];
         for (e, sent, kind, time, ours_known, want) in cases {
-            let put = Put {
+            let deployments = RollbackDeployments {
                 ours: "ours",
                 prev: "prev",
                 back: Some("copy"),
                 ours_known,
             };
             assert_eq!(
-                next_step(&e, "prod", put, sent, kind, time),
+                next_step(&e, "prod", deployments, sent, kind, time),
                 want,
                 "{e:?} {sent:?} {kind:?} {time:?} known={ours_known}"
             );

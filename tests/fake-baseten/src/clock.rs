@@ -20,6 +20,8 @@ enum Mode {
     },
     Manual {
         now_secs: f64,
+        /// Moved forward after each status poll the fake answers; 0: never.
+        per_poll_secs: f64,
     },
 }
 
@@ -56,7 +58,10 @@ impl Clock {
     /// [`Clock::advance`] moves it.
     pub fn manual() -> Self {
         Self {
-            mode: Mutex::new(Mode::Manual { now_secs: 0.0 }),
+            mode: Mutex::new(Mode::Manual {
+                now_secs: 0.0,
+                per_poll_secs: 0.0,
+            }),
             epoch_ms_at_zero: now_epoch_ms(),
             scale: 1.0,
         }
@@ -74,7 +79,7 @@ impl Clock {
                 base_secs,
                 scale,
             } => base_secs + origin.elapsed().as_secs_f64() * scale,
-            Mode::Manual { now_secs } => *now_secs,
+            Mode::Manual { now_secs, .. } => *now_secs,
         }
     }
 
@@ -89,7 +94,7 @@ impl Clock {
                 *origin = Instant::now();
                 *base_secs = secs;
             }
-            Mode::Manual { now_secs } => *now_secs = secs,
+            Mode::Manual { now_secs, .. } => *now_secs = secs,
         }
     }
 
@@ -97,6 +102,29 @@ impl Clock {
     pub fn advance(&self, secs: f64) {
         let now = self.now();
         self.set(now + secs.max(0.0));
+    }
+
+    /// Makes a manual clock move `secs` forward each time the fake has
+    /// answered a poll (a status read of a deployment, a chain deployment or
+    /// an environment, or a predict; see [`Clock::polled`]), so a client
+    /// reads the scenario by the count of its polls, however slow the
+    /// machine; 0 stops it. No effect on a scaled clock.
+    pub fn advance_per_poll(&self, secs: f64) {
+        if let Mode::Manual { per_poll_secs, .. } = &mut *self.lock() {
+            *per_poll_secs = secs.max(0.0);
+        }
+    }
+
+    /// The fake answered a status poll: a manual clock set to move per poll
+    /// moves now, before the client can send its next request.
+    pub fn polled(&self) {
+        if let Mode::Manual {
+            now_secs,
+            per_poll_secs,
+        } = &mut *self.lock()
+        {
+            *now_secs += *per_poll_secs;
+        }
     }
 
     /// Scenario seconds per real second (1 for a manual clock).
@@ -208,6 +236,24 @@ mod tests {
         c.set(631.0);
         assert_eq!(c.now(), 631.0);
         assert!(c.real_duration(5.0).is_none());
+    }
+
+    #[test]
+    fn a_clock_per_poll_moves_one_step_a_poll_and_only_when_manual() {
+        let c = Clock::manual();
+        c.polled();
+        assert_eq!(c.now(), 0.0, "not set to move per poll");
+        c.advance_per_poll(1.5);
+        c.polled();
+        c.polled();
+        assert_eq!(c.now(), 3.0);
+        c.advance_per_poll(0.0);
+        c.polled();
+        assert_eq!(c.now(), 3.0);
+        let scaled = Clock::scaled(1e-9);
+        scaled.advance_per_poll(100.0);
+        scaled.polled();
+        assert!(scaled.now() < 1.0);
     }
 
     #[test]

@@ -30,7 +30,10 @@
 //! A [`scenario::Scenario`] (YAML) scripts each created deployment's status
 //! timeline, chainlet timelines (raw statuses), environment promotions,
 //! log lines, predict answers and faults, in scenario seconds on a
-//! [`clock::Clock`] that is either scaled real time or manual. The first
+//! [`clock::Clock`] that is either scaled real time or manual; a manual
+//! clock may also move a set step each time the fake answers a poll
+//! (`Clock::advance_per_poll`), so a client reads the scenario by the count
+//! of its polls, whatever the machine's speed. The first
 //! published deployment of a new model (or chain) is promoted to
 //! production; the promotion succeeds when the deployment first becomes
 //! ready unless the scenario scripts it. Deactivation is DEACTIVATING for
@@ -103,7 +106,6 @@ pub mod workflow_log;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context as _;
 use tokio::sync::watch;
@@ -223,21 +225,22 @@ impl Builder {
             Clock::scaled(sc.time_scale)
         });
         let store = match self.store_dir {
-            Some(dir) => Store {
-                dir,
-                remove_on_drop: false,
-            },
-            None => Store {
-                dir: fresh_temp_dir(),
-                remove_on_drop: true,
-            },
+            Some(dir) => {
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("while creating the store dir {}", dir.display()))?;
+                Store::Given(dir)
+            }
+            None => Store::Own(
+                tempfile::Builder::new()
+                    .prefix("fake-baseten-")
+                    .tempdir()
+                    .context("while creating a temp dir for the store")?,
+            ),
         };
-        std::fs::create_dir_all(&store.dir)
-            .with_context(|| format!("while creating the store dir {}", store.dir.display()))?;
         let s3 = FakeS3::new(S3Config {
             bucket: sc.bucket.clone(),
             region: sc.region.clone(),
-            store_dir: store.dir.clone(),
+            store_dir: store.dir().to_path_buf(),
         });
         let log = RequestLog::new(self.request_log.as_deref()).with_context(|| {
             format!(
@@ -259,20 +262,21 @@ impl Builder {
     }
 }
 
-fn fresh_temp_dir() -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    std::env::temp_dir().join(format!("fake-baseten-{}-{n}-{nanos}", std::process::id()))
+/// Where uploaded objects are kept: a directory the caller named, kept
+/// after the fake stops, or a temp dir of the fake's own, removed with it.
+#[derive(Debug)]
+enum Store {
+    Given(PathBuf),
+    Own(tempfile::TempDir),
 }
 
-#[derive(Debug)]
-struct Store {
-    dir: PathBuf,
-    remove_on_drop: bool,
+impl Store {
+    fn dir(&self) -> &Path {
+        match self {
+            Store::Given(dir) => dir,
+            Store::Own(temp) => temp.path(),
+        }
+    }
 }
 
 /// A running fake. Stops serving when dropped, and then fails the test
@@ -409,7 +413,7 @@ impl FakeBaseten {
 
     /// Where uploaded objects are kept.
     pub fn store_dir(&self) -> &Path {
-        &self.store.dir
+        self.store.dir()
     }
 
     /// Ids of the teams, models and chains the scenario started with, by
@@ -439,11 +443,9 @@ impl Drop for FakeBaseten {
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
         }
-        if self.store.remove_on_drop {
-            let _ = std::fs::remove_dir_all(&self.store.dir);
-        }
-        // Last, so the fake is stopped and cleaned up either way; never
-        // while already unwinding (a second panic would abort the tests).
+        // Last, so the fake is stopped either way (its own store dir goes
+        // with the `store` field, even when this panics); never while
+        // already unwinding (a second panic would abort the tests).
         if self.fail_on_violations && !std::thread::panicking() {
             let left = self.shared.take_violations();
             if !left.is_empty() {

@@ -147,7 +147,8 @@ pub fn authorized(header: Option<&str>, key: &str) -> bool {
     scheme_ok && !key.is_empty() && token.trim() == key
 }
 
-enum Kind {
+/// Which of the fake's APIs a request is for, told apart by host and path.
+enum Api {
     S3,
     Inference(inference::Route),
     Graphql,
@@ -204,23 +205,23 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
         &shared.api_key,
     );
 
-    let kind = if shared.s3.matches(host.as_deref(), &path) {
-        Kind::S3
+    let api = if shared.s3.matches(host.as_deref(), &path) {
+        Api::S3
     } else if let Some(r) = inference::parse_route(host.as_deref(), &path) {
-        Kind::Inference(r)
+        Api::Inference(r)
     } else if path == "/graphql/" {
         // Exactly this path: the platform's GraphQL URL ends in a slash, and
         // a client that builds `//graphql/` or drops the slash should see it.
-        Kind::Graphql
+        Api::Graphql
     } else if path.starts_with("/v1/") {
-        Kind::Rest(rest::route(&method, &path))
+        Api::Rest(rest::route(&method, &path))
     } else {
-        Kind::Unknown
+        Api::Unknown
     };
 
-    if let Kind::S3 = kind {
+    if let Api::S3 = api {
         entry.endpoint = FakeS3::operation_name(&method, &uri).to_string();
-        if let Some(resp) = apply_fault(shared, &mut entry, &kind, kill).await {
+        if let Some(resp) = apply_fault(shared, &mut entry, &api, kill).await {
             return resp;
         }
         let resp = shared.s3.handle(req).await;
@@ -243,17 +244,17 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
     };
 
     let mut prepared = None;
-    let mut graphql_early: Option<Response> = None;
-    entry.endpoint = match &kind {
-        Kind::Inference(r) => r.endpoint().to_string(),
-        Kind::Rest(r) => r.endpoint().to_string(),
-        Kind::Unknown => "unknown".to_string(),
-        Kind::S3 => unreachable!("S3 returned above"),
-        Kind::Graphql => {
+    let mut graphql_refused: Option<Response> = None;
+    entry.endpoint = match &api {
+        Api::Inference(r) => r.endpoint().to_string(),
+        Api::Rest(r) => r.endpoint().to_string(),
+        Api::Unknown => "unknown".to_string(),
+        Api::S3 => unreachable!("S3 returned above"),
+        Api::Graphql => {
             let mut info = GraphqlInfo::default();
             let name = match parse_graphql_request(&method, &body) {
                 Err(resp) => {
-                    graphql_early = Some(resp);
+                    graphql_refused = Some(resp);
                     "graphql.invalid".to_string()
                 }
                 Ok(r) => {
@@ -280,7 +281,7 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
                             name
                         }
                         Err(errors) => {
-                            graphql_early =
+                            graphql_refused =
                                 Some(json_response(StatusCode::OK, error_body(&errors)));
                             "graphql.invalid".to_string()
                         }
@@ -292,13 +293,13 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
         }
     };
 
-    match &kind {
-        Kind::Rest(_) => {
+    match &api {
+        Api::Rest(_) => {
             entry.body = serde_json::from_slice(&body).ok();
             let whats = schema::published().check_request(&entry.method, &path, uri.query(), &body);
             shared.record(&mut entry, whats);
         }
-        Kind::Unknown => shared.record(
+        Api::Unknown => shared.record(
             &mut entry,
             vec![format!(
                 "unknown path: {method} {path} is no endpoint the fake serves"
@@ -307,7 +308,7 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
         _ => {}
     }
 
-    if let Some(resp) = apply_fault(shared, &mut entry, &kind, kill).await {
+    if let Some(resp) = apply_fault(shared, &mut entry, &api, kill).await {
         return resp;
     }
 
@@ -318,15 +319,15 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
 
     let resp = if !auth_ok {
         let msg = "Invalid or missing API key: send `Authorization: Api-Key <key>`";
-        match kind {
-            Kind::Inference(_) => inference::error(StatusCode::UNAUTHORIZED, msg),
+        match api {
+            Api::Inference(_) => inference::error(StatusCode::UNAUTHORIZED, msg),
             _ => json_response(StatusCode::UNAUTHORIZED, json!({"message": msg})),
         }
     } else {
-        match kind {
-            Kind::S3 => unreachable!("S3 returned above"),
-            Kind::Unknown => json_response(StatusCode::NOT_FOUND, json!({"message": "Not found"})),
-            Kind::Rest(route) => {
+        match api {
+            Api::S3 => unreachable!("S3 returned above"),
+            Api::Unknown => json_response(StatusCode::NOT_FOUND, json!({"message": "Not found"})),
+            Api::Rest(route) => {
                 let now = shared.clock.now();
                 let (status, v) = {
                     let mut platform = shared.platform();
@@ -340,8 +341,8 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
                 shared.record(&mut entry, whats);
                 json_response(status, v)
             }
-            Kind::Inference(route) => inference::handle(shared, &route, body).await,
-            Kind::Graphql => match (graphql_early, prepared) {
+            Api::Inference(route) => inference::handle(shared, &route, body).await,
+            Api::Graphql => match (graphql_refused, prepared) {
                 (Some(resp), _) => resp,
                 (None, Some(p)) => {
                     let now = shared.clock.now();
@@ -363,10 +364,25 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
     shared
         .platform()
         .after_request(&entry.endpoint, nth, shared.clock.now());
+    if auth_ok && STATUS_POLLS.contains(&entry.endpoint.as_str()) {
+        shared.clock.polled();
+    }
     entry.status = Some(resp.status().as_u16());
     shared.log.push(entry);
     resp
 }
+
+/// The requests a client repeats while it waits for a deployment: the
+/// status reads, and predicts (retried while the deployment loads). A
+/// manual clock set to move per poll (`Clock::advance_per_poll`) moves
+/// after each.
+const STATUS_POLLS: &[&str] = &[
+    "rest.get_deployment",
+    "rest.get_environment",
+    "rest.get_chain_deployment",
+    "rest.get_chain_environment",
+    "inference.predict",
+];
 
 /// A GraphQL HTTP request body.
 struct GqlRequest {
@@ -427,7 +443,7 @@ fn parse_graphql_request(method: &Method, body: &[u8]) -> Result<GqlRequest, Res
 async fn apply_fault(
     shared: &Shared,
     entry: &mut LogEntry,
-    kind: &Kind,
+    api: &Api,
     kill: &Notify,
 ) -> Option<Response> {
     let fault = shared.faults.check(&entry.endpoint)?;
@@ -442,18 +458,18 @@ async fn apply_fault(
         std::future::pending::<()>().await;
     }
     let status = fault.status?;
-    let resp = fault_response(&fault, status, kind);
+    let resp = fault_response(&fault, status, api);
     entry.status = Some(resp.status().as_u16());
     shared.log.push(entry.clone());
     Some(resp)
 }
 
-fn fault_response(fault: &Fault, status: u16, kind: &Kind) -> Response {
+fn fault_response(fault: &Fault, status: u16, api: &Api) -> Response {
     let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let reason = code.canonical_reason().unwrap_or("Error").to_string();
-    let mut resp = match (&fault.body, kind) {
+    let mut resp = match (&fault.body, api) {
         (Some(body), _) => json_response(code, body.clone()),
-        (None, Kind::S3) => {
+        (None, Api::S3) => {
             let s3_code = match status {
                 503 => "SlowDown",
                 429 => "TooManyRequests",
@@ -469,7 +485,7 @@ fn fault_response(fault: &Fault, status: u16, kind: &Kind) -> Response {
             );
             r
         }
-        (None, Kind::Inference(_)) => inference::error(code, reason),
+        (None, Api::Inference(_)) => inference::error(code, reason),
         (None, _) => json_response(code, json!({"message": reason})),
     };
     if let Some(secs) = fault.retry_after {

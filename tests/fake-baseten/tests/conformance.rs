@@ -21,7 +21,6 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -383,20 +382,17 @@ fn repo_root() -> PathBuf {
 
 /// A scratch HOME, TMPDIR and workspace for one test, removed on drop.
 struct Sandbox {
-    root: PathBuf,
+    root: tempfile::TempDir,
 }
 
 impl Sandbox {
     fn new(tag: &str, fake: &FakeBaseten) -> Self {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let root = std::env::temp_dir().join(format!(
-            "truss-conformance-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&root);
+        let root = tempfile::Builder::new()
+            .prefix(&format!("truss-conformance-{tag}-"))
+            .tempdir()
+            .expect("create the sandbox");
         for dir in ["home/.aws", "tmp", "work"] {
-            std::fs::create_dir_all(root.join(dir)).expect("create sandbox dirs");
+            std::fs::create_dir_all(root.path().join(dir)).expect("create sandbox dirs");
         }
         // trussrc routes GraphQL; the AWS config is the only way to route
         // boto3, because truss deletes every AWS_* variable before uploading.
@@ -410,15 +406,15 @@ impl Sandbox {
             "[default]\nendpoint_url = {}\ns3 =\n    addressing_style = path\n",
             fake.s3_endpoint()
         );
-        std::fs::write(root.join("home/.trussrc"), trussrc).expect("write .trussrc");
-        std::fs::write(root.join("home/.aws/config"), aws).expect("write aws config");
+        std::fs::write(root.path().join("home/.trussrc"), trussrc).expect("write .trussrc");
+        std::fs::write(root.path().join("home/.aws/config"), aws).expect("write aws config");
         Self { root }
     }
 
     /// Copies `tests/fixtures/conformance/<name>` and adds the junk files.
     fn copy_fixture(&self, name: &str, junk: &[(&str, &str)]) -> PathBuf {
         let src = repo_root().join("tests/fixtures/conformance").join(name);
-        let dst = self.root.join("work").join(name);
+        let dst = self.root.path().join("work").join(name);
         copy_tree(&src, &dst);
         for (path, pattern) in junk {
             let file = dst.join(path);
@@ -463,11 +459,11 @@ impl Sandbox {
         let mut child = Command::new(venv.join("bin/truss"))
             .args(args)
             .args(["--remote", "baseten", "--non-interactive"])
-            .current_dir(self.root.join("work"))
+            .current_dir(self.root.path().join("work"))
             .env_clear()
             .env("PATH", path)
-            .env("HOME", self.root.join("home"))
-            .env("TMPDIR", self.root.join("tmp"))
+            .env("HOME", self.root.path().join("home"))
+            .env("TMPDIR", self.root.path().join("tmp"))
             .env("TRUSS_NO_UPDATE_CHECK", "1")
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .env("PYTHONIOENCODING", "utf-8")
@@ -497,12 +493,6 @@ impl Sandbox {
         );
         run.assert_fake_refused_nothing();
         run
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 

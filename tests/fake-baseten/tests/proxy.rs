@@ -41,9 +41,13 @@ async fn proxy(fake: &FakeBaseten, rules: Vec<Rule>) -> FaultProxy {
     b.start().await.unwrap()
 }
 
+/// A hang guard, not a speed check: every test bounds its own waits, so a
+/// request still unanswered after a minute is stuck.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
-        .timeout(Duration::from_secs(20))
+        .timeout(HANG_GUARD)
         .build()
         .unwrap()
 }
@@ -113,10 +117,15 @@ fn create_doc(name: &str, key: &str) -> String {
     )
 }
 
+/// Waits until `done` holds; a condition still false after the hang guard
+/// fails the test instead of stalling the suite.
 async fn wait_for(mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + HANG_GUARD;
     while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting");
+        assert!(
+            Instant::now() < deadline,
+            "still waiting after {HANG_GUARD:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -626,8 +635,8 @@ async fn chaos_is_repeatable_for_a_seed() {
 
 #[test]
 fn binary_starts_a_proxy_from_a_rules_file() {
-    let dir = std::env::temp_dir().join(format!("fake-baseten-proxy-bin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
     let rules = dir.join("rules.yaml");
     let log = dir.join("proxy.jsonl");
     std::fs::write(
@@ -691,7 +700,6 @@ fn binary_starts_a_proxy_from_a_rules_file() {
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0].rule.as_deref(), Some("busy"));
     assert_eq!(lines[1].upstream_status, Some(200));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// How a black-box test of the binary drives it: no async in sight.

@@ -25,10 +25,6 @@ const BUCKET: &str = "fake-truss-uploads";
 /// The script's exit code for "botocore/boto3 cannot be imported".
 const MISSING_MODULE_EXIT: i32 = 3;
 
-#[path = "support/temp_dir.rs"]
-mod temp_dir;
-use temp_dir::TempDir;
-
 /// Runs a Python script with JSON on stdin and parses JSON from stdout.
 /// The environment is cleared of `AWS_*` and pointed at no config files, so
 /// a developer's own AWS setup cannot change what botocore does.
@@ -253,8 +249,8 @@ fn expected(case: &str, variant: &str, presigned: bool) -> (StatusCode, Option<&
 
 #[tokio::test]
 async fn botocore_signed_requests_pass_and_tampered_ones_do_not() {
-    let dir = TempDir::new("fake-s3-botocore");
-    let fake = FakeS3::new(S3Config::new(BUCKET, dir.0.join("store")));
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeS3::new(S3Config::new(BUCKET, dir.path().join("store")));
     let creds = fake.issue_credentials("models");
     let body = b"a tar stream, signed by botocore\n".repeat(64);
     let out = run_python(
@@ -268,7 +264,7 @@ async fn botocore_signed_requests_pass_and_tampered_ones_do_not() {
             "token": creds.aws_session_token,
             "body_b64": BASE64.encode(&body),
         }),
-        &dir.0,
+        dir.path(),
     );
     let entries = out.as_array().unwrap();
     assert_eq!(entries.len(), 7 * 4);
@@ -452,8 +448,8 @@ json.dump(result, sys.stdout)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn boto3_upload_file_like_truss_lands_both_objects() {
-    let dir = TempDir::new("fake-s3-botocore");
-    let fake = Arc::new(FakeS3::new(S3Config::new(BUCKET, dir.0.join("store"))));
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Arc::new(FakeS3::new(S3Config::new(BUCKET, dir.path().join("store"))));
     let small = fake.issue_credentials("models");
     let large = fake.issue_credentials("models");
     let served = Arc::clone(&fake);
@@ -465,8 +461,8 @@ async fn boto3_upload_file_like_truss_lands_both_objects() {
     let port = listener.local_addr().unwrap().port();
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
 
-    let input = json!({ "port": port, "dir": dir.0, "small": small, "large": large });
-    let scratch = dir.0.clone();
+    let input = json!({ "port": port, "dir": dir.path(), "small": small, "large": large });
+    let scratch = dir.path().to_path_buf();
     let out = tokio::task::spawn_blocking(move || run_python(UPLOAD_SCRIPT, &input, &scratch))
         .await
         .unwrap();

@@ -17,9 +17,7 @@ use sha2::{Digest as _, Sha256};
 
 const BUCKET: &str = "fake-truss-uploads";
 
-#[path = "support/temp_dir.rs"]
-mod temp_dir;
-use temp_dir::TempDir;
+use tempfile::TempDir;
 
 struct Harness {
     fake: FakeS3,
@@ -33,8 +31,8 @@ impl Harness {
     }
 
     fn with(configure: impl FnOnce(&mut S3Config), prefix: &str) -> Self {
-        let dir = TempDir::new("fake-s3-test");
-        let mut cfg = S3Config::new(BUCKET, dir.0.join("store"));
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = S3Config::new(BUCKET, dir.path().join("store"));
         configure(&mut cfg);
         let fake = FakeS3::new(cfg);
         let creds = fake.issue_credentials(prefix);
@@ -70,7 +68,7 @@ impl Harness {
     }
 
     fn tmp_files(&self) -> usize {
-        std::fs::read_dir(self.dir.0.join("store/tmp")).map_or(0, |d| d.count())
+        std::fs::read_dir(self.dir.path().join("store/tmp")).map_or(0, |d| d.count())
     }
 }
 
@@ -665,7 +663,7 @@ async fn multipart_upload_joins_parts_with_a_multipart_etag() {
     assert_eq!(h.fake.open_uploads(), 0);
     // Like S3, completing copies nothing: the object is its parts, in order.
     let files = h.fake.object_files(&h.creds.s3_key).unwrap();
-    let upload_dir = h.dir.0.join("store/uploads").join(&upload_id);
+    let upload_dir = h.dir.path().join("store/uploads").join(&upload_id);
     assert_eq!(files.len(), 3);
     assert!(
         files.iter().all(|f| f.starts_with(&upload_dir)),
@@ -759,7 +757,7 @@ async fn aborted_upload_is_gone_with_its_parts() {
     let upload_id = create_upload(&h).await;
     let reply = upload_part(&h, &upload_id, 1, &pattern(1000, 1)).await;
     let etag = reply.header("etag").unwrap();
-    let dir = h.dir.0.join("store/uploads").join(&upload_id);
+    let dir = h.dir.path().join("store/uploads").join(&upload_id);
     assert!(dir.exists());
 
     let query = format!("uploadId={upload_id}");
@@ -967,8 +965,8 @@ async fn get_and_head_of_a_missing_object_say_no_such_key() {
 
 #[test]
 fn issued_credentials_are_fresh_and_shaped_like_sts() {
-    let dir = TempDir::new("fake-s3-test");
-    let fake = FakeS3::new(S3Config::new(BUCKET, dir.0.clone()));
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeS3::new(S3Config::new(BUCKET, dir.path().to_path_buf()));
     assert_eq!((fake.bucket(), fake.region()), (BUCKET, "us-west-2"));
     let a = fake.issue_credentials("models");
     let b = fake.issue_credentials("models");
@@ -1149,7 +1147,7 @@ async fn an_upload_created_with_crc32_needs_each_part_checksum_as_s3_does() {
     let reply = put(&h, b"replacement").await;
     assert_eq!(reply.status, StatusCode::OK);
     assert!(parts.iter().all(|p| !p.exists()), "{parts:?}");
-    assert!(!h.dir.0.join("store/uploads").join(&upload_id).exists());
+    assert!(!h.dir.path().join("store/uploads").join(&upload_id).exists());
     assert_eq!(
         h.fake.object_bytes(&h.creds.s3_key).unwrap(),
         b"replacement"

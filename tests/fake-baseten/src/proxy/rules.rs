@@ -98,6 +98,14 @@ impl Rule {
         self
     }
 
+    /// Matches the whole path against `pattern`, where a `*` segment
+    /// stands for any one segment: `/v1/models/m1/deployments/*` is a
+    /// deployment's status read, not its `/logs`.
+    pub fn path_like(mut self, pattern: &str) -> Self {
+        self.matcher.path_like = Some(pattern.to_string());
+        self
+    }
+
     /// Matches a GraphQL request whose operation name or one of whose root
     /// fields is `name` (`create_model_from_truss`).
     pub fn graphql(mut self, name: &str) -> Self {
@@ -163,6 +171,9 @@ pub struct Match {
     /// Prefix of the path (query excluded): `/v1/`, `/graphql/`, `/model-`.
     #[serde(alias = "path")]
     pub path_prefix: Option<String>,
+    /// The whole path (query excluded), a `*` segment standing for any one
+    /// segment: `/v1/models/m1/deployments/*`.
+    pub path_like: Option<String>,
     /// A GraphQL operation name or root field name sent in the body.
     pub graphql: Option<String>,
     /// Prefix of the `Host` header.
@@ -172,7 +183,7 @@ pub struct Match {
 
 /// What the proxy knows of a request when it decides.
 #[derive(Clone, Debug, Default)]
-pub struct Seen<'a> {
+pub struct RequestFacts<'a> {
     pub method: &'a str,
     pub path: &'a str,
     pub host: &'a str,
@@ -181,7 +192,7 @@ pub struct Seen<'a> {
 }
 
 impl Match {
-    pub fn matches(&self, seen: &Seen<'_>) -> bool {
+    pub fn matches(&self, seen: &RequestFacts<'_>) -> bool {
         self.method
             .as_deref()
             .is_none_or(|m| m.eq_ignore_ascii_case(seen.method))
@@ -190,6 +201,10 @@ impl Match {
                 .as_deref()
                 .is_none_or(|p| seen.path.starts_with(p))
             && self
+                .path_like
+                .as_deref()
+                .is_none_or(|p| path_like(seen.path, p))
+            && self
                 .host_prefix
                 .as_deref()
                 .is_none_or(|h| seen.host.starts_with(h))
@@ -197,6 +212,18 @@ impl Match {
                 .graphql
                 .as_deref()
                 .is_none_or(|g| seen.graphql.iter().any(|n| n == g))
+    }
+}
+
+/// Whether `path` has `pattern`'s segments, a `*` matching any one.
+fn path_like(path: &str, pattern: &str) -> bool {
+    let (mut path, mut pattern) = (path.split('/'), pattern.split('/'));
+    loop {
+        match (path.next(), pattern.next()) {
+            (None, None) => return true,
+            (Some(seg), Some(want)) if want == "*" || want == seg => {}
+            _ => return false,
+        }
     }
 }
 
@@ -555,7 +582,7 @@ impl Book {
 
     /// Counts the request against every rule it matches; the first of those
     /// (in order) that fires decides.
-    pub fn decide(&mut self, seen: &Seen<'_>) -> Option<Decision> {
+    pub fn decide(&mut self, seen: &RequestFacts<'_>) -> Option<Decision> {
         let mut fired = None;
         for (rule, count) in &mut self.rules {
             if !rule.matcher.matches(seen) {
@@ -592,8 +619,8 @@ impl Book {
 mod tests {
     use super::*;
 
-    fn seen<'a>(method: &'a str, path: &'a str, graphql: &'a [String]) -> Seen<'a> {
-        Seen {
+    fn seen<'a>(method: &'a str, path: &'a str, graphql: &'a [String]) -> RequestFacts<'a> {
+        RequestFacts {
             method,
             path,
             host: "127.0.0.1:1",
@@ -619,6 +646,19 @@ mod tests {
                 .matcher
                 .matches(&seen("PUT", "/b/k", &[]))
         );
+        let status = Rule::new("s", Fault::Hang).path_like("/v1/models/m1/deployments/*");
+        assert!(
+            status
+                .matcher
+                .matches(&seen("GET", "/v1/models/m1/deployments/d1", &[]))
+        );
+        for other in [
+            "/v1/models/m1/deployments/d1/logs",
+            "/v1/models/m1/deployments",
+            "/v1/models/m2/deployments/d1",
+        ] {
+            assert!(!status.matcher.matches(&seen("GET", other, &[])), "{other}");
+        }
     }
 
     #[test]

@@ -23,7 +23,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 
-use super::rules::{DeclaredLength, Fault, RedirectTo, Seen};
+use super::rules::{DeclaredLength, Fault, RedirectTo, RequestFacts};
 use super::{Body, ProxyEntry, State};
 
 /// What the request handler may do to its connection beyond answering.
@@ -338,7 +338,7 @@ async fn handle(
     }
     let host = host_of(&parts.headers);
     let graphql = graphql_names(&body);
-    let decision = state.book().decide(&Seen {
+    let decision = state.book().decide(&RequestFacts {
         method: parts.method.as_str(),
         path: &path,
         host: host.as_deref().unwrap_or(""),

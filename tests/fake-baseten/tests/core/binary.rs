@@ -10,8 +10,8 @@ use crate::common::scenario_path;
 
 #[test]
 fn binary_prints_its_bases_serves_and_stops_on_sigterm() {
-    let dir = std::env::temp_dir().join(format!("fake-baseten-bin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
     let log = dir.join("requests.jsonl");
     let mut child = Command::new(env!("CARGO_BIN_EXE_fake-baseten"))
         .arg("--scenario")
@@ -76,5 +76,4 @@ fn binary_prints_its_bases_serves_and_stops_on_sigterm() {
     assert_eq!(lines.lines().count(), 1);
     assert!(lines.contains("graphql.teams"));
     assert!(!lines.contains("bin-secret-key"));
-    let _ = std::fs::remove_dir_all(&dir);
 }

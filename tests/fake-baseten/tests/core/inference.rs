@@ -174,8 +174,9 @@ async fn waking_takes_wake_seconds_of_scenario_time() {
             status
         }
     });
-    // The request has reached the fake once it started the wake.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    // The request has reached the fake once it started the wake (a hang
+    // guard, not a speed check: the clock stands still until it has).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while fake.deployments()[0].status != "WAKING_UP" {
         assert!(std::time::Instant::now() < deadline, "never started waking");
         tokio::time::sleep(Duration::from_millis(5)).await;

@@ -9,10 +9,8 @@ use crate::common::{Client, create_model_doc, create_vars, scenario, truss_tar};
 
 #[tokio::test]
 async fn entries_describe_requests_and_never_hold_the_key() {
-    let dir = std::env::temp_dir().join(format!("fake-baseten-log-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("requests.jsonl");
-    let _ = std::fs::remove_file(&file);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("requests.jsonl");
     let key = "sk-secret-0123456789";
     let fake = FakeBaseten::builder(scenario("instant-active.yaml"))
         .api_key(key)
@@ -98,5 +96,4 @@ async fn entries_describe_requests_and_never_hold_the_key() {
         assert!(!text.contains("Api-Key"), "an Authorization value leaked");
     }
     drop(fake);
-    let _ = std::fs::remove_dir_all(&dir);
 }
