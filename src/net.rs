@@ -280,8 +280,9 @@ impl ProxyVars {
 
 /// How every S3 request travels (`s3::wire`, its own HTTP/1.1): the TLS
 /// config with the run's roots, the proxy route, the user agent and the
-/// connect timeout. Built by [`Network::from_env`]; `Default` is the
-/// bundled roots and no proxy (tests).
+/// connect timeout. Built by [`Network::from_env`] alone; tests have a
+/// `Default` (the bundled roots, no proxy), product code none, so nothing
+/// can travel on a transport the run did not build.
 #[derive(Clone)]
 pub(crate) struct Transport {
     pub(crate) tls: Arc<rustls::ClientConfig>,
@@ -335,15 +336,22 @@ impl std::fmt::Debug for Transport {
     }
 }
 
-impl Default for Transport {
-    fn default() -> Self {
+impl Transport {
+    fn new(tls: rustls::ClientConfig, proxies: Matcher) -> Self {
         Self {
-            tls: Arc::new(tls_config(&[])),
-            proxies: Arc::new(Matcher::builder().build()),
+            tls: Arc::new(tls),
+            proxies: Arc::new(proxies),
             user_agent: user_agent(),
             connect_timeout: Duration::from_secs(CONNECT_TIMEOUT_SECS),
             expectations: Arc::default(),
         }
+    }
+}
+
+#[cfg(test)]
+impl Default for Transport {
+    fn default() -> Self {
+        Self::new(tls_config(&[]), Matcher::builder().build())
     }
 }
 
@@ -397,11 +405,7 @@ impl Network {
             .context("building the HTTP client")?;
         Ok(Self {
             api,
-            transport: Transport {
-                tls: Arc::new(tls_config(&roots.ders)),
-                proxies: Arc::new(proxies.matcher()),
-                ..Transport::default()
-            },
+            transport: Transport::new(tls_config(&roots.ders), proxies.matcher()),
             roots_warning: Arc::new(Mutex::new(roots.warning())),
         })
     }
