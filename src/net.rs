@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use hyper_util::client::proxy::matcher::Matcher;
 
-use crate::env_vars as ev;
+use crate::env_vars::network as ev;
 
 pub(crate) const CONNECT_TIMEOUT_SECS: u64 = 10;
 
@@ -197,10 +197,10 @@ impl ProxyVars {
                 .to_owned()
         };
         Self {
-            http: first([ev::HTTP_PROXY, "http_proxy"]),
-            https: first([ev::HTTPS_PROXY, "https_proxy"]),
-            all: first([ev::ALL_PROXY, "all_proxy"]),
-            no: first([ev::NO_PROXY, "no_proxy"]),
+            http: first([ev::HTTP_PROXY, ev::HTTP_PROXY_LOWER]),
+            https: first([ev::HTTPS_PROXY, ev::HTTPS_PROXY_LOWER]),
+            all: first([ev::ALL_PROXY, ev::ALL_PROXY_LOWER]),
+            no: first([ev::NO_PROXY, ev::NO_PROXY_LOWER]),
             cgi: env(ev::REQUEST_METHOD).is_some(),
         }
     }
@@ -371,6 +371,33 @@ pub(crate) fn tls_config(extra_roots: &[Vec<u8>]) -> rustls::ClientConfig {
         .with_no_client_auth()
 }
 
+/// The run's HTTP client for Baseten and GitHub (same-origin redirects,
+/// the run's roots, proxies, user agent and timeouts), built here alone:
+/// other modules hold it and send through it, and cannot make one.
+#[derive(Clone, Debug)]
+pub(crate) struct HttpClient(reqwest::Client);
+
+impl std::ops::Deref for HttpClient {
+    type Target = reqwest::Client;
+
+    fn deref(&self) -> &reqwest::Client {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+impl HttpClient {
+    /// Tests: a client of its own, no proxy, the bundled roots.
+    pub(crate) fn plain() -> Self {
+        Self(
+            reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .expect("a plain client builds"),
+        )
+    }
+}
+
 /// The run's network, built once from the environment the run was given
 /// ([`Network::from_env`]) and handed down: the HTTP client (Baseten and
 /// GitHub), the S3 connections' [`Transport`], and the one warning
@@ -379,7 +406,7 @@ pub(crate) fn tls_config(extra_roots: &[Vec<u8>]) -> rustls::ClientConfig {
 #[derive(Clone)]
 pub(crate) struct Network {
     /// Baseten and GitHub: redirects within one origin only.
-    api: reqwest::Client,
+    api: HttpClient,
     transport: Transport,
     /// Taken by the first target that uses the network, so a run says it
     /// once.
@@ -399,10 +426,12 @@ impl Network {
         let roots = extra_roots(env)?;
         let proxies = ProxyVars::read(env);
         proxies.check()?;
-        let api = builder(&roots, &proxies)?
-            .redirect(same_origin_redirects())
-            .build()
-            .context("building the HTTP client")?;
+        let api = HttpClient(
+            builder(&roots, &proxies)?
+                .redirect(same_origin_redirects())
+                .build()
+                .context("building the HTTP client")?,
+        );
         Ok(Self {
             api,
             transport: Transport::new(tls_config(&roots.ders), proxies.matcher()),
@@ -411,7 +440,7 @@ impl Network {
     }
 
     /// The client for the Baseten hosts and GitHub.
-    pub(crate) fn api_client(&self) -> reqwest::Client {
+    pub(crate) fn api_client(&self) -> HttpClient {
         self.api.clone()
     }
 

@@ -124,7 +124,7 @@ impl std::fmt::Debug for UploadCredentials {
 /// Client for one API key and one set of hosts.
 #[derive(Clone)]
 pub(crate) struct Api {
-    http: reqwest::Client,
+    http: net::HttpClient,
     endpoints: Endpoints,
     key: Secret,
     /// Tests zero the waits between tries.
@@ -140,7 +140,7 @@ pub(crate) struct Api {
 }
 
 impl Api {
-    pub(crate) fn new(http: reqwest::Client, endpoints: Endpoints, key: Secret) -> Self {
+    pub(crate) fn new(http: net::HttpClient, endpoints: Endpoints, key: Secret) -> Self {
         Self {
             http,
             endpoints,
@@ -516,7 +516,7 @@ mod tests {
             inference: format!("{url}/{{prefix}}-{{id}}"),
             s3: None,
         };
-        Api::new(reqwest::Client::new(), endpoints, Secret::new("k")).without_delays()
+        Api::new(net::HttpClient::plain(), endpoints, Secret::new("k")).without_delays()
     }
 
     #[tokio::test]

@@ -120,7 +120,7 @@ pub(crate) fn is_valid_repository(repo: &str) -> bool {
 
 /// The REST client for one repository.
 pub(super) struct Client {
-    http: reqwest::Client,
+    http: crate::net::HttpClient,
     base: Url,
     token: Secret,
     repo: String,
@@ -129,7 +129,12 @@ pub(super) struct Client {
 impl Client {
     /// `base` must already satisfy [`may_carry_token`]; `repo` must be
     /// [`is_valid_repository`].
-    pub(super) fn new(http: reqwest::Client, base: Url, token: Secret, repo: String) -> Self {
+    pub(super) fn new(
+        http: crate::net::HttpClient,
+        base: Url,
+        token: Secret,
+        repo: String,
+    ) -> Self {
         Self {
             http,
             base,
@@ -321,7 +326,7 @@ mod tests {
     #[test]
     fn urls_keep_the_enterprise_path_prefix() {
         let c = Client::new(
-            reqwest::Client::new(),
+            crate::net::HttpClient::plain(),
             Url::parse("https://ghe.example.com/api/v3/").unwrap(),
             Secret::new("t"),
             "octo/repo".into(),
@@ -331,7 +336,7 @@ mod tests {
             "https://ghe.example.com/api/v3/repos/octo/repo/deployments/7/statuses"
         );
         let c = Client::new(
-            reqwest::Client::new(),
+            crate::net::HttpClient::plain(),
             Url::parse("https://api.github.com").unwrap(),
             Secret::new("t"),
             "octo/repo".into(),
