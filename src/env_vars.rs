@@ -103,3 +103,8 @@ pub const TRUSS_PUSH_PYTHON: &str = "TRUSS_PUSH_PYTHON";
 /// Log filter for debug output on stderr (`truss_push=debug`).
 pub const TRUSS_PUSH_LOG: &str = "TRUSS_PUSH_LOG";
 
+/// Debug builds only (a release build never reads it): a scripted clock
+/// for tests of the whole binary, `PHASE#N+SECS,…` (the clock jumps `SECS`
+/// forward before the `N`th request of `PHASE`); the run prints every
+/// request's phase, time and deadline at its end.
+pub const TRUSS_PUSH_TEST_CLOCK: &str = "TRUSS_PUSH_TEST_CLOCK";
