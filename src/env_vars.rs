@@ -69,7 +69,7 @@ pub const BUILD_BUILDURI: &str = "BUILD_BUILDURI";
 /// Build number set by Bitbucket Pipelines.
 pub const BITBUCKET_BUILD_NUMBER: &str = "BITBUCKET_BUILD_NUMBER";
 
-/// The network's variables: read by `net::Network::from_env` alone, once
+/// The network's variables: read by `net::Network::from_vars` alone, once
 /// per run, and named nowhere else (`tests/it/structure.rs`).
 pub mod network {
     /// Extra trusted CA bundle (PEM), added to the bundled public roots.

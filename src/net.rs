@@ -419,7 +419,40 @@ impl std::fmt::Debug for Network {
     }
 }
 
+/// Every variable the network reads.
+const NETWORK_VARS: [&str; 11] = [
+    ev::SSL_CERT_FILE,
+    ev::SSL_CERT_DIR,
+    ev::HTTP_PROXY,
+    ev::HTTP_PROXY_LOWER,
+    ev::HTTPS_PROXY,
+    ev::HTTPS_PROXY_LOWER,
+    ev::ALL_PROXY,
+    ev::ALL_PROXY_LOWER,
+    ev::NO_PROXY,
+    ev::NO_PROXY_LOWER,
+    ev::REQUEST_METHOD,
+];
+
 impl Network {
+    /// [`Network::from_env`] over the process's environment as the run was
+    /// given it, where a value can be other than UTF-8: a network variable
+    /// that is not is refused by its name (its value unshown: it may hold
+    /// a password). Read as unset, a proxy that cannot be read would be
+    /// bypassed without a word.
+    pub(crate) fn from_vars(
+        env: &dyn Fn(&str) -> Result<String, std::env::VarError>,
+    ) -> Result<Self> {
+        for name in NETWORK_VARS {
+            if let Err(std::env::VarError::NotUnicode(_)) = env(name) {
+                anyhow::bail!(
+                    "{name} is not valid UTF-8: truss-push cannot read it, and would otherwise go without it; set it as text (or unset it)"
+                );
+            }
+        }
+        Self::from_env(&|k| env(k).ok())
+    }
+
     /// Reads `SSL_CERT_FILE`/`SSL_CERT_DIR` and the proxy variables from
     /// `env` (each once) and builds everything the run's requests use.
     pub(crate) fn from_env(env: Env<'_>) -> Result<Self> {
@@ -768,6 +801,31 @@ mod tests {
         // A CGI environment uses no proxy variable, so none is refused.
         let cgi = vars(&[("ALL_PROXY", "socks5://p:1"), ("REQUEST_METHOD", "GET")]);
         assert!(cgi.check().is_ok());
+    }
+
+    /// A network variable that is not UTF-8 is an error naming it, not a
+    /// variable read as unset (a proxy bypassed without a word).
+    #[test]
+    fn a_network_variable_that_is_not_utf8_is_refused_by_name() {
+        use std::os::unix::ffi::OsStringExt;
+        for name in NETWORK_VARS {
+            let env = |k: &str| {
+                if k == name {
+                    Err(std::env::VarError::NotUnicode(
+                        std::ffi::OsString::from_vec(b"http://p\xffx:1".to_vec()),
+                    ))
+                } else {
+                    Err(std::env::VarError::NotPresent)
+                }
+            };
+            let err = format!("{:#}", Network::from_vars(&env).unwrap_err());
+            assert!(
+                err.starts_with(&format!("{name} is not valid UTF-8")),
+                "{err}"
+            );
+        }
+        let fine = |_: &str| Err(std::env::VarError::NotPresent);
+        assert!(Network::from_vars(&fine).is_ok());
     }
 
     #[test]

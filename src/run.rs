@@ -31,7 +31,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     // Every network setting, read once from the environment the run was
     // given; a target that needs the network and cannot have it fails
     // with this as its input error.
-    let net = crate::net::Network::from_env(&|k| env(k).ok()).map_err(|e| format!("{e:#}"));
+    let net = crate::net::Network::from_vars(env).map_err(|e| format!("{e:#}"));
     let preliminary = Preliminary::read(&inputs);
     let out_settings = preliminary.outputs.clone();
     if preliminary.stdout_is_data {
