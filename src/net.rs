@@ -229,6 +229,39 @@ impl ProxyVars {
         if self.cgi {
             return Ok(());
         }
+        // The API client (reqwest, WHATWG URLs: tabs and line breaks
+        // dropped, hosts in any script) and the S3 route (`http::Uri`:
+        // neither) read the same value: one they would read apart is
+        // refused, so no request goes around a proxy the others go
+        // through.
+        for (name, value) in [
+            (ev::HTTP_PROXY, &self.http),
+            (ev::HTTPS_PROXY, &self.https),
+            (ev::ALL_PROXY, &self.all),
+            (ev::NO_PROXY, &self.no),
+        ] {
+            if value.chars().any(char::is_control) {
+                anyhow::bail!(
+                    "{name} holds a control character (a tab, a line break): set it to a plain proxy URL or host list (or unset it)"
+                );
+            }
+            if name == ev::NO_PROXY || value.is_empty() {
+                continue;
+            }
+            let url = match value.contains("://") {
+                true => value.clone(),
+                false => format!("http://{value}"),
+            };
+            let host = url
+                .parse::<http::Uri>()
+                .ok()
+                .and_then(|u| u.host().map(str::len));
+            if !url.is_ascii() || host.is_none_or(|h| h == 0) {
+                anyhow::bail!(
+                    "{name} is not a proxy URL every connection can use (an ASCII http://host:port; a host in another script in its punycode form): set it to http://host:port (or unset it)"
+                );
+            }
+        }
         for (name, value) in [
             (ev::HTTP_PROXY, &self.http),
             (ev::HTTPS_PROXY, &self.https),
@@ -801,6 +834,66 @@ mod tests {
         // A CGI environment uses no proxy variable, so none is refused.
         let cgi = vars(&[("ALL_PROXY", "socks5://p:1"), ("REQUEST_METHOD", "GET")]);
         assert!(cgi.check().is_ok());
+    }
+
+    /// A proxy value the API client and the S3 route would read apart (a
+    /// tab or a line break, which URLs drop and URIs refuse; a host
+    /// outside ASCII) is refused by its name, never its value; before,
+    /// the S3 route dropped it silently and went direct.
+    #[test]
+    fn a_proxy_value_the_two_routes_would_read_apart_is_refused() {
+        let vars = |name: &'static str, value: &'static str| {
+            ProxyVars::read(&move |k: &str| (k == name).then(|| value.to_string()))
+        };
+        let uri = |s: &str| s.parse::<http::Uri>().unwrap();
+        // What the S3 route made of such a value: no proxy at all.
+        let tab = vars(ev::HTTPS_PROXY, "http://corp-pro\txy:3128");
+        assert!(
+            tab.matcher()
+                .intercept(&uri("https://s3.example/"))
+                .is_none()
+        );
+        for (name, value, says) in [
+            (
+                ev::HTTPS_PROXY,
+                "http://corp-pro\txy:3128",
+                "control character",
+            ),
+            (
+                ev::HTTP_PROXY,
+                "http://p:1\r\nX-Injected: 1",
+                "control character",
+            ),
+            (
+                ev::ALL_PROXY,
+                "http://prøxy.corp:3128",
+                "every connection can use",
+            ),
+            (ev::HTTPS_PROXY, "http://:3128", "every connection can use"),
+            (
+                ev::NO_PROXY,
+                "localhost,\u{7f}internal",
+                "control character",
+            ),
+        ] {
+            let err = match vars(name, value).check() {
+                Err(e) => e.to_string(),
+                Ok(()) => panic!("{name}={value:?} passed"),
+            };
+            assert!(
+                err.starts_with(name) && err.contains(says),
+                "{value:?}: {err}"
+            );
+            assert!(!err.contains("prøxy") && !err.contains("corp-pro"), "{err}");
+        }
+        for ok in [
+            "http://ci:pw@proxy.corp:3128",
+            "proxy.corp:8080",
+            "https://[::1]:3128",
+            "http://xn--prxy-hra.corp:3128",
+        ] {
+            assert!(vars(ev::HTTPS_PROXY, ok).check().is_ok(), "{ok}");
+        }
     }
 
     /// A network variable that is not UTF-8 is an error naming it, not a
