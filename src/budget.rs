@@ -15,9 +15,19 @@
 //! - cleanup has [`CLEANUP_ALLOWANCE_SECS`] and ends by the run's end
 //!   plus that;
 //! - after a signal, what is left (a rollback, every cleanup) shares the
-//!   seconds the runner leaves before it kills the job.
+//!   seconds the runner leaves before it kills the job;
+//! - GitHub hears of the start within [`ANNOUNCE_MAX_SECS`] and by the end
+//!   of the deploy's budget, and of the end within [`REPORT_MAX_SECS`] out
+//!   of what cleanup left of its minute: never past the run's end.
+//!
+//! The budget reads the time from its [`Clock`]: every deadline, every
+//! "is there time left" and every request's check before it is sent go
+//! through it, so a test can drive a whole run with a clock that jumps.
 
-use std::sync::Mutex;
+#[cfg(debug_assertions)]
+mod test_clock;
+
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A create and the lookup after it may run this long past the deploy
@@ -37,6 +47,15 @@ pub(crate) const CANCELLED_CLEANUP_SECS: u64 = 3;
 /// Everything after a signal — a gated rollback and every deactivation —
 /// ends this long after it, a second before the runner's SIGTERM.
 pub(crate) const CANCELLED_TAIL_MILLIS: u64 = 6_500;
+/// Telling GitHub that the deploy started may take this long (and never
+/// past the deploy's budget); past it the start is left untold.
+pub(crate) const ANNOUNCE_MAX_SECS: u64 = 20;
+/// Telling GitHub how the run ended may take this long, out of what
+/// cleanup left of its minute: the run's end holds.
+pub(crate) const REPORT_MAX_SECS: u64 = 30;
+/// The same after a signal: the outputs come after GitHub, and the runner
+/// kills the job seconds after its signal.
+pub(crate) const CANCELLED_REPORT_SECS: u64 = 3;
 
 /// The phases of one target's run, each with its own deadline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +84,132 @@ pub(crate) enum Phase {
     Rollback,
     /// Deactivating what the run created.
     Cleanup,
+    /// GitHub hears that the deploy started (alongside it).
+    Announce,
+    /// GitHub hears how the run ended (after cleanup).
+    Report,
+}
+
+impl Phase {
+    /// The phase's name, for messages and the test clock's record.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Phase::Setup => "Setup",
+            Phase::Upload => "Upload",
+            Phase::Create => "Create",
+            Phase::Wait => "Wait",
+            Phase::LastLook { .. } => "LastLook",
+            Phase::Smoke => "Smoke",
+            Phase::Evidence => "Evidence",
+            Phase::EvidenceBeforePromotion => "EvidenceBeforePromotion",
+            Phase::Promotion => "Promotion",
+            Phase::Rollback => "Rollback",
+            Phase::Cleanup => "Cleanup",
+            Phase::Announce => "Announce",
+            Phase::Report => "Report",
+        }
+    }
+}
+
+/// A request whose deadline has passed: it is not sent.
+#[derive(Debug)]
+pub(crate) struct Spent;
+
+/// Where the run reads the time: the monotonic clock. A debug build given
+/// `TRUSS_PUSH_TEST_CLOCK` reads a scripted one instead, which jumps
+/// forward at chosen requests and records every request (its phase, the
+/// time at its send and its deadline) for the test that drives the binary;
+/// a release build has no such clock, whatever its environment.
+#[derive(Clone, Default)]
+pub(crate) struct Clock {
+    #[cfg(debug_assertions)]
+    scripted: Option<Arc<test_clock::Scripted>>,
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Clock")
+    }
+}
+
+impl Clock {
+    /// The run's clock, from the environment the run was given.
+    pub(crate) fn of_run(env: &dyn Fn(&str) -> Option<String>) -> Result<Clock, String> {
+        #[cfg(debug_assertions)]
+        if let Some(script) = env(crate::env_vars::TRUSS_PUSH_TEST_CLOCK) {
+            let scripted = test_clock::Scripted::parse(&script)?;
+            return Ok(Clock {
+                scripted: Some(Arc::new(scripted)),
+            });
+        }
+        let _ = env;
+        Ok(Clock::default())
+    }
+
+    /// The time now.
+    pub(crate) fn now(&self) -> Instant {
+        #[cfg(debug_assertions)]
+        if let Some(s) = &self.scripted {
+            return s.now();
+        }
+        Instant::now()
+    }
+
+    /// How long until `deadline`.
+    pub(crate) fn left(&self, deadline: Instant) -> Duration {
+        deadline.saturating_duration_since(self.now())
+    }
+
+    /// `deadline` on the monotonic clock itself, for timers and for code
+    /// that compares with it (the retry loop); the same instant in a
+    /// product build.
+    pub(crate) fn timer(&self, deadline: Instant) -> Instant {
+        #[cfg(debug_assertions)]
+        if self.scripted.is_some() {
+            return Instant::now() + self.left(deadline);
+        }
+        deadline
+    }
+
+    /// A request of `phase`, due by `deadline`, is about to be sent: the
+    /// time it has left (`None` without a deadline), or [`Spent`] when
+    /// none is left, and then it is not sent.
+    pub(crate) fn send(
+        &self,
+        phase: Option<Phase>,
+        deadline: Option<Instant>,
+        what: &str,
+    ) -> Result<Option<Duration>, Spent> {
+        #[cfg(debug_assertions)]
+        if let Some(s) = &self.scripted {
+            return s.send(phase, deadline, what);
+        }
+        let _ = (phase, what);
+        match deadline.map(|d| self.left(d)) {
+            Some(left) if left.is_zero() => Err(Spent),
+            left => Ok(left),
+        }
+    }
+
+    /// Work of `phase` that is not one request (packaging and the upload)
+    /// ended: the scripted clock records when.
+    pub(crate) fn ended(&self, phase: Phase, deadline: Instant, what: &str) {
+        #[cfg(debug_assertions)]
+        if let Some(s) = &self.scripted {
+            s.ended(phase, deadline, what);
+        }
+        let _ = (phase, deadline, what);
+    }
+
+    /// What the scripted clock recorded, a line a request; nothing for the
+    /// monotonic clock.
+    pub(crate) fn record(&self) -> Vec<String> {
+        #[cfg(debug_assertions)]
+        if let Some(s) = &self.scripted {
+            return s.record();
+        }
+        Vec::new()
+    }
 }
 
 /// The time what is left of the run may take: the run's own budget, or —
@@ -86,18 +231,45 @@ pub(crate) struct Budget {
     wait: Duration,
     predict: Duration,
     cancelled_at: Mutex<Option<Instant>>,
+    clock: Clock,
 }
 
 impl Budget {
     /// The budget of a run started at `started` with the wait budget `wait`
-    /// and `predict-timeout` `predict`.
+    /// and `predict-timeout` `predict`, on the monotonic clock.
     pub(crate) fn new(started: Instant, wait: Duration, predict: Duration) -> Budget {
         Budget {
             started,
             wait,
             predict,
             cancelled_at: Mutex::new(None),
+            clock: Clock::default(),
         }
+    }
+
+    /// The same budget on `clock` (the run's; `started` read from it).
+    pub(crate) fn on(self, clock: Clock) -> Budget {
+        Budget { clock, ..self }
+    }
+
+    /// The budget's clock: what every deadline is measured on.
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// The time now, on the budget's clock.
+    pub(crate) fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// `phase`'s deadline, asked now.
+    pub(crate) fn deadline(&self, phase: Phase) -> Instant {
+        self.until(phase, self.now())
+    }
+
+    /// How long until `until`, on the budget's clock.
+    pub(crate) fn left(&self, until: Instant) -> Duration {
+        self.clock.left(until)
     }
 
     /// Setup, upload, create and the wait end here.
@@ -158,6 +330,10 @@ impl Budget {
             (Phase::Cleanup, Allowance::Run) => now + s(CLEANUP_ALLOWANCE_SECS),
             (Phase::Cleanup, Allowance::Signal { at }) => (now + s(CANCELLED_CLEANUP_SECS))
                 .min(at + Duration::from_millis(CANCELLED_TAIL_MILLIS)),
+            (Phase::Announce, _) => (now + s(ANNOUNCE_MAX_SECS)).min(deploy),
+            (Phase::Report, Allowance::Run) => now + s(REPORT_MAX_SECS),
+            (Phase::Report, Allowance::Signal { at }) => (now + s(CANCELLED_REPORT_SECS))
+                .min(at + Duration::from_millis(CANCELLED_TAIL_MILLIS)),
         };
         until.min(self.end())
     }
@@ -173,7 +349,7 @@ impl Budget {
 mod tests {
     use super::*;
 
-    const ALL: [Phase; 11] = [
+    const ALL: [Phase; 13] = [
         Phase::Setup,
         Phase::Upload,
         Phase::Create,
@@ -187,6 +363,8 @@ mod tests {
         Phase::Promotion,
         Phase::Rollback,
         Phase::Cleanup,
+        Phase::Announce,
+        Phase::Report,
     ];
 
     /// The documented bound of each phase, from the README's formula.
@@ -200,7 +378,8 @@ mod tests {
             | Phase::EvidenceBeforePromotion
             | Phase::Promotion => b.run_end(),
             Phase::Smoke => (now + b.predict).min(b.run_end()),
-            Phase::Rollback | Phase::Cleanup => b.end(),
+            Phase::Announce => (now + s(ANNOUNCE_MAX_SECS)).min(b.deploy_end()),
+            Phase::Rollback | Phase::Cleanup | Phase::Report => b.end(),
         }
     }
 
@@ -231,7 +410,9 @@ mod tests {
                     let why = format!("{phase:?} at +{j}s, cancelled {cancelled:?}");
                     assert!(until <= b.end(), "{why}: past the run's end");
                     assert!(until <= bound(&b, phase, now), "{why}: past its bound");
-                    if let (Some(at), Phase::Rollback | Phase::Cleanup) = (cancelled, phase) {
+                    if let (Some(at), Phase::Rollback | Phase::Cleanup | Phase::Report) =
+                        (cancelled, phase)
+                    {
                         let tail = t0 + s(at) + Duration::from_millis(CANCELLED_TAIL_MILLIS);
                         assert!(until <= tail, "{why}: past the signal's seconds");
                     }
@@ -264,6 +445,11 @@ mod tests {
             (Phase::Rollback, 175, 180),
             (Phase::Cleanup, 50, 110),
             (Phase::Cleanup, 150, 180),
+            (Phase::Announce, 0, 20),
+            (Phase::Announce, 90, 100),
+            (Phase::Report, 50, 80),
+            (Phase::Report, 170, 180),
+            (Phase::Report, 185, 180),
         ];
         for (phase, at, want) in cases {
             assert_eq!(
@@ -283,6 +469,11 @@ mod tests {
         assert_eq!(b.until(Phase::Cleanup, t0 + s(41)), t0 + s(44));
         assert_eq!(
             b.until(Phase::Cleanup, t0 + s(45)),
+            t0 + s(40) + Duration::from_millis(CANCELLED_TAIL_MILLIS)
+        );
+        assert_eq!(b.until(Phase::Report, t0 + s(41)), t0 + s(44));
+        assert_eq!(
+            b.until(Phase::Report, t0 + s(46)),
             t0 + s(40) + Duration::from_millis(CANCELLED_TAIL_MILLIS)
         );
     }

@@ -293,6 +293,8 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
 async fn wait(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id: &str) -> Result<(), Failure> {
     let cfg = ctx.cfg;
     let deadline = ctx.until(Phase::Wait);
+    let api = ctx.api.within(Phase::Wait, deadline);
+    let ctx = &ctx.with_api(&api);
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let mut logs_shown: BTreeSet<String> = BTreeSet::new();
     let mut warned_unknown: BTreeSet<String> = BTreeSet::new();

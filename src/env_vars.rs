@@ -69,20 +69,32 @@ pub const BUILD_BUILDURI: &str = "BUILD_BUILDURI";
 /// Build number set by Bitbucket Pipelines.
 pub const BITBUCKET_BUILD_NUMBER: &str = "BITBUCKET_BUILD_NUMBER";
 
-/// Extra trusted CA bundle (PEM), added to the bundled public roots.
-pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
-/// Directory of extra trusted CA certificates (PEM files).
-pub const SSL_CERT_DIR: &str = "SSL_CERT_DIR";
-/// The proxy for plain `http` requests (also read in lower case).
-pub const HTTP_PROXY: &str = "HTTP_PROXY";
-/// The proxy for `https` requests (also read in lower case).
-pub const HTTPS_PROXY: &str = "HTTPS_PROXY";
-/// The proxy for either scheme when its own variable is unset.
-pub const ALL_PROXY: &str = "ALL_PROXY";
-/// Hosts reached without a proxy.
-pub const NO_PROXY: &str = "NO_PROXY";
-/// Set in CGI environments, where proxy variables are not trusted.
-pub const REQUEST_METHOD: &str = "REQUEST_METHOD";
+/// The network's variables: read by `net::Network::from_vars` alone, once
+/// per run, and named nowhere else (`tests/it/structure.rs`).
+pub mod network {
+    /// Extra trusted CA bundle (PEM), added to the bundled public roots.
+    pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
+    /// Directory of extra trusted CA certificates (PEM files).
+    pub const SSL_CERT_DIR: &str = "SSL_CERT_DIR";
+    /// The proxy for plain `http` requests.
+    pub const HTTP_PROXY: &str = "HTTP_PROXY";
+    /// [`HTTP_PROXY`] as curl also reads it, when that is unset.
+    pub const HTTP_PROXY_LOWER: &str = "http_proxy";
+    /// The proxy for `https` requests.
+    pub const HTTPS_PROXY: &str = "HTTPS_PROXY";
+    /// [`HTTPS_PROXY`] in lower case.
+    pub const HTTPS_PROXY_LOWER: &str = "https_proxy";
+    /// The proxy for either scheme when its own variable is unset.
+    pub const ALL_PROXY: &str = "ALL_PROXY";
+    /// [`ALL_PROXY`] in lower case.
+    pub const ALL_PROXY_LOWER: &str = "all_proxy";
+    /// Hosts reached without a proxy.
+    pub const NO_PROXY: &str = "NO_PROXY";
+    /// [`NO_PROXY`] in lower case.
+    pub const NO_PROXY_LOWER: &str = "no_proxy";
+    /// Set in CGI environments, where proxy variables are not trusted.
+    pub const REQUEST_METHOD: &str = "REQUEST_METHOD";
+}
 
 /// The Python interpreter that runs the chain code generator (default:
 /// `python3` on `PATH`).
@@ -90,3 +102,9 @@ pub const TRUSS_PUSH_PYTHON: &str = "TRUSS_PUSH_PYTHON";
 
 /// Log filter for debug output on stderr (`truss_push=debug`).
 pub const TRUSS_PUSH_LOG: &str = "TRUSS_PUSH_LOG";
+
+/// Debug builds only (a release build never reads it): a scripted clock
+/// for tests of the whole binary, `PHASE#N+SECS,…` (the clock jumps `SECS`
+/// forward before the `N`th request of `PHASE`); the run prints every
+/// request's phase, time and deadline at its end.
+pub const TRUSS_PUSH_TEST_CLOCK: &str = "TRUSS_PUSH_TEST_CLOCK";

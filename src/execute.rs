@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::budget::{Budget, Phase};
+use crate::budget::{Budget, Clock, Phase};
 use crate::ci::{self, Reporter};
 use crate::config::{Config, Target};
 use crate::flow::{self, Ctx, State};
@@ -146,8 +146,10 @@ pub(crate) fn github_job(cfg: &Config) -> Option<github::Job> {
 
 /// One target's whole deploy, its files already checked (`plan::check_files`):
 /// `print-config` and dry runs, the flow raced against `stop` (and GitHub
-/// told of the start alongside), and its cleanup. `key` is the Baseten API
-/// key, which only the platform's client built here holds.
+/// told of the start alongside), its cleanup, and GitHub told of the end.
+/// `key` is the Baseten API key, which only the platform's client built
+/// here holds. `started` is read from `clock`, the run's, which the budget
+/// measures every deadline on.
 #[allow(
     clippy::too_many_arguments,
     reason = "the run's handles, passed as they are; a struct would only rename them"
@@ -157,7 +159,7 @@ pub(crate) async fn execute(
     key: &Secret,
     rep: &Arc<Mutex<Reporter>>,
     state: &Mutex<State>,
-    started: Instant,
+    (clock, started): (&Clock, Instant),
     env: &(dyn Fn(&str) -> Option<String> + Sync),
     net: &Result<net::Network, String>,
     stop: &mut Stop<'_>,
@@ -178,12 +180,14 @@ pub(crate) async fn execute(
     let http = net.api_client();
     // Each retry of a platform call is said in the run's log.
     let retry_log = Arc::clone(rep);
-    let api = baseten::Api::new(http, cfg.endpoints.clone(), key.clone()).with_retry_notes(
-        Arc::new(move |line: &str| retry_log.lock().unwrap().line(line)),
-    );
+    let api = baseten::Api::new(http, cfg.endpoints.clone(), key.clone())
+        .with_retry_notes(Arc::new(move |line: &str| {
+            retry_log.lock().unwrap().line(line)
+        }))
+        .on(clock.clone());
     // The run's budget, built once: every phase asks it for its deadline.
-    let budget = Budget::new(started, cfg.wait_timeout, cfg.predict_timeout);
-    let api = api.until(budget.until(Phase::Setup, Instant::now()));
+    let budget = Budget::new(started, cfg.wait_timeout, cfg.predict_timeout).on(clock.clone());
+    let api = api.within(Phase::Setup, budget.deadline(Phase::Setup));
     if cfg.gated_environment().is_some() {
         // A gated run says `rolled-back: false` unless a read proved a
         // rollback, whatever phase it ends in.
@@ -203,7 +207,7 @@ pub(crate) async fn execute(
     let deploying = async {
         let begin = async {
             if let Some(gh) = gh {
-                gh.begin().await;
+                gh.begin(&budget).await;
             }
         };
         tokio::join!(begin, deploy(&ctx)).1
@@ -212,7 +216,7 @@ pub(crate) async fn execute(
         r = deploying => (r, false),
         why = stop.flow() => {
             rep.lock().unwrap().finish();
-            budget.cancel(Instant::now());
+            budget.cancel(budget.now());
             (Err(Failure::Cancelled(why)), true)
         }
     };
@@ -231,7 +235,7 @@ pub(crate) async fn execute(
             }
         }
     };
-    match (flow, cleaned) {
+    let result = match (flow, cleaned) {
         (Ok(()), Err(e)) => Err(e),
         (Err(f), Err(c)) => {
             state
@@ -242,7 +246,15 @@ pub(crate) async fn execute(
             Err(f)
         }
         (flow, Ok(())) => flow,
+    };
+    // GitHub hears of the end by the budget's deadline for it, or until
+    // the next signal: the outputs follow, whatever GitHub does.
+    if let Some(gh) = gh {
+        let outputs = crate::report::final_outputs(&state.lock().unwrap(), &result, Some(cfg));
+        gh.finish_within(&result, &outputs, state, &budget, stop.cleanup())
+            .await;
     }
+    result
 }
 
 /// The deploy flow for the target: a model or a chain.

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::anyhow;
 use base64::Engine;
@@ -220,6 +220,8 @@ pub(crate) async fn deploy(
 async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), Failure> {
     let cfg = ctx.cfg;
     let deadline = ctx.until(Phase::Wait);
+    let api = ctx.api.within(Phase::Wait, deadline);
+    let ctx = &ctx.with_api(&api);
     let logs = (cfg.stream_logs).then(|| {
         spawn_log_stream(
             ctx.api.clone(),
@@ -239,7 +241,7 @@ async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), 
         let class = status::classify_model(&st);
         ctx.state.lock().unwrap().last_status = Some(st.clone());
         if last.as_deref() != Some(st.as_str()) {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = ctx.left(deadline);
             ctx.say(&format!(
                 "status {st} ({}) after {}, {} left",
                 class.as_str(),

@@ -9,10 +9,10 @@
 
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use futures_util::StreamExt;
 
+use crate::budget::Clock;
 use crate::ci::{Cell, Level, Reporter};
 use crate::ci_context::CiContext;
 use crate::cli::EnvLookup;
@@ -23,7 +23,7 @@ use crate::execute::{self, Signals, Stop, StopRequest};
 use crate::flow::State;
 use crate::outcome::{CancelReason, Failure, Status};
 use crate::plan::{self, Planned, Selection};
-use crate::report::{self, Fanout, outputs_of};
+use crate::report::{Fanout, outputs_of};
 use crate::targets;
 use crate::{ci, github};
 
@@ -68,12 +68,14 @@ fn status_of(r: &Result<(), Failure>) -> Status {
     }
 }
 
-/// What every target needs to reach the platform: the checked key and the
-/// run's network (or why it could not be built).
+/// What every target needs to reach the platform: the checked key, the
+/// run's network (or why it could not be built) and the run's clock, which
+/// each target's budget measures its deadlines on.
 #[derive(Clone, Copy)]
 pub(crate) struct PlatformAccess<'a> {
     pub(crate) key: &'a Secret,
     pub(crate) net: &'a Result<crate::net::Network, String>,
+    pub(crate) clock: &'a Clock,
 }
 
 /// Validates every target and runs them; returns the step's result and
@@ -166,7 +168,7 @@ async fn deploy_all(
 /// when it ends.
 async fn deploy_one(
     p: &Planned,
-    PlatformAccess { key, net }: PlatformAccess<'_>,
+    PlatformAccess { key, net, clock }: PlatformAccess<'_>,
     rep: &Arc<Mutex<Reporter>>,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
     halt: tokio::sync::watch::Receiver<StopRequest>,
@@ -204,7 +206,7 @@ async fn deploy_one(
         model_name: p.cfg.model_name.clone(),
         ..State::default()
     });
-    let started = Instant::now();
+    let started = clock.now();
     let mut stop = Stop::Shared { halt, seen: 0 };
     for n in &p.cfg.notices {
         own.lock().unwrap().notice(n);
@@ -216,18 +218,13 @@ async fn deploy_one(
         key,
         &own,
         &state,
-        started,
+        (clock, started),
         env,
         net,
         &mut stop,
         gh.as_ref(),
     )
     .await;
-    if let Some(gh) = &gh {
-        let outputs = report::final_outputs(&state.lock().unwrap(), &result, Some(&p.cfg));
-        gh.finish_within(&result, &outputs, &state, stop.cleanup())
-            .await;
-    }
     let status = status_of(&result);
     {
         let mut o = own.lock().unwrap();
@@ -247,7 +244,7 @@ async fn deploy_one(
         &format!(
             "{label} ({:?}): {status} after {}",
             state.lock().unwrap().model_name,
-            ci::human(started.elapsed())
+            ci::human(clock.now().saturating_duration_since(started))
         ),
         &log,
     );

@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use hyper_util::client::proxy::matcher::Matcher;
 
-use crate::env_vars as ev;
+use crate::env_vars::network as ev;
 
 pub(crate) const CONNECT_TIMEOUT_SECS: u64 = 10;
 
@@ -197,10 +197,10 @@ impl ProxyVars {
                 .to_owned()
         };
         Self {
-            http: first([ev::HTTP_PROXY, "http_proxy"]),
-            https: first([ev::HTTPS_PROXY, "https_proxy"]),
-            all: first([ev::ALL_PROXY, "all_proxy"]),
-            no: first([ev::NO_PROXY, "no_proxy"]),
+            http: first([ev::HTTP_PROXY, ev::HTTP_PROXY_LOWER]),
+            https: first([ev::HTTPS_PROXY, ev::HTTPS_PROXY_LOWER]),
+            all: first([ev::ALL_PROXY, ev::ALL_PROXY_LOWER]),
+            no: first([ev::NO_PROXY, ev::NO_PROXY_LOWER]),
             cgi: env(ev::REQUEST_METHOD).is_some(),
         }
     }
@@ -228,6 +228,39 @@ impl ProxyVars {
     fn check(&self) -> Result<()> {
         if self.cgi {
             return Ok(());
+        }
+        // The API client (reqwest, WHATWG URLs: tabs and line breaks
+        // dropped, hosts in any script) and the S3 route (`http::Uri`:
+        // neither) read the same value: one they would read apart is
+        // refused, so no request goes around a proxy the others go
+        // through.
+        for (name, value) in [
+            (ev::HTTP_PROXY, &self.http),
+            (ev::HTTPS_PROXY, &self.https),
+            (ev::ALL_PROXY, &self.all),
+            (ev::NO_PROXY, &self.no),
+        ] {
+            if value.chars().any(char::is_control) {
+                anyhow::bail!(
+                    "{name} holds a control character (a tab, a line break): set it to a plain proxy URL or host list (or unset it)"
+                );
+            }
+            if name == ev::NO_PROXY || value.is_empty() {
+                continue;
+            }
+            let url = match value.contains("://") {
+                true => value.clone(),
+                false => format!("http://{value}"),
+            };
+            let host = url
+                .parse::<http::Uri>()
+                .ok()
+                .and_then(|u| u.host().map(str::len));
+            if !url.is_ascii() || host.is_none_or(|h| h == 0) {
+                anyhow::bail!(
+                    "{name} is not a proxy URL every connection can use (an ASCII http://host:port; a host in another script in its punycode form): set it to http://host:port (or unset it)"
+                );
+            }
         }
         for (name, value) in [
             (ev::HTTP_PROXY, &self.http),
@@ -280,8 +313,9 @@ impl ProxyVars {
 
 /// How every S3 request travels (`s3::wire`, its own HTTP/1.1): the TLS
 /// config with the run's roots, the proxy route, the user agent and the
-/// connect timeout. Built by [`Network::from_env`]; `Default` is the
-/// bundled roots and no proxy (tests).
+/// connect timeout. Built by [`Network::from_env`] alone; tests have a
+/// `Default` (the bundled roots, no proxy), product code none, so nothing
+/// can travel on a transport the run did not build.
 #[derive(Clone)]
 pub(crate) struct Transport {
     pub(crate) tls: Arc<rustls::ClientConfig>,
@@ -335,15 +369,22 @@ impl std::fmt::Debug for Transport {
     }
 }
 
-impl Default for Transport {
-    fn default() -> Self {
+impl Transport {
+    fn new(tls: rustls::ClientConfig, proxies: Matcher) -> Self {
         Self {
-            tls: Arc::new(tls_config(&[])),
-            proxies: Arc::new(Matcher::builder().build()),
+            tls: Arc::new(tls),
+            proxies: Arc::new(proxies),
             user_agent: user_agent(),
             connect_timeout: Duration::from_secs(CONNECT_TIMEOUT_SECS),
             expectations: Arc::default(),
         }
+    }
+}
+
+#[cfg(test)]
+impl Default for Transport {
+    fn default() -> Self {
+        Self::new(tls_config(&[]), Matcher::builder().build())
     }
 }
 
@@ -363,6 +404,33 @@ pub(crate) fn tls_config(extra_roots: &[Vec<u8>]) -> rustls::ClientConfig {
         .with_no_client_auth()
 }
 
+/// The run's HTTP client for Baseten and GitHub (same-origin redirects,
+/// the run's roots, proxies, user agent and timeouts), built here alone:
+/// other modules hold it and send through it, and cannot make one.
+#[derive(Clone, Debug)]
+pub(crate) struct HttpClient(reqwest::Client);
+
+impl std::ops::Deref for HttpClient {
+    type Target = reqwest::Client;
+
+    fn deref(&self) -> &reqwest::Client {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+impl HttpClient {
+    /// Tests: a client of its own, no proxy, the bundled roots.
+    pub(crate) fn plain() -> Self {
+        Self(
+            reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .expect("a plain client builds"),
+        )
+    }
+}
+
 /// The run's network, built once from the environment the run was given
 /// ([`Network::from_env`]) and handed down: the HTTP client (Baseten and
 /// GitHub), the S3 connections' [`Transport`], and the one warning
@@ -371,7 +439,7 @@ pub(crate) fn tls_config(extra_roots: &[Vec<u8>]) -> rustls::ClientConfig {
 #[derive(Clone)]
 pub(crate) struct Network {
     /// Baseten and GitHub: redirects within one origin only.
-    api: reqwest::Client,
+    api: HttpClient,
     transport: Transport,
     /// Taken by the first target that uses the network, so a run says it
     /// once.
@@ -384,30 +452,61 @@ impl std::fmt::Debug for Network {
     }
 }
 
+/// Every variable the network reads.
+const NETWORK_VARS: [&str; 11] = [
+    ev::SSL_CERT_FILE,
+    ev::SSL_CERT_DIR,
+    ev::HTTP_PROXY,
+    ev::HTTP_PROXY_LOWER,
+    ev::HTTPS_PROXY,
+    ev::HTTPS_PROXY_LOWER,
+    ev::ALL_PROXY,
+    ev::ALL_PROXY_LOWER,
+    ev::NO_PROXY,
+    ev::NO_PROXY_LOWER,
+    ev::REQUEST_METHOD,
+];
+
 impl Network {
+    /// [`Network::from_env`] over the process's environment as the run was
+    /// given it, where a value can be other than UTF-8: a network variable
+    /// that is not is refused by its name (its value unshown: it may hold
+    /// a password). Read as unset, a proxy that cannot be read would be
+    /// bypassed without a word.
+    pub(crate) fn from_vars(
+        env: &dyn Fn(&str) -> Result<String, std::env::VarError>,
+    ) -> Result<Self> {
+        for name in NETWORK_VARS {
+            if let Err(std::env::VarError::NotUnicode(_)) = env(name) {
+                anyhow::bail!(
+                    "{name} is not valid UTF-8: truss-push cannot read it, and would otherwise go without it; set it as text (or unset it)"
+                );
+            }
+        }
+        Self::from_env(&|k| env(k).ok())
+    }
+
     /// Reads `SSL_CERT_FILE`/`SSL_CERT_DIR` and the proxy variables from
     /// `env` (each once) and builds everything the run's requests use.
     pub(crate) fn from_env(env: Env<'_>) -> Result<Self> {
         let roots = extra_roots(env)?;
         let proxies = ProxyVars::read(env);
         proxies.check()?;
-        let api = builder(&roots, &proxies)?
-            .redirect(same_origin_redirects())
-            .build()
-            .context("building the HTTP client")?;
+        let api = HttpClient(
+            builder(&roots, &proxies)?
+                .redirect(same_origin_redirects())
+                .build()
+                .context("building the HTTP client")?,
+        );
         Ok(Self {
             api,
-            transport: Transport {
-                tls: Arc::new(tls_config(&roots.ders)),
-                proxies: Arc::new(proxies.matcher()),
-                ..Transport::default()
-            },
+            transport: Transport::new(tls_config(&roots.ders), proxies.matcher()),
             roots_warning: Arc::new(Mutex::new(roots.warning())),
         })
     }
 
     /// The client for the Baseten hosts and GitHub.
-    pub(crate) fn api_client(&self) -> reqwest::Client {
+    pub(crate) fn api_client(&self) -> HttpClient {
         self.api.clone()
     }
 
@@ -735,6 +834,91 @@ mod tests {
         // A CGI environment uses no proxy variable, so none is refused.
         let cgi = vars(&[("ALL_PROXY", "socks5://p:1"), ("REQUEST_METHOD", "GET")]);
         assert!(cgi.check().is_ok());
+    }
+
+    /// A proxy value the API client and the S3 route would read apart (a
+    /// tab or a line break, which URLs drop and URIs refuse; a host
+    /// outside ASCII) is refused by its name, never its value; before,
+    /// the S3 route dropped it silently and went direct.
+    #[test]
+    fn a_proxy_value_the_two_routes_would_read_apart_is_refused() {
+        let vars = |name: &'static str, value: &'static str| {
+            ProxyVars::read(&move |k: &str| (k == name).then(|| value.to_string()))
+        };
+        let uri = |s: &str| s.parse::<http::Uri>().unwrap();
+        // What the S3 route made of such a value: no proxy at all.
+        let tab = vars(ev::HTTPS_PROXY, "http://corp-pro\txy:3128");
+        assert!(
+            tab.matcher()
+                .intercept(&uri("https://s3.example/"))
+                .is_none()
+        );
+        for (name, value, says) in [
+            (
+                ev::HTTPS_PROXY,
+                "http://corp-pro\txy:3128",
+                "control character",
+            ),
+            (
+                ev::HTTP_PROXY,
+                "http://p:1\r\nX-Injected: 1",
+                "control character",
+            ),
+            (
+                ev::ALL_PROXY,
+                "http://prøxy.corp:3128",
+                "every connection can use",
+            ),
+            (ev::HTTPS_PROXY, "http://:3128", "every connection can use"),
+            (
+                ev::NO_PROXY,
+                "localhost,\u{7f}internal",
+                "control character",
+            ),
+        ] {
+            let err = match vars(name, value).check() {
+                Err(e) => e.to_string(),
+                Ok(()) => panic!("{name}={value:?} passed"),
+            };
+            assert!(
+                err.starts_with(name) && err.contains(says),
+                "{value:?}: {err}"
+            );
+            assert!(!err.contains("prøxy") && !err.contains("corp-pro"), "{err}");
+        }
+        for ok in [
+            "http://ci:pw@proxy.corp:3128",
+            "proxy.corp:8080",
+            "https://[::1]:3128",
+            "http://xn--prxy-hra.corp:3128",
+        ] {
+            assert!(vars(ev::HTTPS_PROXY, ok).check().is_ok(), "{ok}");
+        }
+    }
+
+    /// A network variable that is not UTF-8 is an error naming it, not a
+    /// variable read as unset (a proxy bypassed without a word).
+    #[test]
+    fn a_network_variable_that_is_not_utf8_is_refused_by_name() {
+        use std::os::unix::ffi::OsStringExt;
+        for name in NETWORK_VARS {
+            let env = |k: &str| {
+                if k == name {
+                    Err(std::env::VarError::NotUnicode(
+                        std::ffi::OsString::from_vec(b"http://p\xffx:1".to_vec()),
+                    ))
+                } else {
+                    Err(std::env::VarError::NotPresent)
+                }
+            };
+            let err = format!("{:#}", Network::from_vars(&env).unwrap_err());
+            assert!(
+                err.starts_with(&format!("{name} is not valid UTF-8")),
+                "{err}"
+            );
+        }
+        let fine = |_: &str| Err(std::env::VarError::NotPresent);
+        assert!(Network::from_vars(&fine).is_ok());
     }
 
     #[test]

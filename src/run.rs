@@ -2,8 +2,8 @@
 //! cancellation signals), clean up, and write the outputs on every path.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
+use crate::budget::Clock;
 use crate::ci::{CiEnv, Reporter};
 use crate::ci_context::CiContext;
 use crate::cli::{Cli, EnvLookup};
@@ -14,7 +14,7 @@ use crate::github;
 use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::plan::check_files;
-use crate::report::{self, install_panic_hook, report};
+use crate::report::{install_panic_hook, report};
 use crate::secret::Secret;
 use crate::settings::{Preliminary, Settings};
 
@@ -31,7 +31,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     // Every network setting, read once from the environment the run was
     // given; a target that needs the network and cannot have it fails
     // with this as its input error.
-    let net = crate::net::Network::from_env(&|k| env(k).ok()).map_err(|e| format!("{e:#}"));
+    let net = crate::net::Network::from_vars(env).map_err(|e| format!("{e:#}"));
     let preliminary = Preliminary::read(&inputs);
     let out_settings = preliminary.outputs.clone();
     if preliminary.stdout_is_data {
@@ -44,7 +44,13 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     for k in &preliminary.secrets {
         rep.lock().unwrap().mask(k.expose());
     }
-    let started = Instant::now();
+    // The clock every deadline of the run is measured on (a scripted one
+    // only in a debug build that is given one).
+    let (clock, clock_error) = match Clock::of_run(&|k| env(k).ok()) {
+        Ok(c) => (c, None),
+        Err(e) => (Clock::default(), Some(e)),
+    };
+    let started = clock.now();
     let state = Arc::new(Mutex::new(State {
         model_name: preliminary.model_name.clone(),
         ..State::default()
@@ -60,7 +66,8 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     let input_error = parse_error
         .or(preliminary.outputs_error)
         .or_else(|| plan.clone().err())
-        .or(malformed);
+        .or(malformed)
+        .or(clock_error);
     // A plan, several targets or change detection each run in their own
     // mode; one target named plainly runs as it always has.
     let mode = match input_error {
@@ -95,6 +102,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
                 crate::multi::PlatformAccess {
                     key: &key,
                     net: &net,
+                    clock: &clock,
                 },
                 env,
                 &ci_context,
@@ -122,21 +130,20 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
                     &key,
                     &rep,
                     &state,
-                    started,
+                    (&clock, started),
                     &|k| env(k).ok(),
                     &net,
                     &mut Stop::Process(&mut signals),
                     gh.as_ref(),
                 )
                 .await;
-                if let Some(gh) = &gh {
-                    let outputs = report::final_outputs(&state.lock().unwrap(), &r, Some(&cfg));
-                    gh.finish_within(&r, &outputs, &state, signals.next()).await;
-                }
                 (r, kind, Some(cfg), None)
             }
         },
     };
+    for line in clock.record() {
+        rep.lock().unwrap().line(&line);
+    }
     report(
         &rep,
         &ci_env,

@@ -24,6 +24,7 @@ use reqwest::{RequestBuilder, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::budget::{Clock, Phase, Spent};
 use crate::net::{self, BodyError};
 use crate::retry::{self, Classify, Policy};
 use crate::secret::Secret;
@@ -124,29 +125,36 @@ impl std::fmt::Debug for UploadCredentials {
 /// Client for one API key and one set of hosts.
 #[derive(Clone)]
 pub(crate) struct Api {
-    http: reqwest::Client,
+    http: net::HttpClient,
     endpoints: Endpoints,
     key: Secret,
     /// Tests zero the waits between tries.
     zero_delays: bool,
     /// No request of this handle runs past this moment (each request's
     /// timeout is cut to what is left, retries stop). Each phase of the run
-    /// takes its own handle with [`Api::until`]; nothing is shared or
+    /// takes its own handle with [`Api::within`]; nothing is shared or
     /// restored, so a cancelled phase cannot leave its budget behind.
     deadline: Option<Instant>,
+    /// The phase whose deadline that is.
+    phase: Option<Phase>,
+    /// The run's clock, which the deadline is measured on: each request
+    /// asks it whether time is left before it is sent.
+    clock: Clock,
     /// Unreadable 2xx answers in a row, by what the call was for.
     garbled: Arc<Mutex<HashMap<String, u32>>>,
     notes: Option<Notes>,
 }
 
 impl Api {
-    pub(crate) fn new(http: reqwest::Client, endpoints: Endpoints, key: Secret) -> Self {
+    pub(crate) fn new(http: net::HttpClient, endpoints: Endpoints, key: Secret) -> Self {
         Self {
             http,
             endpoints,
             key,
             zero_delays: false,
             deadline: None,
+            phase: None,
+            clock: Clock::default(),
             garbled: Arc::default(),
             notes: None,
         }
@@ -156,6 +164,18 @@ impl Api {
     pub(crate) fn with_retry_notes(mut self, notes: Notes) -> Self {
         self.notes = Some(notes);
         self
+    }
+
+    /// The same client on the run's clock.
+    pub(crate) fn on(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The run's clock this client's deadlines are measured on, for a
+    /// caller that only holds the client (the evidence).
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// Runs `op` under `policy` until `deadline`, saying each retry.
@@ -177,6 +197,8 @@ impl Api {
                 say(&line);
             }
         };
+        // The retry loop waits on timers: the deadline as they count.
+        let deadline = deadline.map(|d| self.clock.timer(d));
         retry::run_noting(&policy, deadline, note, op).await
     }
 
@@ -248,11 +270,21 @@ impl Api {
     }
 
     /// The same client (same connections, notes and garbled-answer counts)
-    /// whose requests end by `deadline`: a phase's, from the run's budget
-    /// (`crate::budget::Budget::until`, through `flow::Ctx::api_for`).
+    /// whose requests end by `deadline`, of the same phase as this one.
     pub(crate) fn until(&self, deadline: Instant) -> Api {
         Api {
             deadline: Some(deadline),
+            ..self.clone()
+        }
+    }
+
+    /// The same client whose requests end by `deadline`, `phase`'s, from
+    /// the run's budget (`crate::budget::Budget::until`, through
+    /// `flow::Ctx::api_for`).
+    pub(crate) fn within(&self, phase: Phase, deadline: Instant) -> Api {
+        Api {
+            deadline: Some(deadline),
+            phase: Some(phase),
             ..self.clone()
         }
     }
@@ -278,13 +310,15 @@ impl Api {
                 req.url().origin().ascii_serialization()
             )));
         }
-        if let Some(deadline) = self.deadline() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(ApiError::OutOfTime {
-                    message: format!("{what}: the run's time budget is spent"),
-                });
-            }
+        // The one check before every request to the platform: is there
+        // time left on the run's clock?
+        let left = self
+            .clock
+            .send(self.phase, self.deadline, what)
+            .map_err(|Spent| ApiError::OutOfTime {
+                message: format!("{what}: the run's time budget is spent"),
+            })?;
+        if let Some(left) = left {
             let t = req.timeout_mut();
             *t = Some(t.map_or(left, |t| t.min(left)));
         }
@@ -297,7 +331,8 @@ impl Api {
             .insert(reqwest::header::AUTHORIZATION, value);
         let deadline = self.deadline();
         self.http.execute(req).await.map_err(|e| {
-            let out_of_time = e.is_timeout() && deadline.is_some_and(|d| Instant::now() >= d);
+            let out_of_time =
+                e.is_timeout() && deadline.is_some_and(|d| self.clock.left(d).is_zero());
             match error::from_send(what, &e) {
                 // Cut short by the run's deadline, not the server's fault.
                 ApiError::Ambiguous { message } if out_of_time => ApiError::OutOfTime { message },
@@ -516,7 +551,7 @@ mod tests {
             inference: format!("{url}/{{prefix}}-{{id}}"),
             s3: None,
         };
-        Api::new(reqwest::Client::new(), endpoints, Secret::new("k")).without_delays()
+        Api::new(net::HttpClient::plain(), endpoints, Secret::new("k")).without_delays()
     }
 
     #[tokio::test]

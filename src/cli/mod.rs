@@ -75,10 +75,51 @@ pub(crate) fn command() -> Command {
     cmd
 }
 
+/// Whether the argument `arg` is the one clap refused: `bad` as clap names
+/// it, or its `flag` alone, with `=value`, or (a short flag) with its value
+/// attached (`-zx`) or in a cluster (`-zq`).
+fn names(arg: &str, bad: &str, flag: &str) -> bool {
+    let short = flag.len() == 2 && flag.starts_with('-') && flag != "--";
+    arg == bad
+        || arg == flag
+        || arg.starts_with(&format!("{flag}="))
+        || (short && arg.starts_with(flag) && !arg.starts_with("--"))
+}
+
 /// The parsed command line: the flags that were given, by input name.
-#[derive(Debug, Default)]
+/// Its `Debug` shows a secret input (the API key, the GitHub token) as
+/// `***`.
+#[derive(Default)]
 pub struct Cli {
     flags: BTreeMap<&'static str, OsString>,
+}
+
+impl std::fmt::Debug for Cli {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cli")
+            .field("flags", &Masked(&self.flags))
+            .finish()
+    }
+}
+
+/// Input values by name, each secret input's shown as `***`: a raw value
+/// is not yet a `Secret`, and a `Debug` of it must not print the key.
+struct Masked<'a, V>(&'a BTreeMap<&'static str, V>);
+
+impl<V: std::fmt::Debug> std::fmt::Debug for Masked<'_, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secret = |name: &str| {
+            INPUTS
+                .iter()
+                .any(|s| s.name == name && s.kind == ValueKind::Secret)
+        };
+        f.debug_map()
+            .entries(self.0.iter().map(|(name, v)| {
+                let shown: &dyn std::fmt::Debug = if secret(name) { &"***" } else { v };
+                (name, shown)
+            }))
+            .finish()
+    }
 }
 
 impl Cli {
@@ -112,6 +153,25 @@ impl Cli {
         T: Into<OsString> + Clone,
     {
         let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        // truss-push takes no positional argument, so a bare `--` ends
+        // nothing: it is dropped with the plain words after it, and the
+        // flags after those still count (`-- x --json` still asks for the
+        // document; kept, `x` would become `--json`'s value).
+        let mut kept = Vec::with_capacity(args.len());
+        let mut after_dashes = false;
+        for (i, a) in args.into_iter().enumerate() {
+            let text = a.to_string_lossy();
+            if i > 0 && text == "--" {
+                after_dashes = true;
+                continue;
+            }
+            if after_dashes && !text.starts_with('-') {
+                continue;
+            }
+            after_dashes = false;
+            kept.push(a);
+        }
+        args = kept;
         // Each refusal names the argument it stumbled on: drop it and read
         // the rest again, until clap accepts them or names nothing more.
         while args.len() > 1 {
@@ -124,20 +184,20 @@ impl Cli {
                 _ => break,
             };
             let flag = bad.split([' ', '=']).next().unwrap_or_default().to_string();
-            let Some(at) = args.iter().skip(1).position(|a| {
-                let a = a.to_string_lossy();
-                a == bad.as_str() || a == flag.as_str() || a.starts_with(&format!("{flag}="))
-            }) else {
+            let Some(at) = args
+                .iter()
+                .skip(1)
+                .position(|a| names(&a.to_string_lossy(), &bad, &flag))
+            else {
                 break;
             };
-            let removed = args.remove(at + 1);
-            // An unknown flag written apart from its value (`--bogus x`)
-            // takes the value with it: left behind, `x` would become the
-            // value of the flag before (`--json --bogus x` would read as
-            // `--json x`) or a stray argument.
+            let removed = args.remove(at + 1).to_string_lossy().into_owned();
+            // An unknown flag written apart from its value (`--bogus x`,
+            // `-z x`, `-zq x`) takes the value with it: left behind, `x`
+            // would become the value of the flag before (`--json --bogus
+            // x` would read as `--json x`) or a stray argument.
             let unknown = e.kind() == clap::error::ErrorKind::UnknownArgument;
-            let apart = removed.to_string_lossy().starts_with("--")
-                && !removed.to_string_lossy().contains('=');
+            let apart = removed.starts_with('-') && !removed.contains('=');
             if unknown
                 && apart
                 && args
@@ -214,11 +274,21 @@ impl Cli {
     }
 }
 
-/// Raw input values by input name; absent means not given.
-#[derive(Clone, Debug, Default)]
+/// Raw input values by input name; absent means not given. Its `Debug`
+/// shows a secret input as `***`.
+#[derive(Clone, Default)]
 pub struct Inputs {
     values: BTreeMap<&'static str, String>,
     problems: Vec<String>,
+}
+
+impl std::fmt::Debug for Inputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inputs")
+            .field("values", &Masked(&self.values))
+            .field("problems", &self.problems)
+            .finish()
+    }
 }
 
 impl Inputs {
@@ -399,6 +469,74 @@ mod tests {
             let got = Cli::salvage_from(args).gather(&unset);
             assert_eq!(got.get(Input::Json), Some("true"), "{args:?}");
             assert_eq!(got.get(Input::OutputFile), Some("o.json"), "{args:?}");
+        }
+    }
+
+    /// Every order of `--json`, `--output-file o.json` and an unknown
+    /// flag written each way (long or short, its value apart, joined by
+    /// `=` or attached, none, a cluster) or a bare `--` with or without
+    /// words after it: the known flags survive.
+    #[test]
+    fn every_order_of_known_and_unknown_flags_keeps_the_known_ones() {
+        let unknown: [&[&str]; 12] = [
+            &["--bogus", "x"],
+            &["--bogus=x"],
+            &["--bogus"],
+            &["-z", "x"],
+            &["-z=x"],
+            &["-zx"],
+            &["-z"],
+            &["-zq", "x"],
+            &["--"],
+            &["--", "x", "y"],
+            &["--bogus", "x", "-z", "y"],
+            &["-z", "--", "x"],
+        ];
+        let json: &[&str] = &["--json"];
+        let file: &[&str] = &["--output-file", "o.json"];
+        for u in unknown {
+            for order in [
+                [json, file, u],
+                [json, u, file],
+                [u, json, file],
+                [file, json, u],
+                [file, u, json],
+                [u, file, json],
+            ] {
+                let args: Vec<&str> = std::iter::once("truss-push")
+                    .chain(order.iter().flat_map(|g| g.iter().copied()))
+                    .collect();
+                let got = Cli::salvage_from(&args).gather(&unset);
+                assert_eq!(got.get(Input::Json), Some("true"), "{args:?}");
+                assert_eq!(got.get(Input::OutputFile), Some("o.json"), "{args:?}");
+            }
+        }
+    }
+
+    /// The key and the token, gathered from a flag or the environment,
+    /// never show in a `Debug` of what holds them before validation.
+    #[test]
+    fn debug_of_the_raw_inputs_never_shows_a_secret() {
+        let env = lookup(&[
+            ("INPUT_BASETEN-API-KEY", "sk-debug-canary-env"),
+            ("GITHUB_TOKEN", "ghp-debug-canary"),
+            ("INPUT_GITHUB-TOKEN", "ghp-debug-canary"),
+            ("TEAM", "ml"),
+        ]);
+        for args in [
+            &["truss-push"][..],
+            &["truss-push", "--baseten-api-key", "sk-debug-canary-flag"],
+            &["truss-push", "--github-token=ghp-debug-canary", "--bogus"],
+        ] {
+            let cli = Cli::salvage_from(args);
+            let inputs = cli.gather(&env);
+            assert!(inputs.get(Input::BasetenApiKey).is_some());
+            let shown = format!("{cli:?} {inputs:?} {inputs:#?}");
+            for secret in ["sk-debug-canary", "ghp-debug-canary"] {
+                assert!(!shown.contains(secret), "{args:?}: {shown}");
+            }
+            assert!(shown.contains("\"team\": \"ml\""), "{shown}");
+            assert!(shown.contains("\"baseten-api-key\": \"***\""), "{shown}");
         }
     }
 

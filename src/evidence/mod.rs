@@ -170,7 +170,7 @@ pub(crate) async fn smoke_case(
     let started = std::time::Instant::now();
     let mut last = String::from("no answer");
     loop {
-        let left = until.saturating_duration_since(std::time::Instant::now());
+        let left = run.api.clock().left(until);
         if left.is_zero() {
             return Err(Failure::Predict(anyhow!(
                 "{label} did not answer case {:?} within predict-timeout (last: {last})",

@@ -94,12 +94,28 @@ pub(crate) struct Ctx<'a> {
 impl Ctx<'_> {
     /// This phase's deadline, asked now of the run's budget.
     pub(crate) fn until(&self, phase: Phase) -> Instant {
-        self.budget.until(phase, Instant::now())
+        self.budget.deadline(phase)
     }
 
     /// The platform's client whose requests end by `phase`'s deadline.
     pub(crate) fn api_for(&self, phase: Phase) -> Api {
-        self.api.until(self.until(phase))
+        self.api.within(phase, self.until(phase))
+    }
+
+    /// The time now, on the run's clock (the budget's): what deadlines
+    /// are compared with.
+    pub(crate) fn now(&self) -> Instant {
+        self.budget.now()
+    }
+
+    /// How long until `until` (a deadline from [`Ctx::until`]).
+    pub(crate) fn left(&self, until: Instant) -> Duration {
+        self.budget.left(until)
+    }
+
+    /// `until` for a timer (`tokio::time::timeout_at`, `sleep_until`).
+    pub(crate) fn timer(&self, until: Instant) -> tokio::time::Instant {
+        self.budget.clock().timer(until).into()
     }
 
     /// The same run, its platform requests made through `api` (a handle
@@ -188,7 +204,9 @@ impl Ctx<'_> {
             environment: self.cfg.environment.as_deref(),
             gated: self.cfg.gated_environment().is_some(),
             predict_timeout: self.cfg.predict_timeout,
-            until: self.until(Phase::Evidence),
+            // The sampler compares with the monotonic clock and sets its
+            // timers by it; its requests are checked on the run's clock.
+            until: self.budget.clock().timer(self.until(Phase::Evidence)),
             log: self,
         })
     }
@@ -348,8 +366,20 @@ impl Ctx<'_> {
         what: &str,
         work: impl Future<Output = Result<T, Failure>>,
     ) -> Result<T, Failure> {
-        let deadline = tokio::time::Instant::from_std(self.until(Phase::Upload));
-        match tokio::time::timeout_at(deadline, work).await {
+        let until = self.until(Phase::Upload);
+        let clock = self.budget.clock();
+        // Checked like a request before it starts, its end recorded: what
+        // it sends (the S3 requests) goes between the two.
+        let left = clock.send(Some(Phase::Upload), Some(until), what);
+        let done = match left {
+            Ok(_) => tokio::time::timeout(self.left(until), work).await,
+            Err(_) => Ok(Err(Failure::Timeout(format!(
+                "{what} could not start: the deploy budget ({}) is spent; raise deploy-timeout-minutes (or wait-timeout-seconds)",
+                human(self.cfg.wait_timeout)
+            )))),
+        };
+        clock.ended(Phase::Upload, until, what);
+        match done {
             Ok(r) => r,
             Err(_) => Err(Failure::Timeout(format!(
                 "{what} did not finish within the deploy budget ({}); raise deploy-timeout-minutes (or wait-timeout-seconds)",

@@ -112,7 +112,7 @@ async fn smoke_test_then(
     // from now, cut to the run's end (which the message then names).
     let until = ctx.until(Phase::Smoke);
     {
-        let api = ctx.api.until(until);
+        let api = ctx.api.within(Phase::Smoke, until);
         let ctx = &ctx.with_api(&api);
         // A cases file whose first case expects an answer that is not a
         // 2xx (a negative case) smoke-tests with that case and its status.
@@ -176,7 +176,7 @@ async fn one_request(
         PREDICT_RESPONSE_MAX_CHARS,
         until,
     );
-    let cut = until.saturating_duration_since(started) < ctx.cfg.predict_timeout;
+    let cut = ctx.left(until) < ctx.cfg.predict_timeout;
     let out_of_time = || match cut {
         true => Failure::Predict(anyhow!(
             "{label} did not finish within the run's budget (wait budget + predict-timeout, {} in all)",
@@ -189,10 +189,10 @@ async fn one_request(
     };
     // The request's own timeout is cut to the same deadline: whichever
     // fires first, running out of time is said as such.
-    let answer = match tokio::time::timeout_at(until.into(), call).await {
+    let answer = match tokio::time::timeout_at(ctx.timer(until), call).await {
         Ok(Ok(a)) => a,
         Err(_) => return Err(out_of_time()),
-        Ok(Err(_)) if Instant::now() >= until => return Err(out_of_time()),
+        Ok(Err(_)) if ctx.left(until).is_zero() => return Err(out_of_time()),
         Ok(Err(e)) => return Err(Failure::Predict(e)),
     };
     let total = started.elapsed().as_secs_f64();

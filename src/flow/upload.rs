@@ -142,8 +142,7 @@ pub(crate) async fn package_and_upload(
     let uploader = s3::Uploader::new(s3::Options {
         endpoint: ctx.cfg.endpoints.s3.clone(),
         concurrency: ctx.cfg.upload_concurrency,
-        wire: ctx.net.s3_transport(),
-        ..s3::Options::default()
+        ..s3::Options::new(ctx.net.s3_transport())
     });
     let target = s3::Target {
         bucket: creds.s3_bucket.clone(),

@@ -47,7 +47,7 @@ pub(crate) async fn poll_until(
     };
     let mut failures_in_a_row: u32 = 0;
     loop {
-        let now = Instant::now();
+        let now = ctx.now();
         if now >= deadline {
             // One last read at the deadline: the wait may have slept through
             // the moment the deployment became ready.
@@ -55,8 +55,8 @@ pub(crate) async fn poll_until(
                 .poll_interval
                 .min(Duration::from_secs(LAST_LOOK_MAX_SECS));
             let until = ctx.until(Phase::LastLook { grace });
-            let api = ctx.api.until(until);
-            let look = tokio::time::timeout_at(until.into(), poll(&api)).await;
+            let api = ctx.api.within(Phase::LastLook { grace }, until);
+            let look = tokio::time::timeout_at(ctx.timer(until), poll(&api)).await;
             match look {
                 Ok(Ok(Poll::Ready)) => return Ok(()),
                 Ok(Ok(Poll::Failed(f))) => return Err(f),
@@ -94,7 +94,7 @@ pub(crate) async fn poll_until(
                     .max(cfg.poll_interval)
             }
         };
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = ctx.left(deadline);
         tokio::time::sleep(sleep_for.min(left)).await;
     }
 }

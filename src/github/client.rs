@@ -2,11 +2,13 @@
 //! to the configured API base over HTTPS (plain HTTP to loopback only), and
 //! failures typed so the retry loop and the warnings can tell them apart.
 
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use reqwest::{Method, Url};
 use serde_json::Value;
 
+use crate::budget::{Clock, Phase, Spent};
 use crate::retry::{self, CallKind, Classify, Policy};
 use crate::secret::Secret;
 
@@ -118,24 +120,47 @@ pub(crate) fn is_valid_repository(repo: &str) -> bool {
     matches!(repo.split_once('/'), Some((owner, name)) if ok(owner) && ok(name))
 }
 
+/// The deadline of the phase GitHub's requests are made in, from the
+/// run's budget, and the clock it is measured on.
+#[derive(Clone, Debug)]
+pub(super) struct Due {
+    pub(super) phase: Phase,
+    pub(super) until: Instant,
+    pub(super) clock: Clock,
+}
+
 /// The REST client for one repository.
 pub(super) struct Client {
-    http: reqwest::Client,
+    http: crate::net::HttpClient,
     base: Url,
     token: Secret,
     repo: String,
+    /// The phase now under way (the start's, then the end's): every
+    /// request is checked against its deadline before it is sent.
+    due: Mutex<Option<Due>>,
 }
 
 impl Client {
     /// `base` must already satisfy [`may_carry_token`]; `repo` must be
     /// [`is_valid_repository`].
-    pub(super) fn new(http: reqwest::Client, base: Url, token: Secret, repo: String) -> Self {
+    pub(super) fn new(
+        http: crate::net::HttpClient,
+        base: Url,
+        token: Secret,
+        repo: String,
+    ) -> Self {
         Self {
             http,
             base,
             token,
             repo,
+            due: Mutex::new(None),
         }
+    }
+
+    /// From now on, requests are `due`'s phase's.
+    pub(super) fn set_due(&self, due: Due) {
+        *self.due.lock().unwrap_or_else(|p| p.into_inner()) = Some(due);
     }
 
     /// `{base}/repos/{owner}/{name}/{rest…}`, each piece one path segment.
@@ -191,13 +216,30 @@ impl Client {
                 url.origin().ascii_serialization()
             )));
         }
-        retry::run(policy, None, |_| {
-            self.once(method.clone(), url.clone(), body)
+        let due = self.due.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let timer = due.as_ref().map(|d| d.clock.timer(d.until));
+        retry::run(policy, timer, |_| {
+            self.once(due.as_ref(), method.clone(), url.clone(), body)
         })
         .await
     }
 
-    async fn once(&self, method: Method, url: Url, body: Option<&Value>) -> Result<Value, GhError> {
+    async fn once(
+        &self,
+        due: Option<&Due>,
+        method: Method,
+        url: Url,
+        body: Option<&Value>,
+    ) -> Result<Value, GhError> {
+        // The one check before every request to GitHub: is there time
+        // left in the run's budget for this phase?
+        let what = format!("GitHub {method} {}", url.path());
+        let left = match due {
+            Some(d) => d.clock.send(Some(d.phase), Some(d.until), &what),
+            None => Clock::default().send(None, None, &what),
+        }
+        .map_err(|Spent| GhError::Refused(format!("{what}: the run's time for GitHub is spent")))?;
+        let timeout = Duration::from_secs(REQUEST_TIMEOUT_SECS).min(left.unwrap_or(Duration::MAX));
         let mut auth =
             reqwest::header::HeaderValue::from_str(&format!("Bearer {}", self.token.expose()))
                 .map_err(|_| {
@@ -207,7 +249,7 @@ impl Client {
         let mut req = self
             .http
             .request(method, url)
-            .timeout(Duration::from_secs(REQUEST_TIMEOUT_SECS))
+            .timeout(timeout)
             .header(reqwest::header::AUTHORIZATION, auth)
             .header(reqwest::header::ACCEPT, "application/vnd.github+json")
             .header("X-GitHub-Api-Version", API_VERSION);
@@ -321,7 +363,7 @@ mod tests {
     #[test]
     fn urls_keep_the_enterprise_path_prefix() {
         let c = Client::new(
-            reqwest::Client::new(),
+            crate::net::HttpClient::plain(),
             Url::parse("https://ghe.example.com/api/v3/").unwrap(),
             Secret::new("t"),
             "octo/repo".into(),
@@ -331,7 +373,7 @@ mod tests {
             "https://ghe.example.com/api/v3/repos/octo/repo/deployments/7/statuses"
         );
         let c = Client::new(
-            reqwest::Client::new(),
+            crate::net::HttpClient::plain(),
             Url::parse("https://api.github.com").unwrap(),
             Secret::new("t"),
             "octo/repo".into(),

@@ -16,32 +16,24 @@ mod replaced;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use reqwest::{Method, Url};
 use serde_json::{Value, json};
 
 use crate::baseten::Endpoints;
+use crate::budget::{Budget, Phase};
 use crate::ci::{Outputs, PredictStats, Reporter};
 use crate::env_vars as ev;
 use crate::flow::State;
 use crate::kind::Kind;
 use crate::outcome::Failure;
-use client::{CREATE, Client, GhError, REPEATABLE};
+use client::{CREATE, Client, Due, GhError, REPEATABLE};
 pub(crate) use client::{is_valid_repository, may_carry_token};
 
 /// Comments read while looking for ours, 100 a page: a pull request with
 /// more has bigger problems than a second comment.
 const COMMENT_PAGES_MAX: u32 = 10;
 const COMMENTS_PER_PAGE: usize = 100;
-/// Telling GitHub that the deploy started may take this long; past it the
-/// start is left untold (the end is still reported).
-const BEGIN_MAX_SECS: u64 = 20;
-/// How long the run's end waits for GitHub.
-const FINISH_MAX_SECS: u64 = 30;
-/// The same after a cancel: the runner kills the job a few seconds after
-/// its signal, and the outputs come after GitHub.
-const FINISH_CANCELLED_MAX_SECS: u64 = 3;
 
 /// The three features, each with the workflow permission it needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -265,18 +257,33 @@ impl Session {
     }
 
     /// The deploy starts: a GitHub deployment in progress and a pending
-    /// commit status.
-    pub(crate) async fn begin(&self) {
+    /// commit status, by the deadline the run's budget gives the start
+    /// (`Phase::Announce`: a few seconds, within the deploy's budget).
+    pub(crate) async fn begin(&self, budget: &Budget) {
         *self.begun.lock().unwrap() = true;
-        let secs = BEGIN_MAX_SECS;
-        if tokio::time::timeout(Duration::from_secs(secs), self.begin_unbounded())
+        let until = self.due(budget, Phase::Announce);
+        let left = budget.left(until);
+        if tokio::time::timeout(left, self.begin_unbounded())
             .await
             .is_err()
         {
             self.rep.lock().unwrap().warning(&format!(
-                "GitHub: no answer within {secs}s while recording the start, so it is left unrecorded. The deploy itself is not affected."
+                "GitHub: no answer within {} while recording the start, so it is left unrecorded. The deploy itself is not affected.",
+                crate::ci::human(left)
             ));
         }
+    }
+
+    /// `phase`'s deadline from the run's budget, which every request of
+    /// the client is held to from now on.
+    fn due(&self, budget: &Budget, phase: Phase) -> std::time::Instant {
+        let until = budget.deadline(phase);
+        self.client.set_due(Due {
+            phase,
+            until,
+            clock: budget.clock().clone(),
+        });
+        until
     }
 
     async fn begin_unbounded(&self) {
@@ -345,14 +352,17 @@ impl Session {
         }
     }
 
-    /// [`Session::finish`] within a bound, and only until `stop` (the next
-    /// signal) arrives: the outputs are written after it, whatever GitHub
-    /// does, and after a cancel the runner kills the job seconds later.
+    /// [`Session::finish`] by the deadline the run's budget gives the end
+    /// (`Phase::Report`: out of what cleanup left of its minute, a few
+    /// seconds after a signal; never past the run's end), and only until
+    /// `stop` (the next signal) arrives: the outputs are written after it,
+    /// whatever GitHub does.
     pub(crate) async fn finish_within(
         &self,
         result: &Result<(), Failure>,
         outputs: &Outputs,
         state: &Mutex<State>,
+        budget: &Budget,
         stop: impl Future,
     ) {
         let (predict, page, changes) = {
@@ -364,15 +374,23 @@ impl Session {
             };
             (st.predict, page, st.by_content.markdown())
         };
-        let secs = match result {
-            Err(Failure::Cancelled(_)) => FINISH_CANCELLED_MAX_SECS,
-            _ => FINISH_MAX_SECS,
-        };
+        if !*self.begun.lock().unwrap() {
+            return;
+        }
+        let until = self.due(budget, Phase::Report);
+        let left = budget.left(until);
+        if left.is_zero() {
+            self.rep.lock().unwrap().warning(
+                "GitHub: the run's time is spent (cleanup took the last of it), so the end of the run is not reported there and its statuses may still say it is in progress. The deploy itself is not affected.",
+            );
+            return;
+        }
         tokio::select! {
             () = self.finish(result, outputs, predict, &page, changes.as_deref()) => {}
-            _ = tokio::time::sleep(Duration::from_secs(secs)) => {
+            _ = tokio::time::sleep(left) => {
                 self.rep.lock().unwrap().warning(&format!(
-                    "GitHub: still busy after {secs}s at the end of the run, so its statuses or comment may be out of date. The deploy itself is not affected."
+                    "GitHub: still busy after {} at the end of the run, so its statuses or comment may be out of date. The deploy itself is not affected.",
+                    crate::ci::human(left)
                 ));
             }
             _ = stop => {}

@@ -104,8 +104,11 @@ pub(crate) struct Options {
     pub(crate) wire: crate::net::Transport,
 }
 
-impl Default for Options {
-    fn default() -> Self {
+impl Options {
+    /// The defaults, over `wire`: the run's network (`net::Network::
+    /// s3_transport`). There is no `Default` outside tests, so no upload
+    /// can travel on a transport the run did not build.
+    pub(crate) fn new(wire: crate::net::Transport) -> Self {
         Self {
             endpoint: None,
             multipart_threshold: DEFAULT_MULTIPART_THRESHOLD_BYTES,
@@ -117,8 +120,16 @@ impl Default for Options {
             // and a second CreateMultipartUpload at worst leaves an empty
             // upload for the bucket's lifecycle rule to remove.
             retry: retry::Policy::IDEMPOTENT,
-            wire: crate::net::Transport::default(),
+            wire,
         }
+    }
+}
+
+/// Tests: the defaults over the bundled roots and no proxy.
+#[cfg(test)]
+impl Default for Options {
+    fn default() -> Self {
+        Self::new(crate::net::Transport::default())
     }
 }
 

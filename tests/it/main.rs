@@ -5,6 +5,7 @@ mod harness;
 
 mod bad_input;
 mod bounded;
+mod budget;
 mod cancel;
 mod chain_deploy;
 mod chain_harness;

@@ -155,3 +155,28 @@ fn several_targets_share_one_network_and_one_warning_about_a_skipped_ca() {
         "{said}"
     );
 }
+
+/// A proxy variable that is not UTF-8 is refused by its name before any
+/// request: read as unset, the run would go around the proxy without a
+/// word (a dead proxy here, which would fail every request).
+#[test]
+fn a_proxy_variable_that_is_not_utf8_is_refused_not_bypassed() {
+    use std::os::unix::ffi::OsStrExt;
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = truss_push(dir.path());
+    cmd.args(["--baseten-api-key", API_KEY])
+        .args(["--app-url", &fake.graphql_base()])
+        .args(["--api-url", &fake.rest_base()])
+        .args(["--s3-endpoint", &fake.s3_endpoint()])
+        .args(["--truss-directory", example_model().to_str().unwrap()])
+        .env(
+            "HTTP_PROXY",
+            std::ffi::OsStr::from_bytes(b"http://127.0.0.1:9\xff"),
+        );
+    let out = cmd.output().expect("the binary runs");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("HTTP_PROXY is not valid UTF-8"), "{stderr}");
+    assert!(fake.requests().is_empty(), "{:?}", endpoints(&fake));
+}

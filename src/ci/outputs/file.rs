@@ -47,6 +47,75 @@ pub(crate) fn replace_file(path: &Path, text: &str) -> Result<(), WriteError> {
     write_with_timeout(path, text, WriteMode::Replace)
 }
 
+/// Appends to the file at `path` what `render` makes of the bytes the
+/// file already holds (a newline the append will add first counted in);
+/// `None` writes nothing. The file is looked at and written on a helper
+/// thread, both within the one [`FILE_WRITE_TIMEOUT_MILLIS`]: a file whose
+/// `stat` or `open` hangs (a FIFO, a stuck network file system) holds the
+/// run no longer than any other write. `render` runs on the caller's
+/// thread, and what it returns is redacted like every write.
+pub(crate) fn append_sized(
+    path: &Path,
+    render: impl FnOnce(u64) -> Option<String>,
+) -> Result<(), WriteError> {
+    let named = |cause: io::Error| WriteError {
+        path: path.to_path_buf(),
+        cause,
+    };
+    let started = std::time::Instant::now();
+    let timeout = Duration::from_millis(FILE_WRITE_TIMEOUT_MILLIS);
+    let (size_tx, size_rx) = mpsc::sync_channel(1);
+    let (text_tx, text_rx) = mpsc::sync_channel::<Option<Vec<u8>>>(1);
+    let (done_tx, done_rx) = mpsc::sync_channel(1);
+    let owned_path = path.to_path_buf();
+    std::thread::Builder::new()
+        .name("outputs-write".into())
+        .spawn(move || {
+            let size = check_destination(&owned_path).map(|()| {
+                let held = std::fs::metadata(&owned_path).map_or(0, |m| m.len());
+                held + u64::from(lacks_final_newline(&owned_path))
+            });
+            let ok = size.is_ok();
+            let _ = size_tx.send(size);
+            if !ok {
+                return;
+            }
+            if let Ok(Some(bytes)) = text_rx.recv() {
+                let _ = done_tx.send(write_now(&owned_path, &bytes, WriteMode::Append));
+            } else {
+                let _ = done_tx.send(Ok(()));
+            }
+        })
+        .map_err(named)?;
+    let left = || timeout.saturating_sub(started.elapsed());
+    let size = wait_for(&size_rx, left(), timeout).map_err(named)?;
+    let text = render(size).map(|t| crate::secret::scrub(&t).into_owned().into_bytes());
+    let _ = text_tx.send(text);
+    wait_for(&done_rx, left(), timeout).map_err(named)
+}
+
+/// The helper thread's answer within `left`, or the timeout's error
+/// (`timeout`, the whole write's bound, named in it).
+fn wait_for<T>(
+    rx: &mpsc::Receiver<io::Result<T>>,
+    left: Duration,
+    timeout: Duration,
+) -> io::Result<T> {
+    match rx.recv_timeout(left) {
+        Ok(result) => result,
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "the write did not finish within {} s (a FIFO that nobody reads?)",
+                timeout.as_secs()
+            ),
+        )),
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(io::Error::other(
+            "the writing thread ended without a result",
+        )),
+    }
+}
+
 #[derive(Clone, Copy)]
 enum WriteMode {
     Append,
@@ -71,20 +140,7 @@ fn write_with_timeout(path: &Path, text: &str, mode: WriteMode) -> Result<(), Wr
         })
         .map_err(named)?;
     let timeout = Duration::from_millis(FILE_WRITE_TIMEOUT_MILLIS);
-    let result = match rx.recv_timeout(timeout) {
-        Ok(result) => result,
-        Err(mpsc::RecvTimeoutError::Timeout) => Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!(
-                "the write did not finish within {} s (a FIFO that nobody reads?)",
-                timeout.as_secs()
-            ),
-        )),
-        Err(mpsc::RecvTimeoutError::Disconnected) => Err(io::Error::other(
-            "the writing thread ended without a result",
-        )),
-    };
-    result.map_err(named)
+    wait_for(&rx, timeout, timeout).map_err(named)
 }
 
 fn write_now(path: &Path, bytes: &[u8], mode: WriteMode) -> io::Result<()> {
@@ -156,7 +212,7 @@ fn check_destination(path: &Path) -> io::Result<()> {
 /// Whether `path` is a non-empty regular file whose last byte is not a
 /// newline. When that cannot be read, a newline is assumed to be missing:
 /// an extra blank line is harmless, a glued line is not.
-pub(in crate::ci) fn lacks_final_newline(path: &Path) -> bool {
+fn lacks_final_newline(path: &Path) -> bool {
     let Ok(meta) = std::fs::metadata(path) else {
         return false;
     };
@@ -189,6 +245,45 @@ mod tests {
         let missing = dir.path().join("new");
         append_file(&missing, "x\n").unwrap();
         assert_eq!(std::fs::read_to_string(&missing).unwrap(), "x\n");
+    }
+
+    /// The room an append has is measured by the sink (on its helper
+    /// thread, within its bound): what the file holds and the newline the
+    /// append adds; a file that cannot hold text is refused before
+    /// anything is rendered; a FIFO nobody reads fails within the bound.
+    #[test]
+    fn a_sized_append_measures_the_file_within_the_sinks_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.md");
+        std::fs::write(&path, "abc").unwrap();
+        let mut seen = None;
+        append_sized(&path, |held| {
+            seen = Some(held);
+            Some("x\n".into())
+        })
+        .unwrap();
+        assert_eq!(seen, Some(4));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "abc\nx\n");
+        append_sized(&path, |held| {
+            seen = Some(held);
+            None
+        })
+        .unwrap();
+        assert_eq!(seen, Some(6));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "abc\nx\n");
+
+        let err =
+            append_sized(dir.path(), |_| panic!("nothing to render for a directory")).unwrap_err();
+        assert!(err.to_string().contains("it is a directory"), "{err}");
+
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let err = append_sized(&fifo, |_| Some("x".into())).unwrap_err();
+            let named = format!("cannot write {}", fifo.display());
+            assert!(err.to_string().starts_with(&named), "{err}");
+            assert!(err.to_string().contains("within 3 s"), "{err}");
+        }
     }
 
     #[test]

@@ -18,8 +18,7 @@ mod json;
 pub(in crate::ci) use json::{Entries, top_level_lines};
 mod shell;
 
-pub(in crate::ci) use file::lacks_final_newline;
-pub(crate) use file::{append_file, replace_file};
+pub(crate) use file::{append_sized, replace_file};
 pub(crate) use github::append_github_output;
 
 /// The Python action (`basetenlabs/action-truss-push`) keeps the first 4096 characters of the predict response.

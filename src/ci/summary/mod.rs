@@ -15,7 +15,7 @@ mod table;
 use std::path::Path;
 
 use super::markdown;
-use super::outputs::{append_file, lacks_final_newline, truncate_bytes};
+use super::outputs::{append_sized, truncate_bytes};
 
 pub(crate) use single::{
     PredictStats, StatusEvent, StreamStats, SummaryInput, append_step_summary,
@@ -52,22 +52,22 @@ fn code_or_na(id: &str) -> String {
     }
 }
 
-/// Appends rendered summary text through the sink (which redacts it once
-/// more as a whole).
-fn write_summary(path: &Path, text: &str) -> anyhow::Result<()> {
-    Ok(append_file(path, text)?)
+/// Appends to the summary file at `path` what `render` makes of the room
+/// GitHub's 1 MiB leaves (nothing when none is left), through the sink:
+/// the file is looked at and written within the sink's bound, and the text
+/// redacted once more as a whole.
+fn write_summary(path: &Path, render: impl FnOnce(usize) -> String) -> anyhow::Result<()> {
+    Ok(append_sized(path, |held| {
+        let budget = summary_budget(held);
+        (budget > 0).then(|| render(budget))
+    })?)
 }
 
-/// What is left of GitHub's 1 MiB in the summary file at `path`.
-/// `append_file` separates from earlier content that does not end its last
-/// line; that newline counts too.
-fn summary_budget(path: &Path) -> usize {
-    let existing = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let existing = usize::try_from(existing).unwrap_or(usize::MAX);
-    let separator_len = usize::from(lacks_final_newline(path));
-    STEP_SUMMARY_MAX_BYTES
-        .saturating_sub(existing)
-        .saturating_sub(separator_len)
+/// What is left of GitHub's 1 MiB in a summary file that holds `held`
+/// bytes (the newline an append adds first counted in).
+fn summary_budget(held: u64) -> usize {
+    let held = usize::try_from(held).unwrap_or(usize::MAX);
+    STEP_SUMMARY_MAX_BYTES.saturating_sub(held)
 }
 
 #[cfg(test)]

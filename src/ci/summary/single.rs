@@ -4,10 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use super::{
-    SUMMARY_TEXT_MAX_CHARS, SUMMARY_TRUNCATED_MARKER, code_or_na, cut_to, summary_budget,
-    write_summary,
-};
+use super::{SUMMARY_TEXT_MAX_CHARS, SUMMARY_TRUNCATED_MARKER, code_or_na, cut_to, write_summary};
 use crate::ci::format::{format_deploy_time, format_elapsed, format_utc};
 use crate::ci::markdown;
 use crate::ci::outputs::{Outputs, truncate_chars};
@@ -289,10 +286,6 @@ fn history_row(event: &StatusEvent) -> String {
 /// Every registered secret is redacted from each piece before it is cut
 /// or escaped, and from the whole page again.
 pub(crate) fn append_step_summary(path: &Path, input: &SummaryInput<'_>) -> anyhow::Result<()> {
-    let budget = summary_budget(path);
-    if budget == 0 {
-        return Ok(());
-    }
     let outputs = input.outputs.redacted();
     let page_url = scrub(input.page_url);
     let notes: Vec<String> = input.notes.iter().map(|n| scrub(n).into_owned()).collect();
@@ -312,7 +305,7 @@ pub(crate) fn append_step_summary(path: &Path, input: &SummaryInput<'_>) -> anyh
         sections: &sections,
         ..input.clone()
     };
-    write_summary(path, &render_summary(&input, budget))
+    write_summary(path, |budget| render_summary(&input, budget))
 }
 
 #[cfg(test)]

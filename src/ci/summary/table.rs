@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::{SUMMARY_TEXT_MAX_CHARS, code_or_na, cut_to, summary_budget, write_summary};
+use super::{SUMMARY_TEXT_MAX_CHARS, code_or_na, cut_to, write_summary};
 use crate::ci::markdown;
 use crate::ci::outputs::truncate_chars;
 use crate::secret::scrub;
@@ -87,10 +87,6 @@ fn render_table_summary(input: &TableSummary<'_>, max_bytes: usize) -> String {
 /// Appends a [`TableSummary`] to the `$GITHUB_STEP_SUMMARY` file, within
 /// GitHub's 1 MiB like [`append_step_summary`], redacted like it.
 pub(crate) fn append_table_summary(path: &Path, input: &TableSummary<'_>) -> anyhow::Result<()> {
-    let budget = summary_budget(path);
-    if budget == 0 {
-        return Ok(());
-    }
     let clean = |t: &str| scrub(t).into_owned();
     let rows: Vec<Vec<Cell>> = input
         .rows
@@ -116,5 +112,5 @@ pub(crate) fn append_table_summary(path: &Path, input: &TableSummary<'_>) -> any
         details: &details,
         ..input.clone()
     };
-    write_summary(path, &render_table_summary(&input, budget))
+    write_summary(path, |budget| render_table_summary(&input, budget))
 }

@@ -37,7 +37,7 @@ pub(crate) async fn roll_back(
         ctx.warn(&msg);
         return msg;
     };
-    let now = Instant::now();
+    let now = ctx.now();
     let time = ctx.budget.allowance();
     let until = ctx.budget.until(budget::Phase::Rollback, now);
     if time == Allowance::Run && ctx.budget.past_run(until) {
@@ -46,7 +46,7 @@ pub(crate) async fn roll_back(
             human(until - now)
         ));
     }
-    let api = ctx.api.until(until);
+    let api = ctx.api.within(budget::Phase::Rollback, until);
     let ctx = &ctx.with_api(&api);
     ctx.say(&format!("Rolling {env} back to deployment {prev}"));
     set_phase(ctx, Phase::RollingBack);
@@ -101,7 +101,7 @@ async fn put_back(
         let e = match ctx.api.read_environment(owner, owner_id, env).await {
             Ok(e) => e,
             Err(err) => {
-                let out_of_time = Instant::now() >= until;
+                let out_of_time = ctx.left(until).is_zero();
                 return step::unread(err.to_string(), last.as_ref(), env, out_of_time);
             }
         };
@@ -179,7 +179,7 @@ async fn put_back(
                 continue;
             }
         }
-        let left = until.saturating_duration_since(Instant::now());
+        let left = ctx.left(until);
         if left.is_zero() {
             let seen = e.describe(env);
             return Ending::Unfinished { seen };
