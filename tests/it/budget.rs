@@ -77,9 +77,48 @@ const CASES: &str = r#"
   json: {labels: [{name: positive}]}
 "#;
 
+/// Checks every request the scripted clock recorded in `run` against its
+/// deadline (sent or ended by it; refused only once past it) and answers
+/// the record.
+fn checked(run: &Outcome) -> Vec<Sent> {
+    let sent = record(&format!("{}\n{}", run.stdout, run.stderr));
+    let shown = sent
+        .iter()
+        .map(|s| format!("{s:?}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(!sent.is_empty(), "no record: {run:?}");
+    for s in &sent {
+        let due = s
+            .due_ms
+            .unwrap_or_else(|| panic!("a request without a deadline: {s:?}\n{shown}"));
+        match s.went.as_str() {
+            "sent" | "ended" => assert!(
+                s.at_ms <= due,
+                "{} {}: at +{} ms, past its deadline +{due} ms\n{shown}",
+                s.phase,
+                s.what,
+                s.at_ms,
+            ),
+            "refused" => assert!(s.at_ms >= due, "{s:?}"),
+            other => panic!("{other}: {s:?}"),
+        }
+    }
+    sent
+}
+
+/// The phases of `sent` that sent a request.
+fn phases_sent(sent: &[Sent]) -> BTreeSet<&str> {
+    sent.iter()
+        .filter(|s| s.went == "sent")
+        .map(|s| s.phase.as_str())
+        .collect()
+}
+
 /// A gated run with evidence, GitHub reporting and cleanup, whose clock
 /// jumps: 550 s into the wait (the deploy's budget is 600 s), 200 s at the
-/// smoke test, 100 s into the evidence, then past the run's end (600 s +
+/// smoke test, 50 s into the sample before the promotion (its share is
+/// half of the 150 s then left), then past the run's end (600 s +
 /// `predict-timeout` 300 s) during the promotion, which is refused and so
 /// rolled back; cleanup and GitHub's report share what is left of the
 /// minute after it. Every phase sends, none past its deadline.
@@ -108,7 +147,7 @@ fn a_jumping_clock_never_gets_a_request_past_its_phases_deadline() {
         .env("GITHUB_REF", "refs/heads/main")
         .env(
             "TRUSS_PUSH_TEST_CLOCK",
-            "Wait#1+550,Smoke#1+200,Evidence#3+100,Promotion#3+100",
+            "Wait#1+550,Smoke#1+200,EvidenceBeforePromotion#3+50,Promotion#3+100",
         )
         .run();
     if !cfg!(debug_assertions) {
@@ -141,45 +180,23 @@ fn a_jumping_clock_never_gets_a_request_past_its_phases_deadline() {
         "GitHub heard of the start and of the end"
     );
 
-    let sent = record(&format!("{}\n{}", run.stdout, run.stderr));
+    let sent = checked(&run);
     let shown = || {
         sent.iter()
             .map(|s| format!("{s:?}"))
             .collect::<Vec<_>>()
             .join("\n")
     };
-    assert!(!sent.is_empty(), "no record: {run:?}");
-    for s in &sent {
-        let due = s
-            .due_ms
-            .unwrap_or_else(|| panic!("a request without a deadline: {s:?}\n{}", shown()));
-        match s.went.as_str() {
-            "sent" | "ended" => assert!(
-                s.at_ms <= due,
-                "{} {}: at +{} ms, past its deadline +{due} ms\n{}",
-                s.phase,
-                s.what,
-                s.at_ms,
-                shown()
-            ),
-            "refused" => assert!(s.at_ms >= due, "{s:?}"),
-            other => panic!("{other}: {s:?}"),
-        }
-    }
     // Every phase sent something, and the clock's jumps were seen: one
     // request was refused past its deadline, and the run's end holds.
-    let phases: BTreeSet<&str> = sent
-        .iter()
-        .filter(|s| s.went == "sent")
-        .map(|s| s.phase.as_str())
-        .collect();
+    let phases = phases_sent(&sent);
     for phase in [
         "Setup",
         "Upload",
         "Create",
         "Wait",
         "Smoke",
-        "Evidence",
+        "EvidenceBeforePromotion",
         "Promotion",
         "Rollback",
         "Cleanup",
@@ -246,4 +263,39 @@ fn a_jumping_clock_never_gets_a_request_past_its_phases_deadline() {
         .find(|s| s.phase == "Upload" && s.went == "ended")
         .expect("the upload's end");
     assert!(upload.at_ms <= upload.due_ms.unwrap());
+}
+
+/// The sample of a plain deploy (no promotion follows) is the `Evidence`
+/// phase, by the run's end: a clock that jumps 550 s into the wait, 200 s
+/// at the smoke test and 100 s into the sample still gets every request
+/// in before its deadline, and the run passes.
+#[test]
+fn a_plain_deploys_sample_is_walked_on_the_same_clock() {
+    let fake = platform();
+    let (_dir, cases) = file_in_temp_dir("cases.yaml", CASES);
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("wait-timeout-seconds", "600")
+        .arg("predict-timeout", "300")
+        .arg("predict-cases", cases.to_str().unwrap())
+        .arg("predict-requests", "10")
+        .env(
+            "TRUSS_PUSH_TEST_CLOCK",
+            "Wait#1+550,Smoke#1+200,Evidence#3+100",
+        )
+        .run();
+    if !cfg!(debug_assertions) {
+        assert!(!run.stdout.contains("test-clock:"), "{run:?}");
+        return;
+    }
+    assert_eq!(run.status(), "success", "{run:?}");
+    let sent = checked(&run);
+    let phases = phases_sent(&sent);
+    for phase in [
+        "Setup", "Upload", "Create", "Wait", "Smoke", "Evidence", "Cleanup",
+    ] {
+        assert!(phases.contains(phase), "no request of {phase}: {sent:?}");
+    }
+    let last = sent.iter().map(|s| s.at_ms).max().unwrap();
+    assert!(last >= 850_000, "the clock did jump: +{last} ms");
 }
