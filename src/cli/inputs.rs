@@ -257,7 +257,7 @@ pub const INPUTS: &[InputSpec] = &[
         plain_env: "PREDICT_PAYLOAD",
         kind: ValueKind::Json,
         default: None,
-        help: "JSON predict body (default: config model_metadata.example_model_input)",
+        help: "JSON predict body for the smoke test (default: the first case of predict-cases, else config model_metadata.example_model_input)",
         heading: None,
     },
     InputSpec {
