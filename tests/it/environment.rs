@@ -1,7 +1,7 @@
 //! Deploying into an environment: wait for the promotion, not just the
 //! status; never deactivate what serves traffic.
 //!
-//! A real deployment's recorded status history (`seed-000.yaml`) runs on the
+//! A real deployment's recorded status history (`scaled-to-zero-history.yaml`) runs on the
 //! fake's manual clock, moved by the harness once the binary has read what
 //! the test wants it to see; the tests assert the order of what the binary
 //! reported and of what the fake answered, never how long it took.
@@ -15,7 +15,7 @@ use crate::harness::*;
 const SCALED_TO_ZERO_SECS: f64 = 12.9;
 
 fn recorded_history(extra: &str) -> FakeBaseten {
-    let text = std::fs::read_to_string(scenario_file("seed-000.yaml")).unwrap();
+    let text = std::fs::read_to_string(scenario_file("scaled-to-zero-history.yaml")).unwrap();
     let mut scenario = Scenario::from_yaml(&text)
         .unwrap()
         .with_api_key(API_KEY)

@@ -15,12 +15,12 @@ fn deploy(fake: &FakeBaseten) -> Outcome {
 
 #[test]
 fn a_real_deployments_recorded_history_is_ready_at_scaled_to_zero() {
-    // A real deployment's recorded history (seed-000.yaml): SCALED_TO_ZERO at 12.9 s, WAKING_UP at
+    // A real deployment's recorded history (scaled-to-zero-history.yaml): SCALED_TO_ZERO at 12.9 s, WAKING_UP at
     // 24.3 s, ACTIVE at 631 s. The old client failed at SCALED_TO_ZERO; the
     // truth is "ready". The fake's clock stands still at 12.9 s once the
     // binary has read BUILDING, so only readiness at SCALED_TO_ZERO ends
     // the wait.
-    let scenario = Scenario::from_file(scenario_file("seed-000.yaml"))
+    let scenario = Scenario::from_file(scenario_file("scaled-to-zero-history.yaml"))
         .unwrap()
         .with_api_key(API_KEY)
         .with_manual_clock();

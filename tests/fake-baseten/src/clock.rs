@@ -3,7 +3,7 @@
 //!
 //! Every status timeline, promotion and log line in a scenario is written in
 //! scenario seconds. With `time_scale: 100` the 631 s of a real deployment's
-//! recorded status history (`seed-000.yaml`) pass in 6.31 real seconds;
+//! recorded status history (`scaled-to-zero-history.yaml`) pass in 6.31 real seconds;
 //! with a manual clock nothing moves until the test says so, which lets a
 //! test read a status at a chosen instant without sleeping.
 

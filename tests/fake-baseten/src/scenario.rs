@@ -7,7 +7,7 @@
 //! step the status is the first step's status.
 //!
 //! ```yaml
-//! name: seed-000
+//! name: scaled-to-zero-history
 //! time_scale: 100          # scenario seconds per real second
 //! manual_clock: false      # true: time stands still until a test moves it
 //! api_key: fake-api-key

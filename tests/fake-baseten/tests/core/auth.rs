@@ -38,7 +38,9 @@ async fn status_with(fake: &FakeBaseten, auth: Option<&str>) -> [StatusCode; 3] 
 
 #[tokio::test]
 async fn unknown_keys_get_401_everywhere_and_both_schemes_work() {
-    let fake = FakeBaseten::start(scenario("seed-000.yaml")).await.unwrap();
+    let fake = FakeBaseten::start(scenario("scaled-to-zero-history.yaml"))
+        .await
+        .unwrap();
     let ok = [StatusCode::OK; 3];
     let denied = [StatusCode::UNAUTHORIZED; 3];
     assert_eq!(status_with(&fake, Some("Api-Key fake-api-key")).await, ok);
@@ -51,7 +53,9 @@ async fn unknown_keys_get_401_everywhere_and_both_schemes_work() {
 
 #[tokio::test]
 async fn rejections_carry_the_right_body_shapes() {
-    let fake = FakeBaseten::start(scenario("seed-000.yaml")).await.unwrap();
+    let fake = FakeBaseten::start(scenario("scaled-to-zero-history.yaml"))
+        .await
+        .unwrap();
     let http = reqwest::Client::new();
     let r = http
         .get(format!("{}/v1/models/seedmodl", fake.url()))
@@ -73,7 +77,9 @@ async fn rejections_carry_the_right_body_shapes() {
 
 #[tokio::test]
 async fn s3_is_judged_by_sigv4_not_by_the_api_key() {
-    let fake = FakeBaseten::start(scenario("seed-000.yaml")).await.unwrap();
+    let fake = FakeBaseten::start(scenario("scaled-to-zero-history.yaml"))
+        .await
+        .unwrap();
     let r = reqwest::Client::new()
         .put(format!(
             "{}/{}/models/x.tgz",

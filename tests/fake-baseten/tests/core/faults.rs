@@ -11,7 +11,7 @@ use crate::common::{Client, scenario};
 
 #[tokio::test]
 async fn rate_limited_with_retry_after_then_success() {
-    let sc = scenario("seed-000.yaml").with_fault(
+    let sc = scenario("scaled-to-zero-history.yaml").with_fault(
         Fault::status("rest.get_deployment", 429)
             .retry_after(3)
             .times(2),
@@ -46,7 +46,9 @@ async fn rate_limited_with_retry_after_then_success() {
 
 #[tokio::test]
 async fn dropped_connection_then_success() {
-    let fake = FakeBaseten::start(scenario("seed-000.yaml")).await.unwrap();
+    let fake = FakeBaseten::start(scenario("scaled-to-zero-history.yaml"))
+        .await
+        .unwrap();
     fake.add_fault(Fault::drop_connection("inference.predict"));
     let c = Client::new(&fake);
     let send = || {

@@ -47,7 +47,9 @@ async fn escaped_quote_is_read_as_a_quote() {
 
 #[tokio::test]
 async fn only_the_requested_fields_are_answered() {
-    let fake = FakeBaseten::start(scenario("seed-000.yaml")).await.unwrap();
+    let fake = FakeBaseten::start(scenario("scaled-to-zero-history.yaml"))
+        .await
+        .unwrap();
     let c = Client::new(&fake);
     let data = c.data("query Teams { teams { id } }", Value::Null).await;
     assert_eq!(data, json!({"teams": [{"id": "team0seed"}]}));

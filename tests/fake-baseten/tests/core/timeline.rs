@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::common::{Client, create_vars, scenario, truss_tar};
 
 /// Pushes a new version of the existing model of a real deployment's
-/// recorded history (`seed-000.yaml`) into production and returns (model id,
+/// recorded history (`scaled-to-zero-history.yaml`) into production and returns (model id,
 /// deployment id).
 async fn push_new_version(c: &Client, fake: &FakeBaseten) -> (String, String) {
     let creds = c.credentials("model_s3_upload_credentials").await;
@@ -44,7 +44,7 @@ async fn push_new_version(c: &Client, fake: &FakeBaseten) -> (String, String) {
 
 #[tokio::test]
 async fn the_recorded_history_read_at_chosen_instants_on_a_manual_clock() {
-    let fake = FakeBaseten::start(scenario("seed-000.yaml").with_manual_clock())
+    let fake = FakeBaseten::start(scenario("scaled-to-zero-history.yaml").with_manual_clock())
         .await
         .unwrap();
     let c = Client::new(&fake);
@@ -72,7 +72,7 @@ async fn the_recorded_history_read_at_chosen_instants_on_a_manual_clock() {
 
 #[tokio::test]
 async fn deployment_v1_has_every_documented_field() {
-    let fake = FakeBaseten::start(scenario("seed-000.yaml").with_manual_clock())
+    let fake = FakeBaseten::start(scenario("scaled-to-zero-history.yaml").with_manual_clock())
         .await
         .unwrap();
     let c = Client::new(&fake);
@@ -121,7 +121,7 @@ async fn deployment_v1_has_every_documented_field() {
 #[tokio::test]
 async fn scaled_clock_runs_the_recorded_history_in_order() {
     // 631 scenario seconds in about 0.63 real seconds.
-    let fake = FakeBaseten::start(scenario("seed-000.yaml").with_time_scale(1000.0))
+    let fake = FakeBaseten::start(scenario("scaled-to-zero-history.yaml").with_time_scale(1000.0))
         .await
         .unwrap();
     let c = Client::new(&fake);
@@ -174,7 +174,7 @@ async fn scaled_clock_runs_the_recorded_history_in_order() {
 
 #[tokio::test]
 async fn promotion_switches_production_only_when_it_succeeds() {
-    let fake = FakeBaseten::start(scenario("seed-000.yaml").with_manual_clock())
+    let fake = FakeBaseten::start(scenario("scaled-to-zero-history.yaml").with_manual_clock())
         .await
         .unwrap();
     let c = Client::new(&fake);
@@ -231,7 +231,7 @@ async fn promotion_switches_production_only_when_it_succeeds() {
 
 #[tokio::test]
 async fn older_api_omits_the_promotion_fields() {
-    let mut sc = scenario("seed-000.yaml").with_manual_clock();
+    let mut sc = scenario("scaled-to-zero-history.yaml").with_manual_clock();
     sc.omit_promotion_fields = true;
     let fake = FakeBaseten::start(sc).await.unwrap();
     let c = Client::new(&fake);
@@ -243,7 +243,7 @@ async fn older_api_omits_the_promotion_fields() {
 
 #[tokio::test]
 async fn deactivation_goes_through_deactivating_to_inactive() {
-    let fake = FakeBaseten::start(scenario("seed-000.yaml").with_manual_clock())
+    let fake = FakeBaseten::start(scenario("scaled-to-zero-history.yaml").with_manual_clock())
         .await
         .unwrap();
     let c = Client::new(&fake);
@@ -272,7 +272,7 @@ async fn deactivation_goes_through_deactivating_to_inactive() {
 
 #[tokio::test]
 async fn logs_are_newest_first_and_honour_the_window() {
-    let fake = FakeBaseten::start(scenario("seed-000.yaml").with_manual_clock())
+    let fake = FakeBaseten::start(scenario("scaled-to-zero-history.yaml").with_manual_clock())
         .await
         .unwrap();
     let c = Client::new(&fake);
