@@ -25,7 +25,7 @@ mod view;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use view::{Crate, Kind, PathUse, Source};
+use view::{Crate, PathUse, Source, TokenKind};
 
 /// Something a rule found: where, and which pattern.
 #[derive(Clone, Debug)]
@@ -208,7 +208,9 @@ fn looks_like_network(name: &str) -> bool {
 fn str_consts(t: &[view::Token]) -> Vec<(String, Option<String>, usize)> {
     let mut out = Vec::new();
     for k in 0..t.len() {
-        if !(t[k].is(Kind::Ident, "const") && t.get(k + 1).is_some_and(|n| n.kind == Kind::Ident)) {
+        if !(t[k].is(TokenKind::Ident, "const")
+            && t.get(k + 1).is_some_and(|n| n.kind == TokenKind::Ident))
+        {
             continue;
         }
         let Some(eq) = (k..t.len()).find(|&j| t[j].text == "=" || t[j].text == ";") else {
@@ -216,7 +218,7 @@ fn str_consts(t: &[view::Token]) -> Vec<(String, Option<String>, usize)> {
         };
         let end = (eq..t.len()).find(|&j| t[j].text == ";").unwrap_or(t.len());
         let value = match &t[eq + 1..end] {
-            [v] if v.kind == Kind::Str => Some(v.text.clone()),
+            [v] if v.kind == TokenKind::Str => Some(v.text.clone()),
             _ => None,
         };
         out.push((t[k + 1].text.clone(), value, t[k].line));
@@ -230,7 +232,9 @@ fn network_names(env_vars: &Source) -> (Vec<(String, String)>, Vec<Finding>) {
     let t = &env_vars.tokens;
     let mut problems = Vec::new();
     let start = (0..t.len().saturating_sub(2)).find(|&k| {
-        t[k].is(Kind::Ident, "mod") && t[k + 1].is(Kind::Ident, "network") && t[k + 2].text == "{"
+        t[k].is(TokenKind::Ident, "mod")
+            && t[k + 1].is(TokenKind::Ident, "network")
+            && t[k + 2].text == "{"
     });
     let Some(start) = start else {
         problems.push(found(ENV_VARS, 0, "no `mod network { … }`"));
@@ -240,8 +244,8 @@ fn network_names(env_vars: &Source) -> (Vec<(String, String)>, Vec<Finding>) {
     let mut end = start + 2;
     for (k, tok) in t.iter().enumerate().skip(start + 2) {
         match tok.text.as_str() {
-            "{" if tok.kind == Kind::Punct => depth += 1,
-            "}" if tok.kind == Kind::Punct => {
+            "{" if tok.kind == TokenKind::Punct => depth += 1,
+            "}" if tok.kind == TokenKind::Punct => {
                 depth -= 1;
                 if depth == 0 {
                     end = k;

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum TokenKind {
     Ident,
     /// A string literal (plain, raw, byte or C); `text` is its content.
     Str,
@@ -25,18 +25,18 @@ pub enum Kind {
 
 #[derive(Clone, Debug)]
 pub struct Token {
-    pub kind: Kind,
+    pub kind: TokenKind,
     pub text: String,
     pub line: usize,
 }
 
 impl Token {
-    pub fn is(&self, kind: Kind, text: &str) -> bool {
+    pub fn is(&self, kind: TokenKind, text: &str) -> bool {
         self.kind == kind && self.text == text
     }
 
     fn punct(&self, p: &str) -> bool {
-        self.is(Kind::Punct, p)
+        self.is(TokenKind::Punct, p)
     }
 }
 
@@ -103,7 +103,7 @@ pub fn lex(text: &str) -> Vec<Token> {
                 s.push(c[i]);
                 i += 1;
             }
-            push(Kind::Str, s, &mut out);
+            push(TokenKind::Str, s, &mut out);
         } else if ch == '"' || ((ch == 'b' || ch == 'c') && at(1) == '"') {
             i += if ch == '"' { 1 } else { 2 };
             let mut s = String::new();
@@ -119,7 +119,7 @@ pub fn lex(text: &str) -> Vec<Token> {
                 i += 1;
             }
             i += 1;
-            push(Kind::Str, s, &mut out);
+            push(TokenKind::Str, s, &mut out);
         } else if ch == '\'' || (ch == 'b' && at(1) == '\'') {
             let q = if ch == 'b' { i + 1 } else { i };
             let next = c.get(q + 1).copied().unwrap_or('\0');
@@ -130,10 +130,10 @@ pub fn lex(text: &str) -> Vec<Token> {
                 while j < c.len() && c[j] != '\'' {
                     j += 1;
                 }
-                push(Kind::Char, c[q + 1..j].iter().collect(), &mut out);
+                push(TokenKind::Char, c[q + 1..j].iter().collect(), &mut out);
                 i = j + 1;
             } else if c.get(q + 2) == Some(&'\'') {
-                push(Kind::Char, next.to_string(), &mut out);
+                push(TokenKind::Char, next.to_string(), &mut out);
                 i = q + 3;
             } else {
                 // A lifetime or a label.
@@ -141,7 +141,7 @@ pub fn lex(text: &str) -> Vec<Token> {
                 while j < c.len() && ident_char(c[j]) {
                     j += 1;
                 }
-                push(Kind::Lifetime, c[q + 1..j].iter().collect(), &mut out);
+                push(TokenKind::Lifetime, c[q + 1..j].iter().collect(), &mut out);
                 i = j;
             }
         } else if ident_start(ch) {
@@ -153,7 +153,7 @@ pub fn lex(text: &str) -> Vec<Token> {
             while j < c.len() && ident_char(c[j]) {
                 j += 1;
             }
-            push(Kind::Ident, c[i..j].iter().collect(), &mut out);
+            push(TokenKind::Ident, c[i..j].iter().collect(), &mut out);
             i = j;
         } else if ch.is_ascii_digit() {
             let mut j = i;
@@ -163,13 +163,13 @@ pub fn lex(text: &str) -> Vec<Token> {
             {
                 j += 1;
             }
-            push(Kind::Number, c[i..j].iter().collect(), &mut out);
+            push(TokenKind::Number, c[i..j].iter().collect(), &mut out);
             i = j;
         } else if ch == ':' && at(1) == ':' {
-            push(Kind::Punct, "::".into(), &mut out);
+            push(TokenKind::Punct, "::".into(), &mut out);
             i += 2;
         } else {
-            push(Kind::Punct, ch.to_string(), &mut out);
+            push(TokenKind::Punct, ch.to_string(), &mut out);
             i += 1;
         }
     }
@@ -198,7 +198,7 @@ fn raw_string_start(c: &[char], i: usize) -> Option<(usize, usize)> {
 fn close_of(t: &[Token], open: usize) -> usize {
     let mut depth = 0usize;
     for (k, tok) in t.iter().enumerate().skip(open) {
-        if tok.kind != Kind::Punct {
+        if tok.kind != TokenKind::Punct {
             continue;
         }
         match tok.text.as_str() {
@@ -262,7 +262,7 @@ const ITEM_WORDS: [&str; 16] = [
 fn item_end(t: &[Token], i: usize) -> usize {
     // The word that says what it is, past a visibility (`pub(crate)`).
     let mut w = i;
-    if t.get(w).is_some_and(|t| t.is(Kind::Ident, "pub")) {
+    if t.get(w).is_some_and(|t| t.is(TokenKind::Ident, "pub")) {
         w += 1;
         if t.get(w).is_some_and(|t| t.punct("(")) {
             w = close_of(t, w) + 1;
@@ -342,7 +342,7 @@ pub fn imports(t: &[Token]) -> Vec<Import> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < t.len() {
-        if t[i].is(Kind::Ident, "use") && (i == 0 || !t[i - 1].punct("::")) {
+        if t[i].is(TokenKind::Ident, "use") && (i == 0 || !t[i - 1].punct("::")) {
             let end = (i..t.len()).find(|&k| t[k].punct(";")).unwrap_or(t.len());
             use_tree(&t[i + 1..end], Vec::new(), &mut out);
             i = end;
@@ -382,7 +382,7 @@ fn use_tree(t: &[Token], mut prefix: Vec<String>, out: &mut Vec<Import>) {
                 line: tok.line,
             });
             return;
-        } else if tok.kind == Kind::Ident {
+        } else if tok.kind == TokenKind::Ident {
             if tok.text == "as" {
                 if let Some(alias) = t.get(i + 1) {
                     let path = prefix.clone();
@@ -492,8 +492,8 @@ impl Source {
         let imports = imports(&tokens);
         let own = tokens
             .windows(2)
-            .filter(|w| w[0].kind == Kind::Ident && DEFINING.contains(&w[0].text.as_str()))
-            .filter(|w| w[1].kind == Kind::Ident)
+            .filter(|w| w[0].kind == TokenKind::Ident && DEFINING.contains(&w[0].text.as_str()))
+            .filter(|w| w[1].kind == TokenKind::Ident)
             .map(|w| w[1].text.clone())
             .collect();
         Source {
@@ -568,7 +568,7 @@ impl Source {
         let mut i = 0;
         let mut in_use = false;
         while i < t.len() {
-            if t[i].is(Kind::Ident, "use") {
+            if t[i].is(TokenKind::Ident, "use") {
                 in_use = true;
             }
             if in_use {
@@ -578,8 +578,9 @@ impl Source {
                 i += 1;
                 continue;
             }
-            let leading = t[i].punct("::") && t.get(i + 1).is_some_and(|n| n.kind == Kind::Ident);
-            if t[i].kind != Kind::Ident && !leading {
+            let leading =
+                t[i].punct("::") && t.get(i + 1).is_some_and(|n| n.kind == TokenKind::Ident);
+            if t[i].kind != TokenKind::Ident && !leading {
                 i += 1;
                 continue;
             }
@@ -589,10 +590,10 @@ impl Source {
             if leading {
                 i += 1;
             }
-            while i < t.len() && t[i].kind == Kind::Ident {
+            while i < t.len() && t[i].kind == TokenKind::Ident {
                 segs.push(t[i].text.clone());
                 if t.get(i + 1).is_some_and(|n| n.punct("::"))
-                    && t.get(i + 2).is_some_and(|n| n.kind == Kind::Ident)
+                    && t.get(i + 2).is_some_and(|n| n.kind == TokenKind::Ident)
                 {
                     i += 2;
                 } else {
@@ -647,7 +648,7 @@ impl Source {
 
     /// The string literals, with their lines.
     pub fn strings(&self) -> impl Iterator<Item = &Token> {
-        self.tokens.iter().filter(|t| t.kind == Kind::Str)
+        self.tokens.iter().filter(|t| t.kind == TokenKind::Str)
     }
 
     /// Whether tokens `words` (each an identifier or punctuation, `.`
@@ -656,9 +657,9 @@ impl Source {
         self.tokens
             .windows(words.len())
             .filter(|w| {
-                w.iter()
-                    .zip(words)
-                    .all(|(t, w)| t.text == *w && matches!(t.kind, Kind::Ident | Kind::Punct))
+                w.iter().zip(words).all(|(t, w)| {
+                    t.text == *w && matches!(t.kind, TokenKind::Ident | TokenKind::Punct)
+                })
             })
             .map(|w| w[0].line)
             .collect()
@@ -684,17 +685,17 @@ fn mod_decls(t: &[Token]) -> Vec<(String, Option<String>)> {
         if t[k].punct("#") && t.get(k + 1).is_some_and(|n| n.punct("[")) {
             let close = close_of(t, k + 1);
             if let [p, eq, value] = &t[k + 2..close]
-                && p.is(Kind::Ident, "path")
+                && p.is(TokenKind::Ident, "path")
                 && eq.punct("=")
-                && value.kind == Kind::Str
+                && value.kind == TokenKind::Str
             {
                 path = Some(value.text.clone());
             }
             k = close + 1;
             continue;
         }
-        if t[k].is(Kind::Ident, "mod")
-            && t.get(k + 1).is_some_and(|n| n.kind == Kind::Ident)
+        if t[k].is(TokenKind::Ident, "mod")
+            && t.get(k + 1).is_some_and(|n| n.kind == TokenKind::Ident)
             && t.get(k + 2).is_some_and(|n| n.punct(";"))
         {
             out.push((t[k + 1].text.clone(), path.take()));
@@ -758,10 +759,10 @@ impl Crate {
             for (tokens, is_test) in [(Some(&all), true), (product.as_ref(), false)] {
                 let Some(tokens) = tokens else { continue };
                 for w in tokens.windows(4) {
-                    if w[0].is(Kind::Ident, "include")
+                    if w[0].is(TokenKind::Ident, "include")
                         && w[1].punct("!")
                         && w[2].punct("(")
-                        && w[3].kind == Kind::Str
+                        && w[3].kind == TokenKind::Str
                     {
                         let parent = Path::new(&file)
                             .parent()
