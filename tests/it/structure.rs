@@ -197,8 +197,11 @@ fn phases_take_their_deadlines_from_the_budget_alone() {
     // The code that runs the phases: a deadline there comes from
     // `budget::Budget::until` (through `Ctx::until` / `Ctx::api_for`),
     // never from a sum over the clock or the inputs.
-    let phases =
-        |f: &str| f.starts_with("flow/") || ["model.rs", "chain.rs", "execute.rs"].contains(&f);
+    let phases = |f: &str| {
+        f.starts_with("flow/")
+            || f.starts_with("content/")
+            || ["model.rs", "chain.rs", "execute.rs", "plan.rs"].contains(&f)
+    };
     let sums = [
         "Instant::now() +",
         "started +",
