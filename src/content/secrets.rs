@@ -316,7 +316,7 @@ mod tests {
         .unwrap();
         assert_eq!(p.names, ["a b", "c", "d"]);
         assert_eq!(p.values, ["anchored-value", "one\ntwo\n"]);
-        // The anchor lives outside the entry: the rest keeps it, scrubbed.
+        // The aliased value is written outside the entry: the rest keeps it, scrubbed.
         assert_eq!(p.rest.as_deref(), Ok("x: &v anchored-value\n"));
         assert_eq!(scrub("x: &v anchored-value\n", &[&p]), "x: &v ***\n");
         assert_eq!(
