@@ -83,10 +83,25 @@ pub(crate) async fn deploy(
         .model_upload_credentials()
         .await
         .map_err(deploy_error)?;
-    let packaged = flow::package_and_upload(ctx, dir, &creds, "the truss", true)
-        .await?
-        .expect("asked for the content hash");
+    // Into an environment, what serves it is read alongside the upload
+    // (with skip-unchanged its verdict read it already), so the summary can
+    // say what the deploy changes; best effort, never failing the deploy.
+    let compare = async {
+        match (cfg.skip_unchanged, cfg.environment.as_deref()) {
+            (false, Some(env)) => {
+                let model_id = existing.as_ref().map(|m| m.id.as_str());
+                Some(content::run::read_theirs(ctx, model_id, env).await)
+            }
+            _ => None,
+        }
+    };
+    let upload = flow::package_and_upload(ctx, dir, &creds, "the truss", true);
+    let (theirs, packaged) = tokio::join!(compare, upload);
+    let packaged = packaged?.expect("asked for the content hash");
     let hash = content::run::packaged(ctx, &packaged);
+    if let Some(theirs) = theirs {
+        content::run::record_change(ctx, theirs, &hash, raw_config);
+    }
 
     let git_info = if cfg.include_git_info {
         git::collect_git_info(dir, cfg.ci_revision.as_ref())

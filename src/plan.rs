@@ -4,15 +4,19 @@
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use serde_json::json;
 
 use crate::archive;
+use crate::budget::{Budget, Clock, Phase};
 use crate::changes;
 use crate::ci::{Cell, Reporter};
 use crate::ci_context::CiContext;
 use crate::cli::{Input, Inputs};
 use crate::config::{Config, Target};
+use crate::content::plan::{self as by_content, Seen};
+use crate::content::skip::Serving;
 use crate::outcome::Failure;
 use crate::report::Fanout;
 use crate::secret::Secret;
@@ -187,6 +191,7 @@ pub(crate) async fn run(
     json: bool,
     key: Option<&Secret>,
     net: &Result<crate::net::Network, String>,
+    (clock, started): (&Clock, Instant),
 ) -> (Result<(), Failure>, Option<Fanout>) {
     // Every input a deploy job would refuse is refused here, so a matrix
     // never fans out into jobs that all fail on the same input. The key is
@@ -215,19 +220,35 @@ pub(crate) async fn run(
                 .unwrap()
                 .line("By content: reading what serves each model target's environment");
             let say = |l: &str| rep.lock().unwrap().line(l);
-            match crate::content::plan::by_content(&planned, key, net, &say).await {
+            // One budget for the plan's reads of every target: they end
+            // by the deadline a deploy's setup would have.
+            let budget = Budget::new(started, settings.wait_timeout, settings.predict_timeout)
+                .on(clock.clone());
+            let deadline = budget.deadline(Phase::Setup);
+            let targets: Vec<by_content::Planned<'_>> = planned
+                .iter()
+                .map(|p| by_content::Planned {
+                    index: p.index,
+                    shown: p.found.path.display().to_string(),
+                    cfg: &p.cfg,
+                })
+                .collect();
+            match by_content::by_content(&targets, key, net, (clock, deadline), &say).await {
                 Ok(seen) => seen,
                 Err(e) => return (Err(Failure::InvalidInput(e)), None),
             }
         }
     };
-    let unchanged: Vec<(Found, crate::content::skip::Serving)> = left_out
-        .into_iter()
-        .filter_map(|(i, seen)| match seen {
-            crate::content::plan::Seen::Unchanged(s) => Some((sel.chosen[i].0.clone(), s)),
-            crate::content::plan::Seen::Deploys(_) => None,
-        })
-        .collect();
+    let mut unchanged: Vec<(Found, Serving)> = Vec::new();
+    // Why each target the plan read still deploys, for its row.
+    let mut deploys: Vec<(std::path::PathBuf, String)> = Vec::new();
+    for (i, seen) in left_out {
+        let found = &sel.chosen[i].0;
+        match seen {
+            Seen::Unchanged(s) => unchanged.push((found.clone(), s)),
+            Seen::Deploys(why) => deploys.push((found.path.clone(), why)),
+        }
+    }
     sel.chosen
         .retain(|(f, _)| !unchanged.iter().any(|(u, _)| u.path == f.path));
     let matrix = matrix(&sel.chosen);
@@ -261,7 +282,13 @@ pub(crate) async fn run(
                 Cell::Code(f.path.display().to_string()),
                 Cell::Text(f.kind.as_str().into()),
                 Cell::Text(f.name.clone()),
-                Cell::Text(why.clone().unwrap_or_else(|| "named".into())),
+                Cell::Text({
+                    let selected = why.clone().unwrap_or_else(|| "named".into());
+                    match deploys.iter().find(|(p, _)| *p == f.path) {
+                        Some((_, read)) => format!("{selected}; deploys: {read}"),
+                        None => selected,
+                    }
+                }),
             ]
         })
         .collect();
@@ -281,11 +308,7 @@ pub(crate) async fn run(
             Cell::Text(format!(
                 "unchanged: served by deployment {}{}",
                 serving.deployment_id,
-                serving
-                    .since
-                    .as_ref()
-                    .map(|s| format!(" since {s}"))
-                    .unwrap_or_default()
+                serving.described(settings.environment.as_deref().unwrap_or_default())
             )),
         ]
     }));

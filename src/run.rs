@@ -92,6 +92,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
                 out_settings.json,
                 key.as_ref(),
                 &net,
+                (&clock, started),
             )
             .await;
             (r, Kind::Model, None, fanout)

@@ -33,7 +33,7 @@ pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChain
 pub(crate) use error::ApiError;
 pub(crate) use models::{CreateRequest, Created};
 pub(crate) use promote::PromoteFlags;
-pub(crate) use rest::{Deployment, Environment, LogLine};
+pub(crate) use rest::{AuditEntry, Deployment, Environment, LogLine};
 use urls::is_safe_id;
 pub(crate) use urls::{Endpoints, is_loopback};
 pub(crate) use wire::{OrderedObject, dumps as python_json};
@@ -267,15 +267,6 @@ impl Api {
     pub(crate) fn without_delays(mut self) -> Self {
         self.zero_delays = true;
         self
-    }
-
-    /// The same client (same connections, notes and garbled-answer counts)
-    /// whose requests end by `deadline`, of the same phase as this one.
-    pub(crate) fn until(&self, deadline: Instant) -> Api {
-        Api {
-            deadline: Some(deadline),
-            ..self.clone()
-        }
     }
 
     /// The same client whose requests end by `deadline`, `phase`'s, from

@@ -39,6 +39,17 @@ pub(crate) struct Environment {
     pub(crate) current_deployment: Option<Deployment>,
 }
 
+/// One audit-log entry (AuditLogEntryV1), what deploy by content reads.
+#[derive(Clone, Debug, Deserialize)]
+pub(crate) struct AuditEntry {
+    /// When the action occurred, ISO 8601.
+    pub(crate) created: String,
+    pub(crate) event_type: String,
+    /// Details by `event_type` (`deployment_id`, `environment_name`, …).
+    #[serde(default)]
+    pub(crate) event_data: Value,
+}
+
 /// A deployment as the lists name it.
 #[derive(Clone, Debug, Deserialize)]
 struct Listed {
@@ -96,6 +107,25 @@ impl Api {
             .rest_get("reading the serving deployment's config", url)
             .await?;
         Ok(a.raw_config)
+    }
+
+    /// The first page of the model's audit log (newest first) of
+    /// promotions of `deployment_id`, one try.
+    pub(crate) async fn promotions_of(
+        &self,
+        model_id: &str,
+        deployment_id: &str,
+    ) -> Result<Vec<AuditEntry>, ApiError> {
+        #[derive(Deserialize)]
+        struct Page {
+            items: Vec<AuditEntry>,
+        }
+        let mut url = self.endpoints.rest(&["models", model_id, "audit_logs"]);
+        url.query_pairs_mut()
+            .append_pair("deployment_ids", deployment_id)
+            .append_pair("event_type_groups", "PROMOTED");
+        let page: Page = self.rest_get("reading the model's audit log", url).await?;
+        Ok(page.items)
     }
 
     /// Ids of the model's deployments named `name`, retried like every read.

@@ -1,11 +1,16 @@
 //! What a deploy changes in production: this truss's `config.yaml` against
 //! the one the serving deployment was created with (the platform's raw
 //! copy), as a line diff, or "code changed" when the configs are equal and
-//! the content hashes are not. Values under `secrets:` are never shown
-//! (names only), and the section goes through the summary's redacting
+//! the content hashes are not. The `secrets` entry is told apart by
+//! parsing both configs (`secrets`): its text never reaches the diff, its
+//! names are compared on their own, and the rest is scrubbed of every
+//! secret value; the section then goes through the summary's redacting
 //! sink like any output.
 
 use std::fmt::Write as _;
+
+use super::secrets::{self, Parts};
+use crate::ci::markdown;
 
 /// Lines of context around each change.
 const CONTEXT_LINES: usize = 2;
@@ -19,14 +24,15 @@ const DIFF_SHOWN_MAX_BYTES: usize = 16 * 1024;
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Change {
     pub(crate) environment: String,
-    pub(crate) serving: String,
+    /// The deployment compared with; `None` when none could be read.
+    pub(crate) serving: Option<String>,
     pub(crate) what: What,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum What {
-    /// The configs differ: the diff, `-` theirs and `+` ours.
-    Config(String),
+    /// The configs differ.
+    Config(ConfigDiff),
     /// Same config, other content hash.
     CodeOnly,
     /// Same config, and the serving deployment records no hash to compare.
@@ -35,6 +41,29 @@ pub(crate) enum What {
     Same,
     /// Nothing to compare with: why.
     Unknown(String),
+}
+
+/// Two configs that differ, with their secrets apart.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ConfigDiff {
+    /// The line diff of the text outside `secrets` (`-` serving, `+` this
+    /// truss), scrubbed; empty when only `secrets` differs; `Err` with why
+    /// it is not shown.
+    pub(crate) lines: Result<String, String>,
+    /// The secrets' names.
+    pub(crate) names: Names,
+}
+
+/// The secrets' names on both sides (values are never compared in view).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Names {
+    /// This truss's names.
+    pub(crate) ours: Vec<String>,
+    pub(crate) added: Vec<String>,
+    pub(crate) removed: Vec<String>,
+    /// Whether the `secrets` entries' text differs (a value, a comment or
+    /// the layout), said without showing any of it.
+    pub(crate) text_differs: bool,
 }
 
 /// Decides what changes. `theirs` is the serving deployment's raw config
@@ -54,42 +83,55 @@ pub(crate) fn change(ours: &str, theirs: Result<&str, String>, same_hash: Option
             None => What::ConfigSame,
         };
     }
-    What::Config(line_diff(&names_only(theirs), &names_only(ours)))
+    What::Config(config_diff(ours, theirs))
 }
 
-/// The config text with every value under a top-level `secrets:` key
-/// dropped: a line `  name: value` becomes `  name: ***`; an inline
-/// mapping is replaced whole.
-pub(crate) fn names_only(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut inside = false;
-    for line in text.lines() {
-        let indented = line.starts_with([' ', '\t']);
-        let blank = line.trim().is_empty() || line.trim_start().starts_with('#');
-        if !indented && !blank {
-            inside = false;
-        }
-        if !indented && let Some(rest) = line.strip_prefix("secrets:") {
-            let rest = rest.trim();
-            if rest.is_empty() || rest.starts_with('#') {
-                inside = true;
-                out.push_str("secrets:");
-            } else {
-                out.push_str("secrets: *** (values not shown)");
-            }
-        } else if inside && indented && !blank {
-            match line.split_once(':') {
-                Some((name, value)) if !value.trim().is_empty() => {
-                    let _ = write!(out, "{name}: ***");
+/// The diff of two configs that differ, their secrets apart.
+fn config_diff(ours: &str, theirs: &str) -> ConfigDiff {
+    let (o, t) = match (secrets::split(ours), secrets::split(theirs)) {
+        (Ok(o), Ok(t)) => (o, t),
+        (o, t) => {
+            let names =
+                |p: &Result<Parts, String>| p.as_ref().map(|p| p.names.clone()).unwrap_or_default();
+            let why = match (&o, &t) {
+                (Err(e), _) => format!("this truss's config.yaml could not be parsed ({e})"),
+                (_, Err(e)) => {
+                    format!("the serving deployment's config.yaml could not be parsed ({e})")
                 }
-                _ => out.push_str(line),
-            }
-        } else {
-            out.push_str(line);
+                _ => unreachable!("one side failed"),
+            };
+            return ConfigDiff {
+                lines: Err(format!("{why}, so its secrets cannot be told apart")),
+                names: Names {
+                    ours: names(&o),
+                    text_differs: true,
+                    ..Names::default()
+                },
+            };
         }
-        out.push('\n');
-    }
-    out
+    };
+    let names = Names {
+        added: o
+            .names
+            .iter()
+            .filter(|n| !t.names.contains(n))
+            .cloned()
+            .collect(),
+        removed: t
+            .names
+            .iter()
+            .filter(|n| !o.names.contains(n))
+            .cloned()
+            .collect(),
+        ours: o.names.clone(),
+        text_differs: o.secrets_differ(&t),
+    };
+    let lines = match (&t.rest, &o.rest) {
+        (Ok(old), Ok(new)) => Ok(secrets::scrub(&line_diff(old, new), &[&o, &t])),
+        (Err(why), _) => Err(format!("in the serving deployment's config.yaml, {why}")),
+        (_, Err(why)) => Err(format!("in this truss's config.yaml, {why}")),
+    };
+    ConfigDiff { lines, names }
 }
 
 /// A line diff of `old` to `new` in hunks with `CONTEXT_LINES` around
@@ -159,25 +201,35 @@ fn line_diff(old: &str, new: &str) -> String {
     out
 }
 
-/// A fenced block that `text` cannot close.
-fn fenced(lang: &str, text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest.max(2) + 1);
-    format!("{fence}{lang}\n{}\n{fence}\n", text.trim_end_matches('\n'))
-}
-
 /// The Markdown section for the summary and the pull-request comment.
 pub(crate) fn markdown(c: &Change) -> String {
-    let mut out = format!(
-        "### What changes in {}\n\nCompared with deployment `{}`, which serves {} now:\n\n",
-        c.environment,
-        c.serving.replace('`', "'"),
-        c.environment
-    );
+    let env = markdown::inline(&c.environment);
+    let mut out = format!("### What changes in {env}\n\n");
+    if let Some(serving) = &c.serving {
+        let _ = write!(
+            out,
+            "Compared with deployment {}, which serves {env} now:\n\n",
+            markdown::code(serving)
+        );
+    }
     match &c.what {
-        What::Config(diff) => {
-            out.push_str("config.yaml changes (`-` serving, `+` this truss; secret values never shown):\n\n");
-            out.push_str(&fenced("diff", diff));
+        What::Config(d) => {
+            match &d.lines {
+                Ok(lines) if lines.is_empty() => {}
+                Ok(lines) => {
+                    out.push_str("config.yaml changes (`-` serving, `+` this truss; `secrets` left out):\n\n");
+                    out.push_str(&markdown::fenced(lines, "diff"));
+                }
+                Err(why) => {
+                    let _ = writeln!(
+                        out,
+                        "config.yaml changes; the diff is not shown: {}.",
+                        markdown::inline(why)
+                    );
+                }
+            }
+            out.push('\n');
+            out.push_str(&names(&d.names));
         }
         What::CodeOnly => out.push_str(
             "**Code changed**: config.yaml is the same; other files of the truss differ (the content hashes differ).\n",
@@ -187,14 +239,54 @@ pub(crate) fn markdown(c: &Change) -> String {
         ),
         What::Same => out.push_str("The same source (config.yaml and content hash equal) deploys again.\n"),
         What::Unknown(why) => {
-            let _ = writeln!(out, "Not compared: {why}.");
+            let _ = writeln!(out, "Not compared: {}.", markdown::inline(why));
         }
     }
     out
 }
 
+/// The secrets' line: names only, never a value.
+fn names(n: &Names) -> String {
+    let list = |v: &[String]| {
+        v.iter()
+            .map(|x| markdown::code(x))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if n.ours.is_empty() && n.removed.is_empty() {
+        // No names (none, or a list): only whether the entry changed.
+        return match n.text_differs {
+            true => "The `secrets` entry's text differs (values are never shown).\n".into(),
+            false => String::new(),
+        };
+    }
+    let mut out = format!(
+        "Secrets (names only; values are never shown): {}",
+        match n.ours.is_empty() {
+            true => "none".to_string(),
+            false => list(&n.ours),
+        }
+    );
+    if !n.added.is_empty() {
+        let _ = write!(out, "; added {}", list(&n.added));
+    }
+    if !n.removed.is_empty() {
+        let _ = write!(out, "; removed {}", list(&n.removed));
+    }
+    if n.added.is_empty() && n.removed.is_empty() {
+        out.push_str(match n.text_differs {
+            true => "; the `secrets` entry's text differs",
+            false => "; unchanged",
+        });
+    }
+    out.push_str(".\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -205,9 +297,10 @@ mod tests {
             panic!("no diff")
         };
         assert_eq!(
-            d,
+            d.lines.unwrap(),
             "  resources:\n    cpu: '1'\n-   accelerator: A10G\n+   accelerator: H100\n    memory: 2Gi\n  python_version: py311\n"
         );
+        assert_eq!(d.names, Names::default());
     }
 
     #[test]
@@ -219,6 +312,7 @@ mod tests {
         let What::Config(d) = change(&ours, Ok(&theirs), None) else {
             panic!()
         };
+        let d = d.lines.unwrap();
         assert!(d.contains("- k1: 1\n+ k1: x\n"), "{d}");
         assert!(d.contains("…\n"), "{d}");
         assert!(!d.contains("k9"), "{d}");
@@ -244,29 +338,278 @@ mod tests {
     }
 
     #[test]
-    fn secret_values_never_show() {
+    fn secret_values_never_show_and_names_do() {
         let theirs = "model_name: m\nsecrets:\n  hf_token: null\n  openai: sk-live-old\n";
         let ours = "model_name: m\nsecrets:\n  hf_token: null\n  openai: sk-live-new\n  extra: hunter2\nenvironment_variables: {}\n";
-        let What::Config(d) = change(ours, Ok(theirs), Some(false)) else {
-            panic!()
+        let c = Change {
+            environment: "production".into(),
+            serving: Some("d1".into()),
+            what: change(ours, Ok(theirs), Some(false)),
         };
-        assert!(!d.contains("sk-live") && !d.contains("hunter2"), "{d}");
-        assert!(d.contains("+   extra: ***"), "{d}");
-        assert!(d.contains("environment_variables: {}"), "{d}");
-        assert_eq!(
-            names_only("secrets: {a: b}\nx: 1\n"),
-            "secrets: *** (values not shown)\nx: 1\n"
+        let md = markdown(&c);
+        assert!(!md.contains("sk-live") && !md.contains("hunter2"), "{md}");
+        assert!(md.contains("+ environment_variables: {}"), "{md}");
+        assert!(
+            md.contains("Secrets (names only; values are never shown): `hf_token`, `openai`, `extra`; added `extra`."),
+            "{md}"
+        );
+        // Only a value changed: no diff, and the names say the text differs.
+        let ours = theirs.replace("sk-live-old", "sk-live-new");
+        let md = markdown(&Change {
+            what: change(&ours, Ok(theirs), Some(false)),
+            ..c.clone()
+        });
+        assert!(!md.contains("```") && !md.contains("sk-live"), "{md}");
+        assert!(
+            md.contains("`openai`; the `secrets` entry's text differs."),
+            "{md}"
+        );
+        // A list names nothing: only that the entry changed is said.
+        let md = markdown(&Change {
+            what: change(
+                "secrets: [sk-live-one]\n",
+                Ok("secrets: [sk-live-two]\n"),
+                None,
+            ),
+            ..c.clone()
+        });
+        assert!(!md.contains("sk-live"), "{md}");
+        assert!(
+            md.ends_with("\nThe `secrets` entry's text differs (values are never shown).\n"),
+            "{md}"
+        );
+        // A config the parser refuses shows nothing of itself.
+        let md = markdown(&Change {
+            what: change(
+                "model_name: m\n",
+                Ok("secrets: [\n  tok: sk-live-x\n"),
+                None,
+            ),
+            ..c
+        });
+        assert!(!md.contains("sk-live"), "{md}");
+        assert!(
+            md.contains(
+                "the diff is not shown: the serving deployment's config.yaml could not be parsed"
+            ),
+            "{md}"
         );
     }
 
     #[test]
-    fn the_section_cannot_be_closed_by_its_text() {
+    fn the_section_cannot_be_closed_or_marked_up_by_its_text() {
         let c = Change {
-            environment: "production".into(),
-            serving: "d1".into(),
-            what: What::Config("+ a: ```\n".into()),
+            environment: "prod <b>|x".into(),
+            serving: Some("d`1".into()),
+            what: What::Config(ConfigDiff {
+                lines: Ok("+ a: ```\n".into()),
+                names: Names::default(),
+            }),
         };
         let md = markdown(&c);
         assert!(md.contains("````diff\n+ a: ```\n````\n"), "{md}");
+        assert!(
+            md.starts_with("### What changes in prod &lt;b&gt;\\|x\n"),
+            "{md}"
+        );
+        assert!(md.contains("Compared with deployment d`1, which"), "{md}");
+        let c = Change {
+            serving: None,
+            what: What::Unknown("the environment could not be read (500)".into()),
+            ..c
+        };
+        assert!(
+            markdown(&c).ends_with("\n\nNot compared: the environment could not be read (500).\n"),
+            "{}",
+            markdown(&c)
+        );
+    }
+
+    /// One way YAML lets a config write its `secrets`.
+    #[derive(Clone, Copy, Debug)]
+    enum Form {
+        Plain,
+        Literal,
+        Folded,
+        NextLine,
+        QuotedKey,
+        SpaceBeforeColon,
+        Flow,
+        AnchorInside,
+        AnchorOutside,
+        List,
+    }
+
+    const FORMS: [Form; 10] = [
+        Form::Plain,
+        Form::Literal,
+        Form::Folded,
+        Form::NextLine,
+        Form::QuotedKey,
+        Form::SpaceBeforeColon,
+        Form::Flow,
+        Form::AnchorInside,
+        Form::AnchorOutside,
+        Form::List,
+    ];
+
+    /// A config with `secrets` written in `form`: its text, its names and
+    /// every value's source lines (none of which may ever be shown).
+    fn config(
+        form: Form,
+        secrets: &[(String, Vec<String>)],
+        accelerator: &str,
+        secrets_first: bool,
+    ) -> (String, Vec<String>, Vec<String>) {
+        let mut block = String::new();
+        let mut outside = String::new();
+        let names: Vec<String> = secrets.iter().map(|(n, _)| n.clone()).collect();
+        let mut values: Vec<String> = Vec::new();
+        let one = |lines: &[String]| lines.join("");
+        match form {
+            Form::Flow => {
+                let items: Vec<String> = secrets
+                    .iter()
+                    .map(|(n, v)| format!("{n}: {}", one(v)))
+                    .collect();
+                block = format!("secrets: {{{}}}\n", items.join(", "));
+            }
+            Form::List => {
+                block.push_str("secrets:\n");
+                for (_, v) in secrets {
+                    let _ = writeln!(block, "  - {}", one(v));
+                }
+            }
+            _ => {
+                block.push_str(match form {
+                    Form::QuotedKey => "'secrets':\n",
+                    Form::SpaceBeforeColon => "secrets :\n",
+                    _ => "secrets:\n",
+                });
+                for (k, (n, v)) in secrets.iter().enumerate() {
+                    match form {
+                        Form::Literal | Form::Folded => {
+                            let style = if matches!(form, Form::Literal) {
+                                "|"
+                            } else {
+                                ">-"
+                            };
+                            let _ = writeln!(block, "  {n}: {style}");
+                            block.push_str("    -----BEGIN PRIVATE KEY-----\n");
+                            for l in v {
+                                let _ = writeln!(block, "    {l}");
+                            }
+                            block.push_str("    -----END PRIVATE KEY-----\n");
+                        }
+                        Form::NextLine => {
+                            let _ = writeln!(block, "  {n}:\n    {}", one(v));
+                        }
+                        Form::AnchorInside if k > 0 => {
+                            let _ = writeln!(block, "  {n}: *first");
+                        }
+                        Form::AnchorInside => {
+                            let _ = writeln!(block, "  {n}: &first {}", one(v));
+                        }
+                        Form::AnchorOutside => {
+                            let _ = writeln!(outside, "  V{k}: &v{k} {}", one(v));
+                            let _ = writeln!(block, "  {n}: *v{k}");
+                        }
+                        _ => {
+                            let _ = writeln!(block, "  {n}: {}", one(v));
+                        }
+                    }
+                }
+            }
+        }
+        for (_, v) in secrets {
+            values.push(one(v));
+            values.extend(v.iter().cloned());
+        }
+        if matches!(form, Form::Literal | Form::Folded) {
+            values.push("-----BEGIN PRIVATE KEY-----".into());
+            values.push("-----END PRIVATE KEY-----".into());
+        }
+        let mut text = String::from("model_name: m\n");
+        if !outside.is_empty() {
+            text.push_str("environment_variables:\n");
+            text.push_str(&outside);
+        }
+        let resources = format!("resources:\n  cpu: '1'\n  accelerator: {accelerator}\n");
+        match secrets_first {
+            true => text = format!("{text}{block}# a comment\n{resources}"),
+            false => text = format!("{text}{resources}{block}"),
+        }
+        let names = match form {
+            Form::List => Vec::new(),
+            _ => names,
+        };
+        (text, names, values)
+    }
+
+    fn secrets_strategy() -> impl Strategy<Value = Vec<(String, Vec<String>)>> {
+        proptest::collection::vec(
+            (
+                "nm_[a-z]{4,8}",
+                proptest::collection::vec("sv[A-Za-z0-9+/]{10,20}", 1..4),
+            ),
+            1..4,
+        )
+        .prop_filter("distinct names", |v| {
+            let mut n: Vec<&String> = v.iter().map(|(n, _)| n).collect();
+            n.sort();
+            n.dedup();
+            n.len() == v.len()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 256,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// In every form YAML allows, on either side and in any mix, no
+        /// secret value nor any line of one reaches the section, the
+        /// names do, and the rest of the config is still diffed.
+        #[test]
+        fn no_secret_value_reaches_the_section(
+            ours_form in 0..FORMS.len(),
+            theirs_form in 0..FORMS.len(),
+            ours_secrets in secrets_strategy(),
+            theirs_secrets in secrets_strategy(),
+            ours_first in any::<bool>(),
+            theirs_first in any::<bool>(),
+        ) {
+            let (ours, our_names, mut values) =
+                config(FORMS[ours_form], &ours_secrets, "H100", ours_first);
+            let (theirs, their_names, their_values) =
+                config(FORMS[theirs_form], &theirs_secrets, "A10G", theirs_first);
+            values.extend(their_values);
+            for text in [&ours, &theirs] {
+                let doc = crate::truss_config::yaml11::parse(text.as_bytes());
+                prop_assert!(doc.is_ok(), "not YAML: {text}");
+            }
+            let what = change(&ours, Ok(&theirs), Some(false));
+            let md = markdown(&Change {
+                environment: "production".into(),
+                serving: Some("d1".into()),
+                what: what.clone(),
+            });
+            for v in &values {
+                prop_assert!(!md.contains(v.as_str()), "{v:?} shown:\n{md}\n--- ours\n{ours}\n--- theirs\n{theirs}");
+            }
+            for n in &our_names {
+                prop_assert!(md.contains(&format!("`{n}`")), "{n} not named:\n{md}");
+            }
+            for n in their_names.iter().filter(|n| !our_names.contains(n)) {
+                prop_assert!(md.contains(&format!("removed `{n}`")) || md.contains(&format!(", `{n}`")), "{n} not named:\n{md}");
+            }
+            let What::Config(d) = what else {
+                return Err(TestCaseError::fail("the configs differ"));
+            };
+            let lines = d.lines.map_err(|e| TestCaseError::fail(format!("not diffed: {e}\n{ours}\n{theirs}")))?;
+            prop_assert!(lines.contains("-   accelerator: A10G\n+   accelerator: H100\n"), "{lines}");
+        }
     }
 }

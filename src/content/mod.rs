@@ -28,6 +28,7 @@ pub(crate) mod diff;
 pub(crate) mod plan;
 pub(crate) mod record;
 pub(crate) mod run;
+pub(crate) mod secrets;
 pub(crate) mod skip;
 
 /// The label every deployment this tool creates carries: its source's

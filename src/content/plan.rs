@@ -1,8 +1,10 @@
 //! The plan by content: with `skip-unchanged` and a key, each model
 //! target going into an environment is hashed and its environment read the
 //! way a deploy reads it (`skip::check`); a target whose source already
-//! serves is left out of the matrix, so CI does not start its job.
-//! Without a key the plan cannot read anything and says so.
+//! serves is left out of the matrix, so CI does not start its job. A
+//! target that cannot be compared (its hash or a read failed, or the
+//! plan's time ran out) stays in the matrix with the reason: its job
+//! decides again. Without a key the plan cannot read anything and says so.
 
 use std::time::Instant;
 
@@ -10,10 +12,18 @@ use anyhow::anyhow;
 
 use super::skip::{self, Serving, Verdict};
 use crate::baseten::Api;
-use crate::config::Target;
+use crate::budget::{Clock, Phase};
+use crate::config::{Config, Target};
 use crate::net::Network;
-use crate::plan::Planned;
 use crate::secret::Secret;
+
+/// A planned target: its place in the selection, how it is shown, its
+/// resolved config.
+pub(crate) struct Planned<'a> {
+    pub(crate) index: usize,
+    pub(crate) shown: String,
+    pub(crate) cfg: &'a Config,
+}
 
 /// What the plan learned of one target: left out (the deployment that
 /// serves its source), or kept with the reason.
@@ -25,47 +35,53 @@ pub(crate) enum Seen {
 
 /// Reads what serves each planned model target with an environment and
 /// decides; `(index in the selection, what was seen)` for each one read.
-/// A target whose reads fail deploys (its job decides again).
+/// Every read and hash ends by `deadline` (the plan's, from its budget):
+/// what is not done by then deploys. `Err` only when no request can be
+/// made at all (the network settings).
 pub(crate) async fn by_content(
-    planned: &[Planned],
+    planned: &[Planned<'_>],
     key: &Secret,
     net: &Result<Network, String>,
+    (clock, deadline): (&Clock, Instant),
     say: &dyn Fn(&str),
 ) -> Result<Vec<(usize, Seen)>, String> {
     let http = net.as_ref().map_err(Clone::clone)?.api_client();
     let mut seen = Vec::new();
     for p in planned {
-        let cfg = &p.cfg;
+        let cfg = p.cfg;
         let (Target::Model { dir, .. }, Some(environment)) =
             (&cfg.target, cfg.environment.as_deref())
         else {
             continue;
         };
-        // Reads only, each within the wait budget a deploy would have.
         let api = Api::new(http.clone(), cfg.endpoints.clone(), key.clone())
-            .until(Instant::now() + cfg.wait_timeout);
-        let root = dir.clone();
-        let hash = tokio::task::spawn_blocking(move || super::hash(&root))
-            .await
-            .map_err(|e| anyhow!(e))
-            .and_then(|r| r)
-            .map_err(|e| format!("{}: hashing the truss: {e:#}", p.found.path.display()))?;
-        let verdict = match model_id(&api, &cfg.model_name, cfg.team.as_deref()).await {
-            Ok(id) => skip::check(&api, id.as_deref(), environment, &hash.hex).await,
-            Err(why) => Verdict::Deploy { why, serving: None },
-        };
-        let shown = p.found.path.display();
+            .on(clock.clone())
+            .within(Phase::Setup, deadline);
+        let verdict = tokio::time::timeout_at(
+            clock.timer(deadline).into(),
+            compare(&api, cfg, dir, environment),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err("the plan's time budget ran out before it was compared".to_string())
+        });
+        let shown = &p.shown;
         let s = match verdict {
-            Verdict::Unchanged(serving) => {
+            Ok((Verdict::Unchanged(serving), hash)) => {
                 say(&format!(
                     "  unchanged: {shown} ({:?}) is served in {environment} by deployment {} (content hash {}…)",
                     cfg.model_name,
                     serving.deployment_id,
-                    skip::short(&hash.hex)
+                    skip::short(&hash)
                 ));
                 Seen::Unchanged(serving)
             }
-            Verdict::Deploy { why, .. } => {
+            Ok((Verdict::Deploy { why, .. }, _)) => {
+                say(&format!("  deploys: {shown} ({:?}): {why}", cfg.model_name));
+                Seen::Deploys(why)
+            }
+            Err(why) => {
+                let why = format!("not compared: {why}; its job decides");
                 say(&format!("  deploys: {shown} ({:?}): {why}", cfg.model_name));
                 Seen::Deploys(why)
             }
@@ -73,6 +89,29 @@ pub(crate) async fn by_content(
         seen.push((p.index, s));
     }
     Ok(seen)
+}
+
+/// One target's hash and verdict; `Err` when it could not be hashed.
+async fn compare(
+    api: &Api,
+    cfg: &Config,
+    dir: &std::path::Path,
+    environment: &str,
+) -> Result<(Verdict, String), String> {
+    let root = dir.to_path_buf();
+    let hash = tokio::task::spawn_blocking(move || super::hash(&root))
+        .await
+        .map_err(|e| anyhow!(e))
+        .and_then(|r| r)
+        .map_err(|e| format!("hashing the truss failed ({e:#})"))?;
+    let verdict = match model_id(api, &cfg.model_name, cfg.team.as_deref()).await {
+        Ok(id) => skip::check(api, id.as_deref(), environment, &hash.hex).await,
+        Err(why) => Verdict::Deploy {
+            why: why.clone(),
+            serving: Err(why),
+        },
+    };
+    Ok((verdict, hash.hex))
 }
 
 /// The id of the model named `name` (in `team`, when named), if exactly

@@ -81,13 +81,82 @@ pub(crate) async fn skip_if_unchanged(
         Verdict::Deploy { why, serving } => {
             ctx.say(&format!("Deploying: {why}"));
             ctx.note(format!("skip-unchanged: deployed because {why}"));
-            if let (Some(model_id), Some(serving)) = (model_id, serving) {
-                let change = what_changes(ctx, model_id, env, &serving, hash, raw_config).await;
-                ctx.state.lock().unwrap().by_content.change = Some(change);
-            }
+            let theirs = config_of(ctx, model_id, env, serving).await;
+            record_change(ctx, theirs, hash, raw_config);
             Ok(false)
         }
     }
+}
+
+/// What serves the environment a deploy goes into, read to show what the
+/// deploy changes: the serving deployment and its raw config, or why not.
+pub(crate) struct Theirs {
+    environment: String,
+    serving: Result<Read, String>,
+    config: Result<String, String>,
+}
+
+/// Reads what serves `env` (without `skip-unchanged`, whose verdict reads
+/// it already): one try per read, best effort, never failing the deploy.
+pub(crate) async fn read_theirs(ctx: &Ctx<'_>, model_id: Option<&str>, env: &str) -> Theirs {
+    let serving = skip::serving(ctx.api, model_id, env).await;
+    config_of(ctx, model_id, env, serving).await
+}
+
+/// The serving deployment's raw config, once it was read.
+async fn config_of(
+    ctx: &Ctx<'_>,
+    model_id: Option<&str>,
+    env: &str,
+    serving: Result<Read, String>,
+) -> Theirs {
+    let config = match (&serving, model_id) {
+        (Ok(s), Some(model_id)) => match ctx
+            .api
+            .deployment_raw_config(model_id, &s.deployment_id)
+            .await
+        {
+            Ok(Some(text)) => Ok(text),
+            Ok(None) => Err(format!(
+                "the platform keeps no raw config.yaml for the serving deployment {} (it keeps them for deployments created since 2026-04-30)",
+                s.deployment_id
+            )),
+            Err(e) => Err(format!(
+                "the serving deployment {}'s config could not be read ({e})",
+                s.deployment_id
+            )),
+        },
+        (Err(why), _) => Err(why.clone()),
+        (Ok(_), None) => Err("the model does not exist yet".into()),
+    };
+    Theirs {
+        environment: env.to_string(),
+        serving,
+        config,
+    }
+}
+
+/// What the deploy changes in the serving deployment, our content hash
+/// known: kept for the summary and the pull-request comment.
+pub(crate) fn record_change(ctx: &Ctx<'_>, theirs: Theirs, hash: &str, raw_config: &[u8]) {
+    let ours = String::from_utf8_lossy(raw_config);
+    let same_hash = theirs
+        .serving
+        .as_ref()
+        .ok()
+        .and_then(|s| s.recorded.as_deref())
+        .filter(|r| super::is_hash(r))
+        .map(|r| r == hash);
+    let change = Change {
+        environment: theirs.environment,
+        serving: theirs.serving.ok().map(|s| s.deployment_id),
+        what: diff::change(
+            &ours,
+            theirs.config.as_deref().map_err(Clone::clone),
+            same_hash,
+        ),
+    };
+    ctx.state.lock().unwrap().by_content.change = Some(change);
 }
 
 /// The source already serves `env`: the outputs of the serving
@@ -115,19 +184,10 @@ async fn unchanged(
         st.environment_url = Some(url.clone());
         st.by_content.unchanged = Some(true);
     }
-    let named = serving
-        .name
-        .as_ref()
-        .map(|n| format!(" ({n})"))
-        .unwrap_or_default();
-    let since = serving
-        .since
-        .as_ref()
-        .map(|s| format!(" since {s}"))
-        .unwrap_or_default();
     let line = format!(
-        "Unchanged: deployment {}{named} has served {env}{since} with this source (content hash {}…, {}); nothing was uploaded or created",
+        "Unchanged: deployment {}{} serves {env} with this source (content hash {}…, {}); nothing was uploaded or created",
         serving.deployment_id,
+        serving.described(env),
         skip::short(hash),
         serving.status
     );
@@ -147,35 +207,4 @@ async fn unchanged(
     let r = smoke_test(ctx, "predict", &url, payload, streaming).await;
     ctx.end_group();
     r
-}
-
-/// What the deploy changes in the serving deployment: its raw config
-/// against ours.
-async fn what_changes(
-    ctx: &Ctx<'_>,
-    model_id: &str,
-    env: &str,
-    serving: &Read,
-    hash: &str,
-    raw_config: &[u8],
-) -> Change {
-    let ours = String::from_utf8_lossy(raw_config);
-    let theirs = match ctx
-        .api
-        .deployment_raw_config(model_id, &serving.deployment_id)
-        .await
-    {
-        Ok(Some(text)) => Ok(text),
-        Ok(None) => Err(
-            "the platform keeps no raw config.yaml for the serving deployment (it keeps them for deployments created since 2026-04-30)"
-                .to_string(),
-        ),
-        Err(e) => Err(format!("its config could not be read ({e})")),
-    };
-    let same_hash = serving.recorded.as_deref().map(|r| r == hash);
-    Change {
-        environment: env.to_string(),
-        serving: serving.deployment_id.clone(),
-        what: diff::change(&ours, theirs.as_deref().map_err(Clone::clone), same_hash),
-    }
 }

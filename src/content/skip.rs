@@ -12,7 +12,7 @@
 use serde_json::Value;
 
 use super::LABEL_KEY;
-use crate::baseten::{Api, ApiError, Deployment};
+use crate::baseten::{Api, ApiError, AuditEntry, Deployment, Environment};
 use crate::kind::Kind;
 use crate::promotion::Env;
 use crate::status::MODEL_READY_STATUSES;
@@ -23,8 +23,30 @@ pub(crate) struct Serving {
     pub(crate) deployment_id: String,
     pub(crate) name: Option<String>,
     /// `created_at` as the platform wrote it.
-    pub(crate) since: Option<String>,
+    pub(crate) created: Option<String>,
+    /// When the model's audit log last records it promoted into the
+    /// environment, if it does (a deployment created into the
+    /// environment has no such entry).
+    pub(crate) promoted: Option<String>,
     pub(crate) status: String,
+}
+
+impl Serving {
+    /// What the reads said of it, in words: its name and when it was
+    /// promoted into `env` (or, without an audit entry, created). Never
+    /// "since": neither read says when it began serving.
+    pub(crate) fn described(&self, env: &str) -> String {
+        let when = match (&self.promoted, &self.created) {
+            (Some(p), _) => Some(format!("promoted to {env} at {p}")),
+            (None, Some(c)) => Some(format!("created {c}")),
+            (None, None) => None,
+        };
+        let said: Vec<String> = self.name.iter().cloned().chain(when).collect();
+        match said.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", said.join(", ")),
+        }
+    }
 }
 
 /// The verdict before packaging.
@@ -32,10 +54,11 @@ pub(crate) struct Serving {
 pub(crate) enum Verdict {
     Unchanged(Serving),
     /// Deploy, because of `why`; `serving` is the deployment that serves
-    /// the environment when it was read (to diff its config).
+    /// the environment as read (to compare configs with), or why none
+    /// could be read.
     Deploy {
         why: String,
-        serving: Option<Read>,
+        serving: Result<Read, String>,
     },
 }
 
@@ -46,7 +69,7 @@ pub(crate) struct Read {
     pub(crate) recorded: Option<String>,
 }
 
-fn deploy(why: String, serving: Option<Read>) -> Verdict {
+fn deploy(why: String, serving: Result<Read, String>) -> Verdict {
     Verdict::Deploy { why, serving }
 }
 
@@ -58,8 +81,16 @@ fn recorded(d: &Deployment) -> Option<String> {
     }
 }
 
-/// The environment's reading: the deployment it settled on, or why not.
-fn over_environment(env_name: &str, read: Result<Env, ApiError>) -> Result<String, String> {
+/// The environment as read: the deployment that serves it, and what is
+/// in flight (in words) when a promotion is.
+#[derive(Debug, PartialEq)]
+struct Serves {
+    current: String,
+    moving: Option<String>,
+}
+
+/// The environment's reading: the deployment serving it, or why none.
+fn over_environment(env_name: &str, read: Result<Env, ApiError>) -> Result<Serves, String> {
     let env = match read {
         Ok(env) => env,
         Err(e) if e.permanent_status() == Some(404) => {
@@ -68,19 +99,22 @@ fn over_environment(env_name: &str, read: Result<Env, ApiError>) -> Result<Strin
             ));
         }
         Err(e) => {
-            return Err(format!(
-                "could not read the {env_name} environment ({e}), and only a read can show the source unchanged"
-            ));
+            return Err(format!("could not read the {env_name} environment ({e})"));
         }
     };
-    if env.moving() {
-        return Err(format!(
+    let moving = env.moving().then(|| {
+        format!(
             "a promotion is in flight ({}), so what will serve is not settled",
             env.describe(env_name)
-        ));
+        )
+    });
+    match env.current {
+        Some(current) => Ok(Serves { current, moving }),
+        None => {
+            Err(moving
+                .unwrap_or_else(|| format!("the {env_name} environment serves no deployment")))
+        }
     }
-    env.current
-        .ok_or_else(|| format!("the {env_name} environment serves no deployment"))
 }
 
 /// The serving deployment's reading against our hash.
@@ -105,7 +139,8 @@ fn over_deployment(
         Some(Value::String(theirs)) if theirs == ours => Ok(Serving {
             deployment_id: id.to_string(),
             name: d.name.filter(|n| !n.is_empty()),
-            since: d.created_at.filter(|c| !c.is_empty()),
+            created: d.created_at.filter(|c| !c.is_empty()),
+            promoted: None,
             status,
         }),
         Some(Value::String(theirs)) if super::is_hash(&theirs) => Err(format!(
@@ -123,9 +158,12 @@ fn over_deployment(
 /// The second environment read: still settled on the same deployment.
 fn still_on(env_name: &str, id: &str, read: Result<Env, ApiError>) -> Result<(), String> {
     match over_environment(env_name, read)? {
-        now if now == id => Ok(()),
-        now => Err(format!(
-            "the {env_name} environment moved from {id} to {now} while it was being read"
+        Serves {
+            moving: Some(why), ..
+        } => Err(why),
+        Serves { current, .. } if current == id => Ok(()),
+        Serves { current, .. } => Err(format!(
+            "the {env_name} environment moved from {id} to {current} while it was being read"
         )),
     }
 }
@@ -133,6 +171,80 @@ fn still_on(env_name: &str, id: &str, read: Result<Env, ApiError>) -> Result<(),
 /// The first twelve hex digits, for messages.
 pub(crate) fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
+}
+
+/// The environment and the deployment serving it, one try each: what
+/// serves (and what is in flight), that deployment's read, or why none.
+async fn read(
+    api: &Api,
+    model_id: Option<&str>,
+    env_name: &str,
+) -> Result<(Serves, Result<Deployment, ApiError>), String> {
+    let Some(model_id) = model_id else {
+        return Err(format!(
+            "the model does not exist yet, so nothing serves {env_name}"
+        ));
+    };
+    let serves = over_environment(
+        env_name,
+        api.environment_of(Kind::Model, model_id, env_name).await,
+    )?;
+    let d = api.deployment(model_id, &serves.current).await;
+    Ok((serves, d))
+}
+
+/// What the comparison needs of a read: the serving deployment's id and
+/// label, or why it could not be read.
+fn known(serves: &Serves, d: &Result<Deployment, ApiError>) -> Result<Read, String> {
+    match d {
+        Ok(d) => Ok(Read {
+            deployment_id: serves.current.clone(),
+            recorded: recorded(d),
+        }),
+        Err(e) => Err(format!(
+            "could not read the serving deployment {} ({e})",
+            serves.current
+        )),
+    }
+}
+
+/// The deployment serving `env_name`, for the comparison of what a deploy
+/// changes (without `skip-unchanged`): one read, best effort. The model's
+/// environment list carries each one's current deployment whole (labels
+/// included), so the environment and deployment reads the deploy itself
+/// makes afterwards stay its own.
+pub(crate) async fn serving(
+    api: &Api,
+    model_id: Option<&str>,
+    env_name: &str,
+) -> Result<Read, String> {
+    let Some(model_id) = model_id else {
+        return Err(format!(
+            "the model does not exist yet, so nothing serves {env_name}"
+        ));
+    };
+    let listed = api
+        .environments(model_id)
+        .await
+        .map_err(|e| format!("could not read the {env_name} environment ({e})"))?;
+    over_list(env_name, listed)
+}
+
+/// The environment list's reading: the deployment serving `env_name`.
+fn over_list(env_name: &str, listed: Vec<Environment>) -> Result<Read, String> {
+    let env = listed
+        .into_iter()
+        .find(|e| e.name == env_name)
+        .ok_or_else(|| {
+            format!("the {env_name} environment does not exist yet, so nothing serves it")
+        })?;
+    let d = env
+        .current_deployment
+        .ok_or_else(|| format!("the {env_name} environment serves no deployment"))?;
+    Ok(Read {
+        recorded: recorded(&d),
+        deployment_id: d.id,
+    })
 }
 
 /// Reads the environment and its serving deployment (`model_id`: the
@@ -144,33 +256,51 @@ pub(crate) async fn check(
     env_name: &str,
     ours: &str,
 ) -> Verdict {
-    let Some(model_id) = model_id else {
-        return deploy("the model does not exist yet".into(), None);
+    let (serves, d) = match read(api, model_id, env_name).await {
+        Ok(r) => r,
+        Err(why) => return deploy(why.clone(), Err(why)),
     };
-    let current = match over_environment(
-        env_name,
-        api.environment_of(Kind::Model, model_id, env_name).await,
-    ) {
-        Ok(id) => id,
-        Err(why) => return deploy(why, None),
-    };
-    let read = api.deployment(model_id, &current).await;
-    let known = read.as_ref().ok().map(|d| Read {
-        deployment_id: current.clone(),
-        recorded: recorded(d),
-    });
-    let serving = match over_deployment(ours, &current, read) {
+    let known = known(&serves, &d);
+    if let Some(why) = serves.moving {
+        return deploy(why, known);
+    }
+    let serving = match over_deployment(ours, &serves.current, d) {
         Ok(s) => s,
         Err(why) => return deploy(why, known),
     };
+    let model_id = model_id.expect("read only with a model");
     match still_on(
         env_name,
-        &current,
+        &serves.current,
         api.environment_of(Kind::Model, model_id, env_name).await,
     ) {
-        Ok(()) => Verdict::Unchanged(serving),
-        Err(why) => deploy(why, None),
+        Ok(()) => {
+            // One try: without it the line says when it was created.
+            let entries = api.promotions_of(model_id, &serves.current).await;
+            let promoted = entries
+                .ok()
+                .and_then(|e| last_promoted(&e, &serves.current, env_name));
+            Verdict::Unchanged(Serving {
+                promoted,
+                ..serving
+            })
+        }
+        Err(why) => deploy(why.clone(), Err(why)),
     }
+}
+
+/// When the audit log's newest entry promoting `id` into `env` says it
+/// happened (the entries newest first, as the log lists them).
+fn last_promoted(entries: &[AuditEntry], id: &str, env: &str) -> Option<String> {
+    entries
+        .iter()
+        .find(|e| {
+            e.event_type == "MODEL_DEPLOYMENT_PROMOTED"
+                && e.event_data.get("deployment_id").and_then(Value::as_str) == Some(id)
+                && e.event_data.get("environment_name").and_then(Value::as_str) == Some(env)
+        })
+        .map(|e| e.created.clone())
+        .filter(|c| !c.is_empty())
 }
 
 #[cfg(test)]
@@ -204,10 +334,16 @@ mod tests {
         let settled = json!({"name": "production", "current_deployment": {"id": "d1", "status": "ACTIVE"}, "candidate_deployment": null, "in_progress_promotion": null});
         assert_eq!(
             over_environment("production", env(settled)),
-            Ok("d1".into())
+            Ok(Serves {
+                current: "d1".into(),
+                moving: None
+            })
         );
+        // In flight: what serves is still known (to compare configs with).
         let flying = json!({"name": "production", "current_deployment": {"id": "d1"}, "candidate_deployment": {"id": "d2"}, "in_progress_promotion": {"status": "RELEASING"}});
-        let why = over_environment("production", env(flying)).unwrap_err();
+        let r = over_environment("production", env(flying)).unwrap();
+        assert_eq!(r.current, "d1");
+        let why = r.moving.unwrap();
         assert!(why.contains("promotion is in flight"), "{why}");
         let empty = json!({"name": "production", "current_deployment": null});
         assert!(
@@ -240,7 +376,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.deployment_id, "d1");
-        assert_eq!(ok.since.as_deref(), Some("2026-12-01T10:00:00Z"));
+        assert_eq!(ok.created.as_deref(), Some("2026-12-01T10:00:00Z"));
+        assert_eq!(
+            ok.described("production"),
+            " (ci-1, created 2026-12-01T10:00:00Z)"
+        );
+        let promoted = Serving {
+            promoted: Some("2026-12-02T08:00:00Z".into()),
+            ..ok.clone()
+        };
+        assert_eq!(
+            promoted.described("production"),
+            " (ci-1, promoted to production at 2026-12-02T08:00:00Z)"
+        );
         assert!(over_deployment(OURS, "d1", dep("ACTIVE", json!({LABEL_KEY: OURS}))).is_ok());
         let other = "0".repeat(64);
         let cases = [
@@ -271,6 +419,56 @@ mod tests {
             let why = over_deployment(OURS, "d1", read).unwrap_err();
             assert!(why.contains(want), "{why} lacks {want}");
         }
+    }
+
+    #[test]
+    fn the_environment_list_names_what_serves() {
+        let list: Vec<Environment> = serde_json::from_value(json!([
+            {"name": "staging", "current_deployment": null},
+            {"name": "production", "current_deployment": {"id": "d1", "status": "ACTIVE", "labels": {LABEL_KEY: OURS}}},
+        ]))
+        .unwrap();
+        assert_eq!(
+            over_list("production", list.clone()),
+            Ok(Read {
+                deployment_id: "d1".into(),
+                recorded: Some(OURS.into())
+            })
+        );
+        assert!(
+            over_list("staging", list.clone())
+                .unwrap_err()
+                .contains("serves no deployment")
+        );
+        assert!(
+            over_list("canary", list)
+                .unwrap_err()
+                .contains("does not exist yet")
+        );
+    }
+
+    #[test]
+    fn the_newest_promotion_of_that_deployment_into_that_environment_counts() {
+        let e = |t: &str, ty: &str, dep: &str, env: &str| AuditEntry {
+            created: t.into(),
+            event_type: ty.into(),
+            event_data: json!({"deployment_id": dep, "environment_name": env}),
+        };
+        let p = "MODEL_DEPLOYMENT_PROMOTED";
+        let log = [
+            e("t5", "MODEL_PROMOTION_CONTROL_ACTION", "d1", "production"),
+            e("t4", p, "d2", "production"),
+            e("t3", p, "d1", "staging"),
+            e("t2", p, "d1", "production"),
+            e("t1", p, "d1", "production"),
+        ];
+        assert_eq!(
+            last_promoted(&log, "d1", "production").as_deref(),
+            Some("t2")
+        );
+        assert_eq!(last_promoted(&log, "d1", "staging").as_deref(), Some("t3"));
+        assert_eq!(last_promoted(&log, "d3", "production"), None);
+        assert_eq!(last_promoted(&[], "d1", "production"), None);
     }
 
     #[test]

@@ -10,7 +10,7 @@ mod formats;
 mod py;
 mod trt_llm;
 mod validators;
-mod yaml11;
+pub(crate) mod yaml11;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};

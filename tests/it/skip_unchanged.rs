@@ -45,6 +45,11 @@ fn push<'a>(fake: &'a FakeBaseten, dir: &Path, name: &str) -> Invocation<'a> {
         .arg("deployment-name", name)
 }
 
+/// The endpoints the fake logged from `from` on.
+fn endpoints_since(fake: &FakeBaseten, from: usize) -> Vec<String> {
+    since(fake, from).into_iter().map(|e| e.endpoint).collect()
+}
+
 /// The requests the fake logged from `from` on.
 fn since(fake: &FakeBaseten, from: usize) -> Vec<LogEntry> {
     fake.requests().into_iter().skip(from).collect()
@@ -117,12 +122,21 @@ fn the_same_truss_twice_is_deployed_once_and_the_environment_still_tested() {
     assert_eq!(run.out("deployment-id"), first);
     assert!(!run.out("model-id").is_empty());
     assert!(!run.out("environment-url").is_empty());
+    // What the reads said of it, never "since": the first run created it
+    // straight into production, so the audit log records no promotion.
+    let created = fake
+        .deployments()
+        .into_iter()
+        .find(|d| d.id == first)
+        .map(|d| fake.clock().iso(d.created_at_secs))
+        .unwrap();
     assert!(
         run.stdout.contains(&format!(
-            "Unchanged: deployment {first} (first) has served production since"
+            "Unchanged: deployment {first} (first, created {created}) serves production with this source"
         )),
         "{run:?}"
     );
+    assert!(!run.stdout.contains(" since "), "{run:?}");
     assert!(
         run.summary.contains("Unchanged: deployment"),
         "{}",
@@ -269,6 +283,37 @@ fn a_promotion_in_flight_is_deployed_over() {
         "{run:?}"
     );
     assert_eq!(creates(&since(&fake, before)), 1, "{run:?}");
+    // What serves is still known, so the summary compares with it.
+    assert_in_order(
+        &run.summary,
+        &[
+            "### What changes in production",
+            &format!("Compared with deployment `{first}`, which serves production now"),
+            "The same source (config.yaml and content hash equal) deploys again.",
+        ],
+    );
+}
+
+#[test]
+fn a_serving_deployment_scaled_to_zero_with_our_hash_is_unchanged() {
+    let fake = platform("[[0, ACTIVE], [50, SCALED_TO_ZERO]]", "");
+    let dir = a_truss(CONFIG);
+    let first = first_deploy(&fake, dir.path());
+    fake.clock().set(60.0);
+    let before = fake.requests().len();
+    let run = push(&fake, dir.path(), "again").run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_eq!(run.out("unchanged"), "true", "{run:?}");
+    assert_eq!(run.out("deployment-id"), first);
+    assert!(
+        run.stdout.contains("with this source (content hash ")
+            && run
+                .stdout
+                .contains(", SCALED_TO_ZERO); nothing was uploaded or created"),
+        "{run:?}"
+    );
+    let log = since(&fake, before);
+    assert_eq!((uploads(&log), creates(&log)), (0, 0), "{log:#?}");
 }
 
 #[test]
@@ -331,6 +376,95 @@ fn a_label_written_by_hand_with_another_hash_is_deployed_over() {
         "{run:?}"
     );
     assert_ne!(run.out("deployment-id"), "byhand1");
+    // Made before the platform kept raw configs (its `raw_config` is
+    // null): nothing to diff with, and the summary says so.
+    assert!(
+        run.summary.contains(
+            "Not compared: the platform keeps no raw config.yaml for the serving deployment byhand1 (it keeps them for deployments created since 2026-04-30)."
+        ),
+        "{}",
+        run.summary
+    );
+    assert!(!run.summary.contains("```diff"), "{}", run.summary);
+}
+
+/// Without `skip-unchanged`, every model deploy into an environment still
+/// reads what serves it (alongside the upload) and says what it changes;
+/// a read that fails says why and never fails the deploy.
+#[test]
+fn every_deploy_into_an_environment_says_what_it_changes() {
+    let fake = platform("[[0, ACTIVE]]", "");
+    let dir = a_truss(CONFIG);
+    let deploy = |name: &str| {
+        Invocation::new(&fake)
+            .model(dir.path())
+            .arg("environment", "production")
+            .arg("deployment-name", name)
+            .run()
+    };
+    let run = deploy("first");
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(
+        run.summary.contains(
+            "### What changes in production\n\nNot compared: the model does not exist yet, so nothing serves production."
+        ),
+        "{}",
+        run.summary
+    );
+    let first = run.out("deployment-id").to_string();
+
+    std::fs::write(
+        dir.path().join("config.yaml"),
+        CONFIG.replace("A10G", "H100"),
+    )
+    .unwrap();
+    let before = fake.requests().len();
+    let run = deploy("h100");
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_in_order(
+        &run.summary,
+        &[
+            "### What changes in production",
+            &format!("Compared with deployment `{first}`"),
+            "-   accelerator: A10G",
+            "+   accelerator: H100",
+        ],
+    );
+    // Read before the create changed what serves.
+    let log = endpoints_since(&fake, before);
+    let read = log.iter().position(|e| e == "rest.get_deployment_config");
+    let created = log
+        .iter()
+        .position(|e| e.starts_with("graphql.create_model"));
+    assert!(read.is_some() && read < created, "{log:#?}");
+
+    // Only a packed file changed: the hash from what was packaged says so.
+    std::fs::write(dir.path().join("model/weights.bin"), b"new weights").unwrap();
+    let run = deploy("code");
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(run.summary.contains("**Code changed**"), "{}", run.summary);
+
+    // A read that fails: not compared, and the deploy goes on. (The
+    // comparison reads the model's environment list, so the deploy's own
+    // environment and deployment reads are untouched.)
+    fake.add_fault(Fault::status("rest.list_environments", 500));
+    let before = fake.requests().len();
+    let run = deploy("unread");
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(
+        run.summary
+            .contains("Not compared: could not read the production environment ("),
+        "{}",
+        run.summary
+    );
+    let log = endpoints_since(&fake, before);
+    assert_eq!(
+        log.iter()
+            .filter(|e| *e == "rest.list_environments")
+            .count(),
+        1,
+        "one try: {log:#?}"
+    );
 }
 
 #[test]
@@ -411,9 +545,10 @@ fn bad_input_is_refused_before_any_request() {
     assert!(fake.requests().is_empty(), "{:#?}", fake.requests());
 }
 
-#[test]
-fn the_plan_leaves_out_the_targets_whose_source_already_serves() {
-    let fake = platform("[[0, ACTIVE]]", "");
+/// Three model targets, `alpha`, `beta` and `gamma`, each deployed once
+/// into production: the root, the deployments, the plan's
+/// `truss-directory`.
+fn three_served(fake: &FakeBaseten) -> (tempfile::TempDir, Vec<String>, String) {
     let root = tempfile::tempdir().unwrap();
     let mut served = Vec::new();
     for name in ["alpha", "beta", "gamma"] {
@@ -425,22 +560,43 @@ fn the_plan_leaves_out_the_targets_whose_source_already_serves() {
             dir.join("model/model.py"),
         )
         .unwrap();
-        let run = push(&fake, &dir, "first").run();
+        let run = push(fake, &dir, "first").run();
         assert_eq!(run.status(), "success", "{name}: {run:?}");
         served.push(run.out("deployment-id").to_string());
     }
-    std::fs::write(root.path().join("beta/model/model.py"), "# changed\n").unwrap();
     let dirs: Vec<String> = ["alpha", "beta", "gamma"]
         .iter()
         .map(|n| root.path().join(n).to_string_lossy().into_owned())
         .collect();
+    (root, served, dirs.join(","))
+}
+
+fn plan_by_content<'a>(fake: &'a FakeBaseten, dirs: &str) -> Invocation<'a> {
+    Invocation::new(fake)
+        .arg("plan", "true")
+        .arg("truss-directory", dirs)
+        .arg("environment", "production")
+        .arg("skip-unchanged", "true")
+}
+
+/// The `name`s in the plan's matrix.
+fn matrix_names(run: &Outcome) -> Vec<String> {
+    let matrix: serde_json::Value = serde_json::from_str(run.out("matrix")).unwrap();
+    matrix["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_plan_leaves_out_the_targets_whose_source_already_serves() {
+    let fake = platform("[[0, ACTIVE]]", "");
+    let (root, served, dirs) = three_served(&fake);
+    std::fs::write(root.path().join("beta/model/model.py"), "# changed\n").unwrap();
     let plan = |key: bool| {
-        let inv = Invocation::new(&fake)
-            .arg("plan", "true")
-            .arg("truss-directory", dirs.join(","))
-            .arg("environment", "production")
-            .arg("skip-unchanged", "true");
-        let mut inv = inv;
+        let mut inv = plan_by_content(&fake, &dirs);
         if !key {
             inv.args.retain(|a| !a.starts_with("--baseten-api-key"));
         }
@@ -449,14 +605,7 @@ fn the_plan_leaves_out_the_targets_whose_source_already_serves() {
     let before = fake.requests().len();
     let run = plan(true);
     assert_eq!(run.code, 0, "{run:?}");
-    let matrix: serde_json::Value = serde_json::from_str(run.out("matrix")).unwrap();
-    let targets: Vec<&str> = matrix["include"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(targets, ["beta"], "{run:?}");
+    assert_eq!(matrix_names(&run), ["beta"], "{run:?}");
     assert_eq!(run.out("targets-count"), "1");
     for (name, id) in [("alpha", &served[0]), ("gamma", &served[2])] {
         assert!(
@@ -468,7 +617,7 @@ fn the_plan_leaves_out_the_targets_whose_source_already_serves() {
         );
         assert!(
             run.summary.contains(&format!(
-                "| {name} | unchanged: served by deployment {id} since"
+                "| {name} | unchanged: served by deployment {id} (first, created "
             )),
             "{name}: {}",
             run.summary
@@ -483,7 +632,12 @@ fn the_plan_leaves_out_the_targets_whose_source_already_serves() {
         !log.iter().any(|e| e.mutation),
         "a plan only reads: {log:#?}"
     );
-    assert_eq!(uploads(&log), 0);
+    assert_eq!(uploads(&log), 0, "no S3 request: {log:#?}");
+    assert_eq!(creates(&log), 0, "no create: {log:#?}");
+    assert!(
+        log.iter().any(|e| e.endpoint == "rest.get_environment"),
+        "the plan read the environments: {log:#?}"
+    );
 
     // Without a key the plan reads nothing and says so.
     let before = fake.requests().len();
@@ -643,12 +797,191 @@ fn the_diff_never_shows_the_key_or_a_secret_value() {
         "{}",
         run.summary
     );
-    assert!(run.summary.contains("  hf_token: ***"), "{}", run.summary);
+    assert!(
+        run.summary.contains(
+            "Secrets (names only; values are never shown): `hf_token`; the `secrets` entry's text differs."
+        ),
+        "{}",
+        run.summary
+    );
     // The key's line changed: it is in the diff, redacted.
     assert!(run.summary.contains("+ # key: ***!"), "{}", run.summary);
     assert!(!run.everything().contains(API_KEY), "{}", run.summary);
     assert!(
         !run.everything().contains("hf-live-value"),
+        "{}",
+        run.summary
+    );
+}
+
+/// Secrets written the ways a line-by-line reading misses — a PEM in a
+/// block scalar, a value on the next line, a quoted key with a space
+/// before its colon, flow style, an alias of a value written elsewhere —
+/// never reach the summary or the pull-request comment; their names do.
+#[test]
+fn secrets_in_any_yaml_form_stay_out_of_the_diff() {
+    use fake_baseten::github::FakeGitHub;
+    const TOKEN: &str = "ghs_canary_secrets_0123456789";
+    let gh = FakeGitHub::builder(TOKEN).start_in_background().unwrap();
+    let fake = platform("[[0, ACTIVE]]", "");
+    let pem = [
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
+        "BKcwggSjAgEAAoIBAQC7bS4pem-canary",
+    ];
+    let first = format!(
+        "model_name: by-content\nsecrets:\n  tls_key: |\n    -----BEGIN PRIVATE KEY-----\n    {}\n    {}\n    -----END PRIVATE KEY-----\n  hf_token:\n    hf-next-line-canary\nresources:\n  accelerator: A10G\n",
+        pem[0], pem[1]
+    );
+    // The alias's anchor sits outside `secrets`, in a field that is shown.
+    let second = "model_name: by-content\nenvironment_variables:\n  MODE: &shared shared-alias-canary\n'secrets' : {hf_token: hf-flow-canary, api: *shared}\nresources:\n  accelerator: H100\n";
+    let dir = a_truss(&first);
+    let on_pr = |name: &str| {
+        push(&fake, dir.path(), name)
+            .env("GITHUB_API_URL", gh.api_url())
+            .env("GITHUB_REPOSITORY", gh.repository())
+            .env("GITHUB_SHA", "0123456789abcdef0123456789abcdef01234567")
+            .env("GITHUB_REF", "refs/pull/9/merge")
+            .env("GITHUB_SERVER_URL", "https://github.com")
+            .env("GITHUB_RUN_ID", "77")
+            .arg("github-token", TOKEN)
+            .arg("pr-comment", "true")
+    };
+    assert_eq!(on_pr("first").run().status(), "success");
+    std::fs::write(dir.path().join("config.yaml"), second).unwrap();
+    let run = on_pr("second").run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let comment = gh.comments().pop().expect("a comment").body;
+    for page in [&run.summary, &comment] {
+        assert_in_order(
+            page,
+            &[
+                "### What changes in production",
+                "+ environment_variables:",
+                "+   MODE: &shared ***",
+                "-   accelerator: A10G",
+                "+   accelerator: H100",
+                "Secrets (names only; values are never shown): `hf_token`, `api`; added `api`; removed `tls_key`.",
+            ],
+        );
+        for canary in [
+            pem[0],
+            pem[1],
+            "BEGIN PRIVATE KEY",
+            "hf-next-line-canary",
+            "hf-flow-canary",
+            "shared-alias-canary",
+        ] {
+            assert!(!page.contains(canary), "{canary} shown:\n{page}");
+        }
+    }
+}
+
+/// The unchanged line says what the reads say of the serving deployment:
+/// when the model's audit log records it promoted into the environment,
+/// that; when the log cannot be read, when it was created — never "since".
+#[test]
+fn the_unchanged_line_says_when_the_audit_log_saw_it_promoted() {
+    let fake = platform("[[0, ACTIVE]]", "");
+    let dir = a_truss(CONFIG);
+    first_deploy(&fake, dir.path());
+    // A second source, created outside production and promoted into it
+    // only after its smoke test.
+    std::fs::write(dir.path().join("model/weights.bin"), b"promoted").unwrap();
+    let gated = push(&fake, dir.path(), "gated")
+        .arg("promotion", "after-predict")
+        .run();
+    assert_eq!(gated.status(), "success", "{gated:?}");
+    let promoted = gated.out("deployment-id").to_string();
+    let audit = |run_from: usize| {
+        since(&fake, run_from)
+            .into_iter()
+            .filter(|e| e.endpoint == "rest.get_audit_logs")
+            .collect::<Vec<_>>()
+    };
+
+    let before = fake.requests().len();
+    let run = push(&fake, dir.path(), "again").run();
+    assert_eq!(run.out("unchanged"), "true", "{run:?}");
+    assert_eq!(run.out("deployment-id"), promoted);
+    let at = fake.clock().iso(0.0);
+    assert!(
+        run.stdout.contains(&format!(
+            "Unchanged: deployment {promoted} (gated, promoted to production at {at}) serves production"
+        )),
+        "{run:?}"
+    );
+    let reads = audit(before);
+    assert_eq!(reads.len(), 1, "one try: {reads:#?}");
+    assert_eq!(
+        reads[0].query.as_deref(),
+        Some(format!("deployment_ids={promoted}&event_type_groups=PROMOTED").as_str())
+    );
+
+    // The log cannot be read: one try, and the line says what it knows.
+    fake.add_fault(Fault::status("rest.get_audit_logs", 500));
+    let before = fake.requests().len();
+    let run = push(&fake, dir.path(), "unread").run();
+    assert_eq!(run.out("unchanged"), "true", "{run:?}");
+    assert!(
+        run.stdout.contains(&format!(
+            "Unchanged: deployment {promoted} (gated, created {at}) serves production"
+        )),
+        "{run:?}"
+    );
+    assert_eq!(audit(before).len(), 1, "one try");
+    assert!(!run.stdout.contains(" since "), "{run:?}");
+}
+
+/// A target the plan cannot compare stays in the matrix with the reason,
+/// and the plan goes on: a read that fails, and the plan's one deadline
+/// (every target's reads and hash end by it, not each by its own).
+#[test]
+fn a_target_the_plan_cannot_compare_stays_in_the_matrix() {
+    let fake = platform("[[0, ACTIVE]]", "");
+    let (root, served, dirs) = three_served(&fake);
+
+    // alpha's environment read fails; beta and gamma are unchanged.
+    fake.add_fault(Fault::status("rest.get_environment", 500));
+    let run = plan_by_content(&fake, &dirs).run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(matrix_names(&run), ["alpha"], "{run:?}");
+    assert!(
+        run.stderr
+            .contains("(\"alpha\"): could not read the production environment"),
+        "{run:?}"
+    );
+    assert!(
+        run.summary
+            .contains("| alpha | named; deploys: could not read the production environment"),
+        "{}",
+        run.summary
+    );
+
+    // beta takes longer to hash than the plan's budget (a sparse 64 GiB
+    // file): it stays in, and so does gamma, read after it, for the
+    // deadline is the plan's, not each target's. alpha, read first, is
+    // left out.
+    let f = std::fs::File::create(root.path().join("beta/model/huge.bin")).unwrap();
+    f.set_len(64 << 30).unwrap();
+    drop(f);
+    let run = plan_by_content(&fake, &dirs)
+        .arg("wait-timeout-seconds", "10")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(matrix_names(&run), ["beta", "gamma"], "{run:?}");
+    for name in ["beta", "gamma"] {
+        assert!(
+            run.stderr.contains(&format!(
+                "(\"{name}\"): not compared: the plan's time budget ran out before it was compared; its job decides"
+            )),
+            "{name}: {run:?}"
+        );
+    }
+    assert!(
+        run.summary.contains(&format!(
+            "| alpha | unchanged: served by deployment {}",
+            served[0]
+        )),
         "{}",
         run.summary
     );

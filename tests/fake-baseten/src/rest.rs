@@ -1,6 +1,7 @@
 //! REST v1 (`/v1/...`): routing, the handlers for deployments,
 //! environments, deactivation, chain deployments, secrets and promotions,
-//! and the refusals; answer shapes in `rest/answers.rs`, logs in `rest/logs.rs`. Errors are
+//! and the refusals; answer shapes in `rest/answers.rs`, logs in `rest/logs.rs`,
+//! a model's audit log in `rest/audit.rs`. Errors are
 //! `{"message": ...}` with the HTTP status; the promotion endpoints also
 //! send `code` (`VALIDATION_ERROR` with 400, `RESOURCE_NOT_FOUND` with 404),
 //! as the platform's examples for them do.
@@ -40,6 +41,7 @@ use crate::state::{
     ApiErr, ChainDeployment, Deployment, Owner, PRODUCTION, Platform, PromoteRequest,
 };
 mod answers;
+mod audit;
 mod logs;
 
 use answers::*;
@@ -49,6 +51,8 @@ use logs::logs;
 pub enum Route {
     ListModels,
     GetModel(String),
+    /// `GET /v1/models/{model_id}/audit_logs`.
+    AuditLogs(String),
     ListDeployments(String),
     GetDeployment(String, String),
     DeactivateDeployment(String, String),
@@ -79,6 +83,7 @@ impl Route {
         match self {
             Route::ListModels => "rest.list_models",
             Route::GetModel(..) => "rest.get_model",
+            Route::AuditLogs(..) => "rest.get_audit_logs",
             Route::ListDeployments(..) => "rest.list_deployments",
             Route::GetDeployment(..) => "rest.get_deployment",
             Route::DeactivateDeployment(..) => "rest.deactivate_deployment",
@@ -121,6 +126,7 @@ pub fn route(method: &Method, path: &str) -> Route {
         ["v1", "secrets"] => (Route::ListSecrets, get),
         ["v1", "teams", t, "secrets"] => (Route::ListTeamSecrets(t.to_string()), get),
         ["v1", "models", m] => (Route::GetModel(m.to_string()), get),
+        ["v1", "models", m, "audit_logs"] => (Route::AuditLogs(m.to_string()), get),
         ["v1", "models", m, "deployments"] => (Route::ListDeployments(m.to_string()), get),
         ["v1", "models", m, "deployments", d] => {
             (Route::GetDeployment(m.to_string(), d.to_string()), get)
@@ -315,6 +321,10 @@ pub fn handle(
         }
         Route::GetModel(m) => match p.model(m) {
             Some(_) => (StatusCode::OK, model_v1(p, m, now)),
+            None => not_found(format!("Model {m} not found")),
+        },
+        Route::AuditLogs(m) => match p.model(m) {
+            Some(_) => audit::audit_logs(p, m, query),
             None => not_found(format!("Model {m} not found")),
         },
         Route::ListDeployments(m) => {
@@ -631,6 +641,8 @@ mod tests {
             (&g, "/v1/nothing", "rest.not_found"),
             (&g, "/v1/models", "rest.list_models"),
             (&g, "/v1/models/m1", "rest.get_model"),
+            (&g, "/v1/models/m1/audit_logs", "rest.get_audit_logs"),
+            (&post, "/v1/models/m1/audit_logs", "rest.method_not_allowed"),
             (&g, "/v1/models/m1/deployments", "rest.list_deployments"),
             (
                 &g,

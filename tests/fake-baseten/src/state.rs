@@ -69,6 +69,8 @@ pub struct Platform {
     pub issued_keys: BTreeSet<String>,
     created_model_deployments: usize,
     created_chain_deployments: usize,
+    /// The model audit log, oldest first.
+    pub audit: Vec<AuditEvent>,
     promote_calls: usize,
     /// Requests handled so far, by endpoint name (another client's actions
     /// are placed by them).
@@ -92,6 +94,7 @@ impl Platform {
             issued_keys: BTreeSet::new(),
             created_model_deployments: 0,
             created_chain_deployments: 0,
+            audit: Vec::new(),
             promote_calls: 0,
             request_counts: BTreeMap::new(),
             hostname_template,

@@ -9,8 +9,8 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use super::{
-    ApiErr, Chain, ChainDeployment, Chainlet, Deployment, Environment, Model, PRODUCTION, Platform,
-    Promotion,
+    ApiErr, AuditEvent, Chain, ChainDeployment, Chainlet, Deployment, Environment, Model,
+    PRODUCTION, Platform, Promotion,
 };
 
 /// Deployment names the platform accepts: `[0-9A-Za-z_.-]+`, fully.
@@ -287,6 +287,14 @@ impl Platform {
         if kind == CreateKind::Draft {
             self.models[model_idx].development = Some(dep_id.clone());
         }
+        self.audit.push(AuditEvent {
+            at: now,
+            event_type: "MODEL_DEPLOYED",
+            model_id: model_id.clone(),
+            deployment_id: dep_id.clone(),
+            environment: promote_to.clone(),
+            publish: kind != CreateKind::Draft,
+        });
         if let Some(env) = promote_to {
             let script = self.scenario.promotions.pick(&model_name, index);
             let model = &mut self.models[model_idx];

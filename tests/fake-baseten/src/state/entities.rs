@@ -46,6 +46,21 @@ impl Environment {
     }
 }
 
+/// One model event the platform's audit log records (`AuditLogEntryV1`):
+/// the fake records creates and promotions, nothing else.
+#[derive(Clone, Debug)]
+pub struct AuditEvent {
+    pub at: f64,
+    /// `MODEL_DEPLOYED` or `MODEL_DEPLOYMENT_PROMOTED`.
+    pub event_type: &'static str,
+    pub model_id: String,
+    pub deployment_id: String,
+    /// The environment deployed or promoted into, if any.
+    pub environment: Option<String>,
+    /// For `MODEL_DEPLOYED`: a published (not development) deployment.
+    pub publish: bool,
+}
+
 /// A deployment (or chain deployment) being promoted into an environment.
 #[derive(Clone, Debug)]
 pub struct Promotion {

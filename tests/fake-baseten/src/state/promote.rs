@@ -4,7 +4,7 @@
 //! cannot be reused.
 
 use super::{
-    ApiErr, Cancel, CancelOutcome, Chainlet, Deployment, Environment, Owner, Platform,
+    ApiErr, AuditEvent, Cancel, CancelOutcome, Chainlet, Deployment, Environment, Owner, Platform,
     PromoteRequest, Promotion, promotion_state,
 };
 use crate::scenario::PromotionScript;
@@ -161,6 +161,16 @@ impl Platform {
             cancel: None,
             replaces,
         });
+        if let Owner::Model(model_id) = owner {
+            self.audit.push(AuditEvent {
+                at: now,
+                event_type: "MODEL_DEPLOYMENT_PROMOTED",
+                model_id: model_id.clone(),
+                deployment_id: target.clone(),
+                environment: Some(env.to_string()),
+                publish: true,
+            });
+        }
         Ok(target)
     }
 

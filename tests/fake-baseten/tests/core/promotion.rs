@@ -665,3 +665,71 @@ async fn the_example_scenario_fails_the_new_deployment_only_behind_production() 
     assert_eq!(e["current_deployment"]["id"], "v1dep001");
     assert_eq!(post_json(&c, &url("production")).await.0, 200);
 }
+
+#[tokio::test]
+async fn the_audit_log_records_each_promotion_newest_first_and_pages() {
+    let fake = FakeBaseten::start(scenario("")).await.unwrap();
+    let c = Client::new(&fake);
+    let log = |q: &'static str| {
+        let c = &c;
+        async move { c.get(&format!("/v1/models/{MODEL}/audit_logs{q}")).await }
+    };
+    // The scenario's own deployments predate the log.
+    let (s, v) = log("").await;
+    assert_eq!((s.as_u16(), v["items"].as_array().unwrap().len()), (200, 0));
+    assert_eq!(v["pagination"], json!({"has_more": false, "cursor": null}));
+
+    fake.clock().set(10.0);
+    assert_eq!(
+        promote(&c, "production", json!({"deployment_id": "new00001"}))
+            .await
+            .0,
+        200
+    );
+    fake.clock().set(20.0);
+    assert_eq!(
+        promote(&c, "staging", json!({"deployment_id": "old00001"}))
+            .await
+            .0,
+        200
+    );
+
+    let (_, v) = log("?deployment_ids=new00001&event_type_groups=PROMOTED").await;
+    let items = v["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{v}");
+    assert_eq!(items[0]["event_type"], "MODEL_DEPLOYMENT_PROMOTED");
+    assert_eq!(items[0]["created"], fake.clock().iso(10.0));
+    assert_eq!(items[0]["event_data"]["deployment_id"], "new00001");
+    assert_eq!(items[0]["event_data"]["environment_name"], "production");
+    assert_eq!(items[0]["event_data"]["deployment_name"], "new");
+
+    // Newest first, one a page, the cursor to the next.
+    let (_, v) = log("?limit=1").await;
+    assert_eq!(v["items"][0]["event_data"]["deployment_id"], "old00001");
+    assert_eq!(v["pagination"]["has_more"], true);
+    let cursor = v["pagination"]["cursor"].as_str().unwrap().to_string();
+    let (_, v) = c
+        .get(&format!(
+            "/v1/models/{MODEL}/audit_logs?limit=1&cursor={cursor}"
+        ))
+        .await;
+    assert_eq!(v["items"][0]["event_data"]["deployment_id"], "new00001");
+    assert_eq!(v["pagination"]["has_more"], false);
+    let (_, v) = log("?direction=ASC&environment_names=staging").await;
+    assert_eq!(v["items"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["items"][0]["event_data"]["environment_name"], "staging");
+    let (_, v) = log("?event_type_groups=DEPLOYED").await;
+    assert_eq!(v["items"].as_array().unwrap().len(), 0, "{v}");
+
+    // What the fake does not model is refused, not ignored.
+    for q in [
+        "?limit=0",
+        "?limit=201",
+        "?direction=up",
+        "?search=x",
+        "?user_ids=u1",
+    ] {
+        assert_eq!(log(q).await.0.as_u16(), 400, "{q}");
+    }
+    assert_eq!(c.get("/v1/models/nomodel/audit_logs").await.0.as_u16(), 404);
+}
