@@ -176,7 +176,10 @@ async fn one_request(
         PREDICT_RESPONSE_MAX_CHARS,
         until,
     );
-    let cut = ctx.left(until) < ctx.cfg.predict_timeout;
+    // Cut when the run's end, not predict-timeout, set the deadline: a
+    // question for the budget, not a comparison of two clock readings
+    // (which a few microseconds between them would always call "cut").
+    let cut = until >= ctx.budget.run_end();
     let out_of_time = || match cut {
         true => Failure::Predict(anyhow!(
             "{label} did not finish within the run's budget (wait budget + predict-timeout, {} in all)",
