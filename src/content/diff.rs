@@ -208,7 +208,7 @@ pub(crate) fn markdown(c: &Change) -> String {
     if let Some(serving) = &c.serving {
         let _ = write!(
             out,
-            "Compared with deployment {}, which serves {env} now:\n\n",
+            "Serving {env} now: deployment {}.\n\n",
             markdown::code(serving)
         );
     }
@@ -412,7 +412,7 @@ mod tests {
             md.starts_with("### What changes in prod &lt;b&gt;\\|x\n"),
             "{md}"
         );
-        assert!(md.contains("Compared with deployment d`1, which"), "{md}");
+        assert!(md.contains("Serving prod &lt;b&gt;\\|x now: deployment "), "{md}");
         let c = Change {
             serving: None,
             what: What::Unknown("the environment could not be read (500)".into()),
