@@ -32,6 +32,7 @@ mod url;
 mod wire;
 mod xml;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -43,7 +44,7 @@ use self::call::Call;
 use self::payload::Source;
 use self::plan::{Plan, plan};
 use self::region::Regions;
-use crate::archive::Layout;
+use crate::archive::{self, Layout};
 use crate::retry;
 pub(crate) use crate::secret::Secret;
 
@@ -134,7 +135,15 @@ pub(crate) struct UploadReport {
     /// What the user should know of how it got there: a completion whose
     /// answer was lost, the object read back whole.
     pub(crate) note: Option<String>,
+    /// Each member's blake3 digest (`None`: a symlink), taken from the
+    /// very reads whose bytes S3 stored, when the layout hashes its files
+    /// ([`Layout::with_digests`]).
+    pub(crate) digests: Option<Vec<Option<[u8; 32]>>>,
 }
+
+/// The digests each range's reads gave, by range (offset and length): a
+/// range read again (a part retried) replaces its own, never adds to them.
+type RangeDigests = BTreeMap<(u64, u64), archive::RangeDigests>;
 
 /// How an upload left open by a stopped run ended in its cleanup.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -259,14 +268,20 @@ impl Uploader {
     ) -> anyhow::Result<UploadReport> {
         let started = Instant::now();
         let size = layout.size();
-        self.upload(target, layout, size, progress, started)
+        let source = Arc::clone(&layout) as Arc<dyn Source>;
+        let (mut report, ranges) = self
+            .upload(target, source, size, progress, started)
             .await
             .with_context(|| {
                 format!(
                     "while uploading the archive to s3://{}/{}",
                     target.bucket, target.key
                 )
-            })
+            })?;
+        if layout.hashes_files() {
+            report.digests = Some(archive::merge_digests(&layout, &ranges)?);
+        }
+        Ok(report)
     }
 
     /// Uploads an archive already written to `path` (the tests' way in).
@@ -281,6 +296,7 @@ impl Uploader {
         let size = file.metadata().context("could not read its size")?.len();
         self.upload(target, Arc::new(file), size, progress, Instant::now())
             .await
+            .map(|(report, _)| report)
     }
 
     async fn upload(
@@ -290,7 +306,7 @@ impl Uploader {
         size: u64,
         progress: &Progress<'_>,
         started: Instant,
-    ) -> anyhow::Result<UploadReport> {
+    ) -> anyhow::Result<(UploadReport, RangeDigests)> {
         if target.bucket.is_empty() || target.key.is_empty() {
             bail!("the platform returned an empty S3 bucket or key; cannot upload");
         }
@@ -305,24 +321,31 @@ impl Uploader {
             sent: Arc::clone(&self.inner.sent),
         });
         progress(0, size);
+        let mut ranges = RangeDigests::new();
         let (parts, note) = match plan {
             Plan::Single => {
-                self.inner.call(&job, &Call::put_object(size)).await?;
+                let reply = self.inner.call(&job, &Call::put_object(size)).await?;
+                if let Some(digests) = reply.read.and_then(|read| read.digests) {
+                    ranges.insert((0, size), digests);
+                }
                 progress(size, size);
                 (1, None)
             }
             Plan::Multipart { part_size, parts } => {
                 let layout = plan::layout(size, part_size, parts, options.concurrency);
-                self.upload_multipart(&job, size, &layout, progress).await?
+                self.upload_multipart(&job, size, &layout, progress, &mut ranges)
+                    .await?
             }
         };
-        Ok(UploadReport {
+        let report = UploadReport {
             bytes: size,
             parts,
             region: self.inner.regions.for_bucket(&job.bucket),
             elapsed: started.elapsed(),
             note,
-        })
+            digests: None,
+        };
+        Ok((report, ranges))
     }
 }
 

@@ -20,7 +20,7 @@ use tokio::task::JoinSet;
 use super::call::Call;
 use super::payload::checksum_text;
 use super::xml::{StoredPart, xml_text};
-use super::{Ended, Job, Progress, Uploader};
+use super::{Ended, Job, Progress, RangeDigests, Uploader};
 
 /// Aborts sent for one upload at most: each waits for S3's answer and a
 /// listing, and a part lands after an abort only if it was in flight then.
@@ -71,6 +71,7 @@ impl Uploader {
         size: u64,
         layout: &[(u64, u64)],
         progress: &Progress<'_>,
+        ranges: &mut RangeDigests,
     ) -> anyhow::Result<(u32, Option<String>)> {
         let parts = layout.len() as u64;
         // The parts' connections open while CreateMultipartUpload is on its
@@ -86,7 +87,7 @@ impl Uploader {
             .set_open(Some((Arc::clone(job), upload_id.clone())));
         let mut completing = false;
         let outcome = match self
-            .upload_parts(job, &upload_id, size, layout, progress)
+            .upload_parts(job, &upload_id, size, layout, progress, ranges)
             .await
         {
             Ok(stored) => {
@@ -138,7 +139,8 @@ impl Uploader {
 
     /// Sends every part of `layout` (offset and length, in part order)
     /// with at most `concurrency` in flight; returns what S3 stored of
-    /// each, in ascending part order.
+    /// each, in ascending part order, and keeps in `ranges` the digests
+    /// each stored part's reads gave.
     async fn upload_parts(
         &self,
         job: &Arc<Job>,
@@ -146,6 +148,7 @@ impl Uploader {
         size: u64,
         layout: &[(u64, u64)],
         progress: &Progress<'_>,
+        ranges: &mut RangeDigests,
     ) -> anyhow::Result<Vec<StoredPart>> {
         let parts = layout.len() as u64;
         let concurrency = self.inner.options.concurrency.max(1);
@@ -172,15 +175,15 @@ impl Uploader {
                         .filter(|v| !v.is_empty())
                         .ok_or_else(|| anyhow!("S3 stored part {number} but sent no ETag"))?
                         .to_owned();
-                    let crc32 = reply.checksum.ok_or_else(|| {
+                    let read = reply.read.ok_or_else(|| {
                         anyhow!("S3 stored part {number} before its body was read to the end")
                     })?;
                     let part = StoredPart {
                         number,
                         etag,
-                        checksum_crc32: checksum_text(crc32),
+                        checksum_crc32: checksum_text(read.crc32),
                     };
-                    anyhow::Ok((part, len))
+                    anyhow::Ok((part, (offset, len), read.digests))
                 });
                 next += 1;
             }
@@ -188,8 +191,11 @@ impl Uploader {
                 break;
             };
             let failure = match joined {
-                Ok(Ok((part, len))) => {
+                Ok(Ok((part, (offset, len), digests))) => {
                     stored.push(part);
+                    if let Some(digests) = digests {
+                        ranges.insert((offset, len), digests);
+                    }
                     sent += len;
                     progress(sent, size);
                     continue;

@@ -25,7 +25,7 @@
 #[cfg(test)]
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[cfg(test)]
@@ -60,22 +60,24 @@ const CHECKSUM_TRAILER: &str = "x-amz-checksum-crc32";
 
 /// Where an upload's bytes come from.
 pub(crate) trait Source: Send + Sync + 'static {
-    /// A reader for one attempt's range.
-    fn ranges(self: Arc<Self>) -> Box<dyn Ranges>;
+    /// A reader for one attempt's range of `len` bytes at `offset`.
+    fn ranges(self: Arc<Self>, offset: u64, len: u64) -> Box<dyn Ranges>;
 }
 
 /// Reads one range of a [`Source`], front to back.
 pub(crate) trait Ranges: Send {
     /// Fills `buffer` with the bytes at `offset`.
     fn read_exact_at(&mut self, buffer: &mut [u8], offset: u64) -> std::io::Result<()>;
-    /// The range was read to its end: fails if what was read changed meanwhile.
-    fn finish(&mut self) -> std::io::Result<()>;
+    /// The range was read to its end: fails if what was read changed
+    /// meanwhile, else answers the digests of the files it read, when the
+    /// source hashes them.
+    fn finish(&mut self) -> std::io::Result<Option<archive::RangeDigests>>;
 }
 
 /// An archive already written to a file.
 #[cfg(test)]
 impl Source for File {
-    fn ranges(self: Arc<Self>) -> Box<dyn Ranges> {
+    fn ranges(self: Arc<Self>, _: u64, _: u64) -> Box<dyn Ranges> {
         Box::new(FileRanges(self))
     }
 }
@@ -89,15 +91,15 @@ impl Ranges for FileRanges {
         archive::read_exact_at(&self.0, buffer, offset).map_err(short_read)
     }
 
-    fn finish(&mut self) -> std::io::Result<()> {
-        Ok(())
+    fn finish(&mut self) -> std::io::Result<Option<archive::RangeDigests>> {
+        Ok(None)
     }
 }
 
 /// The truss's files, through the tar's layout.
 impl Source for Layout {
-    fn ranges(self: Arc<Self>) -> Box<dyn Ranges> {
-        Box::new(archive::Reader::new(self))
+    fn ranges(self: Arc<Self>, offset: u64, len: u64) -> Box<dyn Ranges> {
+        Box::new(archive::Reader::for_range(self, offset, len))
     }
 }
 
@@ -106,7 +108,7 @@ impl Ranges for archive::Reader {
         archive::Reader::read_exact_at(self, buffer, offset)
     }
 
-    fn finish(&mut self) -> std::io::Result<()> {
+    fn finish(&mut self) -> std::io::Result<Option<archive::RangeDigests>> {
         archive::Reader::finish(self)
     }
 }
@@ -149,9 +151,22 @@ pub(super) struct FileBody {
     source: Arc<dyn Source>,
     offset: u64,
     len: u64,
-    checksum: Arc<OnceLock<u32>>,
+    read: ReadCell,
     sent: Arc<AtomicU64>,
 }
+
+/// What reading a body's range gave, known once it was read to the end
+/// (so whenever S3 accepted it): the CRC32 of its bytes and, from an
+/// archive that hashes its files, their digests.
+#[derive(Debug)]
+pub(super) struct BodyRead {
+    pub(super) crc32: u32,
+    pub(super) digests: Option<archive::RangeDigests>,
+}
+
+/// Where a body leaves its [`BodyRead`]; a retry builds a new cell, so it
+/// is set once.
+type ReadCell = Arc<Mutex<Option<BodyRead>>>;
 
 /// Why a file body could not be written.
 #[derive(Debug)]
@@ -187,7 +202,7 @@ impl FileBody {
             .map_err(|e| WriteError::File(std::io::Error::other(e)))?;
         let mut buffer = vec![0u8; HEADER_ROOM + chunk + 2];
         let mut crc = crc32fast::Hasher::new();
-        let mut ranges = Arc::clone(&self.source).ranges();
+        let mut ranges = Arc::clone(&self.source).ranges(self.offset, self.len);
         let (mut at, mut left) = (self.offset, self.len);
         while left > 0 {
             let n = left.min(STREAM_CHUNK_BYTES);
@@ -206,12 +221,11 @@ impl FileBody {
             left -= n;
         }
         // Without its last chunk S3 stores nothing of a range that changed.
-        ranges.finish().map_err(WriteError::File)?;
+        let digests = ranges.finish().map_err(WriteError::File)?;
         let crc32 = crc.finalize();
         within_stall(stall, out.write_all(final_chunk(crc32).as_bytes())).await?;
         within_stall(stall, out.flush()).await?;
-        // A retry builds a new cell, so this one is only ever set here.
-        let _ = self.checksum.set(crc32);
+        *self.read.lock().unwrap_or_else(|e| e.into_inner()) = Some(BodyRead { crc32, digests });
         Ok(())
     }
 }
@@ -251,9 +265,8 @@ pub(super) struct Prepared {
     pub(super) content_type: Option<&'static str>,
     /// Headers that describe the framing; all are signed.
     pub(super) headers: Vec<(&'static str, String)>,
-    /// The CRC32 of the bytes sent, set once the body has been read to the
-    /// end (so whenever S3 accepted it).
-    pub(super) checksum: Option<Arc<OnceLock<u32>>>,
+    /// What reading an archive range gave, once read to the end.
+    pub(super) read: Option<ReadCell>,
 }
 
 impl Payload {
@@ -273,7 +286,7 @@ impl Payload {
                 length: 0,
                 content_type: None,
                 headers: Vec::new(),
-                checksum: None,
+                read: None,
             },
             Self::Xml(xml) => Prepared {
                 body: Content::Bytes(xml.clone().into_bytes()),
@@ -281,16 +294,16 @@ impl Payload {
                 length: xml.len() as u64,
                 content_type: Some("application/xml"),
                 headers: Vec::new(),
-                checksum: None,
+                read: None,
             },
             Self::File { offset, len } => {
-                let checksum = Arc::new(OnceLock::new());
+                let read = ReadCell::default();
                 Prepared {
                     body: Content::File(FileBody {
                         source: source.as_source(),
                         offset: *offset,
                         len: *len,
-                        checksum: Arc::clone(&checksum),
+                        read: Arc::clone(&read),
                         sent: Arc::clone(sent),
                     }),
                     content_sha256: STREAMING_UNSIGNED_TRAILER.to_owned(),
@@ -305,7 +318,7 @@ impl Payload {
                         ),
                         ("x-amz-trailer", CHECKSUM_TRAILER.to_owned()),
                     ],
-                    checksum: Some(checksum),
+                    read: Some(read),
                 }
             }
         }
@@ -394,10 +407,13 @@ mod tests {
         };
         let mut wire = Vec::new();
         body.write_to(&mut wire).await.unwrap();
-        let crc = *body
-            .checksum
-            .get()
-            .expect("the checksum is known at the end");
+        let crc = body
+            .read
+            .lock()
+            .unwrap()
+            .as_ref()
+            .expect("the checksum is known at the end")
+            .crc32;
         (wire, prepared, crc)
     }
 
@@ -431,8 +447,14 @@ mod tests {
             assert_eq!(prepared.length, encoded_length(len as u64));
             assert_eq!(streamed_crc, crc);
             assert_eq!(
-                prepared.checksum.unwrap().get(),
-                Some(&crc),
+                prepared
+                    .read
+                    .unwrap()
+                    .lock()
+                    .unwrap()
+                    .as_ref()
+                    .map(|r| r.crc32),
+                Some(crc),
                 "set once sent"
             );
             assert_eq!(prepared.content_sha256, STREAMING_UNSIGNED_TRAILER);
@@ -490,6 +512,6 @@ mod tests {
         let mut written = Vec::new();
         let error = body.write_to(&mut written).await.unwrap_err();
         assert!(matches!(error, WriteError::File(_)), "{error:?}");
-        assert_eq!(body.checksum.get(), None);
+        assert!(body.read.lock().unwrap().is_none());
     }
 }

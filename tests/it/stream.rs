@@ -64,6 +64,50 @@ fn members_of(
         .collect()
 }
 
+/// The platform's documented content hash of the tree at `root`, computed
+/// here on its own from plain per-file `blake3::hash`es: every path (files
+/// by their digest, followed through symlinks; directories as null), folded
+/// in path-component order. The tree must hold nothing truss ignores.
+fn independent_content_hash(root: &Path) -> String {
+    fn visit(root: &Path, rel: &str, out: &mut Vec<(String, Option<[u8; 32]>)>) {
+        for entry in std::fs::read_dir(root.join(rel)).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            let key = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            if root.join(&key).is_dir() {
+                out.push((key.clone(), None));
+                visit(root, &key, out);
+            } else {
+                let bytes = std::fs::read(root.join(&key)).unwrap();
+                out.push((key, Some(*blake3::hash(&bytes).as_bytes())));
+            }
+        }
+    }
+    let mut entries = Vec::new();
+    visit(root, "", &mut entries);
+    entries.sort_by(|a, b| a.0.split('/').cmp(b.0.split('/')));
+    let mut fold = blake3::Hasher::new();
+    for (key, digest) in &entries {
+        fold.update(blake3::hash(key.as_bytes()).as_bytes());
+        if let Some(d) = digest {
+            fold.update(d);
+        }
+    }
+    fold.finalize().to_hex().to_string()
+}
+
+/// The content-hash label on the one deployment the run created.
+fn created_label(fake: &FakeBaseten) -> String {
+    let [deployment] = fake.deployments().try_into().expect("one deployment");
+    deployment.labels.expect("labels")["truss_push_content_hash"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 /// A truss whose archive is the 9 MiB `a.bin` (part 1 lies inside it),
 /// then `config.yaml`, `victim.bin` and the model: the victim's bytes are
 /// read only for part 2.
@@ -130,6 +174,9 @@ fn the_stored_object_is_the_truss_tar_cut_from_its_files_with_a_file_across_thre
         }
     }
     assert!(members[0].3 == big);
+    // The label is each file's digest taken from the parts' own reads
+    // (big.bin's from three parts, cut inside its chunks), folded.
+    assert_eq!(created_label(&fake), independent_content_hash(root));
     // The history gives the upload's rate against its wall time.
     assert!(
         run.summary.contains(&format!(
