@@ -228,7 +228,7 @@ pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>) {
     let until = ctx.until(Phase::Cleanup);
     let budget = until.saturating_duration_since(std::time::Instant::now());
     let aborts =
-        futures_util::future::join_all(uploaders.iter().map(s3::Uploader::abort_unfinished));
+        futures_util::future::join_all(uploaders.iter().map(|u| u.abort_unfinished(until)));
     match tokio::time::timeout_at(until.into(), aborts).await {
         Err(_) => ctx.warn(&format!(
             "could not abort the unfinished S3 upload within {}; its parts stay until the bucket's lifecycle rule removes them",

@@ -190,16 +190,22 @@ struct Inner {
     /// The multipart upload S3 holds open for us, if any: set once S3 gave
     /// it an id, cleared once it is completed or aborted. Whoever stops an
     /// upload midway (a cancelled run drops it) aborts what is left here.
-    open: std::sync::Mutex<Option<(Arc<Job>, String)>>,
+    open: std::sync::Mutex<Option<Open>>,
     /// Archive bytes handed to the HTTP client so far (a resent part
     /// counts again), for progress between stored parts.
     sent: Arc<AtomicU64>,
-    /// Part requests still running; an abort waits for none.
-    live: Arc<multipart::Live>,
+}
+
+/// A multipart upload S3 holds open: its job, its id, and its part
+/// requests, which may outlive the upload that sent them.
+struct Open {
+    job: Arc<Job>,
+    upload_id: String,
+    parts: Arc<multipart::Parts>,
 }
 
 impl Inner {
-    fn set_open(&self, open: Option<(Arc<Job>, String)>) {
+    fn set_open(&self, open: Option<Open>) {
         *self.open.lock().unwrap_or_else(|e| e.into_inner()) = open;
     }
 }
@@ -224,7 +230,6 @@ impl Uploader {
                 regions: Regions::default(),
                 open: std::sync::Mutex::new(None),
                 sent: Arc::default(),
-                live: Arc::default(),
             }),
         }
     }
@@ -237,24 +242,27 @@ impl Uploader {
 
     /// Ends the multipart upload left open by an upload that was stopped
     /// midway (its future dropped: a cancelled run, a spent deadline), so
-    /// S3 keeps none of its parts: its part requests are stopped first,
-    /// then it is aborted until S3 lists no part (see
+    /// S3 keeps none of its parts: its part requests are drained first (a
+    /// part still sending was cut when the upload was dropped; a part whose
+    /// whole body is out gets its answer, for half the time left before
+    /// `until` at most), then it is aborted until S3 lists no part (see
     /// [`Uploader::abort_fully`]). `None` when nothing was open. The caller
-    /// bounds how long it may take.
-    pub(crate) async fn abort_unfinished(&self) -> anyhow::Result<Option<Ended>> {
+    /// bounds the whole by `until`.
+    pub(crate) async fn abort_unfinished(&self, until: Instant) -> anyhow::Result<Option<Ended>> {
         let open = self
             .inner
             .open
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        let Some((job, upload_id)) = open else {
+        let Some(open) = open else {
             return Ok(None);
         };
-        // The dropped upload's part tasks were cancelled with it; a body
-        // still going out must not reach S3 after the abort.
-        self.inner.live.stopped().await;
-        self.abort_fully(&job, &upload_id).await.map(Some)
+        // Half the time for the answers, half for the aborts and listings.
+        let now = Instant::now();
+        let drain = (until.saturating_duration_since(now) / 2).min(multipart::DRAIN_WAIT);
+        open.parts.drain(now + drain).await;
+        self.abort_fully(&open.job, &open.upload_id).await.map(Some)
     }
 
     /// Uploads the tar `layout` plans to `target`, each range read from the

@@ -24,7 +24,7 @@
 
 #[cfg(test)]
 use std::fs::File;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -133,11 +133,42 @@ impl AsSource for Arc<dyn Source> {
 pub(super) enum Payload {
     Empty,
     Xml(String),
-    /// A byte range of the job's source, read afresh for every attempt.
+    /// A byte range of the job's source, read afresh for every attempt;
+    /// a part's says through `delivery` when its whole body is out.
     File {
         offset: u64,
         len: u64,
+        delivery: Option<Arc<Delivery>>,
     },
+}
+
+/// Whether an attempt's whole body is out (written and flushed: in the
+/// kernel or beyond) and its answer awaited: a stopped upload lets such a
+/// part get its answer before the abort, where it cuts a part still
+/// sending (S3 discards a body that never ended). Set by the body once
+/// its last byte went out, cleared when the attempt ends, answered or not.
+#[derive(Debug, Default)]
+pub(crate) struct Delivery {
+    whole: AtomicBool,
+    changed: tokio::sync::Notify,
+}
+
+impl Delivery {
+    /// Whether the current attempt's whole body is out.
+    pub(super) fn body_out(&self) -> bool {
+        self.whole.load(Ordering::SeqCst)
+    }
+
+    /// Completes once [`Self::body_out`] may have changed since it was
+    /// made.
+    pub(super) fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
+    }
+
+    fn set(&self, whole: bool) {
+        self.whole.store(whole, Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
 }
 
 /// One attempt's body: bytes in memory, or a range of the archive.
@@ -153,6 +184,17 @@ pub(super) struct FileBody {
     len: u64,
     read: ReadCell,
     sent: Arc<AtomicU64>,
+    delivery: Option<Arc<Delivery>>,
+}
+
+impl Drop for FileBody {
+    /// The attempt is over (its body dropped with it): whatever its
+    /// answer was, none is awaited any more.
+    fn drop(&mut self) {
+        if let Some(delivery) = &self.delivery {
+            delivery.set(false);
+        }
+    }
 }
 
 /// What reading a body's range gave, known once it was read to the end
@@ -226,6 +268,9 @@ impl FileBody {
         within_stall(stall, out.write_all(final_chunk(crc32).as_bytes())).await?;
         within_stall(stall, out.flush()).await?;
         *self.read.lock().unwrap_or_else(|e| e.into_inner()) = Some(BodyRead { crc32, digests });
+        if let Some(delivery) = &self.delivery {
+            delivery.set(true);
+        }
         Ok(())
     }
 }
@@ -296,7 +341,11 @@ impl Payload {
                 headers: Vec::new(),
                 read: None,
             },
-            Self::File { offset, len } => {
+            Self::File {
+                offset,
+                len,
+                delivery,
+            } => {
                 let read = ReadCell::default();
                 Prepared {
                     body: Content::File(FileBody {
@@ -305,6 +354,7 @@ impl Payload {
                         len: *len,
                         read: Arc::clone(&read),
                         sent: Arc::clone(sent),
+                        delivery: delivery.clone(),
                     }),
                     content_sha256: STREAMING_UNSIGNED_TRAILER.to_owned(),
                     length: encoded_length(*len),
@@ -401,7 +451,12 @@ mod tests {
     /// CRC32 it set once written.
     async fn wire_of(data: &[u8], offset: u64, len: u64) -> (Vec<u8>, Prepared, u32) {
         let (_dir, file) = archive(data);
-        let prepared = Payload::File { offset, len }.prepare(&file, &Arc::default());
+        let prepared = Payload::File {
+            offset,
+            len,
+            delivery: None,
+        }
+        .prepare(&file, &Arc::default());
         let Content::File(body) = &prepared.body else {
             unreachable!("a file payload has a file body")
         };
@@ -473,6 +528,7 @@ mod tests {
         let prepared = Payload::File {
             offset: 0,
             len: data.len() as u64,
+            delivery: None,
         }
         .prepare(&file, &Arc::default());
         let Content::File(body) = prepared.body else {
@@ -504,6 +560,7 @@ mod tests {
         let prepared = Payload::File {
             offset: 0,
             len: 200,
+            delivery: None,
         }
         .prepare(&file, &Arc::default());
         let Content::File(body) = &prepared.body else {

@@ -379,6 +379,45 @@ fn a_part_that_lands_after_the_abort_is_aborted_again_so_no_part_remains() {
 }
 
 #[test]
+fn a_part_whose_body_is_out_is_answered_before_the_abort_so_none_lands_after_it() {
+    let fake = fake(NEW);
+    let truss = truss_with_victim();
+    // Part 1's body arrives whole and S3 stores it 0.7 s later, or just
+    // after the upload's first ListParts if one comes first: a run that cut
+    // the part at the signal would abort, list nothing, and leave it there.
+    fake.s3()
+        .land_part_late(1, std::time::Duration::from_millis(700));
+    let held = || fake.s3().held() == 1;
+    let run = deploy(&fake, truss.path()).run_signalled_when(held, "INT");
+    assert_eq!(run.code, 130, "{run:?}");
+
+    let events = fake.s3().events();
+    let order: Vec<(&str, Option<u32>, u16)> = events
+        .iter()
+        .map(|e| (e.operation.as_str(), e.part_number, e.status))
+        .filter(|(o, _, _)| {
+            o.contains("upload_part") || o.contains("abort") || o.contains("list_parts")
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("s3.upload_part", Some(1), 200),
+            ("s3.abort_multipart_upload", None, 204),
+            ("s3.list_parts", None, 404),
+        ],
+        "the part was answered, then aborted once: {events:#?}"
+    );
+    assert_eq!(fake.s3().open_uploads(), 0, "S3 keeps no part of it");
+    assert!(fake.s3().objects().is_empty());
+    assert!(
+        run.stdout.contains("; S3 lists no part of it") && !run.stdout.contains("aborts:"),
+        "{run:?}"
+    );
+    assert!(mutations(&fake).is_empty(), "nothing was created");
+}
+
+#[test]
 fn a_cancel_during_the_completion_says_the_archive_was_stored() {
     let fake = fake(NEW);
     let truss = truss_with_victim();

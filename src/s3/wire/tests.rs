@@ -36,6 +36,7 @@ fn body(archive: &Archive) -> FileBody {
     let payload = Payload::File {
         offset: 0,
         len: archive.len,
+        delivery: None,
     };
     match payload.prepare(&archive.file, &Arc::default()).body {
         Content::File(body) => body,
