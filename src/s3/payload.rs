@@ -244,6 +244,10 @@ impl FileBody {
             .map_err(|e| WriteError::File(std::io::Error::other(e)))?;
         let mut buffer = vec![0u8; HEADER_ROOM + chunk + 2];
         let mut crc = crc32fast::Hasher::new();
+        // A body sent again on a new connection is mid-body once more.
+        if let Some(delivery) = &self.delivery {
+            delivery.set(false);
+        }
         let mut ranges = Arc::clone(&self.source).ranges(self.offset, self.len);
         let (mut at, mut left) = (self.offset, self.len);
         while left > 0 {
