@@ -337,6 +337,27 @@ fn a_file_touched_during_the_upload_fails_it_naming_the_file() {
 }
 
 #[test]
+fn a_file_replaced_during_the_upload_fails_it_naming_the_file() {
+    // An editor's or a download's atomic write: the same size, a new file
+    // renamed over the path.
+    victim_changed_during_the_upload(
+        |p| {
+            let fresh = p.with_extension("new");
+            std::fs::write(&fresh, random_bytes(MIB, 9)).unwrap();
+            let seen = std::fs::metadata(p).unwrap().modified().unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&fresh)
+                .unwrap()
+                .set_modified(seen)
+                .unwrap();
+            std::fs::rename(&fresh, p).unwrap();
+        },
+        "another file took its place",
+    );
+}
+
+#[test]
 fn a_file_deleted_during_the_upload_fails_it_naming_the_file() {
     victim_changed_during_the_upload(|p| std::fs::remove_file(p).unwrap(), "it was deleted");
 }
