@@ -143,7 +143,7 @@ pub(crate) struct UploadReport {
 
 /// The digests each range's reads gave, by range (offset and length): a
 /// range read again (a part retried) replaces its own, never adds to them.
-type RangeDigests = BTreeMap<(u64, u64), archive::RangeDigests>;
+type DigestsByRange = BTreeMap<(u64, u64), archive::RangeDigests>;
 
 /// How an upload left open by a stopped run ended in its cleanup.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -314,7 +314,7 @@ impl Uploader {
         size: u64,
         progress: &Progress<'_>,
         started: Instant,
-    ) -> anyhow::Result<(UploadReport, RangeDigests)> {
+    ) -> anyhow::Result<(UploadReport, DigestsByRange)> {
         if target.bucket.is_empty() || target.key.is_empty() {
             bail!("the platform returned an empty S3 bucket or key; cannot upload");
         }
@@ -329,7 +329,7 @@ impl Uploader {
             sent: Arc::clone(&self.inner.sent),
         });
         progress(0, size);
-        let mut ranges = RangeDigests::new();
+        let mut ranges = DigestsByRange::new();
         let (parts, note) = match plan {
             Plan::Single => {
                 let reply = self.inner.call(&job, &Call::put_object(size)).await?;

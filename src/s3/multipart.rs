@@ -25,7 +25,7 @@ use tokio::task::AbortHandle;
 use super::call::Call;
 use super::payload::{Delivery, checksum_text};
 use super::xml::{StoredPart, xml_text};
-use super::{Ended, Job, Open, Progress, RangeDigests, Uploader};
+use super::{DigestsByRange, Ended, Job, Open, Progress, Uploader};
 
 /// Aborts sent for one upload at most: each waits for S3's answer and a
 /// listing, and a part lands after an abort only if it was in flight then.
@@ -156,7 +156,7 @@ impl Uploader {
         size: u64,
         layout: &[(u64, u64)],
         progress: &Progress<'_>,
-        ranges: &mut RangeDigests,
+        ranges: &mut DigestsByRange,
     ) -> anyhow::Result<(u32, Option<String>)> {
         let parts = layout.len() as u64;
         // The parts' connections open while CreateMultipartUpload is on its
@@ -248,7 +248,7 @@ impl Uploader {
         parts: &Arc<Parts>,
         (size, layout): (u64, &[(u64, u64)]),
         progress: &Progress<'_>,
-        ranges: &mut RangeDigests,
+        ranges: &mut DigestsByRange,
     ) -> anyhow::Result<Vec<StoredPart>> {
         let _stop = StopOnDrop(Arc::clone(parts));
         let count = layout.len() as u64;
