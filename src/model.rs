@@ -63,7 +63,9 @@ pub(crate) async fn deploy(
     let existing = flow::existing(ctx, "Model", name, models);
     flow::check_gate_target(ctx, Kind::Model, existing.as_ref().map(|m| m.id.as_str())).await?;
     // With skip-unchanged the source is hashed before anything is
-    // packaged; otherwise packaging hashes it as it reads each file.
+    // packaged (a pass of its own: it decides whether to upload at all);
+    // otherwise the upload hashes each file from the very reads that send
+    // it to S3.
     if cfg.skip_unchanged {
         // `unchanged: false` until a read proves otherwise, whatever stops
         // the run.

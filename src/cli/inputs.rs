@@ -541,13 +541,13 @@ pub const INPUTS: &[InputSpec] = &[
         kind: ValueKind::Number(Range {
             unit: Unit::Requests,
             min: 1.0,
-            // Each part in flight holds a 64 KiB buffer and a connection;
+            // Each part in flight holds a 256 KiB buffer and a connection;
             // 32 keeps the number of sockets to S3 modest.
             max: 32.0,
             whole: true,
         }),
         default: Some(UPLOAD_CONCURRENCY_DEFAULT),
-        help: "Parts of a large archive uploaded at once (more helps on a long, fast link; each costs a connection and a 64 KiB buffer)",
+        help: "Parts of a large archive uploaded at once (more helps on a long, fast link; each costs a connection and a 256 KiB buffer)",
         heading: BEHAVIOUR,
     },
     InputSpec {

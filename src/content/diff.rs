@@ -412,7 +412,10 @@ mod tests {
             md.starts_with("### What changes in prod &lt;b&gt;\\|x\n"),
             "{md}"
         );
-        assert!(md.contains("Serving prod &lt;b&gt;\\|x now: deployment "), "{md}");
+        assert!(
+            md.contains("Serving prod &lt;b&gt;\\|x now: deployment "),
+            "{md}"
+        );
         let c = Change {
             serving: None,
             what: What::Unknown("the environment could not be read (500)".into()),

@@ -56,11 +56,49 @@ pub(crate) fn hash(root: &Path) -> anyhow::Result<ContentHash> {
     hash_paths(root, &walk.members, &walk.dirs)
 }
 
-/// The content hash of exactly what `layout` packs: its members read from
-/// the truss (while the upload reads them too), its directories as null.
-pub(crate) fn of_layout(layout: &archive::Layout) -> anyhow::Result<ContentHash> {
-    let members: Vec<archive::Member> = layout.members().cloned().collect();
-    hash_paths(layout.root(), &members, layout.dirs())
+/// The content hash of exactly what `layout` packed, from the digests the
+/// upload took of its files from the very reads whose bytes S3 stored
+/// (`s3::UploadReport::digests`, in member order, `None` for a symlink):
+/// no file is read again. A symlink counts by the bytes it points at,
+/// which the tar does not hold: the digest of the member it points at
+/// when it is one, else its target read on its own.
+pub(crate) fn of_upload(
+    layout: &archive::Layout,
+    digests: &[Option<[u8; 32]>],
+) -> anyhow::Result<ContentHash> {
+    let members: Vec<&archive::Member> = layout.members().collect();
+    anyhow::ensure!(
+        members.len() == digests.len(),
+        "the upload hashed {} files where the archive has {} members",
+        digests.len(),
+        members.len()
+    );
+    let linked = layout.linked_members();
+    let mut entries: Vec<Entry> = Vec::with_capacity(members.len() + layout.dirs().len());
+    let mut bytes = 0u64;
+    for (index, member) in members.iter().enumerate() {
+        let from_upload = digests[index].map(|d| (d, member.size)).or_else(|| {
+            let target = linked[index]?;
+            digests[target].map(|d| (d, members[target].size))
+        });
+        let (digest, n) = match from_upload {
+            Some(known) => known,
+            None => {
+                let path = layout.root().join(&member.path);
+                archive::file_digest(&path)
+                    .with_context(|| format!("cannot read {} to hash it", path.display()))?
+            }
+        };
+        bytes += n;
+        entries.push((member.path.clone(), Some(digest)));
+    }
+    entries.extend(layout.dirs().iter().map(|d| (d.clone(), None)));
+    Ok(ContentHash {
+        hex: fold(entries),
+        files: members.len(),
+        dirs: layout.dirs().len(),
+        bytes,
+    })
 }
 
 fn hash_paths(
@@ -210,6 +248,44 @@ mod tests {
             let a = archive::write(d.path(), &out.path().join("u.tar")).unwrap();
             assert_eq!(of_archive(&a).hex, hash(d.path()).unwrap().hex);
             assert_ne!(of_archive(&a).hex, VECTOR_HASH);
+        }
+    }
+
+    /// The content hash from an upload's reads of `root`, its tar read in
+    /// ranges of `cut` bytes.
+    fn from_reads(root: &Path, cut: u64) -> ContentHash {
+        let layout = std::sync::Arc::new(archive::layout(root).unwrap().with_digests());
+        let mut ranges = std::collections::BTreeMap::new();
+        let mut at = 0;
+        while at < layout.size() {
+            let len = cut.min(layout.size() - at);
+            let mut reader = archive::Reader::for_range(std::sync::Arc::clone(&layout), at, len);
+            let mut buf = vec![0u8; len as usize];
+            reader.read_exact_at(&mut buf, at).unwrap();
+            ranges.insert((at, len), reader.finish().unwrap().unwrap());
+            at += len;
+        }
+        let digests = archive::merge_digests(&layout, &ranges).unwrap();
+        of_upload(&layout, &digests).unwrap()
+    }
+
+    #[test]
+    fn the_upload_gives_the_same_hash_from_its_own_reads() {
+        let d = vector_tree();
+        for cut in [512, 1536, 1 << 20] {
+            assert_eq!(from_reads(d.path(), cut).hex, VECTOR_HASH, "cut {cut}");
+        }
+        #[cfg(unix)]
+        {
+            // A symlink counts by the bytes it points at: a member's
+            // digest, or its target read on its own.
+            let outside = tempfile::tempdir().unwrap();
+            std::fs::write(outside.path().join("w"), b"outside").unwrap();
+            std::os::unix::fs::symlink("a.b", d.path().join("link")).unwrap();
+            std::os::unix::fs::symlink(outside.path().join("w"), d.path().join("out")).unwrap();
+            let h = from_reads(d.path(), 1536);
+            assert_eq!(h, hash(d.path()).unwrap());
+            assert_ne!(h.hex, VECTOR_HASH);
         }
     }
 

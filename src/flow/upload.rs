@@ -99,9 +99,9 @@ const PROGRESS_TICK: Duration = Duration::from_secs(1);
 /// Lays out the tar of `dir` and uploads it with `creds`, showing
 /// progress. Nothing is written to disk and memory stays flat: each part's
 /// bytes are read from the truss's files as the part is sent. With
-/// `hash`, the content hash of exactly what was laid out is taken on a
-/// blocking thread while the parts go (the network is the slower side)
-/// and answered once both are done.
+/// `hash`, the content hash of exactly what was laid out is answered,
+/// taken from those same reads (each file's digest from the bytes S3
+/// stored): no file is read twice.
 pub(crate) async fn package_and_upload(
     ctx: &Ctx<'_>,
     dir: &Path,
@@ -121,10 +121,12 @@ pub(crate) async fn package_and_upload(
     let began = std::time::Instant::now();
     let root = dir.to_path_buf();
     let packaging = async {
-        tokio::task::spawn_blocking(move || archive::layout(&root))
-            .await
-            .map_err(|e| fail(anyhow!(e)))?
-            .map_err(|e| fail(e.context(format!("packaging {label}"))))
+        tokio::task::spawn_blocking(move || {
+            archive::layout(&root).map(|l| if hash { l.with_digests() } else { l })
+        })
+        .await
+        .map_err(|e| fail(anyhow!(e)))?
+        .map_err(|e| fail(e.context(format!("packaging {label}"))))
     };
     let layout = Arc::new(ctx.within(&format!("packaging {label}"), packaging).await?);
     let size = layout.size();
@@ -133,12 +135,6 @@ pub(crate) async fn package_and_upload(
         layout.member_count(),
         format_bytes(size)
     ));
-    // Not awaited until the upload ended; a run stopped meanwhile leaves
-    // it to the runtime's background shutdown.
-    let hashing = hash.then(|| {
-        let layout = Arc::clone(&layout);
-        tokio::task::spawn_blocking(move || content::of_layout(&layout))
-    });
     let uploader = s3::Uploader::new(s3::Options {
         endpoint: ctx.cfg.endpoints.s3.clone(),
         concurrency: ctx.cfg.upload_concurrency,
@@ -161,7 +157,7 @@ pub(crate) async fn package_and_upload(
     let progress = |done: u64, _total: u64| ctx.rep.lock().unwrap().upload_progress(done);
     let what = format!("uploading {label}");
     let upload = async {
-        let uploading = uploader.upload_archive(&target, layout, &progress);
+        let uploading = uploader.upload_archive(&target, Arc::clone(&layout), &progress);
         // Parts can take longer than a progress line's interval on a slow
         // link: the ticks let the reporter say so even when none finished.
         let ticks = async {
@@ -200,11 +196,14 @@ pub(crate) async fn package_and_upload(
             human(wall),
         ),
     );
-    let Some(hashing) = hashing else {
+    let Some(digests) = &report.digests else {
         return Ok(None);
     };
+    // Only a symlink whose target is no member is read here.
     let hashed = async {
-        hashing
+        let layout = Arc::clone(&layout);
+        let digests = digests.clone();
+        tokio::task::spawn_blocking(move || content::of_upload(&layout, &digests))
             .await
             .map_err(|e| fail(anyhow!(e)))?
             .map_err(|e| fail(e.context(format!("hashing {label}"))))
@@ -226,10 +225,16 @@ pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>) {
     // Cleanup's deadline, from the run's budget (a signal's seconds after
     // a cancel).
     let until = ctx.until(Phase::Cleanup);
-    let budget = until.saturating_duration_since(std::time::Instant::now());
-    let aborts =
-        futures_util::future::join_all(uploaders.iter().map(s3::Uploader::abort_unfinished));
-    match tokio::time::timeout_at(until.into(), aborts).await {
+    let budget = ctx.left(until);
+    // The S3 layer measures its share of that deadline on the monotonic
+    // clock, so it is handed over as a timer.
+    let timer = ctx.timer(until);
+    let aborts = futures_util::future::join_all(
+        uploaders
+            .iter()
+            .map(|u| u.abort_unfinished(timer.into_std())),
+    );
+    match tokio::time::timeout_at(timer, aborts).await {
         Err(_) => ctx.warn(&format!(
             "could not abort the unfinished S3 upload within {}; its parts stay until the bucket's lifecycle rule removes them",
             human(budget)

@@ -4,11 +4,12 @@
 //! and `xml`.
 
 use std::fmt;
+use std::sync::Arc;
 
 use reqwest::Method;
 use reqwest::header::HeaderMap;
 
-use super::payload::{CHECKSUM_ALGORITHM, Payload};
+use super::payload::{CHECKSUM_ALGORITHM, Delivery, Payload};
 use super::xml::{StoredPart, complete_xml};
 
 /// The S3 operations this module sends.
@@ -60,6 +61,7 @@ impl Call {
             payload: Payload::File {
                 offset: 0,
                 len: size,
+                delivery: None,
             },
         }
     }
@@ -76,7 +78,14 @@ impl Call {
         }
     }
 
-    pub(super) fn upload_part(number: u32, upload_id: &str, offset: u64, len: u64) -> Self {
+    /// Part `number`, the archive's `len` bytes at `offset`; `delivery`
+    /// hears when its whole body is out.
+    pub(super) fn upload_part(
+        number: u32,
+        upload_id: &str,
+        (offset, len): (u64, u64),
+        delivery: Arc<Delivery>,
+    ) -> Self {
         Self {
             operation: Operation::UploadPart(number),
             method: Method::PUT,
@@ -85,7 +94,11 @@ impl Call {
                 ("uploadId".to_owned(), upload_id.to_owned()),
             ],
             headers: Vec::new(),
-            payload: Payload::File { offset, len },
+            payload: Payload::File {
+                offset,
+                len,
+                delivery: Some(delivery),
+            },
         }
     }
 

@@ -32,6 +32,7 @@ mod url;
 mod wire;
 mod xml;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -43,7 +44,7 @@ use self::call::Call;
 use self::payload::Source;
 use self::plan::{Plan, plan};
 use self::region::Regions;
-use crate::archive::Layout;
+use crate::archive::{self, Layout};
 use crate::retry;
 pub(crate) use crate::secret::Secret;
 
@@ -61,8 +62,8 @@ pub(crate) const DEFAULT_PART_SIZE_BYTES: u64 = 8 * MIB;
 /// it on 1 GiB and 24 reached 92 % (three runs each; 32: 91 %): each part
 /// now pays a round trip for its `100 Continue` besides its answer, and
 /// more connections fill the link while some wait. A part in flight costs
-/// one 64 KiB buffer and a socket, so 24 stays near 11 MiB of peak RSS
-/// (BENCHMARKS.md, "Uploads through a shaped link"); the
+/// one 256 KiB chunk buffer and a socket, so 24 stay under 20 MiB of peak
+/// RSS on a 2 GiB loopback upload (the budget is 64 MiB); the
 /// `upload-concurrency` input sets it.
 pub(crate) const DEFAULT_CONCURRENCY: usize = 24;
 
@@ -145,7 +146,15 @@ pub(crate) struct UploadReport {
     /// What the user should know of how it got there: a completion whose
     /// answer was lost, the object read back whole.
     pub(crate) note: Option<String>,
+    /// Each member's blake3 digest (`None`: a symlink), taken from the
+    /// very reads whose bytes S3 stored, when the layout hashes its files
+    /// ([`Layout::with_digests`]).
+    pub(crate) digests: Option<Vec<Option<[u8; 32]>>>,
 }
+
+/// The digests each range's reads gave, by range (offset and length): a
+/// range read again (a part retried) replaces its own, never adds to them.
+type DigestsByRange = BTreeMap<(u64, u64), archive::RangeDigests>;
 
 /// How an upload left open by a stopped run ended in its cleanup.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -192,16 +201,22 @@ struct Inner {
     /// The multipart upload S3 holds open for us, if any: set once S3 gave
     /// it an id, cleared once it is completed or aborted. Whoever stops an
     /// upload midway (a cancelled run drops it) aborts what is left here.
-    open: std::sync::Mutex<Option<(Arc<Job>, String)>>,
+    open: std::sync::Mutex<Option<Open>>,
     /// Archive bytes handed to the HTTP client so far (a resent part
     /// counts again), for progress between stored parts.
     sent: Arc<AtomicU64>,
-    /// Part requests still running; an abort waits for none.
-    live: Arc<multipart::Live>,
+}
+
+/// A multipart upload S3 holds open: its job, its id, and its part
+/// requests, which may outlive the upload that sent them.
+struct Open {
+    job: Arc<Job>,
+    upload_id: String,
+    parts: Arc<multipart::Parts>,
 }
 
 impl Inner {
-    fn set_open(&self, open: Option<(Arc<Job>, String)>) {
+    fn set_open(&self, open: Option<Open>) {
         *self.open.lock().unwrap_or_else(|e| e.into_inner()) = open;
     }
 }
@@ -226,7 +241,6 @@ impl Uploader {
                 regions: Regions::default(),
                 open: std::sync::Mutex::new(None),
                 sent: Arc::default(),
-                live: Arc::default(),
             }),
         }
     }
@@ -239,24 +253,27 @@ impl Uploader {
 
     /// Ends the multipart upload left open by an upload that was stopped
     /// midway (its future dropped: a cancelled run, a spent deadline), so
-    /// S3 keeps none of its parts: its part requests are stopped first,
-    /// then it is aborted until S3 lists no part (see
+    /// S3 keeps none of its parts: its part requests are drained first (a
+    /// part still sending was cut when the upload was dropped; a part whose
+    /// whole body is out gets its answer, for half the time left before
+    /// `until` at most), then it is aborted until S3 lists no part (see
     /// [`Uploader::abort_fully`]). `None` when nothing was open. The caller
-    /// bounds how long it may take.
-    pub(crate) async fn abort_unfinished(&self) -> anyhow::Result<Option<Ended>> {
+    /// bounds the whole by `until`.
+    pub(crate) async fn abort_unfinished(&self, until: Instant) -> anyhow::Result<Option<Ended>> {
         let open = self
             .inner
             .open
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        let Some((job, upload_id)) = open else {
+        let Some(open) = open else {
             return Ok(None);
         };
-        // The dropped upload's part tasks were cancelled with it; a body
-        // still going out must not reach S3 after the abort.
-        self.inner.live.stopped().await;
-        self.abort_fully(&job, &upload_id).await.map(Some)
+        // Half the time for the answers, half for the aborts and listings.
+        let now = Instant::now();
+        let drain = (until.saturating_duration_since(now) / 2).min(multipart::DRAIN_WAIT);
+        open.parts.drain(now + drain).await;
+        self.abort_fully(&open.job, &open.upload_id).await.map(Some)
     }
 
     /// Uploads the tar `layout` plans to `target`, each range read from the
@@ -270,14 +287,20 @@ impl Uploader {
     ) -> anyhow::Result<UploadReport> {
         let started = Instant::now();
         let size = layout.size();
-        self.upload(target, layout, size, progress, started)
+        let source = Arc::clone(&layout) as Arc<dyn Source>;
+        let (mut report, ranges) = self
+            .upload(target, source, size, progress, started)
             .await
             .with_context(|| {
                 format!(
                     "while uploading the archive to s3://{}/{}",
                     target.bucket, target.key
                 )
-            })
+            })?;
+        if layout.hashes_files() {
+            report.digests = Some(archive::merge_digests(&layout, &ranges)?);
+        }
+        Ok(report)
     }
 
     /// Uploads an archive already written to `path` (the tests' way in).
@@ -292,6 +315,7 @@ impl Uploader {
         let size = file.metadata().context("could not read its size")?.len();
         self.upload(target, Arc::new(file), size, progress, Instant::now())
             .await
+            .map(|(report, _)| report)
     }
 
     async fn upload(
@@ -301,7 +325,7 @@ impl Uploader {
         size: u64,
         progress: &Progress<'_>,
         started: Instant,
-    ) -> anyhow::Result<UploadReport> {
+    ) -> anyhow::Result<(UploadReport, DigestsByRange)> {
         if target.bucket.is_empty() || target.key.is_empty() {
             bail!("the platform returned an empty S3 bucket or key; cannot upload");
         }
@@ -316,24 +340,31 @@ impl Uploader {
             sent: Arc::clone(&self.inner.sent),
         });
         progress(0, size);
+        let mut ranges = DigestsByRange::new();
         let (parts, note) = match plan {
             Plan::Single => {
-                self.inner.call(&job, &Call::put_object(size)).await?;
+                let reply = self.inner.call(&job, &Call::put_object(size)).await?;
+                if let Some(digests) = reply.read.and_then(|read| read.digests) {
+                    ranges.insert((0, size), digests);
+                }
                 progress(size, size);
                 (1, None)
             }
             Plan::Multipart { part_size, parts } => {
                 let layout = plan::layout(size, part_size, parts, options.concurrency);
-                self.upload_multipart(&job, size, &layout, progress).await?
+                self.upload_multipart(&job, size, &layout, progress, &mut ranges)
+                    .await?
             }
         };
-        Ok(UploadReport {
+        let report = UploadReport {
             bytes: size,
             parts,
             region: self.inner.regions.for_bucket(&job.bucket),
             elapsed: started.elapsed(),
             note,
-        })
+            digests: None,
+        };
+        Ok((report, ranges))
     }
 }
 

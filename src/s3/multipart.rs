@@ -4,43 +4,106 @@
 //! An abort is not the end of the parts by itself: AWS documents that a
 //! part upload in progress during AbortMultipartUpload may still succeed,
 //! and that the abort may need repeating until ListParts shows none. So
-//! the part requests are stopped first (a failed part cancels the others;
-//! a stopped run's are cancelled with it, and the abort waits until they
-//! are gone), then the upload is aborted and listed, and aborted again
-//! while parts remain. An abort answered `NoSuchUpload` may mean the
-//! upload had completed: the object is read (HEAD) before saying what is
-//! left.
+//! the part requests are stopped first ([`Parts`]): a part still sending
+//! its body is cut (S3 discards a body that never ended), but a part whose
+//! whole body is out gets its answer, within a bound, since S3 may store it
+//! whatever the client does; then the upload is aborted and listed, and
+//! aborted again while parts remain. An abort answered `NoSuchUpload` may
+//! mean the upload had completed: the object is read (HEAD) before saying
+//! what is left.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, anyhow};
-use tokio::task::JoinSet;
+use futures_util::StreamExt as _;
+use futures_util::stream::FuturesUnordered;
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
 
 use super::call::Call;
-use super::payload::checksum_text;
+use super::payload::{Delivery, checksum_text};
 use super::xml::{StoredPart, xml_text};
-use super::{Ended, Job, Progress, Uploader};
+use super::{DigestsByRange, Ended, Job, Open, Progress, Uploader};
 
 /// Aborts sent for one upload at most: each waits for S3's answer and a
 /// listing, and a part lands after an abort only if it was in flight then.
 const ABORT_ROUNDS_MAX: u32 = 5;
 
-/// The part requests running now, so an abort can wait until none is.
+/// How long a stopped upload waits for the answers to parts whose whole
+/// body is out before it cuts them and aborts. S3 answers a part as soon
+/// as it stored it; one that takes longer is cut, and the abort rounds
+/// find it if it lands.
+pub(super) const DRAIN_WAIT: Duration = Duration::from_secs(10);
+
+/// How long a cut part task may take to end: it ends at its next await,
+/// at once unless a read of the disk holds its thread.
+const CUT_WAIT: Duration = Duration::from_millis(500);
+
+/// The part requests of one multipart upload. Each runs in a task of its
+/// own, which a dropped upload does not take down with it: stopping (a part
+/// failed, or the run dropped the upload) cuts at once the parts still
+/// sending, and [`Parts::drain`] lets those whose body is out get their
+/// answer first.
 #[derive(Default)]
-pub(super) struct Live {
+pub(super) struct Parts {
+    stopping: AtomicBool,
+    stop: Notify,
     running: AtomicUsize,
-    idle: tokio::sync::Notify,
+    idle: Notify,
+    /// Every part task started, to cut those left when the drain's time is up.
+    tasks: Mutex<Vec<AbortHandle>>,
 }
 
-impl Live {
-    fn enter(self: &Arc<Self>) -> LiveGuard {
-        self.running.fetch_add(1, Ordering::SeqCst);
-        LiveGuard(Arc::clone(self))
+impl Parts {
+    /// Stops the upload's parts: a part still sending its body is cut, a
+    /// part awaiting the answer to its whole body gets it (and is not sent
+    /// again).
+    pub(super) fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.stop.notify_waiters();
     }
 
-    /// Returns once no part request runs.
-    pub(super) async fn stopped(&self) {
+    /// Returns when the part whose body `delivery` follows must be cut:
+    /// the upload stopped, and none of its body is out whole awaiting an
+    /// answer.
+    async fn cut(&self, delivery: &Delivery) {
+        loop {
+            let stop = self.stop.notified();
+            let changed = delivery.changed();
+            let mut stop = std::pin::pin!(stop);
+            stop.as_mut().enable();
+            let mut changed = std::pin::pin!(changed);
+            changed.as_mut().enable();
+            if self.stopping.load(Ordering::SeqCst) && !delivery.body_out() {
+                return;
+            }
+            tokio::select! {
+                () = stop => {}
+                () = changed => {}
+            }
+        }
+    }
+
+    /// Stops the parts and returns once none runs: those awaiting the
+    /// answer to a whole body get until `until`, then every part left is
+    /// cut (and gets [`CUT_WAIT`] to end; the abort goes out regardless).
+    pub(super) async fn drain(&self, until: Instant) {
+        self.stop();
+        if tokio::time::timeout_at(until.into(), self.stopped())
+            .await
+            .is_err()
+        {
+            for task in self.tasks.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                task.abort();
+            }
+            let _ = tokio::time::timeout(CUT_WAIT, self.stopped()).await;
+        }
+    }
+
+    /// Returns once no part task runs.
+    async fn stopped(&self) {
         loop {
             let notified = self.idle.notified();
             let mut notified = std::pin::pin!(notified);
@@ -51,16 +114,38 @@ impl Live {
             notified.await;
         }
     }
+
+    fn enter(self: &Arc<Self>) -> Running {
+        self.running.fetch_add(1, Ordering::SeqCst);
+        Running(Arc::clone(self))
+    }
+
+    fn track(&self, task: AbortHandle) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
+    }
 }
 
-/// Held by a part task; dropped when it ends or is cancelled.
-struct LiveGuard(Arc<Live>);
+/// Held by a part task; dropped when it ends or is cut.
+struct Running(Arc<Parts>);
 
-impl Drop for LiveGuard {
+impl Drop for Running {
     fn drop(&mut self) {
         if self.0.running.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.0.idle.notify_waiters();
         }
+    }
+}
+
+/// Stops the parts when the upload that sent them ends, whether it
+/// returned or was dropped (a signal, a spent deadline): the run's cleanup
+/// then drains and aborts them ([`Uploader::abort_unfinished`]).
+struct StopOnDrop(Arc<Parts>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop();
     }
 }
 
@@ -71,6 +156,7 @@ impl Uploader {
         size: u64,
         layout: &[(u64, u64)],
         progress: &Progress<'_>,
+        ranges: &mut DigestsByRange,
     ) -> anyhow::Result<(u32, Option<String>)> {
         let parts = layout.len() as u64;
         // The parts' connections open while CreateMultipartUpload is on its
@@ -82,11 +168,22 @@ impl Uploader {
         let upload_id = xml_text(&created.body, "UploadId")
             .filter(|id| !id.is_empty())
             .ok_or_else(|| anyhow!("S3 started a multipart upload but returned no UploadId"))?;
-        self.inner
-            .set_open(Some((Arc::clone(job), upload_id.clone())));
+        let parts_sent = Arc::new(Parts::default());
+        self.inner.set_open(Some(Open {
+            job: Arc::clone(job),
+            upload_id: upload_id.clone(),
+            parts: Arc::clone(&parts_sent),
+        }));
         let mut completing = false;
         let outcome = match self
-            .upload_parts(job, &upload_id, size, layout, progress)
+            .upload_parts(
+                job,
+                &upload_id,
+                &parts_sent,
+                (size, layout),
+                progress,
+                ranges,
+            )
             .await
         {
             Ok(stored) => {
@@ -111,7 +208,8 @@ impl Uploader {
                 // bucket's lifecycle rule removes it; the first error matters.
                 // It stays marked open until the abort is answered, so a run
                 // stopped during the abort still aborts it in its cleanup.
-                // The parts were stopped already (`upload_parts`).
+                // The parts were stopped and drained already
+                // (`upload_parts`).
                 match self.abort_fully(job, &upload_id).await {
                     // A completion whose answer was lost, and whose resend
                     // S3 no longer knew: the object S3 reads back is whole.
@@ -136,35 +234,54 @@ impl Uploader {
         }
     }
 
-    /// Sends every part of `layout` (offset and length, in part order)
-    /// with at most `concurrency` in flight; returns what S3 stored of
-    /// each, in ascending part order.
+    /// Sends every part of `layout` (offset and length, in part order, of
+    /// an archive of `size` bytes) with at most `concurrency` in flight,
+    /// each in a task `parts` follows; returns what S3 stored of each, in
+    /// ascending part order, and keeps in `ranges` the digests each stored
+    /// part's reads gave. On a failure the other parts are stopped and
+    /// drained before it returns; dropped, it leaves that to the run's
+    /// cleanup ([`Uploader::abort_unfinished`]).
     async fn upload_parts(
         &self,
         job: &Arc<Job>,
         upload_id: &str,
-        size: u64,
-        layout: &[(u64, u64)],
+        parts: &Arc<Parts>,
+        (size, layout): (u64, &[(u64, u64)]),
         progress: &Progress<'_>,
+        ranges: &mut DigestsByRange,
     ) -> anyhow::Result<Vec<StoredPart>> {
-        let parts = layout.len() as u64;
+        let _stop = StopOnDrop(Arc::clone(parts));
+        let count = layout.len() as u64;
         let concurrency = self.inner.options.concurrency.max(1);
-        let mut in_flight = JoinSet::new();
+        // Handles, not a JoinSet: dropping them leaves the tasks running,
+        // so a part whose body is out can still be drained.
+        let mut in_flight = FuturesUnordered::new();
         let mut next: u64 = 1;
         let mut stored = Vec::new();
         let mut sent: u64 = 0;
         loop {
-            while in_flight.len() < concurrency && next <= parts {
+            while in_flight.len() < concurrency && next <= count {
                 let (offset, len) = layout[(next - 1) as usize];
                 let number = u32::try_from(next).context("part number exceeds u32")?;
                 let inner = Arc::clone(&self.inner);
                 let job = Arc::clone(job);
                 let upload_id = upload_id.to_owned();
-                let live = self.inner.live.enter();
-                in_flight.spawn(async move {
-                    let _live = live;
-                    let call = Call::upload_part(number, &upload_id, offset, len);
-                    let reply = inner.call(&job, &call).await?;
+                let running = parts.enter();
+                let stopping = Arc::clone(parts);
+                let task = tokio::spawn(async move {
+                    let _running = running;
+                    let delivery = Arc::new(Delivery::default());
+                    let call =
+                        Call::upload_part(number, &upload_id, (offset, len), Arc::clone(&delivery));
+                    // Polled first: an answer that came is taken before a
+                    // stop that came with it.
+                    let reply = tokio::select! {
+                        biased;
+                        reply = inner.call(&job, &call) => reply?,
+                        () = stopping.cut(&delivery) => {
+                            return Err(anyhow!("part {number} was stopped with the upload"));
+                        }
+                    };
                     let etag = reply
                         .headers
                         .get(reqwest::header::ETAG)
@@ -172,24 +289,29 @@ impl Uploader {
                         .filter(|v| !v.is_empty())
                         .ok_or_else(|| anyhow!("S3 stored part {number} but sent no ETag"))?
                         .to_owned();
-                    let crc32 = reply.checksum.ok_or_else(|| {
+                    let read = reply.read.ok_or_else(|| {
                         anyhow!("S3 stored part {number} before its body was read to the end")
                     })?;
                     let part = StoredPart {
                         number,
                         etag,
-                        checksum_crc32: checksum_text(crc32),
+                        checksum_crc32: checksum_text(read.crc32),
                     };
-                    anyhow::Ok((part, len))
+                    anyhow::Ok((part, (offset, len), read.digests))
                 });
+                parts.track(task.abort_handle());
+                in_flight.push(task);
                 next += 1;
             }
-            let Some(joined) = in_flight.join_next().await else {
+            let Some(joined) = in_flight.next().await else {
                 break;
             };
             let failure = match joined {
-                Ok(Ok((part, len))) => {
+                Ok(Ok((part, (offset, len), digests))) => {
                     stored.push(part);
+                    if let Some(digests) = digests {
+                        ranges.insert((offset, len), digests);
+                    }
                     sent += len;
                     progress(sent, size);
                     continue;
@@ -197,9 +319,10 @@ impl Uploader {
                 Ok(Err(error)) => error,
                 Err(join_error) => anyhow!("an upload task stopped unexpectedly: {join_error}"),
             };
-            // Cancel the other parts before the caller aborts the upload, so
-            // no part lands after the abort.
-            in_flight.shutdown().await;
+            // Stop the other parts before the caller aborts the upload: cut
+            // those still sending, and let those whose body is out get
+            // their answer, so none lands after the abort.
+            parts.drain(Instant::now() + DRAIN_WAIT).await;
             return Err(failure);
         }
         stored.sort_by_key(|part| part.number);

@@ -24,8 +24,8 @@
 
 #[cfg(test)]
 use std::fs::File;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[cfg(test)]
@@ -36,13 +36,15 @@ use super::sigv4;
 use crate::archive::{self, Layout};
 
 /// Bytes read from the archive per step, and so the aws-chunked chunk size
-/// (S3 wants at least 8 KiB in every chunk but the last). 64 KiB, curl's
-/// upload buffer: a chunk is read, checksummed and written to the socket
-/// while it is still in the CPU's cache. With 1 MiB chunks each byte was
-/// copied twice through memory (file to buffer, buffer to socket), and on
-/// a 2 GiB loopback upload those two copies were most of the CPU
-/// (BENCHMARKS.md, "Upload CPU: the profile").
-pub(super) const STREAM_CHUNK_BYTES: u64 = 64 * 1024;
+/// (S3 wants at least 8 KiB in every chunk but the last). 256 KiB: a chunk
+/// is read, hashed, checksummed and written to the socket while it is
+/// still in the core's cache (a quarter of a 1 MiB L2), in a quarter of
+/// the rounds 64 KiB took (4,096 reads and writes per GiB). With 1 MiB
+/// chunks each byte was copied twice through memory (file to buffer,
+/// buffer to socket), and on a 2 GiB loopback upload those two copies were
+/// most of the CPU (BENCHMARKS.md, "Upload CPU: the profile"). A part in
+/// flight holds one such buffer: 6 MiB at the default 24.
+pub(super) const STREAM_CHUNK_BYTES: u64 = 256 * 1024;
 
 /// Room kept before each chunk's bytes for its `{hex size}\r\n` header, so
 /// header, bytes and CRLF leave in one write from one buffer.
@@ -60,22 +62,24 @@ const CHECKSUM_TRAILER: &str = "x-amz-checksum-crc32";
 
 /// Where an upload's bytes come from.
 pub(crate) trait Source: Send + Sync + 'static {
-    /// A reader for one attempt's range.
-    fn ranges(self: Arc<Self>) -> Box<dyn Ranges>;
+    /// A reader for one attempt's range of `len` bytes at `offset`.
+    fn ranges(self: Arc<Self>, offset: u64, len: u64) -> Box<dyn Ranges>;
 }
 
 /// Reads one range of a [`Source`], front to back.
 pub(crate) trait Ranges: Send {
     /// Fills `buffer` with the bytes at `offset`.
     fn read_exact_at(&mut self, buffer: &mut [u8], offset: u64) -> std::io::Result<()>;
-    /// The range was read to its end: fails if what was read changed meanwhile.
-    fn finish(&mut self) -> std::io::Result<()>;
+    /// The range was read to its end: fails if what was read changed
+    /// meanwhile, else answers the digests of the files it read, when the
+    /// source hashes them.
+    fn finish(&mut self) -> std::io::Result<Option<archive::RangeDigests>>;
 }
 
 /// An archive already written to a file.
 #[cfg(test)]
 impl Source for File {
-    fn ranges(self: Arc<Self>) -> Box<dyn Ranges> {
+    fn ranges(self: Arc<Self>, _: u64, _: u64) -> Box<dyn Ranges> {
         Box::new(FileRanges(self))
     }
 }
@@ -89,15 +93,15 @@ impl Ranges for FileRanges {
         archive::read_exact_at(&self.0, buffer, offset).map_err(short_read)
     }
 
-    fn finish(&mut self) -> std::io::Result<()> {
-        Ok(())
+    fn finish(&mut self) -> std::io::Result<Option<archive::RangeDigests>> {
+        Ok(None)
     }
 }
 
 /// The truss's files, through the tar's layout.
 impl Source for Layout {
-    fn ranges(self: Arc<Self>) -> Box<dyn Ranges> {
-        Box::new(archive::Reader::new(self))
+    fn ranges(self: Arc<Self>, offset: u64, len: u64) -> Box<dyn Ranges> {
+        Box::new(archive::Reader::for_range(self, offset, len))
     }
 }
 
@@ -106,7 +110,7 @@ impl Ranges for archive::Reader {
         archive::Reader::read_exact_at(self, buffer, offset)
     }
 
-    fn finish(&mut self) -> std::io::Result<()> {
+    fn finish(&mut self) -> std::io::Result<Option<archive::RangeDigests>> {
         archive::Reader::finish(self)
     }
 }
@@ -131,11 +135,42 @@ impl AsSource for Arc<dyn Source> {
 pub(super) enum Payload {
     Empty,
     Xml(String),
-    /// A byte range of the job's source, read afresh for every attempt.
+    /// A byte range of the job's source, read afresh for every attempt;
+    /// a part's says through `delivery` when its whole body is out.
     File {
         offset: u64,
         len: u64,
+        delivery: Option<Arc<Delivery>>,
     },
+}
+
+/// Whether an attempt's whole body is out (written and flushed: in the
+/// kernel or beyond) and its answer awaited: a stopped upload lets such a
+/// part get its answer before the abort, where it cuts a part still
+/// sending (S3 discards a body that never ended). Set by the body once
+/// its last byte went out, cleared when the attempt ends, answered or not.
+#[derive(Debug, Default)]
+pub(crate) struct Delivery {
+    whole: AtomicBool,
+    changed: tokio::sync::Notify,
+}
+
+impl Delivery {
+    /// Whether the current attempt's whole body is out.
+    pub(super) fn body_out(&self) -> bool {
+        self.whole.load(Ordering::SeqCst)
+    }
+
+    /// Completes once [`Self::body_out`] may have changed since it was
+    /// made.
+    pub(super) fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
+    }
+
+    fn set(&self, whole: bool) {
+        self.whole.store(whole, Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
 }
 
 /// One attempt's body: bytes in memory, or a range of the archive.
@@ -149,9 +184,33 @@ pub(super) struct FileBody {
     source: Arc<dyn Source>,
     offset: u64,
     len: u64,
-    checksum: Arc<OnceLock<u32>>,
+    read: ReadCell,
     sent: Arc<AtomicU64>,
+    delivery: Option<Arc<Delivery>>,
 }
+
+impl Drop for FileBody {
+    /// The attempt is over (its body dropped with it): whatever its
+    /// answer was, none is awaited any more.
+    fn drop(&mut self) {
+        if let Some(delivery) = &self.delivery {
+            delivery.set(false);
+        }
+    }
+}
+
+/// What reading a body's range gave, known once it was read to the end
+/// (so whenever S3 accepted it): the CRC32 of its bytes and, from an
+/// archive that hashes its files, their digests.
+#[derive(Debug)]
+pub(super) struct BodyRead {
+    pub(super) crc32: u32,
+    pub(super) digests: Option<archive::RangeDigests>,
+}
+
+/// Where a body leaves its [`BodyRead`]; a retry builds a new cell, so it
+/// is set once.
+type ReadCell = Arc<Mutex<Option<BodyRead>>>;
 
 /// Why a file body could not be written.
 #[derive(Debug)]
@@ -166,7 +225,7 @@ impl FileBody {
     /// Writes the framed body to `out`: each chunk is read into one buffer
     /// behind room for its header, checksummed, and written with its header
     /// and CRLF in one call, so no byte is copied into a framing buffer.
-    /// The read is a blocking `pread` of 64 KiB on the task's own thread,
+    /// The read is a blocking `pread` of a chunk on the task's own thread,
     /// taken on purpose: a truss just checked out comes from the page cache
     /// in microseconds, where a trip through the blocking pool costs two
     /// thread wake-ups per chunk and hands the bytes to another core's cache.
@@ -187,54 +246,95 @@ impl FileBody {
             .map_err(|e| WriteError::File(std::io::Error::other(e)))?;
         let mut buffer = vec![0u8; HEADER_ROOM + chunk + 2];
         let mut crc = crc32fast::Hasher::new();
-        let mut ranges = Arc::clone(&self.source).ranges();
+        let mut watchdog = Watchdog::new(stall);
+        // A body sent again on a new connection is mid-body once more.
+        if let Some(delivery) = &self.delivery {
+            delivery.set(false);
+        }
+        let mut ranges = Arc::clone(&self.source).ranges(self.offset, self.len);
         let (mut at, mut left) = (self.offset, self.len);
         while left > 0 {
             let n = left.min(STREAM_CHUNK_BYTES);
-            let header = chunk_header(n);
+            let start = put_chunk_header(n, &mut buffer[..HEADER_ROOM]);
             let data_end = HEADER_ROOM + n as usize;
-            let start = HEADER_ROOM - header.len();
-            buffer[start..HEADER_ROOM].copy_from_slice(header.as_bytes());
             ranges
                 .read_exact_at(&mut buffer[HEADER_ROOM..data_end], at)
                 .map_err(WriteError::File)?;
             crc.update(&buffer[HEADER_ROOM..data_end]);
             buffer[data_end..data_end + 2].copy_from_slice(b"\r\n");
-            within_stall(stall, out.write_all(&buffer[start..data_end + 2])).await?;
+            watchdog
+                .write(out.write_all(&buffer[start..data_end + 2]))
+                .await?;
             self.sent.fetch_add(n, Ordering::Relaxed);
             at += n;
             left -= n;
         }
         // Without its last chunk S3 stores nothing of a range that changed.
-        ranges.finish().map_err(WriteError::File)?;
+        let digests = ranges.finish().map_err(WriteError::File)?;
         let crc32 = crc.finalize();
-        within_stall(stall, out.write_all(final_chunk(crc32).as_bytes())).await?;
-        within_stall(stall, out.flush()).await?;
-        // A retry builds a new cell, so this one is only ever set here.
-        let _ = self.checksum.set(crc32);
+        watchdog
+            .write(out.write_all(final_chunk(crc32).as_bytes()))
+            .await?;
+        watchdog.write(out.flush()).await?;
+        *self.read.lock().unwrap_or_else(|e| e.into_inner()) = Some(BodyRead { crc32, digests });
+        if let Some(delivery) = &self.delivery {
+            delivery.set(true);
+        }
         Ok(())
     }
 }
 
-/// How long one write of the body may make no progress: a connection
-/// that takes less than 64 KiB in this long has stalled (a peer that
-/// stopped reading, a path that dropped), and the part is better retried
-/// on a new one than left to the run's deadline.
+/// How long one write of the body may take: a connection that takes
+/// less than a chunk in this long has stalled (a peer that stopped
+/// reading, a path that dropped), and the part is better retried on a new
+/// one than left to the run's deadline.
 const WRITE_STALL: Duration = Duration::from_secs(60);
 
-async fn within_stall(
+/// Fails a write of the body that takes longer than `stall`, with one
+/// timer for the whole body: a write notes when it started, and the timer
+/// is moved on only when it fires early, where a timeout per write would
+/// set and clear a timer for every chunk. Time spent reading the files
+/// between writes never counts.
+struct Watchdog {
     stall: Duration,
-    write: impl std::future::Future<Output = std::io::Result<()>>,
-) -> Result<(), WriteError> {
-    match tokio::time::timeout(stall, write).await {
-        Ok(r) => r.map_err(WriteError::Net),
-        Err(_) => Err(WriteError::Net(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            format!(
-                "S3 took no data for {} s while the body was being sent",
-                stall.as_secs_f64()
-            ),
-        ))),
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    started: tokio::time::Instant,
+}
+
+impl Watchdog {
+    fn new(stall: Duration) -> Self {
+        Self {
+            stall,
+            timer: Box::pin(tokio::time::sleep(stall)),
+            started: tokio::time::Instant::now(),
+        }
+    }
+
+    async fn write(
+        &mut self,
+        write: impl std::future::Future<Output = std::io::Result<()>>,
+    ) -> Result<(), WriteError> {
+        self.started = tokio::time::Instant::now();
+        let mut write = std::pin::pin!(write);
+        loop {
+            tokio::select! {
+                biased;
+                done = &mut write => return done.map_err(WriteError::Net),
+                () = self.timer.as_mut() => {
+                    let due = self.started + self.stall;
+                    if tokio::time::Instant::now() >= due {
+                        return Err(WriteError::Net(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!(
+                                "S3 took no data for {} s while the body was being sent",
+                                self.stall.as_secs_f64()
+                            ),
+                        )));
+                    }
+                    self.timer.as_mut().reset(due);
+                }
+            }
+        }
     }
 }
 
@@ -251,9 +351,8 @@ pub(super) struct Prepared {
     pub(super) content_type: Option<&'static str>,
     /// Headers that describe the framing; all are signed.
     pub(super) headers: Vec<(&'static str, String)>,
-    /// The CRC32 of the bytes sent, set once the body has been read to the
-    /// end (so whenever S3 accepted it).
-    pub(super) checksum: Option<Arc<OnceLock<u32>>>,
+    /// What reading an archive range gave, once read to the end.
+    pub(super) read: Option<ReadCell>,
 }
 
 impl Payload {
@@ -273,7 +372,7 @@ impl Payload {
                 length: 0,
                 content_type: None,
                 headers: Vec::new(),
-                checksum: None,
+                read: None,
             },
             Self::Xml(xml) => Prepared {
                 body: Content::Bytes(xml.clone().into_bytes()),
@@ -281,17 +380,22 @@ impl Payload {
                 length: xml.len() as u64,
                 content_type: Some("application/xml"),
                 headers: Vec::new(),
-                checksum: None,
+                read: None,
             },
-            Self::File { offset, len } => {
-                let checksum = Arc::new(OnceLock::new());
+            Self::File {
+                offset,
+                len,
+                delivery,
+            } => {
+                let read = ReadCell::default();
                 Prepared {
                     body: Content::File(FileBody {
                         source: source.as_source(),
                         offset: *offset,
                         len: *len,
-                        checksum: Arc::clone(&checksum),
+                        read: Arc::clone(&read),
                         sent: Arc::clone(sent),
+                        delivery: delivery.clone(),
                     }),
                     content_sha256: STREAMING_UNSIGNED_TRAILER.to_owned(),
                     length: encoded_length(*len),
@@ -305,7 +409,7 @@ impl Payload {
                         ),
                         ("x-amz-trailer", CHECKSUM_TRAILER.to_owned()),
                     ],
-                    checksum: Some(checksum),
+                    read: Some(read),
                 }
             }
         }
@@ -317,9 +421,23 @@ pub(super) fn checksum_text(crc32: u32) -> String {
     base64::engine::general_purpose::STANDARD.encode(crc32.to_be_bytes())
 }
 
-/// `{hex size}\r\n` before a chunk's bytes.
-fn chunk_header(len: u64) -> String {
-    format!("{len:x}\r\n")
+/// Writes `{hex size}\r\n`, a chunk's header, at the end of `room`, and
+/// answers where it starts: no string is made per chunk.
+fn put_chunk_header(len: u64, room: &mut [u8]) -> usize {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = hex_digits(len);
+    let start = room.len() - digits - 2;
+    for (i, slot) in room[start..start + digits].iter_mut().enumerate() {
+        let shift = 4 * (digits - 1 - i);
+        *slot = HEX[((len >> shift) & 0xf) as usize];
+    }
+    room[start + digits..].copy_from_slice(b"\r\n");
+    start
+}
+
+/// How many hex digits `len` takes (one for zero).
+fn hex_digits(len: u64) -> usize {
+    (64 - len.leading_zeros() as usize).div_ceil(4).max(1)
 }
 
 /// The closing zero-length chunk and the trailer.
@@ -331,7 +449,7 @@ fn final_chunk(crc32: u32) -> String {
 /// [`STREAM_CHUNK_BYTES`] chunks: each chunk adds its header and a CRLF,
 /// and the trailer's length does not depend on the checksum's value.
 pub(super) fn encoded_length(len: u64) -> u64 {
-    let framed = |n: u64| chunk_header(n).len() as u64 + n + 2;
+    let framed = |n: u64| hex_digits(n) as u64 + 2 + n + 2;
     let full = len / STREAM_CHUNK_BYTES;
     let rest = len % STREAM_CHUNK_BYTES;
     full * framed(STREAM_CHUNK_BYTES)
@@ -388,16 +506,24 @@ mod tests {
     /// CRC32 it set once written.
     async fn wire_of(data: &[u8], offset: u64, len: u64) -> (Vec<u8>, Prepared, u32) {
         let (_dir, file) = archive(data);
-        let prepared = Payload::File { offset, len }.prepare(&file, &Arc::default());
+        let prepared = Payload::File {
+            offset,
+            len,
+            delivery: None,
+        }
+        .prepare(&file, &Arc::default());
         let Content::File(body) = &prepared.body else {
             unreachable!("a file payload has a file body")
         };
         let mut wire = Vec::new();
         body.write_to(&mut wire).await.unwrap();
-        let crc = *body
-            .checksum
-            .get()
-            .expect("the checksum is known at the end");
+        let crc = body
+            .read
+            .lock()
+            .unwrap()
+            .as_ref()
+            .expect("the checksum is known at the end")
+            .crc32;
         (wire, prepared, crc)
     }
 
@@ -431,8 +557,14 @@ mod tests {
             assert_eq!(prepared.length, encoded_length(len as u64));
             assert_eq!(streamed_crc, crc);
             assert_eq!(
-                prepared.checksum.unwrap().get(),
-                Some(&crc),
+                prepared
+                    .read
+                    .unwrap()
+                    .lock()
+                    .unwrap()
+                    .as_ref()
+                    .map(|r| r.crc32),
+                Some(crc),
                 "set once sent"
             );
             assert_eq!(prepared.content_sha256, STREAMING_UNSIGNED_TRAILER);
@@ -451,6 +583,7 @@ mod tests {
         let prepared = Payload::File {
             offset: 0,
             len: data.len() as u64,
+            delivery: None,
         }
         .prepare(&file, &Arc::default());
         let Content::File(body) = prepared.body else {
@@ -470,6 +603,89 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_header_is_the_size_in_lowercase_hex_and_crlf() {
+        for len in [
+            0u64,
+            1,
+            9,
+            10,
+            15,
+            16,
+            255,
+            4096,
+            65_536,
+            262_144,
+            0xabcdef,
+            0xffff_ffff,
+        ] {
+            let mut room = [b'.'; HEADER_ROOM];
+            let start = put_chunk_header(len, &mut room);
+            assert_eq!(&room[start..], format!("{len:x}\r\n").as_bytes(), "{len}");
+            assert!(room[..start].iter().all(|b| *b == b'.'), "{len}");
+        }
+    }
+
+    /// A source whose every read takes `delay` (a slow disk).
+    struct Slow {
+        file: Arc<File>,
+        delay: Duration,
+    }
+
+    impl Source for Slow {
+        fn ranges(self: Arc<Self>, _: u64, _: u64) -> Box<dyn Ranges> {
+            Box::new(SlowRanges(self))
+        }
+    }
+
+    struct SlowRanges(Arc<Slow>);
+
+    impl Ranges for SlowRanges {
+        fn read_exact_at(&mut self, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
+            std::thread::sleep(self.0.delay);
+            archive::read_exact_at(&self.0.file, buffer, offset)
+        }
+
+        fn finish(&mut self) -> std::io::Result<Option<archive::RangeDigests>> {
+            Ok(None)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_slow_read_between_writes_is_no_stalled_connection() {
+        // Each read takes longer than the stall time; each write is quick.
+        let data = vec![3u8; 3 * STREAM_CHUNK_BYTES as usize];
+        let (_dir, file) = archive(&data);
+        let source = Arc::new(Slow {
+            file,
+            delay: Duration::from_millis(300),
+        });
+        let prepared = Payload::File {
+            offset: 0,
+            len: data.len() as u64,
+            delivery: None,
+        }
+        .prepare(&source, &Arc::default());
+        let Content::File(body) = &prepared.body else {
+            unreachable!("a file payload has a file body")
+        };
+        // A peer that reads steadily, a little at a time: every write waits
+        // on it, so the stall timer is looked at after each slow read.
+        let (mut out, mut peer) = tokio::io::duplex(16 * 1024);
+        let reading = tokio::spawn(async move {
+            let mut got = Vec::new();
+            tokio::io::AsyncReadExt::read_to_end(&mut peer, &mut got)
+                .await
+                .unwrap();
+            got.len()
+        });
+        body.write_within(&mut out, Duration::from_millis(200))
+            .await
+            .unwrap();
+        drop(out);
+        assert_eq!(reading.await.unwrap() as u64, prepared.length);
+    }
+
+    #[test]
     fn checksum_text_is_base64_of_big_endian_crc32() {
         // CRC32 of "hello world" is 0x0d4a1185.
         assert_eq!(checksum_text(crc32fast::hash(b"hello world")), "DUoRhQ==");
@@ -482,6 +698,7 @@ mod tests {
         let prepared = Payload::File {
             offset: 0,
             len: 200,
+            delivery: None,
         }
         .prepare(&file, &Arc::default());
         let Content::File(body) = &prepared.body else {
@@ -490,6 +707,6 @@ mod tests {
         let mut written = Vec::new();
         let error = body.write_to(&mut written).await.unwrap_err();
         assert!(matches!(error, WriteError::File(_)), "{error:?}");
-        assert_eq!(body.checksum.get(), None);
+        assert!(body.read.lock().unwrap().is_none());
     }
 }

@@ -12,7 +12,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 
 use super::call::{Call, Operation, header_str};
 use super::error::AttemptError;
-use super::payload::{Content, Prepared};
+use super::payload::{BodyRead, Content, Prepared};
 use super::region::{DEFAULT_REGION, region_to_follow, valid_region};
 use super::url::{bucket_url, object_url, set_query};
 use super::xml::{s3_error, xml_text};
@@ -33,8 +33,9 @@ struct Once {
 pub(super) struct Reply {
     pub(super) headers: HeaderMap,
     pub(super) body: String,
-    /// The CRC32 of the archive bytes the request carried (S3 verified it).
-    pub(super) checksum: Option<u32>,
+    /// What reading the archive range the request carried gave: its CRC32
+    /// (which S3 verified) and its files' digests.
+    pub(super) read: Option<BodyRead>,
 }
 
 impl Inner {
@@ -180,7 +181,9 @@ impl Inner {
             None => Ok(Reply {
                 headers,
                 body,
-                checksum: payload.checksum.and_then(|c| c.get().copied()),
+                read: payload
+                    .read
+                    .and_then(|cell| cell.lock().unwrap_or_else(|e| e.into_inner()).take()),
             }),
             Some(error) => Err(AttemptError::S3 {
                 status,

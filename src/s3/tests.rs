@@ -576,8 +576,12 @@ impl BotocoreCase {
         let path = dir.path().join("archive");
         std::fs::write(&path, vec![7u8; len as usize]).unwrap();
         let file = Arc::new(std::fs::File::open(&path).unwrap());
-        let prepared =
-            super::payload::Payload::File { offset: 0, len }.prepare(&file, &Arc::default());
+        let prepared = super::payload::Payload::File {
+            offset: 0,
+            len,
+            delivery: None,
+        }
+        .prepare(&file, &Arc::default());
         extra.extend(prepared.headers);
         (prepared.content_sha256, extra)
     }
@@ -1091,5 +1095,105 @@ mod against_fake {
         assert!(events_of(&events, "s3.complete_multipart_upload").is_empty());
         assert_eq!(fake.s3().open_uploads(), 0);
         assert!(fake.s3().objects().is_empty());
+    }
+
+    /// A truss whose tar is three 5 MiB parts: `big.bin` (12 MiB) spans
+    /// them, cut inside its chunks; small files around it.
+    fn truss_across_parts() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let mut big = vec![0u8; 12 * MIB as usize + 700];
+        fastrand::Rng::with_seed(21).fill(&mut big);
+        std::fs::write(dir.path().join("big.bin"), &big).unwrap();
+        for size in [0usize, 100, 1536, 4096] {
+            let mut bytes = vec![0u8; size];
+            fastrand::Rng::with_seed(size as u64).fill(&mut bytes);
+            std::fs::write(dir.path().join(format!("s{size}.bin")), bytes).unwrap();
+        }
+        std::fs::write(dir.path().join("config.yaml"), "model_name: m\n").unwrap();
+        dir
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_part_reset_mid_body_is_read_again_and_s3_stores_the_reference_tar() {
+        let fake = start().await;
+        let truss = truss_across_parts();
+        let layout = Arc::new(crate::archive::layout(truss.path()).unwrap().with_digests());
+        let target = target(&fake);
+        // The connection of part 2 drops 1 MiB into its body: S3 stores
+        // nothing of it, the part is sent again, read again from the files.
+        fake.s3().cut_part_body(2, MIB);
+
+        let report = uploader(&fake, 3, 3)
+            .upload_archive(&target, Arc::clone(&layout), &|_, _| {})
+            .await
+            .unwrap();
+
+        let events = fake.s3().events();
+        let part2: Vec<_> = events_of(&events, "s3.upload_part")
+            .into_iter()
+            .filter(|e| e.part_number == Some(2))
+            .map(|e| (e.status, e.error_code.clone()))
+            .collect();
+        assert_eq!(
+            part2,
+            [(0, Some("ConnectionCut".to_owned())), (200, None)],
+            "{events:#?}"
+        );
+        // Byte for byte the tar the reference writer writes, headers,
+        // padding and end blocks included.
+        let out = tempfile::tempdir().unwrap();
+        let written = crate::archive::write(truss.path(), &out.path().join("t.tar")).unwrap();
+        assert!(stored(&fake, &target.key) == std::fs::read(&written.path).unwrap());
+        // The digests come from the reads S3 stored, the retried part's once.
+        let digests = report.digests.expect("the layout hashes its files");
+        assert_eq!(digests.len(), written.members.len());
+        for (member, digest) in written.members.iter().zip(&digests) {
+            let bytes = std::fs::read(truss.path().join(&member.path)).unwrap();
+            assert_eq!(
+                *digest,
+                Some(*blake3::hash(&bytes).as_bytes()),
+                "{}",
+                member.path
+            );
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_part_whose_body_is_out_gets_its_answer_before_the_abort_so_none_lands_after_it() {
+        let fake = start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = archive(&dir, 15 * MIB as usize, 9);
+        let target = target(&fake);
+        // Part 2's whole body arrives and S3 stores it only 3 s later (or
+        // after the upload's first listing, were one sent first); part 3,
+        // sent once part 1 is stored, is cut mid-body and not retried.
+        fake.s3().land_part_late(2, Duration::from_secs(3));
+        fake.s3().cut_part_body(3, MIB);
+
+        let error = upload(&uploader(&fake, 2, 1), &target, &path, &Progress::default())
+            .await
+            .unwrap_err();
+
+        assert!(format!("{error:#}").contains("UploadPart 3"), "{error:#}");
+        let events = fake.s3().events();
+        let order: Vec<(String, Option<u32>, u16)> = events
+            .iter()
+            .filter(|e| e.operation != "s3.head_bucket")
+            .map(|e| (e.operation.clone(), e.part_number, e.status))
+            .collect();
+        let at = |op: &str, part: Option<u32>| {
+            order
+                .iter()
+                .position(|(o, p, _)| o == op && *p == part)
+                .unwrap_or_else(|| panic!("no {op} {part:?}: {order:#?}"))
+        };
+        // Part 2 was answered (stored) before the one abort, which removed it.
+        assert!(
+            at("s3.upload_part", Some(2)) < at("s3.abort_multipart_upload", None),
+            "{order:#?}"
+        );
+        assert_eq!(order[at("s3.upload_part", Some(2))].2, 200, "{order:#?}");
+        assert_eq!(events_of(&events, "s3.abort_multipart_upload").len(), 1);
+        assert_eq!(fake.s3().open_uploads(), 0, "no part remains: {order:#?}");
     }
 }

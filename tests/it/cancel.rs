@@ -142,6 +142,32 @@ fn a_signal_while_parts_are_hashed_and_sent_stops_the_run_in_time() {
 }
 
 #[test]
+fn sigterm_mid_upload_aborts_it_and_leaves_no_part() {
+    // 1 GiB of zeros: 128 parts, 24 in flight when the first is stored.
+    let dir = model_dir("model_name: big\n");
+    let f = std::fs::File::create(dir.path().join("weights.bin")).unwrap();
+    f.set_len(1 << 30).unwrap();
+    drop(f);
+    let fake = fake(EXISTING);
+    cancel_at(
+        &fake,
+        "TERM",
+        "s3.upload_part",
+        dir.path().to_str().unwrap(),
+        &[],
+    );
+    let events = fake.s3().events();
+    let aborts = events
+        .iter()
+        .filter(|e| e.operation == "s3.abort_multipart_upload")
+        .count();
+    assert!(aborts >= 1, "an abort was sent: {events:#?}");
+    assert_eq!(fake.s3().open_uploads(), 0, "no part remains");
+    assert!(fake.s3().objects().is_empty());
+    assert!(mutations(&fake).is_empty(), "nothing was created");
+}
+
+#[test]
 fn a_hanging_deactivate_after_a_signal_still_ends_in_time() {
     use fake_baseten::proxy::{Fault, FaultProxy, Rule};
     let fake = fake(EXISTING);

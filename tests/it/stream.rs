@@ -64,6 +64,50 @@ fn members_of(
         .collect()
 }
 
+/// The platform's documented content hash of the tree at `root`, computed
+/// here on its own from plain per-file `blake3::hash`es: every path (files
+/// by their digest, followed through symlinks; directories as null), folded
+/// in path-component order. The tree must hold nothing truss ignores.
+fn independent_content_hash(root: &Path) -> String {
+    fn visit(root: &Path, rel: &str, out: &mut Vec<(String, Option<[u8; 32]>)>) {
+        for entry in std::fs::read_dir(root.join(rel)).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            let key = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            if root.join(&key).is_dir() {
+                out.push((key.clone(), None));
+                visit(root, &key, out);
+            } else {
+                let bytes = std::fs::read(root.join(&key)).unwrap();
+                out.push((key, Some(*blake3::hash(&bytes).as_bytes())));
+            }
+        }
+    }
+    let mut entries = Vec::new();
+    visit(root, "", &mut entries);
+    entries.sort_by(|a, b| a.0.split('/').cmp(b.0.split('/')));
+    let mut fold = blake3::Hasher::new();
+    for (key, digest) in &entries {
+        fold.update(blake3::hash(key.as_bytes()).as_bytes());
+        if let Some(d) = digest {
+            fold.update(d);
+        }
+    }
+    fold.finalize().to_hex().to_string()
+}
+
+/// The content-hash label on the one deployment the run created.
+fn created_label(fake: &FakeBaseten) -> String {
+    let [deployment] = fake.deployments().try_into().expect("one deployment");
+    deployment.labels.expect("labels")["truss_push_content_hash"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 /// A truss whose archive is the 9 MiB `a.bin` (part 1 lies inside it),
 /// then `config.yaml`, `victim.bin` and the model: the victim's bytes are
 /// read only for part 2.
@@ -130,6 +174,9 @@ fn the_stored_object_is_the_truss_tar_cut_from_its_files_with_a_file_across_thre
         }
     }
     assert!(members[0].3 == big);
+    // The label is each file's digest taken from the parts' own reads
+    // (big.bin's from three parts, cut inside its chunks), folded.
+    assert_eq!(created_label(&fake), independent_content_hash(root));
     // The history gives the upload's rate against its wall time.
     assert!(
         run.summary.contains(&format!(
@@ -290,6 +337,27 @@ fn a_file_touched_during_the_upload_fails_it_naming_the_file() {
 }
 
 #[test]
+fn a_file_replaced_during_the_upload_fails_it_naming_the_file() {
+    // An editor's or a download's atomic write: the same size, a new file
+    // renamed over the path.
+    victim_changed_during_the_upload(
+        |p| {
+            let fresh = p.with_extension("new");
+            std::fs::write(&fresh, random_bytes(MIB, 9)).unwrap();
+            let seen = std::fs::metadata(p).unwrap().modified().unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&fresh)
+                .unwrap()
+                .set_modified(seen)
+                .unwrap();
+            std::fs::rename(&fresh, p).unwrap();
+        },
+        "another file took its place",
+    );
+}
+
+#[test]
 fn a_file_deleted_during_the_upload_fails_it_naming_the_file() {
     victim_changed_during_the_upload(|p| std::fs::remove_file(p).unwrap(), "it was deleted");
 }
@@ -326,6 +394,45 @@ fn a_part_that_lands_after_the_abort_is_aborted_again_so_no_part_remains() {
     assert!(
         run.stdout
             .contains("(2 aborts: parts in flight landed after the first); S3 lists no part of it"),
+        "{run:?}"
+    );
+    assert!(mutations(&fake).is_empty(), "nothing was created");
+}
+
+#[test]
+fn a_part_whose_body_is_out_is_answered_before_the_abort_so_none_lands_after_it() {
+    let fake = fake(NEW);
+    let truss = truss_with_victim();
+    // Part 1's body arrives whole and S3 stores it 0.7 s later, or just
+    // after the upload's first ListParts if one comes first: a run that cut
+    // the part at the signal would abort, list nothing, and leave it there.
+    fake.s3()
+        .land_part_late(1, std::time::Duration::from_millis(700));
+    let held = || fake.s3().held() == 1;
+    let run = deploy(&fake, truss.path()).run_signalled_when(held, "INT");
+    assert_eq!(run.code, 130, "{run:?}");
+
+    let events = fake.s3().events();
+    let order: Vec<(&str, Option<u32>, u16)> = events
+        .iter()
+        .map(|e| (e.operation.as_str(), e.part_number, e.status))
+        .filter(|(o, _, _)| {
+            o.contains("upload_part") || o.contains("abort") || o.contains("list_parts")
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("s3.upload_part", Some(1), 200),
+            ("s3.abort_multipart_upload", None, 204),
+            ("s3.list_parts", None, 404),
+        ],
+        "the part was answered, then aborted once: {events:#?}"
+    );
+    assert_eq!(fake.s3().open_uploads(), 0, "S3 keeps no part of it");
+    assert!(fake.s3().objects().is_empty());
+    assert!(
+        run.stdout.contains("; S3 lists no part of it") && !run.stdout.contains("aborts:"),
         "{run:?}"
     );
     assert!(mutations(&fake).is_empty(), "nothing was created");

@@ -14,9 +14,11 @@ use crate::s3::payload::{FileBody, WriteError};
 
 /// Why one exchange on one connection failed.
 pub(super) enum Failed {
-    /// A connection from the pool failed before any byte of an answer: the
-    /// server had closed it while it was idle. Nothing was sent that could
-    /// have been applied; a new connection takes the request.
+    /// A connection from the pool failed before any byte of an answer, by
+    /// being closed rather than by a timeout, before the request could
+    /// have been applied (its whole body never went out) or for a request
+    /// that may be applied twice (GET, HEAD, PUT, DELETE): the server had
+    /// closed it while it sat idle. A new connection takes the request.
     Stale,
     /// `417 Expectation Failed` to a head that carried `Expect`, before any
     /// of the body: the request is to be repeated without it.
@@ -24,25 +26,54 @@ pub(super) enum Failed {
     Other(Error),
 }
 
-/// What a failure on `conn` before the body went out means: on a
-/// connection taken from the pool (`reused`) that had received no byte of
-/// an answer, that the server closed it while it sat idle ([`Failed::Stale`]);
-/// else the exchange failed. The one place both exchanges decide it.
-fn lost(conn: &Conn, reused: bool, e: io::Error) -> Failed {
-    if reused && !conn.received {
+/// How far a request got when its connection failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Sent {
+    /// Not all of it went out: no server can have applied it.
+    Partly,
+    /// All of it went out: the server may have applied it.
+    Whole,
+}
+
+/// What a failure on `conn` means: on a connection taken from the pool
+/// (`reused`) that received no byte of an answer and was closed (not
+/// timed out), that the server closed it while it sat idle
+/// ([`Failed::Stale`]), unless the whole request went out and it is not
+/// one that may be applied twice; else the exchange failed. The one
+/// place every exchange decides it.
+fn lost(conn: &Conn, (reused, method): (bool, &str), sent: Sent, e: io::Error) -> Failed {
+    if stale(reused && !conn.received, e.kind(), sent, method) {
         Failed::Stale
     } else {
         Failed::Other(Error::Exchange(e))
     }
 }
 
+/// The rule of [`lost`]: a failure of kind `kind` on a pooled connection
+/// that received nothing since the request went out (`quiet_reuse`) is
+/// a stale connection unless it timed out, or unless the whole request
+/// went out and `method` is not idempotent (it may have been applied).
+pub(super) fn stale(quiet_reuse: bool, kind: io::ErrorKind, sent: Sent, method: &str) -> bool {
+    let closed = kind != io::ErrorKind::TimedOut;
+    let repeatable = sent == Sent::Partly || idempotent(method);
+    quiet_reuse && closed && repeatable
+}
+
+/// Whether a request with `method` has the same effect sent twice (RFC
+/// 9110, 9.2.2): every S3 request here but the POSTs (Create and Complete
+/// of a multipart upload).
+fn idempotent(method: &str) -> bool {
+    matches!(method, "GET" | "HEAD" | "PUT" | "DELETE")
+}
+
 /// Writes `bytes` (a head, maybe with its small body) and flushes them.
-async fn send_all(conn: &mut Conn, bytes: &[u8], reused: bool) -> Result<(), Failed> {
+async fn send_all(conn: &mut Conn, bytes: &[u8], reused: bool, method: &str) -> Result<(), Failed> {
     let sent = async {
         conn.stream.write_all(bytes).await?;
         conn.stream.flush().await
     };
-    sent.await.map_err(|e| lost(conn, reused, e))
+    sent.await
+        .map_err(|e| lost(conn, (reused, method), Sent::Partly, e))
 }
 
 impl Wire {
@@ -82,16 +113,17 @@ impl Wire {
     ) -> Result<(Answer, bool), Failed> {
         let expect = !self.known_to_refuse_expect(origin);
         let head = self.head_bytes(request, route, expect);
-        send_all(conn, &head, reused).await?;
+        let asked = (reused, request.method);
+        send_all(conn, &head, reused, request.method).await?;
         if expect && !self.known_to_ignore_expect(origin) {
-            let deadline = tokio::time::Instant::now() + EXPECT_WAIT;
+            let deadline = tokio::time::Instant::now() + self.expect_wait;
             loop {
                 match tokio::time::timeout_at(deadline, conn.read_head()).await {
                     Err(_elapsed) => {
                         self.remember_ignores_expect(origin);
                         break;
                     }
-                    Ok(Err(e)) => return Err(lost(conn, reused, e)),
+                    Ok(Err(e)) => return Err(lost(conn, asked, Sent::Partly, e)),
                     Ok(Ok(interim)) if interim.status == 100 => break,
                     // Another interim answer (102, 103): keep waiting.
                     Ok(Ok(interim)) if (101..200).contains(&interim.status) => {}
@@ -127,27 +159,21 @@ impl Wire {
                 WriteError::File(e) => Err(Failed::Other(Error::File(e))),
                 // A server that ignores `Expect` may answer and close while
                 // the body is still going out: its answer says more than the
-                // broken pipe.
+                // broken pipe. Without one, a pooled connection the server
+                // had closed fails here too (the head fit in the socket's
+                // buffer); the body never ended, so nothing was applied.
                 WriteError::Net(e) => match early_answer_after(conn, request.method).await {
                     Some(answer) => Ok((answer, false)),
-                    None => Err(Failed::Other(Error::Exchange(e))),
+                    None => Err(lost(conn, asked, Sent::Partly, e)),
                 },
             };
         }
-        let answered = with_answer_wait(final_answer(conn, request.method)).await;
-        let (last, body, reusable) = answered.map_err(|e| Failed::Other(Error::Exchange(e)))?;
-        if expect && last.status == 417 {
+        let (answer, reusable) = answer_to_whole_request(conn, asked).await?;
+        if expect && answer.status == 417 {
             // A server we sent the body at once (it had ignored `Expect`
             // before) and that refuses the expectation after all.
             return Err(Failed::ExpectRefused);
         }
-        let answer = Answer {
-            status: last.status,
-            headers: last.headers,
-            body,
-            early: false,
-            sent_whole: true,
-        };
         Ok((answer, reusable))
     }
 
@@ -163,17 +189,8 @@ impl Wire {
     ) -> Result<(Answer, bool), Failed> {
         let mut out = self.head_bytes(request, route, false);
         out.extend_from_slice(bytes);
-        send_all(conn, &out, reused).await?;
-        let answered = with_answer_wait(final_answer(conn, request.method)).await;
-        let (last, body, reusable) = answered.map_err(|e| lost(conn, reused, e))?;
-        let answer = Answer {
-            status: last.status,
-            headers: last.headers,
-            body,
-            early: false,
-            sent_whole: true,
-        };
-        Ok((answer, reusable))
+        send_all(conn, &out, reused, request.method).await?;
+        answer_to_whole_request(conn, (reused, request.method)).await
     }
 
     /// The request line and headers. To a proxy that forwards the request,
@@ -209,6 +226,26 @@ impl Wire {
         head.push_str("\r\n");
         head.into_bytes()
     }
+}
+
+/// The final answer to a request sent whole on `conn` (taken from the pool
+/// when `reused`), within [`ANSWER_WAIT`], and whether `conn` may carry
+/// another request.
+async fn answer_to_whole_request(
+    conn: &mut Conn,
+    (reused, method): (bool, &str),
+) -> Result<(Answer, bool), Failed> {
+    let answered = with_answer_wait(final_answer(conn, method)).await;
+    let (last, body, reusable) =
+        answered.map_err(|e| lost(conn, (reused, method), Sent::Whole, e))?;
+    let answer = Answer {
+        status: last.status,
+        headers: last.headers,
+        body,
+        early: false,
+        sent_whole: true,
+    };
+    Ok((answer, reusable))
 }
 
 async fn with_answer_wait<T>(reading: impl Future<Output = io::Result<T>>) -> io::Result<T> {

@@ -134,6 +134,8 @@ pub(super) struct Wire {
     proxies: Arc<Matcher>,
     connect_timeout: Duration,
     user_agent: String,
+    /// How long a data request waits for `100 Continue`: [`EXPECT_WAIT`].
+    expect_wait: Duration,
     idle: Mutex<HashMap<Origin, Vec<Conn>>>,
     /// Origins that sent no `100` within [`EXPECT_WAIT`] (later requests
     /// there send the body at once) or answered `417` to `Expect` (later
@@ -150,6 +152,7 @@ impl Wire {
             proxies: Arc::clone(&transport.proxies),
             connect_timeout: transport.connect_timeout,
             user_agent: transport.user_agent.clone(),
+            expect_wait: EXPECT_WAIT,
             idle: Mutex::default(),
             expectations: Arc::clone(&transport.expectations),
         }

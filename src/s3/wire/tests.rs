@@ -36,6 +36,7 @@ fn body(archive: &Archive) -> FileBody {
     let payload = Payload::File {
         offset: 0,
         len: archive.len,
+        delivery: None,
     };
     match payload.prepare(&archive.file, &Arc::default()).body {
         Content::File(body) => body,
@@ -185,35 +186,42 @@ async fn after_100_continue_the_framed_body_follows_and_the_connection_is_kept()
 async fn a_server_that_ignores_expect_gets_the_body_after_the_wait_and_later_at_once() {
     let (listener, url) = listener().await;
     let server = tokio::spawn(async move {
-        let mut waits = Vec::new();
+        let mut first_wait = None;
         for _ in 0..2 {
+            // Never a `100`: the body comes when the client stops waiting.
             let (mut stream, _) = listener.accept().await.unwrap();
             let (head, rest) = read_head(&mut stream).await;
             let at = Instant::now();
             let body = read_body(&mut stream, rest, content_length(&head)).await;
-            waits.push(at.elapsed());
+            first_wait.get_or_insert(at.elapsed());
             assert_eq!(body.len(), content_length(&head));
             stream
                 .write_all(b"HTTP/1.1 200 OK\r\netag: \"e\"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
                 .await
                 .unwrap();
         }
-        waits
+        first_wait.unwrap()
     });
-    let wire = Wire::new(&Transport::default());
+    let mut wire = Wire::new(&Transport::default());
     let archive = archive(100_000);
 
-    for _ in 0..2 {
-        let answer = send(&wire, &url, &archive, false).await.unwrap();
-        assert_eq!(answer.status, 200);
-    }
+    let answer = send(&wire, &url, &archive, false).await.unwrap();
+    assert_eq!(answer.status, 200);
+    assert!(wire.waited_in_vain(&url), "remembered");
+    // Had the second request waited for its `100` again, it would now wait
+    // ten minutes for one that never comes before its body went: the body
+    // going out first is what lets it end at all.
+    wire.expect_wait = Duration::from_secs(600);
+    let second = tokio::time::timeout(Duration::from_secs(60), send(&wire, &url, &archive, false))
+        .await
+        .expect("the body went at once, with no wait for a `100`");
+    assert_eq!(second.unwrap().status, 200);
 
-    let waits = server.await.unwrap();
+    let first_wait = server.await.unwrap();
     assert!(
-        waits[0] >= EXPECT_WAIT - Duration::from_millis(50),
-        "{waits:?}"
+        first_wait >= EXPECT_WAIT - Duration::from_millis(50),
+        "{first_wait:?}"
     );
-    assert!(waits[1] < EXPECT_WAIT / 2, "remembered: {waits:?}");
 }
 
 #[tokio::test]
@@ -252,6 +260,146 @@ async fn a_retry_or_an_idle_connection_the_server_closed_uses_a_new_connection()
     send(&wire, &url, &archive, true).await.unwrap();
 
     assert_eq!(accepted.load(Ordering::SeqCst), 3);
+}
+
+/// A server that answers each connection's first request (kept alive)
+/// and, for the second on the same connection, reads it whole and closes
+/// without a byte of answer: as a pooled connection the server closed
+/// while idle looks, and as one that applied the request and died. Counts
+/// connections and the requests it read.
+async fn closes_after_reading_the_second(
+    listener: TcpListener,
+    continues: bool,
+) -> (Arc<AtomicUsize>, Arc<Mutex<Vec<String>>>) {
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let (count, log) = (Arc::clone(&accepted), Arc::clone(&requests));
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            count.fetch_add(1, Ordering::SeqCst);
+            let log = Arc::clone(&log);
+            tokio::spawn(async move {
+                for n in 0..2 {
+                    let (head, rest) = read_head(&mut stream).await;
+                    if continues && head.contains("expect: 100-continue") {
+                        stream
+                            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                            .await
+                            .unwrap();
+                    }
+                    read_body(&mut stream, rest, content_length(&head)).await;
+                    log.lock()
+                        .unwrap()
+                        .push(head.lines().next().unwrap().to_owned());
+                    if n == 1 {
+                        return;
+                    }
+                    stream
+                        .write_all(b"HTTP/1.1 200 OK\r\netag: \"e\"\r\ncontent-length: 0\r\n\r\n")
+                        .await
+                        .unwrap();
+                }
+            });
+        }
+    });
+    (accepted, requests)
+}
+
+async fn send_bytes(wire: &Wire, method: &str, url: &Url, body: &[u8]) -> Result<Answer, Error> {
+    let request = Request {
+        method,
+        url,
+        headers: &[],
+        content_length: body.len() as u64,
+    };
+    wire.send(&request, Outgoing::Bytes(body), false).await
+}
+
+#[tokio::test]
+async fn a_post_sent_whole_on_a_pooled_connection_that_dies_is_never_sent_again_as_stale() {
+    let (listener, url) = listener().await;
+    let (accepted, requests) = closes_after_reading_the_second(listener, true).await;
+    let wire = Wire::new(&Transport::default());
+    let xml = b"<CompleteMultipartUpload/>";
+
+    send_bytes(&wire, "POST", &url, xml).await.unwrap();
+    // The pooled connection takes the second POST, which the server reads
+    // whole: it may have been applied, so the failure is the caller's to
+    // judge (a completion is looked at again, not silently re-sent).
+    let error = send_bytes(&wire, "POST", &url, xml).await.unwrap_err();
+
+    assert!(matches!(error, Error::Exchange(_)), "{error:?}");
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "no new connection");
+    assert_eq!(
+        requests.lock().unwrap().len(),
+        2,
+        "the second POST went once"
+    );
+}
+
+#[tokio::test]
+async fn an_idempotent_request_on_a_pooled_connection_that_dies_unanswered_goes_on_a_new_one() {
+    let (listener, url) = listener().await;
+    let (accepted, requests) = closes_after_reading_the_second(listener, true).await;
+    let wire = Wire::new(&Transport::default());
+
+    send_bytes(&wire, "DELETE", &url, b"").await.unwrap();
+    let answer = send_bytes(&wire, "DELETE", &url, b"").await.unwrap();
+
+    assert_eq!(answer.status, 200);
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(requests.lock().unwrap().len(), 3, "sent again, once");
+}
+
+#[tokio::test]
+async fn a_part_whose_pooled_connection_dies_under_its_body_goes_on_a_new_one() {
+    let (listener, url) = listener().await;
+    // Never a `100`: after the first part the body goes at once, so the
+    // dead connection fails under the body (or at its answer).
+    let (accepted, requests) = closes_after_reading_the_second(listener, false).await;
+    let mut wire = Wire::new(&Transport::default());
+    wire.expect_wait = Duration::from_millis(100);
+    let archive = archive(100_000);
+
+    send(&wire, &url, &archive, false).await.unwrap();
+    let answer = send(&wire, &url, &archive, false).await.unwrap();
+
+    assert_eq!(answer.status, 200);
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(requests.lock().unwrap().len(), 3);
+}
+
+#[test]
+fn stale_means_closed_quietly_before_the_request_could_have_been_applied() {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionReset, TimedOut, UnexpectedEof};
+
+    use super::exchange::{Sent, stale};
+    // (received nothing on a pooled connection, error, how far, method)
+    let table = [
+        (true, ConnectionReset, Sent::Partly, "POST", true),
+        (true, BrokenPipe, Sent::Partly, "PUT", true),
+        (true, UnexpectedEof, Sent::Whole, "PUT", true),
+        (true, UnexpectedEof, Sent::Whole, "DELETE", true),
+        (true, UnexpectedEof, Sent::Whole, "GET", true),
+        (true, UnexpectedEof, Sent::Whole, "HEAD", true),
+        // A POST sent whole may have been applied (Create, Complete).
+        (true, UnexpectedEof, Sent::Whole, "POST", false),
+        (true, ConnectionReset, Sent::Whole, "POST", false),
+        // No answer in time is a slow server, not a closed connection.
+        (true, TimedOut, Sent::Whole, "PUT", false),
+        (true, TimedOut, Sent::Partly, "PUT", false),
+        // A new connection, or one that had answered something.
+        (false, ConnectionReset, Sent::Partly, "PUT", false),
+        (false, UnexpectedEof, Sent::Whole, "DELETE", false),
+    ];
+    for (quiet_reuse, kind, sent, method, want) in table {
+        assert_eq!(
+            stale(quiet_reuse, kind, sent, method),
+            want,
+            "{quiet_reuse} {kind:?} {sent:?} {method}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -226,6 +226,9 @@ struct State {
     holds: Vec<HoldOn>,
     held_parts: Vec<HeldPart>,
     held_completions: usize,
+    /// Parts whose connection to cut after so many bytes of their body
+    /// ([`FakeS3::cut_part_body`]): part number and bytes.
+    cuts: Vec<(u32, u64)>,
     /// Bumped by [`FakeS3::release_held`].
     releases: u64,
     next_hold_id: u64,
@@ -235,6 +238,11 @@ struct State {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum HoldOn {
     Part(u32),
+    /// A part that lands late on its own ([`FakeS3::land_part_late`]).
+    PartLate {
+        number: u32,
+        at_most: std::time::Duration,
+    },
     Completion,
 }
 
@@ -243,9 +251,14 @@ enum HoldOn {
 struct HeldPart {
     id: u64,
     upload_id: String,
+    /// The upload's key, for a part that lands after its upload is gone.
+    key: String,
     number: u32,
     record: PartRecord,
     released: bool,
+    /// It lands after its upload's first ListParts (or its own wait),
+    /// never at an abort.
+    lands_after_list: bool,
 }
 
 pub struct FakeS3 {
@@ -276,6 +289,26 @@ impl FakeS3 {
         self.lock().holds.push(HoldOn::Part(number));
     }
 
+    /// Holds the next UploadPart numbered `number` once its whole body has
+    /// arrived, as [`Self::hold_part`] does, but it lands on its own:
+    /// `at_most` later (then it is stored and answered, as a slow S3
+    /// would), or just after its upload's first ListParts, whichever comes
+    /// first — not at an abort. A client that cut its connection at the
+    /// abort sees no part in that listing, and the part lands after it
+    /// (AWS documents that a part in progress may land after the abort);
+    /// a client that waited for its answer before aborting sees it stored
+    /// first, and the abort removes it.
+    pub fn land_part_late(&self, number: u32, at_most: std::time::Duration) {
+        self.lock().holds.push(HoldOn::PartLate { number, at_most });
+    }
+
+    /// Cuts the connection of the next UploadPart numbered `number` once
+    /// `after_bytes` of its body arrived (or all of it, if fewer): a reset
+    /// mid-body, nothing stored, no answer.
+    pub fn cut_part_body(&self, number: u32, after_bytes: u64) {
+        self.lock().cuts.push((number, after_bytes));
+    }
+
     /// Holds the next CompleteMultipartUpload after the object was stored,
     /// before it is answered, until [`Self::release_held`].
     pub fn hold_completion(&self) {
@@ -299,6 +332,26 @@ impl FakeS3 {
             }
         }
         self.wake.notify_waiters();
+    }
+
+    /// The wait a late landing was asked with for part `number`, taking it.
+    fn take_late_landing(&self, number: u32) -> Option<std::time::Duration> {
+        let mut state = self.lock();
+        let at = state
+            .holds
+            .iter()
+            .position(|h| matches!(h, HoldOn::PartLate { number: n, .. } if *n == number))?;
+        match state.holds.remove(at) {
+            HoldOn::PartLate { at_most, .. } => Some(at_most),
+            _ => None,
+        }
+    }
+
+    /// The bytes after which to cut part `number`'s body, taking it.
+    fn take_cut(&self, number: u32) -> Option<u64> {
+        let mut state = self.lock();
+        let at = state.cuts.iter().position(|(n, _)| *n == number)?;
+        Some(state.cuts.remove(at).1)
     }
 
     /// Whether a hold was asked for `what`, taking it.
@@ -329,12 +382,13 @@ impl FakeS3 {
     /// upload was aborted and is stored there already.
     async fn hold_received_part(
         &self,
-        upload_id: &str,
+        (upload_id, key): (&str, &str),
         number: u32,
         temp: TempFile,
         digest: &BodyDigest,
     ) -> Result<Option<TempFile>, S3Error> {
-        if !self.take_hold(HoldOn::Part(number)) {
+        let late = self.take_late_landing(number);
+        if late.is_none() && !self.take_hold(HoldOn::Part(number)) {
             return Ok(Some(temp));
         }
         let path = self
@@ -350,6 +404,7 @@ impl FakeS3 {
             state.held_parts.push(HeldPart {
                 id,
                 upload_id: upload_id.to_owned(),
+                key: key.to_owned(),
                 number,
                 record: PartRecord {
                     md5: digest.md5,
@@ -358,17 +413,30 @@ impl FakeS3 {
                     path,
                 },
                 released: false,
+                lands_after_list: late.is_some(),
             });
             id
         };
-        self.wait_until(|state| {
+        let gone_or_released = |state: &State| {
             state
                 .held_parts
                 .iter()
                 .find(|h| h.id == id)
                 .is_none_or(|h| h.released)
-        })
-        .await;
+        };
+        match late {
+            Some(at_most) => {
+                // Landed by a ListParts meanwhile, or now by itself.
+                let _ = tokio::time::timeout(at_most, self.wait_until(gone_or_released)).await;
+                let mut state = self.lock();
+                if let Some(at) = state.held_parts.iter().position(|h| h.id == id) {
+                    let held = state.held_parts.remove(at);
+                    land(&mut state, &self.cfg.store_dir, held);
+                }
+                return Ok(None);
+            }
+            None => self.wait_until(gone_or_released).await,
+        }
         let mut state = self.lock();
         let Some(at) = state.held_parts.iter().position(|h| h.id == id) else {
             return Ok(None);
@@ -499,7 +567,15 @@ impl FakeS3 {
         classify(method, has_key, &query).name()
     }
 
+    /// Serves one S3 request.
     pub async fn handle(&self, req: Request) -> Response {
+        self.handle_on_connection(req, &tokio::sync::Notify::new())
+            .await
+    }
+
+    /// Serves one S3 request arrived on a connection that `kill` drops (a
+    /// part cut mid-body by [`Self::cut_part_body`]).
+    pub async fn handle_on_connection(&self, req: Request, kill: &tokio::sync::Notify) -> Response {
         let (parts, body) = req.into_parts();
         let expect_continue = expects_continue(&parts.headers);
         let operation = Self::operation_name(&parts.method, &parts.uri);
@@ -542,14 +618,49 @@ impl FakeS3 {
         // zero (and hyper never sends `100 Continue` for it).
         let counted = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counter = std::sync::Arc::clone(&counted);
+        let cut_after = (operation == Op::UploadPart.name())
+            .then(|| {
+                let query = sigv4::decoded_query_pairs(parts.uri.query().unwrap_or(""));
+                parse_part_number(&query_value(&query, "partNumber")?)
+            })
+            .flatten()
+            .and_then(|number| self.take_cut(number));
+        let reached = std::sync::Arc::new(tokio::sync::Notify::new());
+        let reaching = std::sync::Arc::clone(&reached);
         let body = Body::from_stream(body.into_data_stream().map(move |frame| {
             if let Ok(bytes) = &frame {
-                counter.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                let before =
+                    counter.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                if cut_after.is_some_and(|cut| before + bytes.len() as u64 >= cut) {
+                    reaching.notify_one();
+                }
             }
             frame
         }));
         let mut body = Some(body);
-        let outcome = self.serve(&parts, &mut body, &mut judged).await;
+        let serving = self.serve(&parts, &mut body, &mut judged);
+        let outcome = tokio::select! {
+            outcome = serving => outcome,
+            () = reached.notified() => {
+                // Nothing is stored and nothing answers: the connection is
+                // dropped with the rest of the body unread (a reset).
+                self.lock().events.push(S3Event {
+                    operation: operation.to_owned(),
+                    key: String::new(),
+                    signature_verified: false,
+                    signed_region: None,
+                    payload_mode: "none".to_owned(),
+                    status: 0,
+                    error_code: Some("ConnectionCut".to_owned()),
+                    part_number: judged.part_number,
+                    crc32_verified: false,
+                    body_bytes: counted.load(std::sync::atomic::Ordering::Relaxed),
+                    expect_continue,
+                });
+                kill.notify_one();
+                return std::future::pending().await;
+            }
+        };
         let error_code = outcome.as_ref().err().map(|e| e.code.to_owned());
         if let (true, Some(rest)) = (outcome.is_err(), body.take()) {
             drain_unread(&parts.headers, rest).await;
@@ -964,7 +1075,7 @@ impl FakeS3 {
         let (temp, digest) = self.receive_to_file(ctx, body).await?;
         let etag = format!("\"{}\"", hex::encode(digest.md5));
         let Some(temp) = self
-            .hold_received_part(&upload_id, number, temp, &digest)
+            .hold_received_part((&upload_id, ctx.key), number, temp, &digest)
             .await?
         else {
             judged.crc32_verified = digest.crc32_echo.is_some();
@@ -1109,52 +1220,41 @@ impl FakeS3 {
             }
         };
         let upload = removed.ok_or_else(|| no_such_upload(&upload_id))?;
-        self.land_late_parts(&upload_id, &upload);
+        self.land_late_parts(&upload_id);
         let _ = tokio::fs::remove_dir_all(&upload.dir).await;
         self.wake.notify_waiters();
         Ok(with_headers(StatusCode::NO_CONTENT, &[], Body::empty()))
     }
 
     /// Parts held in progress when their upload was aborted land now: the
-    /// upload lingers, aborted, holding them.
-    fn land_late_parts(&self, upload_id: &str, upload: &Upload) {
+    /// upload lingers, aborted, holding them (those that land late on their
+    /// own wait).
+    fn land_late_parts(&self, upload_id: &str) {
         let mut state = self.lock();
         let (late, kept): (Vec<HeldPart>, Vec<HeldPart>) = std::mem::take(&mut state.held_parts)
             .into_iter()
-            .partition(|h| h.upload_id == upload_id && !h.released);
+            .partition(|h| h.upload_id == upload_id && !h.released && !h.lands_after_list);
         state.held_parts = kept;
-        if late.is_empty() {
-            return;
-        }
-        let dir = self.cfg.store_dir.join("uploads").join(format!(
-            "{upload_id}-late-{}",
-            random_string(ALNUM_LOWER, 8)
-        ));
-        let _ = std::fs::create_dir_all(&dir);
-        let mut parts = BTreeMap::new();
         for held in late {
-            let path = dir.join(format!("part-{:05}", held.number));
-            if std::fs::rename(&held.record.path, &path).is_ok() {
-                parts.insert(
-                    held.number,
-                    PartRecord {
-                        path,
-                        ..held.record
-                    },
-                );
-            }
+            land(&mut state, &self.cfg.store_dir, held);
         }
-        state.uploads.insert(
-            upload_id.to_owned(),
-            Upload {
-                key: upload.key.clone(),
-                dir,
-                content_type: upload.content_type.clone(),
-                checksum_algorithm: upload.checksum_algorithm.clone(),
-                parts,
-                aborted: true,
-            },
-        );
+    }
+
+    /// Held parts of `upload_id` that land after its first listing.
+    fn land_after_list(&self, upload_id: &str) {
+        let mut state = self.lock();
+        let (late, kept): (Vec<HeldPart>, Vec<HeldPart>) = std::mem::take(&mut state.held_parts)
+            .into_iter()
+            .partition(|h| h.upload_id == upload_id && !h.released && h.lands_after_list);
+        state.held_parts = kept;
+        let landed = !late.is_empty();
+        for held in late {
+            land(&mut state, &self.cfg.store_dir, held);
+        }
+        drop(state);
+        if landed {
+            self.wake.notify_waiters();
+        }
     }
 
     /// ListParts: the parts an upload holds, aborted or not (one page: this
@@ -1166,13 +1266,16 @@ impl FakeS3 {
     ) -> Result<Response, S3Error> {
         let upload_id = query_value(ctx.query, "uploadId").unwrap_or_default();
         receive_small(ctx, body).await?;
-        let parts: Vec<(u32, PartRecord)> = self
+        let parts: Option<Vec<(u32, PartRecord)>> = self
             .lock()
             .uploads
             .get(&upload_id)
             .filter(|u| u.key == ctx.key)
-            .map(|u| u.parts.iter().map(|(n, p)| (*n, p.clone())).collect())
-            .ok_or_else(|| no_such_upload(&upload_id))?;
+            .map(|u| u.parts.iter().map(|(n, p)| (*n, p.clone())).collect());
+        // Parts that land after a listing land now: this answer's list is
+        // already taken.
+        self.land_after_list(&upload_id);
+        let parts = parts.ok_or_else(|| no_such_upload(&upload_id))?;
         let mut xml = format!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListPartsResult xmlns=\"{XMLNS}\"><Bucket>{}</Bucket><Key>{}</Key><UploadId>{}</UploadId><IsTruncated>false</IsTruncated>",
             xml_escape(&self.cfg.bucket),
@@ -1381,6 +1484,39 @@ fn classify(method: &Method, has_key: bool, query: &[(String, String)]) -> Op {
         ("GET", true) if query_is_plain(query) => Op::GetObject,
         ("HEAD", false) if query_is_plain(query) => Op::HeadBucket,
         _ => Op::Other,
+    }
+}
+
+/// Stores a held part where its upload keeps its parts: the upload still
+/// open, or the aborted one lingering with the parts that landed after its
+/// abort (created if the upload is gone), which ListParts lists until the
+/// upload is aborted again.
+fn land(state: &mut State, store_dir: &Path, held: HeldPart) {
+    let upload = state
+        .uploads
+        .entry(held.upload_id.clone())
+        .or_insert_with(|| Upload {
+            key: held.key.clone(),
+            dir: store_dir.join("uploads").join(format!(
+                "{}-late-{}",
+                held.upload_id,
+                random_string(ALNUM_LOWER, 8)
+            )),
+            content_type: String::new(),
+            checksum_algorithm: None,
+            parts: BTreeMap::new(),
+            aborted: true,
+        });
+    let _ = std::fs::create_dir_all(&upload.dir);
+    let path = upload.dir.join(format!("part-{:05}", held.number));
+    if std::fs::rename(&held.record.path, &path).is_ok() {
+        upload.parts.insert(
+            held.number,
+            PartRecord {
+                path,
+                ..held.record
+            },
+        );
     }
 }
 

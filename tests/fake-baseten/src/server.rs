@@ -224,7 +224,7 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
         if let Some(resp) = apply_fault(shared, &mut entry, &api, kill).await {
             return resp;
         }
-        let resp = shared.s3.handle(req).await;
+        let resp = shared.s3.handle_on_connection(req, kill).await;
         entry.status = Some(resp.status().as_u16());
         shared.log.push(entry);
         return resp;
