@@ -27,7 +27,9 @@
 #[cfg(debug_assertions)]
 mod test_clock;
 
-use std::sync::{Arc, Mutex};
+#[cfg(debug_assertions)]
+use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// A create and the lookup after it may run this long past the deploy
@@ -91,7 +93,9 @@ pub(crate) enum Phase {
 }
 
 impl Phase {
-    /// The phase's name, for messages and the test clock's record.
+    /// The phase's name, for the scripted clock's script and record (a
+    /// debug build's only).
+    #[cfg(debug_assertions)]
     pub(crate) fn name(self) -> &'static str {
         match self {
             Phase::Setup => "Setup",
