@@ -24,7 +24,8 @@ impl std::fmt::Display for ReadError {
     }
 }
 
-fn describe(t: std::fs::FileType) -> &'static str {
+/// What a file that is not a regular one is, in a user's words.
+pub(crate) fn describe(t: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if t.is_dir() {
         "directory"

@@ -416,7 +416,24 @@ const DIGEST_BUFFER_BYTES: usize = 128 * 1024;
 /// The blake3 digest of the file at `path` (followed through a symlink)
 /// and its length, read `DIGEST_BUFFER_BYTES` at a time.
 pub(crate) fn file_digest(path: &Path) -> io::Result<([u8; 32], u64)> {
+    // Looked at before it is opened (opening a FIFO blocks until something
+    // writes into it) and again once open (a device's read never ends).
+    let regular = |meta: std::fs::Metadata| {
+        if meta.is_file() {
+            Ok(())
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "it is a {}, not a regular file",
+                    crate::files::describe(meta.file_type())
+                ),
+            ))
+        }
+    };
+    regular(std::fs::metadata(path)?)?;
     let mut file = File::open(path)?;
+    regular(file.metadata()?)?;
     let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; DIGEST_BUFFER_BYTES];
     let mut total = 0u64;

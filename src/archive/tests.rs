@@ -810,6 +810,67 @@ fn a_socket_is_an_error_unless_ignored() {
 
 #[cfg(unix)]
 #[test]
+fn a_symlink_to_a_device_or_fifo_is_an_error_naming_it_unless_ignored() {
+    use std::os::unix::fs::symlink;
+    let dir = tree(&[("config.yaml", "x")]);
+    let fifo = dir.path().join("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    fs::write(dir.path().join(TRUSS_IGNORE_FILE), "pipe\n").unwrap();
+    // Hashing what these point at would never end (the device) or block
+    // (the FIFO, nobody writing): refused by the walk, before any read.
+    for (link, target, kind) in [
+        ("zero.bin", Path::new("/dev/zero"), "device"),
+        ("piped.bin", fifo.as_path(), "FIFO (named pipe)"),
+    ] {
+        symlink(target, dir.path().join(link)).unwrap();
+        let err = format!("{:#}", plan(dir.path()).unwrap_err());
+        assert_eq!(
+            err,
+            format!(
+                "{} is a symlink to {}, which is a {kind}, not a regular file or directory: remove the link or list it in {TRUSS_IGNORE_FILE}",
+                dir.path().join(link).display(),
+                target.display()
+            )
+        );
+        fs::remove_file(dir.path().join(link)).unwrap();
+    }
+    symlink("/dev/zero", dir.path().join("zero.bin")).unwrap();
+    fs::write(dir.path().join(TRUSS_IGNORE_FILE), "pipe\nzero.bin\n").unwrap();
+    assert_eq!(
+        paths(&plan(dir.path()).unwrap()),
+        [TRUSS_IGNORE_FILE, "config.yaml"]
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_digest_read_refuses_what_is_not_a_regular_file() {
+    let err = file_digest(Path::new("/dev/zero")).unwrap_err();
+    assert_eq!(err.to_string(), "it is a device, not a regular file");
+    let dir = tree(&[("config.yaml", "x")]);
+    let fifo = dir.path().join("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let err = file_digest(&fifo).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "it is a FIFO (named pipe), not a regular file"
+    );
+}
+
+#[cfg(unix)]
+#[test]
 fn a_non_utf8_name_is_an_error_unless_ignored() {
     use std::os::unix::ffi::OsStrExt;
     let dir = tree(&[("config.yaml", "x")]);

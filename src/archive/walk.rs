@@ -88,7 +88,7 @@ pub(super) enum Shape {
     LinkToFile,
     LinkToDir,
     BrokenLink,
-    /// Socket, FIFO or device: nothing truss can ship.
+    /// Socket, FIFO or device, or a symlink to one: nothing truss can ship.
     Special,
 }
 
@@ -127,6 +127,9 @@ struct Found {
     target: Option<PathBuf>,
     /// Why a link's target could not be reached.
     link_error: Option<io::Error>,
+    /// What a link points at when that is neither a file nor a directory
+    /// (a FIFO would block the hash's read, a device never end it).
+    link_special: Option<&'static str>,
 }
 
 fn inspect(entry: &fs::DirEntry, rel: &Path) -> anyhow::Result<Found> {
@@ -139,6 +142,7 @@ fn inspect(entry: &fs::DirEntry, rel: &Path) -> anyhow::Result<Found> {
         size: 0,
         target: None,
         link_error: None,
+        link_special: None,
     };
     if kind.is_dir() {
         found.shape = Shape::Dir;
@@ -155,7 +159,8 @@ fn inspect(entry: &fs::DirEntry, rel: &Path) -> anyhow::Result<Found> {
         );
         match fs::metadata(&path) {
             Ok(meta) if meta.is_dir() => found.shape = Shape::LinkToDir,
-            Ok(_) => found.shape = Shape::LinkToFile,
+            Ok(meta) if meta.is_file() => found.shape = Shape::LinkToFile,
+            Ok(meta) => found.link_special = Some(files::describe(meta.file_type())),
             Err(err) => {
                 found.shape = Shape::BrokenLink;
                 found.link_error = Some(err);
@@ -167,9 +172,14 @@ fn inspect(entry: &fs::DirEntry, rel: &Path) -> anyhow::Result<Found> {
 
 fn refusal(root: &Path, rel: &Path, found: Found) -> anyhow::Error {
     let shown = root.join(rel);
-    match (found.target, found.link_error) {
-        (Some(target), Some(err)) => anyhow::anyhow!(
+    match (found.target, found.link_error, found.link_special) {
+        (Some(target), Some(err), _) => anyhow::anyhow!(
             "{} is a symlink to {}, which cannot be opened ({err}): fix or remove the link, or list it in {TRUSS_IGNORE_FILE}",
+            shown.display(),
+            target.display()
+        ),
+        (Some(target), None, Some(kind)) => anyhow::anyhow!(
+            "{} is a symlink to {}, which is a {kind}, not a regular file or directory: remove the link or list it in {TRUSS_IGNORE_FILE}",
             shown.display(),
             target.display()
         ),

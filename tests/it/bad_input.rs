@@ -576,6 +576,18 @@ fn problems_with_the_truss_files_are_input_errors_before_any_request() {
     let loop_inside = model_dir("model_name: m\n");
     std::os::unix::fs::symlink("a", loop_inside.path().join("b")).unwrap();
     std::os::unix::fs::symlink("b", loop_inside.path().join("a")).unwrap();
+    // The hash reads what a link points at: a device would never end, a
+    // FIFO nobody writes into would block.
+    let link_to_device = model_dir("model_name: m\n");
+    std::os::unix::fs::symlink("/dev/zero", link_to_device.path().join("weights.bin")).unwrap();
+    let link_to_fifo = model_dir("model_name: m\n");
+    let outside = tempfile::tempdir().unwrap();
+    mkfifo(&outside.path().join("pipe"));
+    std::os::unix::fs::symlink(
+        outside.path().join("pipe"),
+        link_to_fifo.path().join("data"),
+    )
+    .unwrap();
     let odd_name = model_dir("model_name: m\n");
     {
         use std::os::unix::ffi::OsStrExt;
@@ -590,6 +602,16 @@ fn problems_with_the_truss_files_are_input_errors_before_any_request() {
             ".truss_ignore",
         ),
         ("a symlink loop", loop_inside.path(), "is a symlink to"),
+        (
+            "a symlink to a device",
+            link_to_device.path(),
+            "weights.bin is a symlink to /dev/zero, which is a device, not a regular file or directory",
+        ),
+        (
+            "a symlink to a FIFO outside the truss",
+            link_to_fifo.path(),
+            "which is a FIFO (named pipe), not a regular file or directory",
+        ),
         ("a file name that is not UTF-8", odd_name.path(), "weights-"),
     ] {
         let started = std::time::Instant::now();
