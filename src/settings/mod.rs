@@ -266,6 +266,19 @@ pub(crate) fn key_url(name: &str, value: &str) -> Result<Url, String> {
     let url = Url::parse(value.trim()).map_err(|e| {
         format!("{name} must be a URL like https://example.com, got {value:?}: {e}")
     })?;
+    // Not echoed: what sits before the host may be a password.
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(format!(
+            "{name} carries a user name or password before its host: give the URL without them (the API key travels in its own header)"
+        ));
+    }
+    // Paths are appended to it: after a query or fragment they would be
+    // part of that instead of the path.
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(format!(
+            "{name} has a query or fragment ('?' or '#'): give the base URL only, like https://example.com"
+        ));
+    }
     match url.scheme() {
         "https" => Ok(url),
         "http" if crate::baseten::is_loopback(&url) => Ok(url),
@@ -354,6 +367,26 @@ pub(crate) fn is_falsy(v: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_that_carries_the_key_is_a_bare_base() {
+        assert!(key_url("app-url", "https://app.baseten.co").is_ok());
+        assert!(key_url("app-url", "http://127.0.0.1:8080/base").is_ok());
+        for (value, says) in [
+            (
+                "https://user:sk-canary@app.baseten.co",
+                "user name or password",
+            ),
+            ("https://sk-canary@app.baseten.co", "user name or password"),
+            ("https://app.baseten.co/?k=v", "query or fragment"),
+            ("https://app.baseten.co/#top", "query or fragment"),
+        ] {
+            let err = key_url("app-url", value).unwrap_err();
+            assert!(err.starts_with("app-url "), "{err}");
+            assert!(err.contains(says), "{value}: {err}");
+            assert!(!err.contains("sk-canary"), "{value}: {err}");
+        }
+    }
 
     #[test]
     fn the_preliminary_settings_hold_the_secrets_and_never_print_them() {
