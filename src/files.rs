@@ -1,5 +1,6 @@
-//! Reading the user's small files safely: only regular files are opened (a
-//! FIFO would block forever, a device may never end), and only up to a cap.
+//! Opening the user's files safely: only regular files are opened (a FIFO
+//! would block forever, a device may never end), and small ones are read
+//! whole only up to a cap.
 
 use std::path::Path;
 
@@ -40,6 +41,24 @@ pub(crate) fn describe(t: std::fs::FileType) -> &'static str {
     }
 }
 
+/// Opens `path` (symlinks followed) only when it is a regular file: looked
+/// at before it is opened (opening a FIFO blocks until something writes
+/// into it) and again once open (in case the path changed meanwhile; a
+/// device's read may never end).
+pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), ReadError> {
+    let regular = |meta: std::fs::Metadata| {
+        if meta.is_file() {
+            Ok(meta)
+        } else {
+            Err(ReadError::NotRegular(describe(meta.file_type())))
+        }
+    };
+    regular(std::fs::metadata(path).map_err(ReadError::Io)?)?;
+    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+    let meta = regular(file.metadata().map_err(ReadError::Io)?)?;
+    Ok((file, meta))
+}
+
 /// Reads a small input file whole: only a regular file (symlinks followed)
 /// and at most `max_mib` MiB, checked before reading so neither a FIFO nor a
 /// huge file can stall the run.
@@ -47,18 +66,14 @@ pub(crate) fn read_regular_file(path: &Path, max_mib: u64) -> Result<Vec<u8>, Re
     use std::io::Read;
     let max_bytes = max_mib << 20;
     let checked = |meta: std::fs::Metadata| {
-        if !meta.is_file() {
-            Err(ReadError::NotRegular(describe(meta.file_type())))
-        } else if meta.len() > max_bytes {
+        if meta.len() > max_bytes {
             Err(ReadError::TooLarge(max_mib))
         } else {
             Ok(meta.len())
         }
     };
-    checked(std::fs::metadata(path).map_err(ReadError::Io)?)?;
-    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
-    // Checked again on the open file, in case the path changed meanwhile.
-    let len = checked(file.metadata().map_err(ReadError::Io)?)?;
+    let (file, meta) = open_regular(path)?;
+    let len = checked(meta)?;
     let mut buf = Vec::with_capacity(usize::try_from(len).unwrap_or_default());
     file.take(max_bytes + 1)
         .read_to_end(&mut buf)

@@ -17,7 +17,6 @@
 //! twice (a retried part) counts once.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
@@ -416,24 +415,10 @@ const DIGEST_BUFFER_BYTES: usize = 128 * 1024;
 /// The blake3 digest of the file at `path` (followed through a symlink)
 /// and its length, read `DIGEST_BUFFER_BYTES` at a time.
 pub(crate) fn file_digest(path: &Path) -> io::Result<([u8; 32], u64)> {
-    // Looked at before it is opened (opening a FIFO blocks until something
-    // writes into it) and again once open (a device's read never ends).
-    let regular = |meta: std::fs::Metadata| {
-        if meta.is_file() {
-            Ok(())
-        } else {
-            Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "it is a {}, not a regular file",
-                    crate::files::describe(meta.file_type())
-                ),
-            ))
-        }
-    };
-    regular(std::fs::metadata(path)?)?;
-    let mut file = File::open(path)?;
-    regular(file.metadata()?)?;
+    let (mut file, _) = crate::files::open_regular(path).map_err(|e| match e {
+        crate::files::ReadError::Io(e) => e,
+        other => io::Error::new(io::ErrorKind::InvalidInput, other.to_string()),
+    })?;
     let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; DIGEST_BUFFER_BYTES];
     let mut total = 0u64;

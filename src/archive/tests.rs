@@ -415,11 +415,7 @@ fn a_file_replaced_by_another_or_by_a_fifo_fails_the_read_without_blocking() {
         "{err}"
     );
     fs::remove_file(&path).unwrap();
-    let made = std::process::Command::new("mkfifo")
-        .arg(&path)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    mkfifo(&path);
     let err = Reader::new(Arc::clone(&layout))
         .read_exact_at(&mut buf, 0)
         .unwrap_err();
@@ -814,13 +810,7 @@ fn a_symlink_to_a_device_or_fifo_is_an_error_naming_it_unless_ignored() {
     use std::os::unix::fs::symlink;
     let dir = tree(&[("config.yaml", "x")]);
     let fifo = dir.path().join("pipe");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    mkfifo(&fifo);
     fs::write(dir.path().join(TRUSS_IGNORE_FILE), "pipe\n").unwrap();
     // Hashing what these point at would never end (the device) or block
     // (the FIFO, nobody writing): refused by the walk, before any read.
@@ -855,13 +845,7 @@ fn a_digest_read_refuses_what_is_not_a_regular_file() {
     assert_eq!(err.to_string(), "it is a device, not a regular file");
     let dir = tree(&[("config.yaml", "x")]);
     let fifo = dir.path().join("pipe");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    mkfifo(&fifo);
     let err = file_digest(&fifo).unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -924,4 +908,14 @@ fn exact_len_refuses_a_short_body() {
     let mut out = Vec::new();
     io::copy(&mut long, &mut out).unwrap();
     assert_eq!(out, b"abcd");
+}
+
+/// Makes a FIFO (named pipe) at `path`.
+#[cfg(unix)]
+fn mkfifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
 }
