@@ -499,11 +499,9 @@ fn a_wrong_token_or_no_github_at_all_is_a_warning() {
     );
     assert!(gh.commit_statuses().is_empty());
 
-    // Nothing listens on the API's port.
-    let down = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", l.local_addr().unwrap())
-    };
+    // Nothing listens on the API's port (port 1: a port just freed could
+    // be taken by a fake started beside this test).
+    let down = "http://127.0.0.1:1".to_string();
     let run = on_github(&fake, &gh)
         .env("GITHUB_API_URL", &down)
         .arg("github-deployment", "true")

@@ -46,7 +46,9 @@ async fn proxy(fake: &FakeBaseten, rules: Vec<Rule>) -> FaultProxy {
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
 fn client() -> reqwest::Client {
+    // `no_proxy`: the developer's own `HTTP_PROXY` must not catch these.
     reqwest::Client::builder()
+        .no_proxy()
         .timeout(HANG_GUARD)
         .build()
         .unwrap()
@@ -522,6 +524,7 @@ async fn redirects_to_a_path_to_http_and_to_the_sink() {
     )
     .await;
     let no_follow = reqwest::Client::builder()
+        .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::common::scenario;
 
 async fn status_with(fake: &FakeBaseten, auth: Option<&str>) -> [StatusCode; 3] {
-    let http = reqwest::Client::new();
+    let http = crate::common::http();
     let with = |r: reqwest::RequestBuilder| match auth {
         Some(a) => r.header("Authorization", a),
         None => r,
@@ -56,7 +56,7 @@ async fn rejections_carry_the_right_body_shapes() {
     let fake = FakeBaseten::start(scenario("scaled-to-zero-history.yaml"))
         .await
         .unwrap();
-    let http = reqwest::Client::new();
+    let http = crate::common::http();
     let r = http
         .get(format!("{}/v1/models/seedmodl", fake.url()))
         .header("Authorization", "Api-Key nope")
@@ -80,7 +80,7 @@ async fn s3_is_judged_by_sigv4_not_by_the_api_key() {
     let fake = FakeBaseten::start(scenario("scaled-to-zero-history.yaml"))
         .await
         .unwrap();
-    let r = reqwest::Client::new()
+    let r = crate::common::http()
         .put(format!(
             "{}/{}/models/x.tgz",
             fake.s3_endpoint(),

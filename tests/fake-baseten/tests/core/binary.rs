@@ -52,7 +52,7 @@ fn binary_prints_its_bases_serves_and_stops_on_sigterm() {
         .build()
         .unwrap();
     let status = rt.block_on(async {
-        reqwest::Client::new()
+        crate::common::http()
             .post(format!("{url}/graphql/"))
             .header("Authorization", "Api-Key bin-secret-key")
             .json(&serde_json::json!({"query": "{ teams { name } }"}))

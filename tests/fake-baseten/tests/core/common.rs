@@ -28,10 +28,16 @@ pub struct Client {
     pub key: String,
 }
 
+/// A client for the fake on loopback: it never goes through a proxy the
+/// developer's environment names (`HTTP_PROXY` would otherwise catch it).
+pub fn http() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
 impl Client {
     pub fn new(fake: &FakeBaseten) -> Self {
         Self {
-            http: reqwest::Client::new(),
+            http: http(),
             base: fake.url(),
             key: fake.api_key().to_string(),
         }

@@ -125,7 +125,7 @@ async fn added_latency_delays_the_answer() {
 async fn s3_faults_answer_in_s3_xml() {
     let fake = FakeBaseten::start(Scenario::default()).await.unwrap();
     fake.add_fault(Fault::status("s3.put_object", 503).retry_after(1));
-    let r = reqwest::Client::new()
+    let r = crate::common::http()
         .put(format!(
             "{}/{}/models/x.tgz",
             fake.s3_endpoint(),

@@ -86,7 +86,9 @@ async fn model_flow_push_wait_predict_deactivate() {
     // The stored object is the uploaded tar, also over the admin route.
     let stored = fake.s3().object_bytes(key).unwrap();
     assert_eq!(stored, tar);
-    let via_admin = reqwest::get(format!("{}/__fake/objects/{key}", fake.url()))
+    let via_admin = crate::common::http()
+        .get(format!("{}/__fake/objects/{key}", fake.url()))
+        .send()
         .await
         .unwrap()
         .bytes()

@@ -80,7 +80,9 @@ async fn entries_describe_requests_and_never_hold_the_key() {
     assert_eq!(log[5].status, Some(401));
     assert_eq!(log[2].method, "PUT");
 
-    let admin = reqwest::get(format!("{}/__fake/requests", fake.url()))
+    let admin = crate::common::http()
+        .get(format!("{}/__fake/requests", fake.url()))
+        .send()
         .await
         .unwrap()
         .text()
