@@ -70,6 +70,7 @@ impl Repo {
             .args(args)
             .current_dir(self.path())
             .env("HOME", self.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_AUTHOR_NAME", "t")
             .env("GIT_AUTHOR_EMAIL", "t@example.com")
@@ -451,6 +452,8 @@ fn a_missing_ref_or_a_shallow_clone_is_an_input_error_never_everything() {
     let ok = Command::new("git")
         .args(["clone", "-q", "--depth=1", &url, dest.to_str().unwrap()])
         .env("HOME", shallow.path())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
         .status()
         .unwrap();
     assert!(ok.success());
