@@ -48,11 +48,11 @@ impl Settings {
             return Ok(s);
         }
         if let Some(t) = inputs.trimmed(Input::GithubToken) {
-            if t.chars().any(char::is_whitespace) {
-                return Err(
-                    "github-token contains whitespace inside it: check the token's value (github-token: ${{ github.token }})".into(),
-                );
-            }
+            super::one_word(
+                "github-token",
+                t,
+                "the token's value (github-token: ${{ github.token }})",
+            )?;
             s.token = Some(Secret::new(t));
         }
         let gh = &ci.github;
@@ -114,6 +114,12 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("github-token contains whitespace"), "{err}");
+        let err = Settings::from_inputs(
+            &inputs(&[("commit-status", "true"), ("github-token", "a\u{1b}b")]),
+            &env,
+        )
+        .unwrap_err();
+        assert!(err.contains("github-token contains a control"), "{err}");
     }
 
     #[test]

@@ -94,12 +94,24 @@ fn api_key(inputs: &Inputs) -> Result<Option<Secret>, String> {
     else {
         return Ok(None);
     };
-    if key.chars().any(char::is_whitespace) {
-        return Err(
-            "baseten-api-key contains whitespace inside it: check the secret's value".into(),
-        );
-    }
+    one_word("baseten-api-key", key, "the secret's value")?;
     Ok(Some(Secret::new(key)))
+}
+
+/// A key or token is sent as an HTTP header: one word of visible ASCII,
+/// refused here (never echoed) rather than at its first request.
+pub(crate) fn one_word(name: &str, value: &str, check: &str) -> Result<(), String> {
+    if value.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "{name} contains whitespace inside it: check {check}"
+        ));
+    }
+    if !value.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(format!(
+            "{name} contains a control or non-ASCII character, which an HTTP header cannot carry: check {check}"
+        ));
+    }
+    Ok(())
 }
 
 /// The environment name becomes part of the regional predict host
@@ -403,7 +415,12 @@ mod tests {
         assert_eq!(exposed, ["sk-preliminary-canary", "ghs-preliminary-canary"]);
         // A deploy needs the key, one word; a plan needs none, but one
         // given malformed is refused in every mode.
-        for (given, err) in [("", "is required"), ("sk a", "whitespace")] {
+        for (given, err) in [
+            ("", "is required"),
+            ("sk a", "whitespace"),
+            ("sk\u{7f}a", "control or non-ASCII"),
+            ("sk\u{e9}a", "control or non-ASCII"),
+        ] {
             let e = Preliminary::read(&Inputs::from_pairs(&[("baseten-api-key", given)]));
             assert!(e.deploy_key().is_err_and(|m| m.contains(err)), "{given:?}");
         }

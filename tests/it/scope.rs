@@ -31,6 +31,16 @@ fn a_plan_needs_no_key_but_refuses_a_malformed_one() {
         !malformed.everything().contains("sk with spaces"),
         "never shown"
     );
+    // A control character would fail only at the first request's header.
+    let control = plan(Some("sk-\u{7f}-control"));
+    assert_eq!(control.code, 2, "{control:?}");
+    assert!(
+        control
+            .out("error-message")
+            .contains("baseten-api-key contains a control or non-ASCII character"),
+        "{control:?}"
+    );
+    assert!(!control.everything().contains("-control"), "never shown");
     // A deploy without a key is refused before its first request.
     let deploy = Invocation::bare()
         .arg("api-url", fake.rest_base())
