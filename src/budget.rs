@@ -18,7 +18,11 @@
 //!   seconds the runner leaves before it kills the job;
 //! - GitHub hears of the start within [`ANNOUNCE_MAX_SECS`] and by the end
 //!   of the deploy's budget, and of the end within [`REPORT_MAX_SECS`] out
-//!   of what cleanup left of its minute: never past the run's end.
+//!   of what cleanup left of its minute: never past the run's end;
+//! - a short read — one that only informs (`crate::inform`: the config
+//!   diff, the "promoted at" words, the secrets pre-check), and the
+//!   metrics a gate judges at each poll — gets [`SHORT_READ_SECS`] from its
+//!   start, never past the run's end.
 //!
 //! The budget reads the time from its [`Clock`]: every deadline, every
 //! "is there time left" and every request's check before it is sent go
@@ -58,6 +62,12 @@ pub(crate) const REPORT_MAX_SECS: u64 = 30;
 /// The same after a signal: the outputs come after GitHub, and the runner
 /// kills the job seconds after its signal.
 pub(crate) const CANCELLED_REPORT_SECS: u64 = 3;
+/// A short read gets this long from its start: a read that only informs
+/// ([`Phase::Inform`]; it never holds a mutation or a verdict, and past
+/// this it is "not read") and the metrics read of each gate poll
+/// ([`Phase::Metrics`]; it decides, so an unread one fails closed). The
+/// one place to set how long either may take.
+pub(crate) const SHORT_READ_SECS: u64 = 5;
 
 /// The phases of one target's run, each with its own deadline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +100,11 @@ pub(crate) enum Phase {
     Announce,
     /// GitHub hears how the run ended (after cleanup).
     Report,
+    /// A read that only informs: [`SHORT_READ_SECS`] from its start.
+    Inform,
+    /// The environment's metrics, read at a gate poll: [`SHORT_READ_SECS`]
+    /// from its start, within the run.
+    Metrics,
 }
 
 impl Phase {
@@ -111,6 +126,8 @@ impl Phase {
             Phase::Cleanup => "Cleanup",
             Phase::Announce => "Announce",
             Phase::Report => "Report",
+            Phase::Inform => "Inform",
+            Phase::Metrics => "Metrics",
         }
     }
 }
@@ -214,6 +231,13 @@ impl Clock {
         }
         Vec::new()
     }
+}
+
+/// A short read's deadline for code that holds one deadline and no
+/// budget (the plan, whose reads share one): [`SHORT_READ_SECS`] from
+/// now on `clock`, never past `within`.
+pub(crate) fn short_read_until(clock: &Clock, within: Instant) -> Instant {
+    (clock.now() + Duration::from_secs(SHORT_READ_SECS)).min(within)
 }
 
 /// The time what is left of the run may take: the run's own budget, or —
@@ -338,6 +362,8 @@ impl Budget {
             (Phase::Report, Allowance::Run) => now + s(REPORT_MAX_SECS),
             (Phase::Report, Allowance::Signal { at }) => (now + s(CANCELLED_REPORT_SECS))
                 .min(at + Duration::from_millis(CANCELLED_TAIL_MILLIS)),
+            (Phase::Inform, _) => now + s(SHORT_READ_SECS),
+            (Phase::Metrics, _) => (now + s(SHORT_READ_SECS)).min(run),
         };
         until.min(self.end())
     }
@@ -353,7 +379,7 @@ impl Budget {
 mod tests {
     use super::*;
 
-    const ALL: [Phase; 13] = [
+    const ALL: [Phase; 15] = [
         Phase::Setup,
         Phase::Upload,
         Phase::Create,
@@ -369,6 +395,8 @@ mod tests {
         Phase::Cleanup,
         Phase::Announce,
         Phase::Report,
+        Phase::Inform,
+        Phase::Metrics,
     ];
 
     /// The documented bound of each phase, from the README's formula.
@@ -384,6 +412,8 @@ mod tests {
             Phase::Smoke => (now + b.predict).min(b.run_end()),
             Phase::Announce => (now + s(ANNOUNCE_MAX_SECS)).min(b.deploy_end()),
             Phase::Rollback | Phase::Cleanup | Phase::Report => b.end(),
+            Phase::Inform => (now + s(SHORT_READ_SECS)).min(b.end()),
+            Phase::Metrics => (now + s(SHORT_READ_SECS)).min(b.run_end()),
         }
     }
 
@@ -454,6 +484,10 @@ mod tests {
             (Phase::Report, 50, 80),
             (Phase::Report, 170, 180),
             (Phase::Report, 185, 180),
+            (Phase::Inform, 10, 10 + SHORT_READ_SECS),
+            (Phase::Inform, 178, 180),
+            (Phase::Metrics, 105, 105 + SHORT_READ_SECS),
+            (Phase::Metrics, 118, 120),
         ];
         for (phase, at, want) in cases {
             assert_eq!(

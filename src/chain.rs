@@ -185,7 +185,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         .map(chainlet_config)
         .collect::<Result<Vec<_>, _>>()?;
     let wanted = configs.iter().flat_map(flow::secret_names).collect();
-    flow::preflight_secrets(ctx, team.as_ref(), &wanted).await;
+    flow::preflight_secrets(ctx, team.as_ref(), &wanted);
     let mut pushed = Vec::with_capacity(manifest.chainlets.len());
     for (c, config) in manifest.chainlets.iter().zip(&configs) {
         pushed.push(push_chainlet(ctx, c, config, &user_env).await?);
@@ -197,6 +197,9 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         .map_err(deploy_error)?;
     flow::package_and_upload(ctx, &manifest.chain_root, &creds, "the chain source", false).await?;
     drop(gen_dir);
+    // The secrets check answered by now, most likely: said here if so,
+    // else by the report.
+    crate::inform::tell_finished(ctx);
 
     let chains = ctx
         .api

@@ -247,6 +247,9 @@ pub(crate) async fn execute(
         }
         (flow, Ok(())) => flow,
     };
+    // The reads that only informed are told now, after every mutation
+    // (each at most its own short deadline; none after a signal).
+    crate::inform::settle_for_report(&ctx).await;
     // GitHub hears of the end by the budget's deadline for it, or until
     // the next signal: the outputs follow, whatever GitHub does.
     if let Some(gh) = gh {

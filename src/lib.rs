@@ -22,6 +22,7 @@ mod files;
 mod flow;
 mod git;
 mod github;
+mod inform;
 mod kind;
 mod model;
 mod multi;

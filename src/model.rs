@@ -79,31 +79,27 @@ pub(crate) async fn deploy(
 
     let config_b64 = encode_config(config);
     flow::validate_config(ctx, &config_b64, &truss_user_env(None), "config.yaml").await?;
-    flow::preflight_secrets(ctx, team.as_ref(), &flow::secret_names(config)).await;
+    flow::preflight_secrets(ctx, team.as_ref(), &flow::secret_names(config));
     let creds = ctx
         .api
         .model_upload_credentials()
         .await
         .map_err(deploy_error)?;
-    // Into an environment, what serves it is read alongside the upload
-    // (with skip-unchanged its verdict read it already), so the summary can
-    // say what the deploy changes; best effort, never failing the deploy.
-    let compare = async {
-        match (cfg.skip_unchanged, cfg.environment.as_deref()) {
-            (false, Some(env)) => {
-                let model_id = existing.as_ref().map(|m| m.id.as_str());
-                Some(content::run::read_theirs(ctx, model_id, env).await)
-            }
-            _ => None,
-        }
-    };
-    let upload = flow::package_and_upload(ctx, dir, &creds, "the truss", true);
-    let (theirs, packaged) = tokio::join!(compare, upload);
-    let packaged = packaged?.expect("asked for the content hash");
-    let hash = content::run::packaged(ctx, &packaged);
-    if let Some(theirs) = theirs {
-        content::run::record_change(ctx, theirs, &hash, raw_config);
+    // Into an environment, what serves it is read on the side (with
+    // skip-unchanged its verdict read it already), so the summary can say
+    // what the deploy changes: a read that only informs, which the upload
+    // and the create never wait for.
+    if let (false, Some(env)) = (cfg.skip_unchanged, cfg.environment.as_deref()) {
+        let model_id = existing.as_ref().map(|m| m.id.as_str());
+        content::run::compare_later(ctx, model_id, env, None, raw_config);
     }
+    let packaged = flow::package_and_upload(ctx, dir, &creds, "the truss", true)
+        .await?
+        .expect("asked for the content hash");
+    let hash = content::run::packaged(ctx, &packaged);
+    // What the informing reads already answered is told now; the rest is
+    // told by the report.
+    crate::inform::tell_finished(ctx);
 
     let git_info = if cfg.include_git_info {
         git::collect_git_info(dir, cfg.ci_revision.as_ref())
@@ -218,6 +214,7 @@ pub(crate) async fn deploy(
         cfg.endpoints
             .logs_page(&created.model_id, &created.deployment_id)
     ));
+    crate::inform::tell_finished(ctx);
     ctx.end_group();
 
     ctx.group(&format!(

@@ -1,17 +1,11 @@
 //! REST v1 on the API host: deployment and chain deployment reads,
 //! environments, logs, and deactivation.
 
-use std::time::Duration;
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Api, ApiError};
 use crate::retry::Policy;
-
-/// The secrets check waits this long for its answer: it only informs, and
-/// a hung endpoint must not hold the deploy it is meant to speed up.
-pub(crate) const SECRETS_CHECK_TIMEOUT_SECS: u64 = 5;
 
 /// A deployment as REST v1 describes it (fields truss-push reads).
 #[derive(Clone, Debug, Deserialize)]
@@ -171,19 +165,13 @@ impl Api {
             Wrapped { secrets: Vec<Named> },
             Bare(Vec<Named>),
         }
-        // One short try: the check only informs, and a long wait or retry
-        // would delay the deploy it is meant to speed up.
+        // One try: the check only informs (`crate::inform`), under its own
+        // short deadline; a retry would outlive it.
         let url = match team_id {
             Some(team) => self.endpoints.rest(&["teams", team, "secrets"]),
             None => self.endpoints.rest(&["secrets"]),
         };
-        let answer: Answer = self
-            .rest_get_within(
-                "listing secrets",
-                url,
-                Duration::from_secs(SECRETS_CHECK_TIMEOUT_SECS),
-            )
-            .await?;
+        let answer: Answer = self.rest_get("listing secrets", url).await?;
         let list = match answer {
             Answer::Wrapped { secrets } | Answer::Bare(secrets) => secrets,
         };

@@ -12,7 +12,7 @@ use anyhow::anyhow;
 
 use super::skip::{self, Serving, Verdict};
 use crate::baseten::Api;
-use crate::budget::{Clock, Phase};
+use crate::budget::{self, Clock, Phase};
 use crate::config::{Config, Target};
 use crate::net::Network;
 use crate::secret::Secret;
@@ -59,7 +59,7 @@ pub(crate) async fn by_content(
             .within(Phase::Setup, deadline);
         let verdict = tokio::time::timeout_at(
             clock.timer(deadline).into(),
-            compare(&api, cfg, dir, environment),
+            compare(&api, cfg, dir, environment, (clock, deadline)),
         )
         .await
         .unwrap_or_else(|_| {
@@ -91,12 +91,16 @@ pub(crate) async fn by_content(
     Ok(seen)
 }
 
-/// One target's hash and verdict; `Err` when it could not be hashed.
+/// One target's hash and verdict; `Err` when it could not be hashed. An
+/// unchanged target's "promoted at" words only inform: read under a
+/// short deadline of their own (`budget::short_read_until`), unread when
+/// it passes.
 async fn compare(
     api: &Api,
     cfg: &Config,
     dir: &std::path::Path,
     environment: &str,
+    (clock, deadline): (&Clock, Instant),
 ) -> Result<(Verdict, String), String> {
     let root = dir.to_path_buf();
     let hash = tokio::task::spawn_blocking(move || super::hash(&root))
@@ -105,7 +109,24 @@ async fn compare(
         .and_then(|r| r)
         .map_err(|e| format!("hashing the truss failed ({e:#})"))?;
     let verdict = match model_id(api, &cfg.model_name, cfg.team.as_deref()).await {
-        Ok(id) => skip::check(api, id.as_deref(), environment, &hash.hex).await,
+        Ok(id) => match skip::check(api, id.as_deref(), environment, &hash.hex).await {
+            Verdict::Unchanged(serving) => {
+                let until = budget::short_read_until(clock, deadline);
+                let short = api.within(Phase::Inform, until);
+                let model_id = id.as_deref().expect("a serving deployment has a model");
+                let read = skip::promoted_at(&short, model_id, &serving.deployment_id, environment);
+                let promoted = tokio::time::timeout(clock.left(until), read)
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .flatten();
+                Verdict::Unchanged(Serving {
+                    promoted,
+                    ..serving
+                })
+            }
+            deploys => deploys,
+        },
         Err(why) => Verdict::Deploy {
             why: why.clone(),
             serving: Err(why),

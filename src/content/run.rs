@@ -8,7 +8,9 @@ use serde_json::Value;
 
 use super::diff::{self, Change};
 use super::skip::{self, Read, Serving, Verdict};
+use crate::baseten::Api;
 use crate::flow::{Ctx, smoke_test};
+use crate::inform;
 use crate::outcome::Failure;
 
 /// This truss's content hash, read before packaging, said and kept in
@@ -61,7 +63,7 @@ fn say(ctx: &Ctx<'_>, h: &super::ContentHash, then: &str) {
 /// environment and decides. `Ok(true)` when the source already serves it
 /// (the environment then smoke-tested and the outputs those of the
 /// serving deployment); `Ok(false)` to deploy, the reason said, and what
-/// the deploy changes kept for the summary.
+/// the deploy changes read for the summary on the side.
 pub(crate) async fn skip_if_unchanged(
     ctx: &Ctx<'_>,
     model_id: Option<&str>,
@@ -75,15 +77,45 @@ pub(crate) async fn skip_if_unchanged(
     match skip::check(ctx.api, model_id, env, hash).await {
         Verdict::Unchanged(serving) => {
             let model_id = model_id.expect("a serving deployment has a model");
+            let serving = promoted_words(ctx, model_id, env, serving).await;
             unchanged(ctx, model_id, env, &serving, hash).await?;
             Ok(true)
         }
         Verdict::Deploy { why, serving } => {
             ctx.say(&format!("Deploying: {why}"));
             ctx.note(format!("skip-unchanged: deployed because {why}"));
-            let theirs = config_of(ctx, model_id, env, serving).await;
-            record_change(ctx, theirs, hash, raw_config);
+            compare_later(ctx, model_id, env, Some(serving), raw_config);
             Ok(false)
+        }
+    }
+}
+
+/// When the model's audit log last saw `serving` promoted into `env`: a
+/// read that only informs the unchanged line, awaited here because an
+/// unchanged run creates, promotes and deactivates nothing; at most its
+/// own short deadline. Unread, the line says when it was created.
+async fn promoted_words(ctx: &Ctx<'_>, model_id: &str, env: &str, serving: Serving) -> Serving {
+    let (m, d, e) = (
+        model_id.to_string(),
+        serving.deployment_id.clone(),
+        env.to_string(),
+    );
+    let read = inform::start(ctx, move |api| async move {
+        skip::promoted_at(&api, &m, &d, &e).await
+    });
+    match read.settle().await {
+        Ok(promoted) => Serving {
+            promoted,
+            ..serving
+        },
+        Err(not_read) => {
+            let line = format!(
+                "When the audit log saw deployment {} promoted into {env}: {not_read}",
+                serving.deployment_id
+            );
+            ctx.say(&line);
+            ctx.note(line);
+            serving
         }
     }
 }
@@ -96,25 +128,45 @@ pub(crate) struct Theirs {
     config: Result<String, String>,
 }
 
-/// Reads what serves `env` (without `skip-unchanged`, whose verdict reads
-/// it already): one try per read, best effort, never failing the deploy.
-pub(crate) async fn read_theirs(ctx: &Ctx<'_>, model_id: Option<&str>, env: &str) -> Theirs {
-    let serving = skip::serving(ctx.api, model_id, env).await;
-    config_of(ctx, model_id, env, serving).await
+/// Reads what serves `env` and its raw config on the side, for the
+/// summary's comparison: a read that only informs, whose outcome goes to
+/// the report (`inform::for_report`), never to the deploy. `serving` is
+/// what `skip-unchanged`'s verdict read already; without it the
+/// environment list is read too.
+pub(crate) fn compare_later(
+    ctx: &Ctx<'_>,
+    model_id: Option<&str>,
+    env: &str,
+    serving: Option<Result<Read, String>>,
+    raw_config: &[u8],
+) {
+    let (model_id, environment) = (model_id.map(str::to_string), env.to_string());
+    let ours = String::from_utf8_lossy(raw_config).into_owned();
+    let what = format!("what the deploy changes in {env}");
+    let said = what.clone();
+    inform::for_report(
+        ctx,
+        &said,
+        move |api| async move {
+            let serving = match serving {
+                Some(s) => s,
+                None => skip::serving(&api, model_id.as_deref(), &environment).await,
+            };
+            Ok(config_of(&api, model_id.as_deref(), &environment, serving).await)
+        },
+        move |read, ctx| record_change(ctx, read, &what, &ours),
+    );
 }
 
 /// The serving deployment's raw config, once it was read.
 async fn config_of(
-    ctx: &Ctx<'_>,
+    api: &Api,
     model_id: Option<&str>,
     env: &str,
     serving: Result<Read, String>,
 ) -> Theirs {
     let config = match (&serving, model_id) {
-        (Ok(s), Some(model_id)) => match ctx
-            .api
-            .deployment_raw_config(model_id, &s.deployment_id)
-            .await
+        (Ok(s), Some(model_id)) => match api.deployment_raw_config(model_id, &s.deployment_id).await
         {
             Ok(Some(text)) => Ok(text),
             Ok(None) => Err(format!(
@@ -136,10 +188,28 @@ async fn config_of(
     }
 }
 
-/// What the deploy changes in the serving deployment, our content hash
-/// known: kept for the summary and the pull-request comment.
-pub(crate) fn record_change(ctx: &Ctx<'_>, theirs: Theirs, hash: &str, raw_config: &[u8]) {
-    let ours = String::from_utf8_lossy(raw_config);
+/// What the deploy changes in the serving deployment, kept for the
+/// summary and the pull-request comment once our content hash is known
+/// (a run stopped before it knew nothing to compare). A read that timed
+/// out or failed leaves the comparison empty, saying so.
+fn record_change(ctx: &Ctx<'_>, read: inform::Informed<Theirs>, what: &str, ours: &str) {
+    let Some(hash) = ctx.state.lock().unwrap().by_content.hash.clone() else {
+        return;
+    };
+    let theirs = match read {
+        Ok(theirs) => theirs,
+        Err(not_read) => {
+            ctx.say(&format!("{}: {not_read}", capitalized(what)));
+            let environment = ctx.cfg.environment.clone().unwrap_or_default();
+            let change = Change {
+                environment,
+                serving: None,
+                what: diff::What::Unknown(format!("the serving deployment's config.yaml: {not_read}")),
+            };
+            ctx.state.lock().unwrap().by_content.change = Some(change);
+            return;
+        }
+    };
     let same_hash = theirs
         .serving
         .as_ref()
@@ -151,12 +221,19 @@ pub(crate) fn record_change(ctx: &Ctx<'_>, theirs: Theirs, hash: &str, raw_confi
         environment: theirs.environment,
         serving: theirs.serving.ok().map(|s| s.deployment_id),
         what: diff::change(
-            &ours,
+            ours,
             theirs.config.as_deref().map_err(Clone::clone),
             same_hash,
         ),
     };
     ctx.state.lock().unwrap().by_content.change = Some(change);
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 /// The source already serves `env`: the outputs of the serving

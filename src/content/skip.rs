@@ -7,7 +7,11 @@
 //! else — a read that fails included — deploys, with one line saying why.
 //!
 //! The decisions are pure functions over the reads (`over_environment`,
-//! `over_deployment`, `still_on`); `check` performs the reads.
+//! `over_deployment`, `still_on`); `check` performs the reads. These reads
+//! decide (a failed one deploys, which is always safe). The audit log's
+//! "promoted at" words (`promoted_at`) and the serving deployment read
+//! for the config diff (`serving`) only inform: they run as
+//! `crate::inform` reads, under their own short deadline.
 
 use serde_json::Value;
 
@@ -274,19 +278,27 @@ pub(crate) async fn check(
         &serves.current,
         api.environment_of(Kind::Model, model_id, env_name).await,
     ) {
-        Ok(()) => {
-            // One try: without it the line says when it was created.
-            let entries = api.promotions_of(model_id, &serves.current).await;
-            let promoted = entries
-                .ok()
-                .and_then(|e| last_promoted(&e, &serves.current, env_name));
-            Verdict::Unchanged(Serving {
-                promoted,
-                ..serving
-            })
-        }
+        Ok(()) => Verdict::Unchanged(serving),
         Err(why) => deploy(why.clone(), Err(why)),
     }
+}
+
+/// When the model's audit log last saw deployment `id` promoted into
+/// `env` (`None`: it records no such promotion, as for a deployment
+/// created into the environment). One try: it only informs the unchanged
+/// line (`crate::inform`), so nothing waits for it past its short
+/// deadline, and unread, the line says when the deployment was created.
+pub(crate) async fn promoted_at(
+    api: &Api,
+    model_id: &str,
+    id: &str,
+    env: &str,
+) -> Result<Option<String>, String> {
+    let entries = api
+        .promotions_of(model_id, id)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(last_promoted(&entries, id, env))
 }
 
 /// When the audit log's newest entry promoting `id` into `env` says it

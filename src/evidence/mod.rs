@@ -379,12 +379,17 @@ pub(crate) struct Watch {
 /// traffic, read the environment's metrics and answer the failure that
 /// cancels the promotion when real traffic breaks an objective. Without
 /// evidence inputs, for chains (the endpoint is a model's), or when the
-/// promotion is not rolling, it reads nothing. A missing endpoint or an
-/// unreadable answer (an unknown shape, counts or durations that are
-/// negative or not numbers, quantiles out of order) is said once;
-/// the synthetic evidence then decides.
+/// promotion is not rolling, it reads nothing. The read decides, so it
+/// fails closed: a missing endpoint, an unreadable answer (an unknown
+/// shape, counts or durations that are negative or not numbers,
+/// quantiles out of order) or a read that does not answer within its
+/// short deadline (`metrics`: a handle under `budget::Phase::Metrics`, so
+/// a hung endpoint never stalls the poll past it) is never taken for
+/// "no errors": it is said once, no reading is kept, it is not read
+/// again, and the synthetic evidence decides.
 pub(crate) async fn watch(
     run: &Run<'_>,
+    metrics: &Api,
     w: &mut Watch,
     owner: Kind,
     owner_id: &str,
@@ -395,8 +400,17 @@ pub(crate) async fn watch(
     if w.off || owner != Kind::Model || !environment.is_some_and(Env::rolling) {
         return None;
     }
-    let why = match run.api.environment_metrics(owner_id, env).await {
-        Ok(v) => match metrics::read(&v) {
+    let read = metrics.environment_metrics(owner_id, env);
+    let (clock, until) = (metrics.clock(), metrics.deadline());
+    let answered = match until {
+        Some(until) => tokio::time::timeout(clock.left(until), read).await.ok(),
+        None => Some(read.await),
+    };
+    let spent = until.is_some_and(|u| clock.left(u).is_zero());
+    let why = match answered {
+        None => timed_out(),
+        Some(Err(_)) if spent => timed_out(),
+        Some(Ok(v)) => match metrics::read(&v) {
             Ok(live) => {
                 let breach = metrics::breach(
                     &live,
@@ -435,9 +449,9 @@ pub(crate) async fn watch(
             }
             Err(why) => format!("its answer is unreadable ({why})"),
         },
-        Err(e @ ApiError::Permanent { .. }) => format!("it is not available ({e})"),
-        // A failed read is tried again at the next poll.
-        Err(_) => return None,
+        Some(Err(e @ ApiError::Permanent { .. })) => format!("it is not available ({e})"),
+        // A read that failed at once is tried again at the next poll.
+        Some(Err(_)) => return None,
     };
     w.off = true;
     let msg = format!(
@@ -446,6 +460,14 @@ pub(crate) async fn watch(
     run.log.notice(&msg);
     run.log.note(msg);
     None
+}
+
+/// A metrics read its short deadline cut: unread, like an unreadable one.
+fn timed_out() -> String {
+    format!(
+        "its read timed out after {} s",
+        crate::budget::SHORT_READ_SECS
+    )
 }
 
 /// Which analysis gives the evidence outputs: the first that failed (it

@@ -218,9 +218,14 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
             // Real traffic breaking an objective cancels a rolling promotion.
             let seen = read.as_ref().ok();
             let ctx = &ctx.with_api(api);
+            // The metrics read decides, under its own short deadline: a
+            // hung endpoint never stalls the poll past it.
+            let metrics = ctx.api_for(budget::Phase::Metrics);
             if let Some(run) = ctx.evidence()
-                && let Some(f) =
-                    crate::evidence::watch(&run, &mut live, c.owner, c.owner_id, env, seen).await
+                && let Some(f) = crate::evidence::watch(
+                    &run, &metrics, &mut live, c.owner, c.owner_id, env, seen,
+                )
+                .await
             {
                 return Ok(Poll::Failed(f));
             }

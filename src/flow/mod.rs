@@ -73,6 +73,9 @@ pub(crate) struct State {
     pub(crate) uploaders: Vec<crate::s3::Uploader>,
     /// The content hash, the `unchanged` verdict and what changes.
     pub(crate) by_content: crate::content::record::ByContent,
+    /// The reads that only inform, under way, for the report
+    /// (`crate::inform::for_report`).
+    pub(crate) informing: crate::inform::Pending,
 }
 
 /// Shared handles for one run.

@@ -56,41 +56,53 @@ pub(crate) fn secret_names(config: &serde_json::Value) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
-/// Looks up the secrets the config names before the long build starts, in
-/// the team the deploy goes to when it is known: missing ones get one
-/// warning naming them and where to add them. Never fails the deploy (a
-/// secret may be optional); a failed lookup is a notice.
-pub(crate) async fn preflight_secrets(
-    ctx: &Ctx<'_>,
-    team: Option<&Team>,
-    wanted: &BTreeSet<String>,
-) {
+/// Looks up the secrets the config names, in the team the deploy goes to
+/// when it is known: missing ones get one warning naming them and where
+/// to add them. A read that only informs (`crate::inform`): started here
+/// on the side, never waited for by the upload or the create, at most its
+/// own short deadline; a failed or unanswered lookup is a notice saying
+/// it was not read, and the deploy goes on (a secret may be optional).
+pub(crate) fn preflight_secrets(ctx: &Ctx<'_>, team: Option<&Team>, wanted: &BTreeSet<String>) {
     if wanted.is_empty() {
         return;
     }
-    match ctx.api.secret_names(team.map(|t| t.id.as_str())).await {
-        Ok(have) => {
-            let missing: Vec<&str> = wanted
-                .iter()
-                .filter(|w| !have.contains(w))
-                .map(String::as_str)
-                .collect();
-            if !missing.is_empty() {
-                let holder = match team {
-                    Some(t) => format!("team {:?}", t.name),
-                    None => "this workspace".to_string(),
-                };
-                ctx.warn(&format!(
-                    "the truss config names secrets {holder} does not have: {}; add them at {} before the model needs them (or ignore this if it treats them as optional)",
-                    missing.join(", "),
-                    ctx.cfg.endpoints.secrets_page()
-                ));
+    let (team_id, holder) = match team {
+        Some(t) => (Some(t.id.clone()), format!("team {:?}", t.name)),
+        None => (None, "this workspace".to_string()),
+    };
+    let wanted = wanted.clone();
+    let page = ctx.cfg.endpoints.secrets_page();
+    crate::inform::for_report(
+        ctx,
+        "the secrets check",
+        move |api| async move {
+            api.secret_names(team_id.as_deref())
+                .await
+                .map_err(|e| e.to_string())
+        },
+        move |have, ctx| match have {
+            Ok(have) => {
+                let missing: Vec<&str> = wanted
+                    .iter()
+                    .filter(|w| !have.contains(w))
+                    .map(String::as_str)
+                    .collect();
+                if !missing.is_empty() {
+                    ctx.warn(&format!(
+                        "the truss config names secrets {holder} does not have: {}; add them at {page} before the model needs them (or ignore this if it treats them as optional)",
+                        missing.join(", ")
+                    ));
+                }
             }
-        }
-        Err(e) => ctx.notice(&format!(
-            "could not check the secrets the truss config names ({e}); the deploy goes on"
-        )),
-    }
+            Err(not_read) => {
+                let line = format!(
+                    "could not check the secrets the truss config names ({not_read}); the deploy goes on"
+                );
+                ctx.notice(&line);
+                ctx.note(format!("the secrets check: {not_read}"));
+            }
+        },
+    );
 }
 
 /// How often the reporter is asked whether a progress line is due.
