@@ -152,7 +152,16 @@ pub(crate) fn compare_later(
                 Some(s) => s,
                 None => skip::serving(&api, model_id.as_deref(), &environment).await,
             };
-            Ok(config_of(&api, model_id.as_deref(), &environment, serving).await)
+            let theirs = config_of(&api, model_id.as_deref(), &environment, serving).await;
+            // A read cut by its deadline is not read (its error, folded
+            // into the comparison, would say less).
+            match api
+                .deadline()
+                .is_some_and(|d| api.clock().left(d).is_zero())
+            {
+                true => Err("timed out".to_string()),
+                false => Ok(theirs),
+            }
         },
         move |read, ctx| record_change(ctx, read, &what, &ours),
     );
@@ -166,18 +175,19 @@ async fn config_of(
     serving: Result<Read, String>,
 ) -> Theirs {
     let config = match (&serving, model_id) {
-        (Ok(s), Some(model_id)) => match api.deployment_raw_config(model_id, &s.deployment_id).await
-        {
-            Ok(Some(text)) => Ok(text),
-            Ok(None) => Err(format!(
-                "the platform keeps no raw config.yaml for the serving deployment {} (it keeps them for deployments created since 2026-04-30)",
-                s.deployment_id
-            )),
-            Err(e) => Err(format!(
-                "the serving deployment {}'s config could not be read ({e})",
-                s.deployment_id
-            )),
-        },
+        (Ok(s), Some(model_id)) => {
+            match api.deployment_raw_config(model_id, &s.deployment_id).await {
+                Ok(Some(text)) => Ok(text),
+                Ok(None) => Err(format!(
+                    "the platform keeps no raw config.yaml for the serving deployment {} (it keeps them for deployments created since 2026-04-30)",
+                    s.deployment_id
+                )),
+                Err(e) => Err(format!(
+                    "the serving deployment {}'s config could not be read ({e})",
+                    s.deployment_id
+                )),
+            }
+        }
         (Err(why), _) => Err(why.clone()),
         (Ok(_), None) => Err("the model does not exist yet".into()),
     };
@@ -204,7 +214,9 @@ fn record_change(ctx: &Ctx<'_>, read: inform::Informed<Theirs>, what: &str, ours
             let change = Change {
                 environment,
                 serving: None,
-                what: diff::What::Unknown(format!("the serving deployment's config.yaml: {not_read}")),
+                what: diff::What::Unknown(format!(
+                    "the serving deployment's config.yaml: {not_read}"
+                )),
             };
             ctx.state.lock().unwrap().by_content.change = Some(change);
             return;

@@ -19,6 +19,7 @@ mod fanout;
 mod faults;
 mod gated;
 mod github;
+mod informing;
 mod model_deploy;
 mod network;
 mod official_client;
