@@ -20,6 +20,7 @@
 //! occurs: a new occurrence fails, and so does an exception that no longer
 //! occurs (remove it).
 
+mod informing;
 mod view;
 
 use std::collections::BTreeMap;
