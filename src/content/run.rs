@@ -1,7 +1,11 @@
 //! Deploy by content inside a model deploy: the hash computed off the
 //! runtime's threads within the deploy budget, the verdict before
 //! packaging with `skip-unchanged` (the environment smoke-tested when the
-//! source already serves it), and what the deploy will change.
+//! source already serves it), and what the deploy will change. The
+//! verdict's reads decide (`skip::check`); what serves the environment
+//! and its raw config, read for the summary's diff, and the audit log's
+//! "promoted at" words only inform (`crate::inform`): the first is never
+//! awaited by the deploy, the second only by an unchanged run.
 
 use anyhow::anyhow;
 use serde_json::Value;

@@ -109,8 +109,7 @@ fn a_hung_config_read_and_secrets_check_never_hold_the_create() {
     let held: Vec<String> = proxy
         .requests()
         .into_iter()
-        .filter(|e| e.rule.is_some())
-        .map(|e| e.rule.unwrap())
+        .filter_map(|e| e.rule)
         .collect();
     assert_eq!(held.len(), 2, "{held:?}");
     assert!(held.contains(&"config".to_string()), "{held:?}");
