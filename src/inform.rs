@@ -18,10 +18,14 @@
 //!   report after the flow and its cleanup ([`settle_for_report`], called
 //!   once, by `execute`). No mutation can await it.
 //! - [`start`] and [`Informing::settle`], awaited in place: only where no
-//!   mutation follows (an unchanged run's line). `tests/it/structure.rs`
-//!   lists where `settle` may be called and fails when a file that calls
-//!   it names a platform mutation, or when the report's settle comes
-//!   before cleanup.
+//!   mutation follows (an unchanged run's line).
+//!
+//! `tests/it/structure/informing.rs` holds this: it lists where `settle`
+//! may be called and fails when a file that calls it names a platform
+//! mutation, and when the report's settle is called anywhere but in
+//! `execute`, after its cleanup. The black-box tests
+//! (`tests/it/informing.rs`) hold each read open and check the create
+//! goes out first.
 //!
 //! A read that decides (the environment before a promotion, the metrics a
 //! gate judges, the reads of a cleanup or a rollback) is not one of
