@@ -101,8 +101,11 @@ fn a_hung_config_read_and_secrets_check_never_hold_the_create() {
         ],
     );
     let before = fake.requests().len();
+    // A short wait budget: the create that waited for the read (60 s)
+    // ended such a run `deploy_timeout`.
     let run = push(&fake, dir.path(), "second")
         .arg("api-url", proxy.rest_base())
+        .arg("wait-timeout-seconds", "30")
         .run();
     assert_eq!(run.status(), "success", "{run:?}");
     // Both reads were sent, and held.
@@ -305,4 +308,38 @@ traffic:
     assert_eq!(live, 0, "{doc}");
     assert!(run.summary.contains(&notice), "{}", run.summary);
     assert!(run.elapsed < Duration::from_secs(120), "{:?}", run.elapsed);
+}
+
+/// The plan by content reads the "promoted at" words of each unchanged
+/// target too: held open, they cost their own short deadline, not the
+/// REST call's minute, and the target is still left out.
+#[test]
+fn a_hung_audit_log_read_does_not_hold_the_plan() {
+    let fake = platform();
+    let dir = a_truss(CONFIG, b"planned");
+    first_deploy(&fake, dir.path());
+    let proxy = holding(
+        &fake,
+        vec![Rule::new("audit", Fault::Hang).path_like("/v1/models/*/audit_logs")],
+    );
+    let run = Invocation::new(&fake)
+        .arg("plan", "true")
+        .arg("truss-directory", dir.path().to_str().unwrap())
+        .arg("environment", "production")
+        .arg("skip-unchanged", "true")
+        .arg("api-url", proxy.rest_base())
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    let matrix: serde_json::Value = serde_json::from_str(run.out("matrix")).unwrap();
+    assert_eq!(matrix["include"], serde_json::json!([]), "{run:?}");
+    assert_eq!(
+        proxy
+            .requests()
+            .iter()
+            .filter(|e| e.rule.as_deref() == Some("audit"))
+            .count(),
+        1
+    );
+    // "Did not hang": the audit read held it a minute before.
+    assert!(run.elapsed < Duration::from_secs(45), "{:?}", run.elapsed);
 }
