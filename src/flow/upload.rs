@@ -229,12 +229,21 @@ pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>) {
     // a cancel).
     let until = ctx.until(Phase::Cleanup);
     let budget = ctx.left(until);
-    if uploaders.iter().any(s3::Uploader::completing) {
+    let completing: Vec<String> = uploaders
+        .iter()
+        .filter_map(s3::Uploader::completing)
+        .collect();
+    if !completing.is_empty() {
         ctx.say(&format!(
             "S3 is completing the upload (its CompleteMultipartUpload was sent before the stop): waiting for its answer, within the cleanup's {}, before anything is aborted",
             human(budget)
         ));
     }
+    // A second signal drops this wait: what S3 may hold is said still.
+    let mut unsettled = Unsettled {
+        ctx,
+        locations: completing,
+    };
     // The S3 layer measures its share of that deadline on the monotonic
     // clock, so it is handed over as a timer.
     let timer = ctx.timer(until);
@@ -243,7 +252,9 @@ pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>) {
             .iter()
             .map(|u| u.abort_unfinished(timer.into_std())),
     );
-    let results = match tokio::time::timeout_at(timer, aborts).await {
+    let results = tokio::time::timeout_at(timer, aborts).await;
+    unsettled.locations.clear();
+    let results = match results {
         Ok(results) => results,
         Err(_) => {
             say_left(
@@ -265,6 +276,27 @@ pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>) {
             )),
         };
         say_left(ctx, left);
+    }
+}
+
+/// The archives whose completion the cleanup waits for: dropped before
+/// the wait ended (a second signal stops the cleanup), it says each may be
+/// stored.
+struct Unsettled<'a, 'c> {
+    ctx: &'a Ctx<'c>,
+    locations: Vec<String>,
+}
+
+impl Drop for Unsettled<'_, '_> {
+    fn drop(&mut self) {
+        for location in &self.locations {
+            say_left(
+                self.ctx,
+                Left::Warn(format!(
+                    "The archive may be stored at {location}: the cleanup was stopped while S3 was completing the upload. Nothing was aborted; nothing was created from it, and the archive or its parts stay until the bucket's lifecycle rule removes them"
+                )),
+            );
+        }
     }
 }
 

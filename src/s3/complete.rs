@@ -23,6 +23,11 @@ use super::error::AttemptError;
 use super::xml::StoredPart;
 use super::{Ended, Job, Open, Uploader};
 
+/// The read-back after a completion ends this long before the cleanup's
+/// bound, so that what it found (or that it found nothing in time) is told
+/// rather than cut off with the rest.
+const TELL_MARGIN: Duration = Duration::from_millis(200);
+
 /// What S3's answers to a CompleteMultipartUpload settled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Answered {
@@ -185,16 +190,19 @@ impl Uploader {
     }
 
     /// The cleanup of an upload dropped after its CompleteMultipartUpload
-    /// was sent: its answer is awaited `wait` at most, then the object is
-    /// read back (completed, or unsure), or the upload aborted (refused);
-    /// no answer: it may be stored, and nothing is aborted.
+    /// was sent, with `left` until the cleanup's bound: its answer is
+    /// awaited three quarters of it at most, then the object is read back
+    /// (completed, or unsure) within the rest, or the upload aborted
+    /// (refused); no answer: it may be stored, and nothing is aborted.
     pub(super) async fn after_completion(
         &self,
         open: &Open,
         completing: &Completing,
-        wait: Duration,
+        left: Duration,
     ) -> anyhow::Result<Ended> {
         let (job, upload_id) = (&open.job, open.upload_id.as_str());
+        let wait = left * 3 / 4;
+        let read_within = (left / 4).saturating_sub(TELL_MARGIN);
         let why = match completing.answer_within(wait).await {
             Some(Answered::Refused) => return self.abort_fully(job, upload_id).await,
             Some(Answered::Completed) => {
@@ -212,7 +220,10 @@ impl Uploader {
                 });
             }
         };
-        Ok(match self.read_completed(job).await {
+        let read = tokio::time::timeout(read_within, self.read_completed(job))
+            .await
+            .unwrap_or_else(|_| Err("the object's read-back got no answer in time".to_owned()));
+        Ok(match read {
             Ok(bytes) => Ended::Stored {
                 upload_id: upload_id.to_owned(),
                 location: job.location(),
@@ -255,5 +266,46 @@ impl Uploader {
             Err((failure, _)) if failure.s3_status() == Some(404) => Ok(None),
             Err((failure, tries)) => Err(failure.into_error(Operation::HeadObject, tries)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use reqwest::StatusCode;
+
+    use super::*;
+    use crate::s3::wire;
+    use crate::s3::xml::S3Error;
+
+    fn s3(status: u16, code: Option<&str>) -> AttemptError {
+        AttemptError::S3 {
+            status: StatusCode::from_u16(status).unwrap(),
+            error: S3Error {
+                code: code.map(str::to_owned),
+                message: None,
+                region: None,
+            },
+            header_region: None,
+            retry_after: None,
+        }
+    }
+
+    /// Only S3's own 4xx refusal (but NoSuchUpload) lets the upload be
+    /// aborted: anything else may mean S3 completed it or is completing it.
+    #[test]
+    fn only_a_refusal_by_s3_lets_the_upload_be_aborted() {
+        let refused = |failure: AttemptError| Answered::of(&failure) == Answered::Refused;
+        assert!(refused(s3(400, Some("InvalidPart"))));
+        assert!(refused(s3(400, Some("EntityTooSmall"))));
+        assert!(refused(s3(403, Some("AccessDenied"))));
+        assert!(refused(s3(400, None)));
+        assert!(!refused(s3(404, Some("NoSuchUpload"))));
+        assert!(!refused(s3(500, Some("InternalError"))));
+        assert!(!refused(s3(200, Some("InternalError"))));
+        assert!(!refused(s3(503, Some("SlowDown"))));
+        assert!(!refused(AttemptError::Wire(wire::Error::Exchange(
+            std::io::Error::other("reset")
+        ))));
+        assert!(!refused(AttemptError::NotItsAnswer("a gateway's page")));
     }
 }

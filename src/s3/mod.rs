@@ -284,17 +284,21 @@ impl Uploader {
         self.inner.sent.load(Ordering::Relaxed)
     }
 
-    /// Whether an upload left open sent its CompleteMultipartUpload and
-    /// has no answer yet: its cleanup waits for that answer before it
-    /// aborts anything.
-    pub(crate) fn completing(&self) -> bool {
+    /// Where the archive goes (`s3://bucket/key`) when an upload left open
+    /// sent its CompleteMultipartUpload and has no answer yet: its cleanup
+    /// waits for that answer before it aborts anything.
+    pub(crate) fn completing(&self) -> Option<String> {
         self.inner
             .open
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
-            .and_then(|open| open.completing.as_ref())
-            .is_some_and(complete::Completing::unanswered)
+            .filter(|open| {
+                open.completing
+                    .as_ref()
+                    .is_some_and(complete::Completing::unanswered)
+            })
+            .map(|open| open.job.location())
     }
 
     /// Ends the multipart upload left open by an upload that was stopped
@@ -302,7 +306,7 @@ impl Uploader {
     /// S3 keeps none of its parts. An upload whose CompleteMultipartUpload
     /// was sent is never aborted while S3 may be completing it: its answer
     /// is awaited (for three quarters of the time left before `until` at
-    /// most, the rest kept for an abort), then the object is read back
+    /// most, the rest kept for what follows), then the object is read back
     /// when S3 completed it, or the upload aborted when S3 refused the
     /// completion; with no answer it may be stored, and is left so
     /// ([`Ended::MaybeStored`]). Otherwise its part requests are drained
@@ -327,7 +331,7 @@ impl Uploader {
             // Every part was stored before the completion was sent: none
             // runs to drain.
             return self
-                .after_completion(&open, completing, left * 3 / 4)
+                .after_completion(&open, completing, left)
                 .await
                 .map(Some);
         }

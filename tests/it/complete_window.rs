@@ -83,7 +83,7 @@ fn sigterm_during_the_completion_waits_for_its_answer_and_reads_the_archive_stor
         let held = || fake.s3().held() == 1;
         // Released only once the run, signalled, says it waits.
         let run = deploy(&fake, truss.path())
-            .run_signalled_then(held, "TERM", WAITING, || fake.s3().release_held());
+            .run_signalled_then(held, "TERM", WAITING, |_| fake.s3().release_held());
         cancelled_by_sigterm(&fake, &run);
         let events = fake.s3().events();
         assert_eq!(
@@ -107,7 +107,7 @@ fn a_budget_spent_during_the_completion_waits_for_its_answer_too() {
     // minute then waits for it, released once the run says so.
     let run = deploy(&fake, truss.path())
         .arg("wait-timeout-seconds", "6")
-        .run_acting_when_said(WAITING, || fake.s3().release_held());
+        .run_acting_when_said(WAITING, |_| fake.s3().release_held());
     assert_eq!(run.status(), "deploy_timeout", "{run:?}");
     assert!(
         run.outputs["error-message"].contains("did not finish within the deploy budget"),
@@ -208,4 +208,89 @@ fn a_refused_abort_names_the_request_its_status_and_code_not_a_guess() {
         "no guess at the cause: {output}"
     );
     assert!(!output.contains("nothing is left"), "{output}");
+}
+
+#[test]
+fn a_completion_whose_answer_drips_past_the_signals_seconds_may_be_stored_and_nothing_is_aborted() {
+    use fake_baseten::proxy::{Fault, FaultProxy, Rule};
+    let fake = fake(NEW);
+    let truss = truss_with_victim();
+    // POSTs: CreateMultipartUpload signed for us-east-1 (answered with the
+    // bucket's region), again for that region, then the completion: S3
+    // applies it, and its answer comes a byte every 400 ms.
+    let proxy = FaultProxy::builder(fake.addr())
+        .rule(
+            Rule::new(
+                "dripped-complete",
+                Fault::Drip {
+                    bytes: 1,
+                    interval_ms: 400,
+                },
+            )
+            .method("POST")
+            .nth(3),
+        )
+        .start_in_background()
+        .unwrap();
+    let completed = || {
+        ops(&fake.s3().events(), "s3.complete_multipart_upload")
+            .iter()
+            .any(|e| e.status == 200)
+    };
+    let run = deploy(&fake, truss.path())
+        .arg("s3-endpoint", proxy.s3_endpoint())
+        .run_signalled_when(completed, "TERM");
+    cancelled_by_sigterm(&fake, &run);
+    let output = all_output(&run);
+    assert!(
+        output.contains(&format!(
+            "The archive may be stored at {}: S3 had not answered",
+            location(&fake)
+        )),
+        "{output}"
+    );
+    assert!(!output.contains("nothing is left"), "{output}");
+    let events = fake.s3().events();
+    assert_eq!(
+        endings(&events),
+        [("s3.complete_multipart_upload", 200)],
+        "nothing aborted, nothing read that could not settle it: {events:#?}"
+    );
+    assert_eq!(
+        fake.s3().objects().len(),
+        1,
+        "stored, as the run said it may be"
+    );
+}
+
+#[test]
+fn a_second_signal_during_the_wait_for_the_completion_still_says_the_archive_may_be_stored() {
+    let fake = fake(NEW);
+    let truss = truss_with_victim();
+    fake.s3().hold_completion();
+    let held = || fake.s3().held() == 1;
+    // GitHub's INT, then its TERM while the run waits for the completion.
+    let run = deploy(&fake, truss.path()).run_signalled_then(held, "INT", WAITING, |pid| {
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+    });
+    assert_eq!(run.code, 130, "{run:?}");
+    let output = all_output(&run);
+    let said = format!(
+        "The archive may be stored at {}: the cleanup was stopped while S3 was completing the upload",
+        location(&fake)
+    );
+    assert!(output.contains(&said), "{output}");
+    assert!(run.summary.contains(&said), "{run:?}");
+    assert!(!output.contains("nothing is left"), "{output}");
+    let events = fake.s3().events();
+    assert!(
+        !events.iter().any(|e| e.operation.contains("abort")),
+        "{events:#?}"
+    );
+    assert!(mutations(&fake).is_empty(), "nothing was created");
+    fake.s3().release_held();
 }

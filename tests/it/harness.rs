@@ -353,16 +353,17 @@ impl<'a> Invocation<'a> {
         running.finish()
     }
 
-    /// Runs, sends `signal` once `ready` holds, then calls `act` once the
-    /// run's output so far holds `said` (what the run prints after the
-    /// signal, so `act` comes after the run reached it, not after a guess
-    /// at its timing; a run that exits first is returned as it is).
+    /// Runs, sends `signal` once `ready` holds, then calls `act` with the
+    /// run's process id once its output so far holds `said` (what the run
+    /// prints after the signal, so `act` comes after the run reached it,
+    /// not after a guess at its timing; a run that exits first is returned
+    /// as it is).
     pub fn run_signalled_then(
         self,
         ready: impl Fn() -> bool,
         signal: &str,
         said: &str,
-        act: impl FnOnce(),
+        act: impl FnOnce(u32),
     ) -> Outcome {
         let mut running = self.start();
         while !ready() {
@@ -384,9 +385,9 @@ impl<'a> Invocation<'a> {
         running.act_when_said(said, act)
     }
 
-    /// Runs, and calls `act` once the run's output so far holds `said` (a
-    /// run that exits first is returned as it is).
-    pub fn run_acting_when_said(self, said: &str, act: impl FnOnce()) -> Outcome {
+    /// Runs, and calls `act` with the run's process id once its output so
+    /// far holds `said` (a run that exits first is returned as it is).
+    pub fn run_acting_when_said(self, said: &str, act: impl FnOnce(u32)) -> Outcome {
         self.start().act_when_said(said, act)
     }
 
@@ -481,7 +482,7 @@ impl Running {
         self.exit.is_some()
     }
 
-    fn act_when_said(mut self, said: &str, act: impl FnOnce()) -> Outcome {
+    fn act_when_said(mut self, said: &str, act: impl FnOnce(u32)) -> Outcome {
         let heard = |so_far: &Mutex<Vec<u8>>| {
             String::from_utf8_lossy(&so_far.lock().unwrap()).contains(said)
         };
@@ -495,7 +496,7 @@ impl Running {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        act();
+        act(self.child.id());
         self.finish()
     }
 
