@@ -106,7 +106,7 @@ fn a_budget_spent_during_the_completion_waits_for_its_answer_too() {
     // The deploy's budget ends while the completion is held; cleanup's
     // minute then waits for it, released once the run says so.
     let run = deploy(&fake, truss.path())
-        .arg("wait-timeout-seconds", "6")
+        .arg("wait-timeout-seconds", "10")
         .run_acting_when_said(WAITING, |_| fake.s3().release_held());
     assert_eq!(run.status(), "deploy_timeout", "{run:?}");
     assert!(
