@@ -225,19 +225,37 @@ pub(crate) async fn package_and_upload(
         .map(Some)
 }
 
-/// Aborts the multipart uploads a stopped run left open (its flow was
+/// Ends the multipart uploads a stopped run left open (its flow was
 /// dropped mid-upload by a signal or the deploy budget), within the cleanup
-/// budget, so S3 keeps none of their parts, and says what S3 holds after:
-/// nothing, the archive stored whole (the stop came during its
-/// completion), or what could not be checked. Best effort, like the abort
-/// after a failed part: a leftover upload costs storage until the bucket's
-/// lifecycle rule removes it, never a wrong deploy.
+/// budget, so S3 keeps none of their parts, and says what S3 holds after,
+/// each from a read: nothing, the archive stored whole (the stop came
+/// during its completion), the archive maybe stored (S3 did not answer
+/// its completion in time: nothing is aborted while S3 may be completing
+/// it), or what could not be checked. Best effort, like the abort after a
+/// failed part: a leftover upload costs storage until the bucket's
+/// lifecycle rule removes it, never a wrong deploy. Nothing is created
+/// from an archive stored here: the flow that would have is gone.
 pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>) {
     let uploaders = std::mem::take(&mut ctx.state.lock().unwrap().uploaders);
     // Cleanup's deadline, from the run's budget (a signal's seconds after
     // a cancel).
     let until = ctx.until(Phase::Cleanup);
     let budget = ctx.left(until);
+    let completing: Vec<String> = uploaders
+        .iter()
+        .filter_map(s3::Uploader::completing)
+        .collect();
+    if !completing.is_empty() {
+        ctx.say(&format!(
+            "S3 is completing the upload (its CompleteMultipartUpload was sent before the stop): waiting for its answer, within the cleanup's {}, before anything is aborted",
+            human(budget)
+        ));
+    }
+    // A second signal drops this wait: what S3 may hold is said still.
+    let mut unsettled = Unsettled {
+        ctx,
+        locations: completing,
+    };
     // The S3 layer measures its share of that deadline on the monotonic
     // clock, so it is handed over as a timer.
     let timer = ctx.timer(until);
@@ -246,43 +264,110 @@ pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>) {
             .iter()
             .map(|u| u.abort_unfinished(timer.into_std())),
     );
-    match tokio::time::timeout_at(timer, aborts).await {
-        Err(_) => ctx.warn(&format!(
-            "could not abort the unfinished S3 upload within {}; its parts stay until the bucket's lifecycle rule removes them",
-            human(budget)
-        )),
-        Ok(results) => {
-            for result in results {
-                match result {
-                    Ok(Some(s3::Ended::Aborted { upload_id, rounds })) => {
-                        let repeated = if rounds > 1 {
-                            format!(" ({rounds} aborts: parts in flight landed after the first)")
-                        } else {
-                            String::new()
-                        };
-                        ctx.say(&format!(
-                            "Aborted the unfinished S3 upload {upload_id}{repeated}; S3 lists no part of it"
-                        ));
-                    }
-                    Ok(Some(s3::Ended::AbortedUnchecked { upload_id, why })) => ctx.warn(&format!(
-                        "Aborted the unfinished S3 upload {upload_id}, but could not check that no part is left ({why}); any part left stays until the bucket's lifecycle rule removes it"
-                    )),
-                    Ok(Some(s3::Ended::Stored { upload_id, bytes })) => ctx.say(&format!(
-                        "The archive was stored whole ({}) before the run stopped: S3 had completed the upload {upload_id}, so no parts are left; nothing was created from it",
-                        format_bytes(bytes)
-                    )),
-                    Ok(Some(s3::Ended::Gone { upload_id })) => ctx.say(&format!(
-                        "S3 knows no upload {upload_id} and holds no archive for it: nothing is left"
-                    )),
-                    Ok(Some(s3::Ended::Unknown { upload_id, why })) => ctx.warn(&format!(
-                        "S3 knows no upload {upload_id} (it may have completed), and the archive could not be read back ({why}): whether it was stored is unknown; no parts of it are left"
-                    )),
-                    Ok(None) => {}
-                    Err(e) => ctx.warn(&format!(
-                        "could not abort the unfinished S3 upload: {e:#}; its parts stay until the bucket's lifecycle rule removes them"
-                    )),
-                }
-            }
+    let results = tokio::time::timeout_at(timer, aborts).await;
+    unsettled.locations.clear();
+    let results = match results {
+        Ok(results) => results,
+        Err(_) => {
+            say_left(
+                ctx,
+                Left::Warn(format!(
+                    "could not end the unfinished S3 upload within {}: any part of it left stays until the bucket's lifecycle rule removes it",
+                    human(budget)
+                )),
+            );
+            return;
         }
+    };
+    for result in results {
+        let left = match result {
+            Ok(None) => continue,
+            Ok(Some(ended)) => ended_message(ended),
+            Err(e) => Left::Warn(format!(
+                "could not abort the unfinished S3 upload: {e:#}; any part of it left stays until the bucket's lifecycle rule removes it"
+            )),
+        };
+        say_left(ctx, left);
+    }
+}
+
+/// The archives whose completion the cleanup waits for: dropped before
+/// the wait ended (a second signal stops the cleanup), it says each may be
+/// stored.
+struct Unsettled<'a, 'c> {
+    ctx: &'a Ctx<'c>,
+    locations: Vec<String>,
+}
+
+impl Drop for Unsettled<'_, '_> {
+    fn drop(&mut self) {
+        for location in &self.locations {
+            say_left(
+                self.ctx,
+                Left::Warn(format!(
+                    "The archive may be stored at {location}: the cleanup was stopped while S3 was completing the upload. Nothing was aborted; nothing was created from it, and the archive or its parts stay until the bucket's lifecycle rule removes them"
+                )),
+            );
+        }
+    }
+}
+
+/// What the cleanup says of an upload it ended: a line, or a warning.
+enum Left {
+    Say(String),
+    Warn(String),
+}
+
+/// Said in the log (a warning annotated) and kept for the summary's notes.
+fn say_left(ctx: &Ctx<'_>, left: Left) {
+    let text = match left {
+        Left::Say(text) => {
+            ctx.say(&text);
+            text
+        }
+        Left::Warn(text) => {
+            ctx.warn(&text);
+            text
+        }
+    };
+    ctx.note(text);
+}
+
+fn ended_message(ended: s3::Ended) -> Left {
+    match ended {
+        s3::Ended::Aborted { upload_id, rounds } => {
+            let repeated = if rounds > 1 {
+                format!(" ({rounds} aborts: parts in flight landed after the first)")
+            } else {
+                String::new()
+            };
+            Left::Say(format!(
+                "Aborted the unfinished S3 upload {upload_id}{repeated}; S3 lists no part of it"
+            ))
+        }
+        s3::Ended::AbortedUnchecked { upload_id, why } => Left::Warn(format!(
+            "Aborted the unfinished S3 upload {upload_id}, but could not check that no part is left ({why}); any part left stays until the bucket's lifecycle rule removes it"
+        )),
+        s3::Ended::Stored {
+            upload_id,
+            location,
+            bytes,
+        } => Left::Say(format!(
+            "The archive was stored whole at {location} ({}, read back) before the run stopped: S3 had completed the upload {upload_id}, so no parts are left; nothing was created from it",
+            format_bytes(bytes)
+        )),
+        s3::Ended::Gone { upload_id } => Left::Say(format!(
+            "S3 knows no upload {upload_id} and holds no archive for it (read back): nothing is left"
+        )),
+        s3::Ended::Unknown { upload_id, why } => Left::Warn(format!(
+            "S3 knows no upload {upload_id} (it may have completed), and the archive could not be read back ({why}): whether it was stored is unknown; no parts of it are left"
+        )),
+        s3::Ended::MaybeStored {
+            upload_id,
+            location,
+            why,
+        } => Left::Warn(format!(
+            "The archive may be stored at {location}: {why}. Nothing was aborted, since S3 may be completing the upload {upload_id}; nothing was created from it, and the archive or its parts stay until the bucket's lifecycle rule removes them"
+        )),
     }
 }

@@ -180,6 +180,19 @@ pub(super) fn rejection_message(
         .trim_end()
         .to_owned(),
     };
+    // The cleanup's requests are named for what they are, without a
+    // guess at the cause: the same credentials just sent the upload, and
+    // a server may refuse an abort for its own reasons (one completing the
+    // upload answers 403 AccessDenied).
+    if matches!(
+        operation,
+        Operation::AbortMultipartUpload | Operation::ListParts | Operation::HeadObject
+    ) {
+        return format!(
+            "S3 refused {operation}: {what} (HTTP {}{tries})",
+            status.as_u16()
+        );
+    }
     let mut message = format!(
         "S3 rejected the upload: {what} (HTTP {} on {operation}{tries})",
         status.as_u16()

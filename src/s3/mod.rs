@@ -21,6 +21,7 @@
 //! archive's layout, so no tar is written anywhere.
 
 mod call;
+mod complete;
 mod error;
 mod multipart;
 mod payload;
@@ -157,6 +158,7 @@ pub(crate) struct UploadReport {
 type DigestsByRange = BTreeMap<(u64, u64), archive::RangeDigests>;
 
 /// How an upload left open by a stopped run ended in its cleanup.
+/// `location` is the object's `s3://bucket/key`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Ended {
     /// Aborted, and S3 listed no part left (`rounds` aborts it took: a
@@ -165,14 +167,28 @@ pub(crate) enum Ended {
     /// Aborted, but the parts left could not be listed (the credentials may
     /// not allow ListParts): what S3 holds is unknown.
     AbortedUnchecked { upload_id: String, why: String },
-    /// S3 knew no such upload because it had completed: the object is
-    /// stored whole (`bytes` by S3's HEAD).
-    Stored { upload_id: String, bytes: u64 },
+    /// The upload had completed (S3 answered its CompleteMultipartUpload,
+    /// or knew no such upload any more) and the object reads back whole
+    /// (`bytes` by S3's HEAD).
+    Stored {
+        upload_id: String,
+        location: String,
+        bytes: u64,
+    },
     /// S3 knew no such upload and holds no object under the key.
     Gone { upload_id: String },
     /// S3 knew no such upload, and the object could not be read (the
     /// credentials may not allow it): whether it was stored is unknown.
     Unknown { upload_id: String, why: String },
+    /// Its CompleteMultipartUpload was sent and `why` (no answer within
+    /// the time cleanup had, or an answer the object does not read back
+    /// after): S3 may be completing it or have completed it, so nothing
+    /// was aborted, and the archive may be stored.
+    MaybeStored {
+        upload_id: String,
+        location: String,
+        why: String,
+    },
 }
 
 /// Called with `(bytes sent, total bytes)`.
@@ -207,17 +223,27 @@ struct Inner {
     sent: Arc<AtomicU64>,
 }
 
-/// A multipart upload S3 holds open: its job, its id, and its part
-/// requests, which may outlive the upload that sent them.
+/// A multipart upload S3 holds open: its job, its id, its part requests,
+/// and its CompleteMultipartUpload once sent, which may all outlive the
+/// upload that sent them.
 struct Open {
     job: Arc<Job>,
     upload_id: String,
     parts: Arc<multipart::Parts>,
+    completing: Option<complete::Completing>,
 }
 
 impl Inner {
     fn set_open(&self, open: Option<Open>) {
         *self.open.lock().unwrap_or_else(|e| e.into_inner()) = open;
+    }
+
+    /// The open upload's CompleteMultipartUpload was sent (and runs in a
+    /// task of its own).
+    fn set_completing(&self, completing: complete::Completing) {
+        if let Some(open) = self.open.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            open.completing = Some(completing);
+        }
     }
 }
 
@@ -230,6 +256,13 @@ struct Job {
     credentials: Credentials,
     source: Arc<dyn Source>,
     sent: Arc<AtomicU64>,
+}
+
+impl Job {
+    /// The object's address, for messages: `s3://bucket/key`.
+    fn location(&self) -> String {
+        format!("s3://{}/{}", self.bucket, self.key)
+    }
 }
 
 impl Uploader {
@@ -251,14 +284,37 @@ impl Uploader {
         self.inner.sent.load(Ordering::Relaxed)
     }
 
+    /// Where the archive goes (`s3://bucket/key`) when an upload left open
+    /// sent its CompleteMultipartUpload and has no answer yet: its cleanup
+    /// waits for that answer before it aborts anything.
+    pub(crate) fn completing(&self) -> Option<String> {
+        self.inner
+            .open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .filter(|open| {
+                open.completing
+                    .as_ref()
+                    .is_some_and(complete::Completing::unanswered)
+            })
+            .map(|open| open.job.location())
+    }
+
     /// Ends the multipart upload left open by an upload that was stopped
     /// midway (its future dropped: a cancelled run, a spent deadline), so
-    /// S3 keeps none of its parts: its part requests are drained first (a
-    /// part still sending was cut when the upload was dropped; a part whose
-    /// whole body is out gets its answer, for half the time left before
-    /// `until` at most), then it is aborted until S3 lists no part (see
-    /// [`Uploader::abort_fully`]). `None` when nothing was open. The caller
-    /// bounds the whole by `until`.
+    /// S3 keeps none of its parts. An upload whose CompleteMultipartUpload
+    /// was sent is never aborted while S3 may be completing it: its answer
+    /// is awaited (for three quarters of the time left before `until` at
+    /// most, the rest kept for what follows), then the object is read back
+    /// when S3 completed it, or the upload aborted when S3 refused the
+    /// completion; with no answer it may be stored, and is left so
+    /// ([`Ended::MaybeStored`]). Otherwise its part requests are drained
+    /// first (a part still sending was cut when the upload was dropped; a
+    /// part whose whole body is out gets its answer, for half the time left
+    /// before `until` at most), then it is aborted until S3 lists no part
+    /// (see [`Uploader::abort_fully`]). `None` when nothing was open. The
+    /// caller bounds the whole by `until`.
     pub(crate) async fn abort_unfinished(&self, until: Instant) -> anyhow::Result<Option<Ended>> {
         let open = self
             .inner
@@ -269,9 +325,18 @@ impl Uploader {
         let Some(open) = open else {
             return Ok(None);
         };
-        // Half the time for the answers, half for the aborts and listings.
         let now = Instant::now();
-        let drain = (until.saturating_duration_since(now) / 2).min(multipart::DRAIN_WAIT);
+        let left = until.saturating_duration_since(now);
+        if let Some(completing) = &open.completing {
+            // Every part was stored before the completion was sent: none
+            // runs to drain.
+            return self
+                .after_completion(&open, completing, left)
+                .await
+                .map(Some);
+        }
+        // Half the time for the answers, half for the aborts and listings.
+        let drain = (left / 2).min(multipart::DRAIN_WAIT);
         open.parts.drain(now + drain).await;
         self.abort_fully(&open.job, &open.upload_id).await.map(Some)
     }

@@ -23,6 +23,7 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 use super::call::Call;
+use super::complete::{Completion, stored_whole};
 use super::payload::{Delivery, checksum_text};
 use super::xml::{StoredPart, xml_text};
 use super::{DigestsByRange, Ended, Job, Open, Progress, Uploader};
@@ -173,9 +174,10 @@ impl Uploader {
             job: Arc::clone(job),
             upload_id: upload_id.clone(),
             parts: Arc::clone(&parts_sent),
+            completing: None,
         }));
-        let mut completing = false;
-        let outcome = match self
+        let count = u32::try_from(parts).context("part count exceeds u32")?;
+        let sent = self
             .upload_parts(
                 job,
                 &upload_id,
@@ -184,54 +186,35 @@ impl Uploader {
                 progress,
                 ranges,
             )
-            .await
-        {
-            Ok(stored) => {
-                completing = true;
-                self.inner
-                    .call(job, &Call::complete_multipart(&upload_id, &stored))
-                    .await
-                    .map(|_| ())
-            }
-            Err(error) => Err(error),
-        };
-        match outcome {
-            Ok(()) => {
-                self.inner.set_open(None);
-                Ok((
-                    u32::try_from(parts).context("part count exceeds u32")?,
-                    None,
-                ))
-            }
-            Err(error) => {
-                // Best effort: a leftover upload only costs storage until the
-                // bucket's lifecycle rule removes it; the first error matters.
-                // It stays marked open until the abort is answered, so a run
-                // stopped during the abort still aborts it in its cleanup.
-                // The parts were stopped and drained already
-                // (`upload_parts`).
-                match self.abort_fully(job, &upload_id).await {
-                    // A completion whose answer was lost, and whose resend
-                    // S3 no longer knew: the object S3 reads back is whole.
-                    Ok(Ended::Stored { bytes, .. }) if completing => {
-                        self.inner.set_open(None);
-                        let note = format!(
-                            "S3 CompleteMultipartUpload failed ({error:#}), but S3 holds the archive whole ({bytes} bytes, read back): going on"
-                        );
-                        return Ok((
-                            u32::try_from(parts).context("part count exceeds u32")?,
-                            Some(note),
-                        ));
-                    }
-                    Ok(ended) => tracing::debug!("S3 multipart upload ended: {ended:?}"),
-                    Err(abort_error) => {
-                        tracing::warn!("could not abort the S3 multipart upload: {abort_error:#}");
-                    }
+            .await;
+        let error = match sent {
+            Ok(stored) => match self.complete(job, &upload_id, &stored).await {
+                Ok(note) => {
+                    self.inner.set_open(None);
+                    return Ok((count, note));
                 }
-                self.inner.set_open(None);
-                Err(error)
+                Err(Completion::Refused(error)) => error,
+                Err(Completion::Unsettled(error)) => {
+                    self.inner.set_open(None);
+                    return Err(error);
+                }
+            },
+            Err(error) => error,
+        };
+        // Best effort: a leftover upload only costs storage until the
+        // bucket's lifecycle rule removes it; the first error matters. It
+        // stays marked open until the abort is answered, so a run stopped
+        // during the abort still aborts it in its cleanup. The parts were
+        // stopped and drained already (`upload_parts`), and a completion
+        // was answered: S3 completes nothing while it is aborted.
+        match self.abort_fully(job, &upload_id).await {
+            Ok(ended) => tracing::debug!("S3 multipart upload ended: {ended:?}"),
+            Err(abort_error) => {
+                tracing::warn!("could not abort the S3 multipart upload: {abort_error:#}");
             }
         }
+        self.inner.set_open(None);
+        Err(error)
     }
 
     /// Sends every part of `layout` (offset and length, in part order, of
@@ -356,7 +339,9 @@ impl Uploader {
                     });
                 }
                 Err((failure, tries)) => {
-                    return Err(failure.into_error(abort.operation, tries));
+                    return Err(failure
+                        .into_error(abort.operation, tries)
+                        .context(format!("S3 did not abort the multipart upload {upload_id}")));
                 }
             }
             let left = match self.inner.call_failing(job, &list).await {
@@ -387,38 +372,15 @@ impl Uploader {
     /// What an upload S3 does not know is: completed (its object stored),
     /// or gone.
     async fn after_no_such_upload(&self, job: &Arc<Job>, upload_id: &str) -> anyhow::Result<Ended> {
-        match self.inner.call_failing(job, &Call::head_object()).await {
-            Ok(reply) => {
-                let bytes = reply
-                    .headers
-                    .get(reqwest::header::CONTENT_LENGTH)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                if bytes == job.size {
-                    Ok(Ended::Stored {
-                        upload_id: upload_id.to_owned(),
-                        bytes,
-                    })
-                } else {
-                    Err(anyhow!(
-                        "S3 knows no multipart upload {upload_id}, and the object s3://{}/{} holds {bytes} bytes where the archive has {}",
-                        job.bucket,
-                        job.key,
-                        job.size
-                    ))
-                }
-            }
-            Err((failure, _)) if failure.s3_status() == Some(404) => Ok(Ended::Gone {
+        match self.read_object(job).await {
+            Ok(Some(bytes)) => stored_whole(job, upload_id, bytes),
+            Ok(None) => Ok(Ended::Gone {
                 upload_id: upload_id.to_owned(),
             }),
-            Err((failure, tries)) => {
-                let why = failure.into_error(super::call::Operation::HeadObject, tries);
-                Ok(Ended::Unknown {
-                    upload_id: upload_id.to_owned(),
-                    why: format!("{why:#}"),
-                })
-            }
+            Err(why) => Ok(Ended::Unknown {
+                upload_id: upload_id.to_owned(),
+                why: format!("{why:#}"),
+            }),
         }
     }
 }

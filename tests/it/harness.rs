@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -352,6 +353,44 @@ impl<'a> Invocation<'a> {
         running.finish()
     }
 
+    /// Runs, sends `signal` once `ready` holds, then calls `act` with the
+    /// run's process id once its output so far holds `said` (what the run
+    /// prints after the signal, so `act` comes after the run reached it,
+    /// not after a guess at its timing; a run that exits first is returned
+    /// as it is).
+    pub fn run_signalled_then(
+        self,
+        ready: impl Fn() -> bool,
+        signal: &str,
+        said: &str,
+        act: impl FnOnce(u32),
+    ) -> Outcome {
+        let mut running = self.start();
+        while !ready() {
+            if running.exited() {
+                return running.finish();
+            }
+            if running.started.elapsed() > READY_LIMIT {
+                let _ = running.child.kill();
+                panic!("the run never reached the moment to signal it");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let sent = Command::new("kill")
+            .args([format!("-{signal}"), running.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+        running.signalled = Some(Instant::now());
+        running.act_when_said(said, act)
+    }
+
+    /// Runs, and calls `act` with the run's process id once its output so
+    /// far holds `said` (a run that exits first is returned as it is).
+    pub fn run_acting_when_said(self, said: &str, act: impl FnOnce(u32)) -> Outcome {
+        self.start().act_when_said(said, act)
+    }
+
     fn start(self) -> Running {
         let dir = tempfile::tempdir().unwrap();
         let gh_out = dir.path().join("github_output");
@@ -383,8 +422,9 @@ impl<'a> Invocation<'a> {
         let mut child = cmd.spawn().expect("the binary runs");
         // Drained on their own threads so a chatty run never blocks on a
         // full pipe while the test steps the clock or waits.
-        let stdout = drain(child.stdout.take().unwrap());
-        let stderr = drain(child.stderr.take().unwrap());
+        let so_far = Arc::new(Mutex::new(Vec::new()));
+        let stdout = drain(child.stdout.take().unwrap(), Arc::clone(&so_far));
+        let stderr = drain(child.stderr.take().unwrap(), Arc::clone(&so_far));
         Running {
             _dir: dir,
             gh_out,
@@ -394,6 +434,7 @@ impl<'a> Invocation<'a> {
             exit: None,
             stdout,
             stderr,
+            so_far,
             started,
             signalled: None,
             peak_rss_kib: 0,
@@ -420,6 +461,8 @@ struct Running {
     exit: Option<ExitStatus>,
     stdout: JoinHandle<String>,
     stderr: JoinHandle<String>,
+    /// Both streams' bytes as they come, interleaved.
+    so_far: Arc<Mutex<Vec<u8>>>,
     started: Instant,
     /// When a test signalled the run.
     signalled: Option<Instant>,
@@ -437,6 +480,24 @@ impl Running {
             self.exit = self.child.try_wait().expect("the child can be waited on");
         }
         self.exit.is_some()
+    }
+
+    fn act_when_said(mut self, said: &str, act: impl FnOnce(u32)) -> Outcome {
+        let heard = |so_far: &Mutex<Vec<u8>>| {
+            String::from_utf8_lossy(&so_far.lock().unwrap()).contains(said)
+        };
+        while !heard(&self.so_far) {
+            if self.exited() {
+                return self.finish();
+            }
+            if self.started.elapsed() > READY_LIMIT {
+                let _ = self.child.kill();
+                panic!("the run never said {said:?}");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        act(self.child.id());
+        self.finish()
     }
 
     fn finish(mut self) -> Outcome {
@@ -482,10 +543,20 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
+fn drain(mut pipe: impl Read + Send + 'static, so_far: Arc<Mutex<Vec<u8>>>) -> JoinHandle<String> {
     std::thread::spawn(move || {
         let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
+        let mut chunk = [0u8; 8192];
+        loop {
+            match pipe.read(&mut chunk) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    bytes.extend_from_slice(&chunk[..n]);
+                    so_far.lock().unwrap().extend_from_slice(&chunk[..n]);
+                }
+            }
+        }
         String::from_utf8_lossy(&bytes).into_owned()
     })
 }

@@ -11,6 +11,7 @@ mod chain_deploy;
 mod chain_harness;
 mod ci_reads;
 mod cli;
+mod complete_window;
 mod config_parity;
 mod docs_reference;
 mod environment;

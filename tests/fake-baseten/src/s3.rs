@@ -197,6 +197,36 @@ struct Upload {
     /// their storage stays (ListParts lists them) until it is aborted
     /// again, and nothing new may be added or completed.
     aborted: bool,
+    /// A CompleteMultipartUpload of it is held in progress
+    /// ([`FakeS3::hold_completion`]): it is stored at the release, and an
+    /// abort meanwhile is answered as [`AbortWhileCompleting`] says.
+    completing: bool,
+}
+
+/// How an AbortMultipartUpload is answered while a CompleteMultipartUpload
+/// of the same upload is in progress (held). AWS documents neither; two
+/// S3-compatible servers were seen to differ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AbortWhileCompleting {
+    /// 404 `NoSuchUpload`, and the completion stores the object after
+    /// (moto): ListParts, UploadPart and a second Complete know the upload
+    /// no more either.
+    #[default]
+    NoSuchUpload,
+    /// 403 `AccessDenied`, the upload kept as it is until the completion
+    /// stores the object (s3s-fs 0.14.1): ListParts still lists its parts.
+    AccessDenied,
+}
+
+/// A CompleteMultipartUpload held in progress: what it stores at the
+/// release, whether its client is still there or not.
+#[derive(Debug)]
+struct HeldCompletion {
+    upload_id: String,
+    key: String,
+    object: StoredObject,
+    /// Parts the completion did not list: removed when it is stored.
+    unlisted: Vec<PathBuf>,
 }
 
 #[derive(Clone, Debug)]
@@ -225,7 +255,8 @@ struct State {
     /// [`FakeS3::hold_completion`]), and those held now.
     holds: Vec<HoldOn>,
     held_parts: Vec<HeldPart>,
-    held_completions: usize,
+    held_completions: Vec<HeldCompletion>,
+    abort_while_completing: AbortWhileCompleting,
     /// Parts whose connection to cut after so many bytes of their body
     /// ([`FakeS3::cut_part_body`]): part number and bytes.
     cuts: Vec<(u32, u64)>,
@@ -309,27 +340,45 @@ impl FakeS3 {
         self.lock().cuts.push((number, after_bytes));
     }
 
-    /// Holds the next CompleteMultipartUpload after the object was stored,
-    /// before it is answered, until [`Self::release_held`].
+    /// Holds the next CompleteMultipartUpload in progress once its part
+    /// list was checked, before the object is stored, until
+    /// [`Self::release_held`]: then the object is stored (whether the
+    /// client is still connected or not: a request S3 received is carried
+    /// out) and, to a client still there, answered. An abort meanwhile is
+    /// answered as [`Self::abort_while_completing`] set (404 `NoSuchUpload`
+    /// unless told otherwise).
     pub fn hold_completion(&self) {
         self.lock().holds.push(HoldOn::Completion);
+    }
+
+    /// How an abort is answered while a completion of its upload is held.
+    pub fn abort_while_completing(&self, answer: AbortWhileCompleting) {
+        self.lock().abort_while_completing = answer;
     }
 
     /// Requests held now.
     pub fn held(&self) -> usize {
         let state = self.lock();
-        state.held_parts.iter().filter(|h| !h.released).count() + state.held_completions
+        state.held_parts.iter().filter(|h| !h.released).count() + state.held_completions.len()
     }
 
-    /// Lets every held request go on.
+    /// Lets every held request go on; a held completion stores its object
+    /// now.
     pub fn release_held(&self) {
-        {
+        let completions = {
             let mut state = self.lock();
             state.releases += 1;
-            state.held_completions = 0;
             for held in &mut state.held_parts {
                 held.released = true;
             }
+            std::mem::take(&mut state.held_completions)
+        };
+        for held in completions {
+            self.lock().uploads.remove(&held.upload_id);
+            for path in &held.unlisted {
+                let _ = std::fs::remove_file(path);
+            }
+            self.store_object(&held.key, held.object);
         }
         self.wake.notify_waiters();
     }
@@ -1042,6 +1091,7 @@ impl FakeS3 {
                 checksum_algorithm,
                 parts: BTreeMap::new(),
                 aborted: false,
+                completing: false,
             },
         );
         let xml = format!(
@@ -1138,12 +1188,13 @@ impl FakeS3 {
             .ok()
             .and_then(parse_complete_xml)
             .ok_or_else(malformed_xml)?;
-        let (upload, parts) = {
+        let held = self.take_hold(HoldOn::Completion);
+        let (upload_dir, content_type, parts, unlisted) = {
             let mut state = self.lock();
             let upload = state
                 .uploads
-                .get(&upload_id)
-                .filter(|u| u.key == ctx.key && !u.aborted)
+                .get_mut(&upload_id)
+                .filter(|u| u.key == ctx.key && !u.aborted && !u.completing)
                 .ok_or_else(|| no_such_upload(&upload_id))?;
             validate_completion(
                 &requested,
@@ -1155,45 +1206,61 @@ impl FakeS3 {
                 .iter()
                 .filter_map(|r| upload.parts.get(&r.number).cloned())
                 .collect();
-            let upload = state
-                .uploads
-                .remove(&upload_id)
-                .expect("upload was found under the same lock");
-            (upload, parts)
+            // S3 keeps only the listed parts.
+            let unlisted: Vec<PathBuf> = upload
+                .parts
+                .iter()
+                .filter(|(number, _)| !requested.iter().any(|r| r.number == **number))
+                .map(|(_, part)| part.path.clone())
+                .collect();
+            let found = (
+                upload.dir.clone(),
+                upload.content_type.clone(),
+                parts,
+                unlisted,
+            );
+            if held {
+                upload.completing = true;
+            } else {
+                state.uploads.remove(&upload_id);
+            }
+            found
         };
         let etag = multipart_etag(&parts);
-        let size: u64 = parts.iter().map(|p| p.size).sum();
-        // S3 keeps only the listed parts.
-        for (number, part) in &upload.parts {
-            if !requested.iter().any(|r| r.number == *number) {
-                let _ = tokio::fs::remove_file(&part.path).await;
+        let object = StoredObject {
+            segments: parts.iter().map(|p| p.path.clone()).collect(),
+            dir: Some(upload_dir),
+            size: parts.iter().map(|p| p.size).sum(),
+            etag: etag.clone(),
+            content_type,
+            last_modified_secs: now_secs(),
+        };
+        if held {
+            // In progress until the release, which stores the object even
+            // when this request's client is gone.
+            let seen = {
+                let mut state = self.lock();
+                state.held_completions.push(HeldCompletion {
+                    upload_id: upload_id.clone(),
+                    key: ctx.key.to_owned(),
+                    object,
+                    unlisted,
+                });
+                state.releases
+            };
+            self.wait_until(|state| state.releases > seen).await;
+        } else {
+            for path in &unlisted {
+                let _ = tokio::fs::remove_file(path).await;
             }
+            self.store_object(ctx.key, object);
         }
-        self.store_object(
-            ctx.key,
-            StoredObject {
-                segments: parts.iter().map(|p| p.path.clone()).collect(),
-                dir: Some(upload.dir.clone()),
-                size,
-                etag: etag.clone(),
-                content_type: upload.content_type.clone(),
-                last_modified_secs: now_secs(),
-            },
-        );
         let location = format!(
             "http://{}.s3.{}.amazonaws.com/{}",
             self.cfg.bucket,
             self.cfg.region,
             sigv4::uri_encode(ctx.key.as_bytes(), false)
         );
-        if self.take_hold(HoldOn::Completion) {
-            let seen = {
-                let mut state = self.lock();
-                state.held_completions += 1;
-                state.releases
-            };
-            self.wait_until(|state| state.releases > seen).await;
-        }
         let xml = format!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CompleteMultipartUploadResult xmlns=\"{XMLNS}\"><Location>{}</Location><Bucket>{}</Bucket><Key>{}</Key><ETag>{}</ETag></CompleteMultipartUploadResult>",
             xml_escape(&location),
@@ -1215,6 +1282,12 @@ impl FakeS3 {
         let removed = {
             let mut state = self.lock();
             match state.uploads.get(&upload_id) {
+                Some(u) if u.key == ctx.key && u.completing => {
+                    return Err(match state.abort_while_completing {
+                        AbortWhileCompleting::NoSuchUpload => no_such_upload(&upload_id),
+                        AbortWhileCompleting::AccessDenied => access_denied("Access Denied"),
+                    });
+                }
                 Some(u) if u.key == ctx.key => state.uploads.remove(&upload_id),
                 _ => None,
             }
@@ -1266,12 +1339,16 @@ impl FakeS3 {
     ) -> Result<Response, S3Error> {
         let upload_id = query_value(ctx.query, "uploadId").unwrap_or_default();
         receive_small(ctx, body).await?;
-        let parts: Option<Vec<(u32, PartRecord)>> = self
-            .lock()
-            .uploads
-            .get(&upload_id)
-            .filter(|u| u.key == ctx.key)
-            .map(|u| u.parts.iter().map(|(n, p)| (*n, p.clone())).collect());
+        let parts: Option<Vec<(u32, PartRecord)>> = {
+            let state = self.lock();
+            let hides_completing =
+                state.abort_while_completing == AbortWhileCompleting::NoSuchUpload;
+            state
+                .uploads
+                .get(&upload_id)
+                .filter(|u| u.key == ctx.key && !(u.completing && hides_completing))
+                .map(|u| u.parts.iter().map(|(n, p)| (*n, p.clone())).collect())
+        };
         // Parts that land after a listing land now: this answer's list is
         // already taken.
         self.land_after_list(&upload_id);
@@ -1337,12 +1414,13 @@ impl FakeS3 {
         }
     }
 
-    /// NoSuchUpload unless `upload_id` is open for `key`.
+    /// NoSuchUpload unless `upload_id` is open for `key` (neither aborted
+    /// nor being completed).
     fn upload_dir(&self, upload_id: &str, key: &str) -> Result<PathBuf, S3Error> {
         self.lock()
             .uploads
             .get(upload_id)
-            .filter(|u| u.key == key && !u.aborted)
+            .filter(|u| u.key == key && !u.aborted && !u.completing)
             .map(|u| u.dir.clone())
             .ok_or_else(|| no_such_upload(upload_id))
     }
@@ -1506,6 +1584,7 @@ fn land(state: &mut State, store_dir: &Path, held: HeldPart) {
             checksum_algorithm: None,
             parts: BTreeMap::new(),
             aborted: true,
+            completing: false,
         });
     let _ = std::fs::create_dir_all(&upload.dir);
     let path = upload.dir.join(format!("part-{:05}", held.number));

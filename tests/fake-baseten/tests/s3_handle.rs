@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
-use fake_baseten::s3::{FakeS3, IssuedCredentials, MIN_PART_BYTES, S3Config};
+use fake_baseten::s3::{AbortWhileCompleting, FakeS3, IssuedCredentials, MIN_PART_BYTES, S3Config};
 use fake_baseten::sigv4::{self, SignerCredentials};
 use http_body_util::BodyExt as _;
 use sha2::{Digest as _, Sha256};
@@ -1152,4 +1152,85 @@ async fn an_upload_created_with_crc32_needs_each_part_checksum_as_s3_does() {
         h.fake.object_bytes(&h.creds.s3_key).unwrap(),
         b"replacement"
     );
+}
+
+/// An upload of one part whose completion the fake holds in progress: the
+/// harness, the upload's id and the completion's part list.
+async fn upload_to_complete(answer: AbortWhileCompleting) -> (Harness, String, Vec<(u32, String)>) {
+    let h = Harness::new();
+    h.fake.abort_while_completing(answer);
+    let upload_id = create_upload(&h).await;
+    let reply = upload_part(&h, &upload_id, 1, &pattern(1234, 1)).await;
+    let etag = reply.header("etag").unwrap();
+    h.fake.hold_completion();
+    (h, upload_id, vec![(1, etag)])
+}
+
+async fn until_held(h: &Harness) {
+    while h.fake.held() == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+/// While the completion is held: an abort, a listing and a HEAD of the
+/// object, then the release. Their answers, the completion's, and the
+/// events in the order they were answered.
+async fn abort_during_completion(answer: AbortWhileCompleting) -> (Harness, [Reply; 4]) {
+    let (h, upload_id, parts) = upload_to_complete(answer).await;
+    let query = format!("uploadId={upload_id}");
+    let meanwhile = async {
+        until_held(&h).await;
+        let abort = Spec::new(&h, Method::DELETE, &query, b"");
+        let abort = h.send(abort.request(Body::empty())).await;
+        let list = Spec::new(&h, Method::GET, &query, b"");
+        let list = h.send(list.request(Body::empty())).await;
+        let head = Spec::new(&h, Method::HEAD, "", b"");
+        let head = h.send(head.request(Body::empty())).await;
+        h.fake.release_held();
+        (abort, list, head)
+    };
+    let (completed, (abort, list, head)) =
+        tokio::join!(complete(&h, &upload_id, &parts), meanwhile);
+    (h, [completed, abort, list, head])
+}
+
+#[tokio::test]
+async fn an_abort_during_a_completion_is_no_such_upload_and_the_object_is_stored_after() {
+    let (h, [completed, abort, list, head]) =
+        abort_during_completion(AbortWhileCompleting::NoSuchUpload).await;
+    assert_eq!(abort.status, StatusCode::NOT_FOUND);
+    assert_eq!(abort.code().as_deref(), Some("NoSuchUpload"));
+    assert_eq!(list.code().as_deref(), Some("NoSuchUpload"));
+    assert_eq!(head.status, StatusCode::NOT_FOUND, "not stored yet");
+    assert_eq!(completed.status, StatusCode::OK, "{}", completed.text());
+    assert_eq!(h.fake.object_bytes(&h.creds.s3_key), Some(pattern(1234, 1)));
+    assert_eq!(h.fake.open_uploads(), 0);
+}
+
+#[tokio::test]
+async fn an_abort_during_a_completion_can_be_refused_with_access_denied() {
+    let (h, [completed, abort, list, head]) =
+        abort_during_completion(AbortWhileCompleting::AccessDenied).await;
+    assert_eq!(abort.status, StatusCode::FORBIDDEN);
+    assert_eq!(abort.code().as_deref(), Some("AccessDenied"));
+    assert_eq!(list.status, StatusCode::OK, "the parts stay listed");
+    assert!(list.text().contains("<PartNumber>1</PartNumber>"));
+    assert_eq!(head.status, StatusCode::NOT_FOUND, "not stored yet");
+    assert_eq!(completed.status, StatusCode::OK, "{}", completed.text());
+    assert_eq!(h.fake.object_bytes(&h.creds.s3_key), Some(pattern(1234, 1)));
+    assert_eq!(h.fake.open_uploads(), 0);
+}
+
+#[tokio::test]
+async fn a_held_completion_whose_client_left_still_stores_the_object_at_its_release() {
+    let (h, upload_id, parts) = upload_to_complete(AbortWhileCompleting::default()).await;
+    tokio::select! {
+        _ = complete(&h, &upload_id, &parts) => panic!("the completion was held"),
+        () = until_held(&h) => {}
+    }
+    // The request's future is gone, as when its connection closes.
+    assert!(h.fake.object_files(&h.creds.s3_key).is_none());
+    h.fake.release_held();
+    assert_eq!(h.fake.object_bytes(&h.creds.s3_key), Some(pattern(1234, 1)));
+    assert_eq!(h.fake.open_uploads(), 0);
 }
