@@ -163,7 +163,10 @@ pub fn env_view(env: &Environment, now: f64, readiness: impl Fn(&str) -> Readine
 
 impl Platform {
     pub(super) fn readiness_of(&self, target_id: &str) -> Readiness {
-        if let Some(d) = self.deployment(target_id) {
+        if let Some(d) = self
+            .deployment(target_id)
+            .or_else(|| self.deleted_deployment(target_id))
+        {
             return d.readiness();
         }
         if let Some(cd) = self.chain_deployment(target_id) {
