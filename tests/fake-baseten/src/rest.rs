@@ -65,6 +65,12 @@ pub enum Route {
     DeleteModel(String),
     /// `DELETE /v1/models/{model_id}/deployments/{deployment_id}`.
     DeleteDeployment(String, String),
+    /// `DELETE /v1/chains/{chain_id}/deployments/{chain_deployment_id}`.
+    DeleteChainDeployment(String, String),
+    /// `POST /v1/models` (a `model_archive` source).
+    CreateModel,
+    /// `POST /v1/models/{model_id}/deployments` (a `model_archive` source).
+    CreateDeployment(String),
     /// `POST /v1/prepare_model_upload`.
     PrepareModelUpload,
     InstanceTypes,
@@ -103,6 +109,9 @@ impl Route {
             Route::GetModel(..) => "rest.get_model",
             Route::DeleteModel(..) => "rest.delete_model",
             Route::DeleteDeployment(..) => "rest.delete_deployment",
+            Route::DeleteChainDeployment(..) => "rest.delete_chain_deployment",
+            Route::CreateModel => "rest.create_model",
+            Route::CreateDeployment(..) => "rest.create_deployment",
             Route::PrepareModelUpload => "rest.prepare_model_upload",
             Route::InstanceTypes => "rest.list_instance_types",
             Route::InstanceTypePrices => "rest.list_instance_type_prices",
@@ -146,7 +155,15 @@ pub fn route(method: &Method, path: &str) -> Route {
     let post = method == Method::POST;
     let delete = method == Method::DELETE;
     let (route, allowed) = match seg.as_slice() {
+        ["v1", "models"] if post => (Route::CreateModel, true),
         ["v1", "models"] => (Route::ListModels, get),
+        ["v1", "models", m, "deployments"] if post => {
+            (Route::CreateDeployment(m.to_string()), true)
+        }
+        ["v1", "chains", c, "deployments", d] if delete => (
+            Route::DeleteChainDeployment(c.to_string(), d.to_string()),
+            true,
+        ),
         ["v1", "prepare_model_upload"] => (Route::PrepareModelUpload, post),
         ["v1", "instance_types"] => (Route::InstanceTypes, get),
         ["v1", "instance_type_prices"] => (Route::InstanceTypePrices, get),
@@ -269,6 +286,9 @@ pub fn handle(
     match route {
         Route::DeleteModel(m) => retire::delete_model(p, now, m, body),
         Route::DeleteDeployment(m, d) => retire::delete_deployment(p, now, m, d, body),
+        Route::DeleteChainDeployment(c, d) => retire::delete_chain_deployment(p, now, c, d, body),
+        Route::CreateModel => prepare::create(p, s3, now, None, body),
+        Route::CreateDeployment(m) => prepare::create(p, s3, now, Some(m), body),
         Route::PrepareModelUpload => prepare::prepare_model_upload(p, s3, now, body),
         Route::InstanceTypes => prices::instance_types(p),
         Route::InstanceTypePrices => prices::instance_type_prices(p),
@@ -613,6 +633,13 @@ mod tests {
             (&g, "/v1/nothing", "rest.not_found"),
             (&g, "/v1/models", "rest.list_models"),
             (&del, "/v1/models/m1", "rest.delete_model"),
+            (
+                &del,
+                "/v1/chains/c1/deployments/cd1",
+                "rest.delete_chain_deployment",
+            ),
+            (&post, "/v1/models", "rest.create_model"),
+            (&post, "/v1/models/m1/deployments", "rest.create_deployment"),
             (
                 &del,
                 "/v1/models/m1/deployments/d1",

@@ -337,25 +337,7 @@ impl Scenario {
             "promote.ramp_down_seconds must be 0 or more, got {}",
             self.promote.ramp_down_seconds
         );
-        for e in &self.audit_log.entries {
-            anyhow::ensure!(
-                MODEL_EVENT_TYPES.contains(&e.event_type.as_str()),
-                "audit_log entry event_type must be one of {MODEL_EVENT_TYPES:?}, got {:?}",
-                e.event_type
-            );
-            anyhow::ensure!(
-                self.models.iter().any(|m| m.name == e.model),
-                "audit_log entry names model {:?}, which is not in models",
-                e.model
-            );
-        }
-        for r in &self.refuse_deletes {
-            anyhow::ensure!(
-                r.status == 200 || (400..=599).contains(&r.status),
-                "refuse_deletes status must be 200 (deleted: false) or an error status, got {}",
-                r.status
-            );
-        }
+        lifecycle::validate(self)?;
         for rule in &self.predict.by_deployment {
             anyhow::ensure!(
                 (100..=599).contains(&rule.status),

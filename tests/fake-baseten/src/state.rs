@@ -76,6 +76,8 @@ pub struct Platform {
     pub audit: Vec<AuditEvent>,
     /// Deleted deployments, with when.
     deleted: Vec<(f64, Deployment)>,
+    /// Deleted chain deployments (their chainlets' deployments are in `deleted`).
+    deleted_chains: Vec<ChainDeployment>,
     promote_calls: usize,
     /// Requests handled so far, by endpoint name (another client's actions
     /// are placed by them).
@@ -101,6 +103,7 @@ impl Platform {
             created_chain_deployments: 0,
             audit: Vec::new(),
             deleted: Vec::new(),
+            deleted_chains: Vec::new(),
             promote_calls: 0,
             request_counts: BTreeMap::new(),
             hostname_template,

@@ -25,6 +25,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::Scenario;
+
 /// Who did something, as the audit log records it (`source`, `actor`).
 /// `api_key_prefix` makes the actor an API key; `email` a user; neither:
 /// the key the scenario serves (`api_key`) for source `API`, a user
@@ -272,5 +274,72 @@ pub struct DeploymentSettings {
 impl DeploymentSettings {
     pub fn pick(&self, model: &str) -> DeploymentSetting {
         self.by_model.get(model).unwrap_or(&self.default).clone()
+    }
+}
+
+/// The lifecycle keys' own checks, run with the scenario's.
+pub(super) fn validate(s: &Scenario) -> anyhow::Result<()> {
+    for e in &s.audit_log.entries {
+        anyhow::ensure!(
+            MODEL_EVENT_TYPES.contains(&e.event_type.as_str()),
+            "audit_log entry event_type must be one of {MODEL_EVENT_TYPES:?}, got {:?}",
+            e.event_type
+        );
+        anyhow::ensure!(
+            s.models.iter().any(|m| m.name == e.model),
+            "audit_log entry names model {:?}, which is not in models",
+            e.model
+        );
+    }
+    for r in &s.refuse_deletes {
+        anyhow::ensure!(
+            r.status == 200 || (400..=599).contains(&r.status),
+            "refuse_deletes status must be 200 (deleted: false) or an error status, got {}",
+            r.status
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_prefixes_and_actors() {
+        assert_eq!(api_key_prefix("abcd1234.secret"), "abcd1234");
+        assert_eq!(api_key_prefix("fake-api-key"), "fake-api");
+        let own = Actor::default().actor_v1("abcd1234");
+        assert_eq!(
+            (&own["type"], &own["api_key_prefix"]),
+            (&json!("API_KEY"), &json!("abcd1234"))
+        );
+        assert_eq!(Actor::system().actor_v1("x")["type"], "BASETEN_SYSTEM");
+        let ui = Actor {
+            source: Some("UI".into()),
+            ..Actor::default()
+        };
+        assert_eq!(
+            (ui.source(), &ui.actor_v1("x")["type"]),
+            ("UI", &json!("USER"))
+        );
+    }
+
+    #[test]
+    fn lifecycle_keys_are_checked() {
+        let ok = "models: [{name: m}]\naudit_log: {order: recorded, entries: [{at: -5, event_type: MODEL_DEPLOYMENT_PROMOTED, model: m, deployment: d0}]}\nrefuse_deletes: [{deployment: d1}, {deployment: d2, status: 403}]";
+        let s = Scenario::from_yaml(ok).unwrap();
+        assert_eq!(s.audit_log.order, AuditOrder::Recorded);
+        assert_eq!(s.refuse_deletes[0].status, 200);
+        for bad in [
+            "models: [{name: m}]\naudit_log: {entries: [{at: 0, event_type: MODEL_RENAMED, model: m, deployment: d}]}",
+            "audit_log: {entries: [{at: 0, event_type: MODEL_DEPLOYED, model: nope, deployment: d}]}",
+            "refuse_deletes: [{deployment: d, status: 302}]",
+            "audit_log: {order: random}",
+            "instance_types: [{id: x, name: x}]",
+            "deployment_settings: {default: {instance_type: x, replicas: 3}}",
+        ] {
+            assert!(Scenario::from_yaml(bad).is_err(), "{bad}");
+        }
     }
 }

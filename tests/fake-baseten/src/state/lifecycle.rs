@@ -2,7 +2,7 @@
 //! event goes through [`Platform::record`], which names the deployment as
 //! it is when the event happens (the name survives a delete).
 
-use super::{ApiErr, AuditEvent, Deployment, Platform};
+use super::{ApiErr, AuditEvent, ChainDeployment, Deployment, Platform};
 use crate::scenario::Actor;
 
 /// What `DELETE …/deployments/{id}` did.
@@ -190,6 +190,65 @@ impl Platform {
         self.models.remove(i);
         self.audit.retain(|e| e.model_id != model_id);
         true
+    }
+
+    /// `DELETE /v1/chains/{chain_id}/deployments/{id}`, under the model
+    /// rules: a scripted refusal wins, one that serves a chain environment
+    /// or is being promoted into one is refused (400), anything else is
+    /// gone with its chainlets' deployments.
+    pub fn delete_chain_deployment(
+        &mut self,
+        cd_id: &str,
+        now: f64,
+    ) -> Result<DeleteOutcome, ApiErr> {
+        let Some(cd) = self.chain_deployment(cd_id).cloned() else {
+            return Err(ApiErr::not_found(format!(
+                "Chain deployment {cd_id} not found"
+            )));
+        };
+        if let Some(r) = self
+            .scenario
+            .refuse_deletes
+            .iter()
+            .find(|r| r.deployment == cd.id || Some(&r.deployment) == cd.name.as_ref())
+        {
+            return Ok(match r.status {
+                200 => DeleteOutcome::Kept(cd.id.clone()),
+                s => DeleteOutcome::Refused(
+                    s,
+                    format!("Chain deployment {cd_id} cannot be deleted with this API key"),
+                ),
+            });
+        }
+        let held: Vec<String> = self
+            .chain(&cd.chain_id)
+            .map(|c| {
+                c.environments
+                    .iter()
+                    .filter(|e| {
+                        let v = self.view(e, now);
+                        v.current.as_deref() == Some(cd_id) || v.candidate.as_deref() == Some(cd_id)
+                    })
+                    .map(|e| e.name.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !held.is_empty() {
+            return Err(ApiErr::invalid(format!(
+                "Chain deployment {cd_id} serves or is being promoted into environment {}: promote another deployment there first",
+                held.join(", ")
+            )));
+        }
+        for c in &cd.chainlets {
+            self.remove_deployment(&c.deployment_id, now);
+        }
+        self.chain_deployments.retain(|x| x.id != cd_id);
+        self.deleted_chains.push(cd);
+        Ok(DeleteOutcome::Deleted(cd_id.to_string()))
+    }
+
+    pub(super) fn deleted_chain_deployment(&self, id: &str) -> Option<&ChainDeployment> {
+        self.deleted_chains.iter().find(|c| c.id == id)
     }
 
     /// A deleted deployment, as it was when it was deleted (a past

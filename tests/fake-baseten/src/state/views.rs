@@ -169,13 +169,17 @@ impl Platform {
         {
             return d.readiness();
         }
-        if let Some(cd) = self.chain_deployment(target_id) {
+        if let Some(cd) = self
+            .chain_deployment(target_id)
+            .or_else(|| self.deleted_chain_deployment(target_id))
+        {
             let mut ready_at: Option<f64> = Some(f64::MIN);
             let mut failed_at: Option<(f64, String)> = None;
             let mut deactivated_at: Option<f64> = None;
             for c in &cd.chainlets {
                 let r = self
                     .deployment(&c.deployment_id)
+                    .or_else(|| self.deleted_deployment(&c.deployment_id))
                     .map(Deployment::readiness)
                     .unwrap_or_default();
                 if let Some(t) = r.deactivated_at {

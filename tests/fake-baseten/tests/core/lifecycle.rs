@@ -371,3 +371,63 @@ async fn the_audit_log_answering_500() {
     let (s, v) = c.get(&format!("/v1/models/{MODEL}/audit_logs")).await;
     assert_eq!(s, 500, "{v}");
 }
+
+#[tokio::test]
+async fn a_chain_deployment_is_deleted_with_its_chainlets_unless_it_serves() {
+    let fake = FakeBaseten::start(
+        Scenario::from_yaml(
+            "manual_clock: true\nchains: [{name: hello-chain}]\nchainlets: {default: [[0, MODEL_READY]]}",
+        )
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let c = Client::new(&fake);
+    let (chain, first) = crate::promotion::deploy_chain(&c, &fake, "one").await;
+    let (_, second) = crate::promotion::deploy_chain(&c, &fake, "two").await;
+    let (_, env) = c
+        .get(&format!("/v1/chains/{chain}/environments/production"))
+        .await;
+    let serving = env["current_deployment"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let other = if serving == first { &second } else { &first };
+    let chainlet_deps = fake.deployments().len();
+    let (s, v) = delete(&c, &format!("/v1/chains/{chain}/deployments/{serving}")).await;
+    assert_eq!(s, 400, "what serves stays: {v}");
+    let path = format!("/v1/chains/{chain}/deployments/{other}");
+    let (s, v) = delete(&c, &path).await;
+    assert_eq!(
+        (s, v),
+        (
+            200,
+            json!({"id": other, "deleted": true, "chain_id": chain})
+        )
+    );
+    assert_eq!(c.get(&path).await.0, 404);
+    assert_eq!(delete(&c, &path).await.0, 404);
+    assert_eq!(
+        fake.deployments().len(),
+        chainlet_deps - 1,
+        "its one chainlet's deployment went with it"
+    );
+    let (_, list) = c.get(&format!("/v1/chains/{chain}/deployments")).await;
+    assert_eq!(list["deployments"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn another_client_deletes_a_deployment_on_cue() {
+    let fake = FakeBaseten::start(scenario("")).await.unwrap();
+    let c = Client::new(&fake);
+    fake.act(OtherAction::Delete {
+        deployment: "bbbb0001".into(),
+        by: Actor {
+            api_key_prefix: Some("other999".into()),
+            ..Actor::default()
+        },
+    });
+    assert!(!ids(&c).await.contains(&"bbbb0001".to_string()));
+    let v = audit(&c, "?event_type_groups=DELETED").await;
+    assert_eq!(v["items"][0]["actor"]["api_key_prefix"], "other999");
+}

@@ -364,3 +364,58 @@ async fn hostile_prices_are_served_as_scripted() {
         "{found:?}"
     );
 }
+
+#[tokio::test]
+async fn the_documented_rest_push_commits_what_the_preflight_passed() {
+    let fake = FakeBaseten::start(scenario("")).await.unwrap();
+    let c = Client::new(&fake);
+    let mut body = payload(json!({"environment_name": null}));
+    body["dry_run"] = json!(false);
+    let (s, v) = prepare(&c, body.clone()).await;
+    assert_eq!(s, 200, "{v}");
+    let key = v["s3_key"].as_str().unwrap().to_string();
+    let commit = json!({"source": {"kind": "model_archive", "s3_key": key, "deployment": body["deployment"]}});
+    let path = format!("/v1/models/{MODEL}/deployments");
+    let (s, v) = c.post(&path, Some(commit.clone())).await;
+    assert_eq!(s, 400, "nothing uploaded yet: {v}");
+    let mut creds = prepare(&c, body).await.1;
+    let key = creds["s3_key"].as_str().unwrap().to_string();
+    creds["creds"]["s3_bucket"] = creds["s3_bucket"].clone();
+    creds["creds"]["s3_key"] = json!(key);
+    c.upload(&fake, &creds["creds"], truss_tar("existing"))
+        .await;
+    let mut commit = commit;
+    commit["source"]["s3_key"] = json!(key);
+    let (s, v) = c.post(&path, Some(commit.clone())).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["model"]["id"], MODEL);
+    assert_eq!(v["deployment"]["name"], "def5678");
+    assert_eq!(
+        v["deployment"]["labels"]["truss_push_pull_request"],
+        "o/r#7"
+    );
+    let (s, v) = c.post(&path, Some(commit)).await;
+    assert_eq!(s, 400, "the name is taken now: {v}");
+
+    // A new model through POST /v1/models.
+    let creds = prepare(
+        &c,
+        json!({"name": "fresh", "deployment": {"config": {"model_name": "fresh"}}}),
+    )
+    .await
+    .1;
+    let mut up = creds["creds"].clone();
+    up["s3_bucket"] = creds["s3_bucket"].clone();
+    up["s3_key"] = creds["s3_key"].clone();
+    c.upload(&fake, &up, truss_tar("fresh")).await;
+    let (s, v) = c
+        .post(
+            "/v1/models",
+            Some(json!({"source": {"kind": "model_archive", "name": "fresh", "s3_key": creds["s3_key"],
+                "deployment": {"config": {"model_name": "fresh"}, "deployment_name": "first"}}})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["model"]["name"], "fresh");
+    assert_eq!(v["deployment"]["name"], "first");
+}
