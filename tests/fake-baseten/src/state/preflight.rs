@@ -139,9 +139,7 @@ impl Platform {
         };
         let dtext = |k: &str| field(d, k, "a string", Value::is_string);
         let dbool = |k: &str| field(d, k, "a boolean", Value::is_boolean);
-        for k in ["raw_config"] {
-            dtext(k)?;
-        }
+        dtext("raw_config")?;
         field(d, "user_env", "an object", Value::is_object)?;
         field(d, "labels", "an object", Value::is_object)?;
         let env = dtext("environment_name")?.and_then(Value::as_str);
