@@ -26,6 +26,8 @@ fn group_of(event_type: &str) -> &'static str {
         "MODEL_DEPLOYED" => "DEPLOYED",
         "MODEL_DEPLOYMENT_PROMOTED" => "PROMOTED",
         "MODEL_DEPLOYMENT_ACTIVATED" | "MODEL_DEPLOYMENT_DEACTIVATED" => "ACTIVATED_DEACTIVATED",
+        "MODEL_DEPLOYMENT_AUTOSCALING_SETTINGS_CHANGED" => "AUTOSCALING_SETTINGS",
+        "MODEL_DEPLOYMENT_INSTANCE_TYPE_CHANGED" => "INSTANCE_TYPE_CHANGED",
         _ => "DELETED",
     }
 }
@@ -163,6 +165,34 @@ fn entry(p: &Platform, i: usize, e: &AuditEvent) -> Value {
         "MODEL_DEPLOYMENT_PROMOTED" => {
             data["environment_name"] = json!(e.environment);
             data["environment_id"] = Value::Null;
+        }
+        // The settings the deployment has now (the platform's defaults
+        // for one that is gone); nothing earlier is kept.
+        "MODEL_DEPLOYMENT_AUTOSCALING_SETTINGS_CHANGED" => {
+            let (min, max) = p
+                .deployment(&e.deployment_id)
+                .map_or((0, 1), |d| (d.min_replica, d.max_replica));
+            for (k, v) in [
+                ("schedules", Value::Null),
+                ("min_replica", json!(min)),
+                ("max_replica", json!(max)),
+                ("concurrency_target", json!(1)),
+                ("autoscaling_window", json!(60)),
+                ("scale_down_delay", json!(900)),
+                ("target_utilization_percentage", json!(70)),
+                ("target_in_flight_tokens", Value::Null),
+                ("max_scale_down_rate", Value::Null),
+                ("deployment_type", Value::Null),
+                ("previous_settings", Value::Null),
+            ] {
+                data[k] = v;
+            }
+        }
+        "MODEL_DEPLOYMENT_INSTANCE_TYPE_CHANGED" => {
+            data["instance_type_name"] = json!(
+                p.deployment(&e.deployment_id)
+                    .map_or("1x2", |d| d.instance_type_name.as_str())
+            );
         }
         _ => {}
     }

@@ -104,8 +104,7 @@ pub struct AuditLogSpec {
 pub struct AuditEntrySpec {
     /// Scenario seconds (negative: before the run).
     pub at: f64,
-    /// `MODEL_DEPLOYED`, `MODEL_DEPLOYMENT_PROMOTED`, `MODEL_DEPLOYMENT_ACTIVATED`,
-    /// `MODEL_DEPLOYMENT_DEACTIVATED` or `MODEL_DEPLOYMENT_DELETED`.
+    /// One of [`MODEL_EVENT_TYPES`].
     pub event_type: String,
     /// Model name.
     pub model: String,
@@ -127,6 +126,9 @@ pub const MODEL_EVENT_TYPES: &[&str] = &[
     "MODEL_DEPLOYMENT_ACTIVATED",
     "MODEL_DEPLOYMENT_DEACTIVATED",
     "MODEL_DEPLOYMENT_DELETED",
+    // Only as scripted history: the fake has no endpoint that changes these.
+    "MODEL_DEPLOYMENT_AUTOSCALING_SETTINGS_CHANGED",
+    "MODEL_DEPLOYMENT_INSTANCE_TYPE_CHANGED",
 ];
 
 /// One refused `DELETE …/deployments/{id}`.

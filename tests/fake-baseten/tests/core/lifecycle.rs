@@ -248,6 +248,8 @@ async fn scripted_history_is_served_by_time_or_out_of_order_and_may_name_deleted
     - {at: -100, event_type: MODEL_DEPLOYMENT_PROMOTED, model: existing, deployment: old00001, environment: production, by: {api_key_prefix: other999}}
     - {at: -300, event_type: MODEL_DEPLOYMENT_PROMOTED, model: existing, deployment: gone0001, deployment_name: v0, environment: production}
     - {at: -200, event_type: MODEL_DEPLOYMENT_PROMOTED, model: existing, deployment: bbbb0001, environment: production, by: {source: UI}}
+    - {at: -50, event_type: MODEL_DEPLOYMENT_AUTOSCALING_SETTINGS_CHANGED, model: existing, deployment: old00001, by: {source: UI}}
+    - {at: -40, event_type: MODEL_DEPLOYMENT_INSTANCE_TYPE_CHANGED, model: existing, deployment: old00001, by: {source: UI}}
 "#;
     let by_time = FakeBaseten::start(scenario(&format!("audit_log:{history}")))
         .await
@@ -270,12 +272,22 @@ async fn scripted_history_is_served_by_time_or_out_of_order_and_may_name_deleted
             .0,
         404
     );
+    // Changes the fake has no endpoint for, as history: each in its group.
+    let v = audit(
+        &c,
+        "?event_type_groups=AUTOSCALING_SETTINGS&event_type_groups=INSTANCE_TYPE_CHANGED",
+    )
+    .await;
+    let items = v["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{v}");
+    assert_eq!(items[0]["event_data"]["instance_type_name"], "1x2");
+    assert_eq!(items[1]["event_data"]["max_replica"], 1);
 
     let recorded = FakeBaseten::start(scenario(&format!("audit_log:\n  order: recorded{history}")))
         .await
         .unwrap();
     let v = audit(&Client::new(&recorded), "?direction=ASC").await;
-    let order: Vec<String> = events(&v).into_iter().map(|(_, d)| d).collect();
+    let order: Vec<String> = events(&v).into_iter().map(|(_, d)| d).take(3).collect();
     assert_eq!(
         order,
         ["old00001", "gone0001", "bbbb0001"],
