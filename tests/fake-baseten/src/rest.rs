@@ -52,7 +52,7 @@ mod prices;
 mod retire;
 
 pub use parse::parse_query;
-use parse::promote_request;
+use parse::{named, promote_request};
 
 use answers::*;
 use logs::logs;
@@ -295,10 +295,12 @@ pub fn handle(
         Route::NotFound => not_found("Not found"),
         Route::MethodNotAllowed => message(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed"),
         Route::ListModels => {
+            let name = named(query);
             let models: Vec<Value> = p
                 .models
                 .iter()
                 .filter(|m| m.origin != "CHAINS")
+                .filter(|m| name.as_ref().is_none_or(|n| &m.name == n))
                 .map(|m| model_v1(p, &m.id, now))
                 .collect();
             (StatusCode::OK, json!({ "models": models }))
@@ -322,8 +324,10 @@ pub fn handle(
             if p.model(m).is_none() {
                 return not_found(format!("Model {m} not found"));
             }
+            let name = named(query);
             let deps: Vec<Value> = p
                 .model_deployments(m)
+                .filter(|d| name.as_ref().is_none_or(|n| &d.name == n))
                 .map(|d| deployment_v1(p, d, now))
                 .collect();
             (StatusCode::OK, json!({ "deployments": deps }))

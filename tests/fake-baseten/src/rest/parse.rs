@@ -72,6 +72,14 @@ pub fn parse_query(q: Option<&str>) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The `name` filter of the model and deployment lists (exact match).
+pub(super) fn named(query: Option<&str>) -> Option<String> {
+    parse_query(query)
+        .into_iter()
+        .find(|(k, _)| k == "name")
+        .map(|(_, v)| v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -92,6 +92,16 @@ async fn a_deleted_deployment_vanishes_and_a_second_delete_is_404() {
     );
     assert!(!ids(&c).await.contains(&"aaaa0001".to_string()));
     assert_eq!(c.get(&path).await.0, 404);
+    // The lists' `name` filter (our copy of the spec) is exact.
+    let (_, v) = c
+        .get(&format!("/v1/models/{MODEL}/deployments?name=b"))
+        .await;
+    assert_eq!(v["deployments"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["deployments"][0]["id"], "bbbb0001");
+    let (_, v) = c.get("/v1/models?name=existing").await;
+    assert_eq!(v["models"].as_array().unwrap().len(), 1, "{v}");
+    let (_, v) = c.get("/v1/models?name=exist").await;
+    assert_eq!(v["models"].as_array().unwrap().len(), 0, "{v}");
     assert_eq!(delete(&c, &path).await.0, 404, "already gone");
     assert_eq!(fake.deleted_deployments(), ["aaaa0001"]);
     // Another model's id, or an unknown model: 404 too.
