@@ -12,7 +12,7 @@
 //! | `Host: model-{id}.…` / `chain-{id}.…` / `model-{id}-{env}.…`, or the same as a path prefix (`/model-{id}/deployment/{dep}/predict`, `/model-{id}-{env}/predict`, `/chain-{id}/…/run_remote`) | inference ([`inference`]) | `inference.predict`, `inference.run_remote`, `inference.wake` |
 //! | `POST /graphql/` | GraphQL ([`graphql`], [`resolve`]) | `graphql.<first root field>`, `graphql.invalid` |
 //! | `/v1/…` | REST ([`rest`]) | `rest.get_deployment`, `rest.deactivate_deployment`, `rest.get_logs`, `rest.get_environment`, `rest.get_chain_deployment`, `rest.promote`, `rest.cancel_promotion`, `rest.force_cancel_promotion` (chains: `rest.promote_chain`), `rest.list_secrets`, `rest.list_team_secrets`, … |
-//! | `/__fake/requests`, `/__fake/objects/{key}`, `/__fake/deployments`, `/__fake/clock` | admin, no auth, not logged | — |
+//! | `/__fake/requests`, `/__fake/objects/{key}`, `/__fake/deployments`, `/__fake/clock`, `POST /__fake/others` | admin, no auth, not logged | — |
 //!
 //! Every REST request and answer is checked against the published
 //! management API as it is served ([`schema`]); a dropped fake fails the
@@ -404,6 +404,17 @@ impl FakeBaseten {
             })?;
         let e = envs.iter().find(|e| e.name == env)?;
         Some(p.view(e, now))
+    }
+
+    /// Another client's action (an `others` entry's `action`), now.
+    pub fn act(&self, action: crate::scenario::OtherAction) {
+        let now = self.shared.clock.now();
+        self.shared.platform().apply_other(action, now);
+    }
+
+    /// Ids of the model deployments deleted so far, oldest first.
+    pub fn deleted_deployments(&self) -> Vec<String> {
+        self.shared.platform().deleted_ids()
     }
 
     /// Adds a fault while running.

@@ -33,16 +33,26 @@
 //! `in_progress_promotion` (`ChainEnvironmentV1`): those paths answer 404.
 //! `POST /v1/models/{model_id}/deployments/{deployment_id}/activate`
 //! answers `{"success": true}` and re-activates an inactive deployment.
+//!
+//! Deletes, the push preflight and the instance-type catalogue are in
+//! `rest/retire.rs`, `rest/prepare.rs` and `rest/prices.rs`.
 
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::state::{
-    ApiErr, ChainDeployment, Deployment, Owner, PRODUCTION, Platform, PromoteRequest,
-};
+use crate::s3::FakeS3;
+use crate::scenario::Actor;
+use crate::state::{ApiErr, ChainDeployment, Deployment, Owner, PRODUCTION, Platform};
 mod answers;
 mod audit;
 mod logs;
+mod parse;
+mod prepare;
+mod prices;
+mod retire;
+
+pub use parse::parse_query;
+use parse::{named, promote_request};
 
 use answers::*;
 use logs::logs;
@@ -51,6 +61,20 @@ use logs::logs;
 pub enum Route {
     ListModels,
     GetModel(String),
+    /// `DELETE /v1/models/{model_id}`.
+    DeleteModel(String),
+    /// `DELETE /v1/models/{model_id}/deployments/{deployment_id}`.
+    DeleteDeployment(String, String),
+    /// `DELETE /v1/chains/{chain_id}/deployments/{chain_deployment_id}`.
+    DeleteChainDeployment(String, String),
+    /// `POST /v1/models` (a `model_archive` source).
+    CreateModel,
+    /// `POST /v1/models/{model_id}/deployments` (a `model_archive` source).
+    CreateDeployment(String),
+    /// `POST /v1/prepare_model_upload`.
+    PrepareModelUpload,
+    InstanceTypes,
+    InstanceTypePrices,
     /// `GET /v1/models/{model_id}/audit_logs`.
     AuditLogs(String),
     ListDeployments(String),
@@ -83,6 +107,14 @@ impl Route {
         match self {
             Route::ListModels => "rest.list_models",
             Route::GetModel(..) => "rest.get_model",
+            Route::DeleteModel(..) => "rest.delete_model",
+            Route::DeleteDeployment(..) => "rest.delete_deployment",
+            Route::DeleteChainDeployment(..) => "rest.delete_chain_deployment",
+            Route::CreateModel => "rest.create_model",
+            Route::CreateDeployment(..) => "rest.create_deployment",
+            Route::PrepareModelUpload => "rest.prepare_model_upload",
+            Route::InstanceTypes => "rest.list_instance_types",
+            Route::InstanceTypePrices => "rest.list_instance_type_prices",
             Route::AuditLogs(..) => "rest.get_audit_logs",
             Route::ListDeployments(..) => "rest.list_deployments",
             Route::GetDeployment(..) => "rest.get_deployment",
@@ -121,8 +153,24 @@ pub fn route(method: &Method, path: &str) -> Route {
     let seg: Vec<&str> = segs.iter().map(String::as_str).collect();
     let get = method == Method::GET;
     let post = method == Method::POST;
+    let delete = method == Method::DELETE;
     let (route, allowed) = match seg.as_slice() {
+        ["v1", "models"] if post => (Route::CreateModel, true),
         ["v1", "models"] => (Route::ListModels, get),
+        ["v1", "models", m, "deployments"] if post => {
+            (Route::CreateDeployment(m.to_string()), true)
+        }
+        ["v1", "chains", c, "deployments", d] if delete => (
+            Route::DeleteChainDeployment(c.to_string(), d.to_string()),
+            true,
+        ),
+        ["v1", "prepare_model_upload"] => (Route::PrepareModelUpload, post),
+        ["v1", "instance_types"] => (Route::InstanceTypes, get),
+        ["v1", "instance_type_prices"] => (Route::InstanceTypePrices, get),
+        ["v1", "models", m] if delete => (Route::DeleteModel(m.to_string()), true),
+        ["v1", "models", m, "deployments", d] if delete => {
+            (Route::DeleteDeployment(m.to_string(), d.to_string()), true)
+        }
         ["v1", "secrets"] => (Route::ListSecrets, get),
         ["v1", "teams", t, "secrets"] => (Route::ListTeamSecrets(t.to_string()), get),
         ["v1", "models", m] => (Route::GetModel(m.to_string()), get),
@@ -225,89 +273,34 @@ fn refusal(e: ApiErr) -> Answer {
     (status, json!({"code": e.code, "message": e.message}))
 }
 
-/// The promote body: `deployment_id` required, the two flags optional
-/// booleans (null means the default, true).
-fn promote_request(body: &[u8]) -> Result<PromoteRequest, ApiErr> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiErr::invalid(format!("Request body must be a JSON object: {e}")))?;
-    let Value::Object(o) = v else {
-        return Err(ApiErr::invalid("Request body must be a JSON object"));
-    };
-    let deployment_id = match o.get("deployment_id") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        Some(Value::Null) | None => {
-            return Err(ApiErr::invalid("deployment_id is required"));
-        }
-        Some(other) => {
-            return Err(ApiErr::invalid(format!(
-                "deployment_id must be a string, got {other}"
-            )));
-        }
-    };
-    let flag = |k: &str| match o.get(k) {
-        None | Some(Value::Null) => Ok(true),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(ApiErr::invalid(format!(
-            "{k} must be a boolean, got {other}"
-        ))),
-    };
-    Ok(PromoteRequest {
-        deployment_id,
-        scale_down_previous_deployment: flag("scale_down_previous_deployment")?,
-        preserve_env_instance_type: flag("preserve_env_instance_type")?,
-    })
-}
-
-/// Minimal `application/x-www-form-urlencoded` decoding of a query string.
-pub fn parse_query(q: Option<&str>) -> Vec<(String, String)> {
-    fn decode(s: &str) -> String {
-        let bytes = s.as_bytes();
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while i < bytes.len() {
-            match bytes[i] {
-                b'+' => out.push(b' '),
-                b'%' if i + 2 < bytes.len() => {
-                    let hex = |b: u8| (b as char).to_digit(16);
-                    match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                        (Some(h), Some(l)) => {
-                            out.push((h * 16 + l) as u8);
-                            i += 2;
-                        }
-                        _ => out.push(b'%'),
-                    }
-                }
-                b => out.push(b),
-            }
-            i += 1;
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    }
-    q.unwrap_or("")
-        .split('&')
-        .filter(|kv| !kv.is_empty())
-        .map(|kv| match kv.split_once('=') {
-            Some((k, v)) => (decode(k), decode(v)),
-            None => (decode(kv), String::new()),
-        })
-        .collect()
-}
-
+/// Answers one REST request; `s3` issues upload credentials (the push
+/// preflight without `dry_run`).
 pub fn handle(
     p: &mut Platform,
+    s3: &FakeS3,
     now: f64,
     route: &Route,
     query: Option<&str>,
     body: &[u8],
 ) -> Answer {
     match route {
+        Route::DeleteModel(m) => retire::delete_model(p, now, m, body),
+        Route::DeleteDeployment(m, d) => retire::delete_deployment(p, now, m, d, body),
+        Route::DeleteChainDeployment(c, d) => retire::delete_chain_deployment(p, now, c, d, body),
+        Route::CreateModel => prepare::create(p, s3, now, None, body),
+        Route::CreateDeployment(m) => prepare::create(p, s3, now, Some(m), body),
+        Route::PrepareModelUpload => prepare::prepare_model_upload(p, s3, now, body),
+        Route::InstanceTypes => prices::instance_types(p),
+        Route::InstanceTypePrices => prices::instance_type_prices(p),
         Route::NotFound => not_found("Not found"),
         Route::MethodNotAllowed => message(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed"),
         Route::ListModels => {
+            let name = named(query);
             let models: Vec<Value> = p
                 .models
                 .iter()
                 .filter(|m| m.origin != "CHAINS")
+                .filter(|m| name.as_ref().is_none_or(|n| &m.name == n))
                 .map(|m| model_v1(p, &m.id, now))
                 .collect();
             (StatusCode::OK, json!({ "models": models }))
@@ -331,8 +324,10 @@ pub fn handle(
             if p.model(m).is_none() {
                 return not_found(format!("Model {m} not found"));
             }
+            let name = named(query);
             let deps: Vec<Value> = p
                 .model_deployments(m)
+                .filter(|d| name.as_ref().is_none_or(|n| &d.name == n))
                 .map(|d| deployment_v1(p, d, now))
                 .collect();
             (StatusCode::OK, json!({ "deployments": deps }))
@@ -366,7 +361,7 @@ pub fn handle(
                 Ok(dep) => dep.id.clone(),
                 Err(a) => return a,
             };
-            p.deactivate(&id, now);
+            p.deactivate_as(&id, &Actor::default(), now);
             (StatusCode::OK, json!({"success": true}))
         }
         Route::Logs(m, d) => {
@@ -455,7 +450,7 @@ pub fn handle(
                 Ok(dep) => dep.id.clone(),
                 Err(a) => return a,
             };
-            p.activate(&id, now);
+            p.activate_as(&id, &Actor::default(), now);
             (StatusCode::OK, json!({"success": true}))
         }
         Route::CancelPromotion(m, env) => {
@@ -552,6 +547,7 @@ mod tests {
     fn routes() {
         let g = Method::GET;
         let post = Method::POST;
+        let del = Method::DELETE;
         for (m, path, want) in [
             (&g, "/v1/models/m1/deployments/d1", "rest.get_deployment"),
             (&g, "/v1/models/m1/deployments/d1/", "rest.get_deployment"),
@@ -640,6 +636,37 @@ mod tests {
             ),
             (&g, "/v1/nothing", "rest.not_found"),
             (&g, "/v1/models", "rest.list_models"),
+            (&del, "/v1/models/m1", "rest.delete_model"),
+            (
+                &del,
+                "/v1/chains/c1/deployments/cd1",
+                "rest.delete_chain_deployment",
+            ),
+            (&post, "/v1/models", "rest.create_model"),
+            (&post, "/v1/models/m1/deployments", "rest.create_deployment"),
+            (
+                &del,
+                "/v1/models/m1/deployments/d1",
+                "rest.delete_deployment",
+            ),
+            (
+                &del,
+                "/v1/models/m1/environments/e1",
+                "rest.method_not_allowed",
+            ),
+            (&del, "/v1/models/m1/audit_logs", "rest.method_not_allowed"),
+            (
+                &post,
+                "/v1/prepare_model_upload",
+                "rest.prepare_model_upload",
+            ),
+            (&g, "/v1/prepare_model_upload", "rest.method_not_allowed"),
+            (&g, "/v1/instance_types", "rest.list_instance_types"),
+            (
+                &g,
+                "/v1/instance_type_prices",
+                "rest.list_instance_type_prices",
+            ),
             (&g, "/v1/models/m1", "rest.get_model"),
             (&g, "/v1/models/m1/audit_logs", "rest.get_audit_logs"),
             (&post, "/v1/models/m1/audit_logs", "rest.method_not_allowed"),
@@ -682,45 +709,5 @@ mod tests {
                 "{m} {path}"
             );
         }
-    }
-
-    #[test]
-    fn promote_bodies() {
-        let r = promote_request(br#"{"deployment_id": "d1"}"#).unwrap();
-        assert_eq!(r.deployment_id, "d1");
-        assert!(r.scale_down_previous_deployment && r.preserve_env_instance_type);
-        let r = promote_request(
-            br#"{"deployment_id": "d1", "scale_down_previous_deployment": false, "preserve_env_instance_type": null}"#,
-        )
-        .unwrap();
-        assert!(!r.scale_down_previous_deployment && r.preserve_env_instance_type);
-        for bad in [
-            &b""[..],
-            b"[]",
-            b"{}",
-            br#"{"deployment_id": null}"#,
-            br#"{"deployment_id": 7}"#,
-            br#"{"deployment_id": "d1", "preserve_env_instance_type": "yes"}"#,
-        ] {
-            let e = promote_request(bad).unwrap_err();
-            assert_eq!(
-                e.code,
-                "VALIDATION_ERROR",
-                "{}",
-                String::from_utf8_lossy(bad)
-            );
-        }
-    }
-
-    #[test]
-    fn query_strings_decode() {
-        assert_eq!(
-            parse_query(Some("a=1&b=x%20y+z&c")),
-            [
-                ("a".to_string(), "1".to_string()),
-                ("b".to_string(), "x y z".to_string()),
-                ("c".to_string(), String::new())
-            ]
-        );
     }
 }

@@ -55,6 +55,11 @@
 //! require_upload: true     # create mutations need the uploaded object
 //! secrets: [hf_access_token, {name: wandb_key, team: research}]   # the workspace's secrets; a bare name belongs to the first team (values are never served)
 //! answer_edits: [{endpoint: rest.get_deployment, pointer: /status, value: READY}]   # test-only: change one field of a REST answer before it is served (and checked)
+//! audit_log: {order: time, entries: []}        # see lifecycle: history a scenario writes, and its order
+//! refuse_deletes: [{deployment: d1, status: 200}]   # see lifecycle
+//! prepare_model_upload: {refuse: null, refuse_taken_names: true}   # see lifecycle
+//! instance_types: [...]    # the catalogue and its prices, see lifecycle
+//! deployment_settings: {default: {instance_type: "1x2", min_replica: 0, max_replica: 1}, by_model: {}}
 //! ```
 //!
 //! # Promotions through the API
@@ -85,15 +90,23 @@
 //!
 //! `others` lists actions another client (a second CI run, a person in the
 //! UI) takes on the same workspace, each applied when the fake handles the
-//! `nth` (1-based, default 1) request to the endpoint `on` — `before` it is
+//! `nth` (1-based, default 1) request to the endpoint `on` (`*`: any
+//! request, so `nth` counts every request) — `before` it is
 //! handled (default: after), so a test places it exactly between two of the
-//! binary's requests. Actions:
+//! binary's requests. `POST /__fake/others` with one action as JSON (e.g.
+//! `{"promote": {"deployment": "d1", "environment": "production"}}`)
+//! applies it at once, on cue. Actions:
 //!
-//! - `promote: {deployment, environment, steps}`: promotes a model or chain
+//! - `promote: {deployment, environment, steps, by}`: promotes a model or chain
 //!   deployment (by id) into an environment of its owner, as a promote call
 //!   would (refused silently when the platform would refuse it); `steps`
 //!   scripts the promotion like `promote.default` (without: it follows the
-//!   deployment's readiness);
+//!   deployment's readiness); `by` is who the audit log names
+//!   ([`Actor`]: default the scenario's own key, as a second CI run with
+//!   the same secret; `{source: UI, email: …}` a person, `{api_key_prefix: …}`
+//!   another key);
+//! - `delete: {deployment}`: deletes a model deployment (by id) as a
+//!   `DELETE` would;
 //! - `create_model: {name, deployment, deployment_name}`: creates a model of
 //!   that name in the default team with one ACTIVE deployment (id
 //!   `deployment`, named `deployment_name`, default `other-run`) serving
@@ -126,6 +139,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Context as _;
+
+mod lifecycle;
+pub use lifecycle::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -170,6 +186,16 @@ pub struct Scenario {
     pub answer_edits: Vec<AnswerEdit>,
     /// Seeds the id generator so two runs of a scenario hand out the same ids.
     pub id_seed: u64,
+    /// Audit history the scenario writes, and the order entries are served in.
+    pub audit_log: AuditLogSpec,
+    /// Deletes the platform refuses.
+    pub refuse_deletes: Vec<RefusedDelete>,
+    /// The push preflight's knobs.
+    pub prepare_model_upload: PrepareSpec,
+    /// The instance types and their prices.
+    pub instance_types: Vec<InstanceTypeSpec>,
+    /// Instance type and replica range of deployments, by model.
+    pub deployment_settings: DeploymentSettings,
 }
 
 impl Default for Scenario {
@@ -209,6 +235,11 @@ impl Default for Scenario {
             secrets: Vec::new(),
             answer_edits: Vec::new(),
             id_seed: 0,
+            audit_log: AuditLogSpec::default(),
+            refuse_deletes: Vec::new(),
+            prepare_model_upload: PrepareSpec::default(),
+            instance_types: InstanceTypeSpec::catalogue(),
+            deployment_settings: DeploymentSettings::default(),
         }
     }
 }
@@ -306,6 +337,7 @@ impl Scenario {
             "promote.ramp_down_seconds must be 0 or more, got {}",
             self.promote.ramp_down_seconds
         );
+        lifecycle::validate(self)?;
         for rule in &self.predict.by_deployment {
             anyhow::ensure!(
                 (100..=599).contains(&rule.status),
@@ -393,6 +425,14 @@ pub struct ExistingDeploymentSpec {
     /// Labels another client created it with (`truss push --labels`).
     #[serde(default)]
     pub labels: Option<Value>,
+    /// When it was created, in scenario seconds (negative: before the run;
+    /// default 0).
+    #[serde(default)]
+    pub created_at: f64,
+    /// Instance type and replica range (default: `deployment_settings` for
+    /// the model).
+    #[serde(default)]
+    pub settings: Option<DeploymentSetting>,
 }
 
 fn active() -> String {
@@ -570,6 +610,14 @@ pub enum OtherAction {
         environment: String,
         #[serde(default)]
         steps: Option<Vec<(f64, PromotionStep)>>,
+        /// Who the audit log names.
+        #[serde(default)]
+        by: Actor,
+    },
+    Delete {
+        deployment: String,
+        #[serde(default)]
+        by: Actor,
     },
     CreateModel {
         name: String,
@@ -743,6 +791,9 @@ pub struct Fault {
     pub retry_after: Option<u32>,
     /// Body to send with `status` (JSON); a generic error body otherwise.
     pub body: Option<Value>,
+    /// A plain-text body instead (wins over `body`): what a server that
+    /// does not have the endpoint at all answers, not the platform's error.
+    pub text: Option<String>,
     /// Real milliseconds to wait before answering (or failing).
     pub delay_ms: u64,
     /// Close the connection without any answer.

@@ -178,7 +178,10 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
         .or_else(|| uri.authority().map(|a| a.to_string()));
     let path = uri.path().to_string();
     if let Some(rest) = path.strip_prefix("/__fake/") {
-        return admin(shared, &method, rest, uri.query()).await;
+        let body = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
+            .await
+            .unwrap_or_default();
+        return admin(shared, &method, rest, uri.query(), &body).await;
     }
     let mut entry = LogEntry {
         seq: 0,
@@ -332,7 +335,7 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
                 let (status, v) = {
                     let mut platform = shared.platform();
                     let (status, mut v) =
-                        rest::handle(&mut platform, now, &route, uri.query(), &body);
+                        rest::handle(&mut platform, &shared.s3, now, &route, uri.query(), &body);
                     platform.scenario.edit_answer(route.endpoint(), &mut v);
                     (status, v)
                 };
@@ -468,6 +471,15 @@ fn fault_response(fault: &Fault, status: u16, api: &Api) -> Response {
     let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let reason = code.canonical_reason().unwrap_or("Error").to_string();
     let mut resp = match (&fault.body, api) {
+        _ if fault.text.is_some() => {
+            let text = fault.text.clone().unwrap_or_default();
+            let mut r = (code, text).into_response();
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            r
+        }
         (Some(body), _) => json_response(code, body.clone()),
         (None, Api::S3) => {
             let s3_code = match status {
@@ -496,9 +508,29 @@ fn fault_response(fault: &Fault, status: u16, api: &Api) -> Response {
 }
 
 /// Unauthenticated routes for scripts: the request log, stored objects,
-/// deployment state and the clock.
-async fn admin(shared: &Shared, method: &Method, path: &str, query: Option<&str>) -> Response {
+/// deployment state, the clock, and another client's action on cue
+/// (`POST /__fake/others`, body one `others` action as JSON).
+async fn admin(
+    shared: &Shared,
+    method: &Method,
+    path: &str,
+    query: Option<&str>,
+    body: &[u8],
+) -> Response {
     match (method.clone(), path) {
+        (Method::POST, "others") => {
+            match serde_json::from_slice::<crate::scenario::OtherAction>(body) {
+                Ok(action) => {
+                    let now = shared.clock.now();
+                    shared.platform().apply_other(action, now);
+                    json_response(StatusCode::OK, json!({"applied": true}))
+                }
+                Err(e) => json_response(
+                    StatusCode::BAD_REQUEST,
+                    json!({"message": format!("not an `others` action: {e}")}),
+                ),
+            }
+        }
         (Method::GET, "requests") => json_response(
             StatusCode::OK,
             serde_json::to_value(shared.log.entries()).unwrap_or_default(),

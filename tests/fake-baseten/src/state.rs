@@ -20,7 +20,9 @@ pub const PRODUCTION: &str = "production";
 mod create;
 mod entities;
 mod ids;
+mod lifecycle;
 mod others;
+mod preflight;
 mod promote;
 mod views;
 
@@ -29,6 +31,7 @@ pub use create::{
     valid_deployment_name,
 };
 pub use entities::*;
+pub use lifecycle::DeleteOutcome;
 pub use views::{EnvView, PromotionState, env_view, promotion_state};
 
 use ids::IdGen;
@@ -69,8 +72,12 @@ pub struct Platform {
     pub issued_keys: BTreeSet<String>,
     created_model_deployments: usize,
     created_chain_deployments: usize,
-    /// The model audit log, oldest first.
+    /// The model audit log, in the order recorded.
     pub audit: Vec<AuditEvent>,
+    /// Deleted deployments, with when.
+    deleted: Vec<(f64, Deployment)>,
+    /// Deleted chain deployments (their chainlets' deployments are in `deleted`).
+    deleted_chains: Vec<ChainDeployment>,
     promote_calls: usize,
     /// Requests handled so far, by endpoint name (another client's actions
     /// are placed by them).
@@ -95,6 +102,8 @@ impl Platform {
             created_model_deployments: 0,
             created_chain_deployments: 0,
             audit: Vec::new(),
+            deleted: Vec::new(),
+            deleted_chains: Vec::new(),
             promote_calls: 0,
             request_counts: BTreeMap::new(),
             hostname_template,
@@ -130,6 +139,7 @@ impl Platform {
         for m in &sc.models {
             self.add_model_spec(m, 0.0);
         }
+        self.load_audit_entries();
         for c in &sc.chains {
             let team_id = self.team_id_by_name(c.team.as_deref());
             let mut envs = vec![Environment::new(PRODUCTION, 0.0)];
@@ -169,8 +179,14 @@ impl Platform {
             environments: envs,
             development: None,
         };
+        let default_setting = self.scenario.deployment_settings.pick(&m.name);
         for d in &m.deployments {
             let dep_id = d.id.clone().unwrap_or_else(|| self.ids.next(7));
+            let setting = d
+                .settings
+                .clone()
+                .unwrap_or_else(|| default_setting.clone());
+            let created_at = now + d.created_at;
             if let Some(env) = &d.environment {
                 match model.environments.iter_mut().find(|e| &e.name == env) {
                     Some(e) => e.initial_current = Some(dep_id.clone()),
@@ -188,8 +204,8 @@ impl Platform {
                 id: dep_id,
                 model_id: model_id.clone(),
                 name: d.name.clone(),
-                created_at: now,
-                steps: vec![(now, d.status.clone())],
+                created_at,
+                steps: vec![(created_at, d.status.clone())],
                 raw: false,
                 is_draft: d.is_draft,
                 labels: d.labels.clone(),
@@ -197,7 +213,9 @@ impl Platform {
                 config: json!({"model_name": m.name}),
                 raw_config: None,
                 semver: "0.0.1".into(),
-                instance_type_name: "1x2".into(),
+                instance_type_name: setting.instance_type,
+                min_replica: setting.min_replica,
+                max_replica: setting.max_replica,
                 deploy_timeout_minutes: None,
                 chain_deployment_id: None,
                 deactivated_at: None,

@@ -34,10 +34,16 @@ pub(super) fn secrets_v1(p: &Platform, team: Option<&str>) -> Vec<Value> {
         .collect()
 }
 
+/// `AutoscalingSettingsV1` with the platform's defaults (min 0, max 1).
 pub(super) fn autoscaling_settings() -> Value {
+    replica_range(0, 1)
+}
+
+/// `AutoscalingSettingsV1` for a replica range.
+fn replica_range(min_replica: i64, max_replica: i64) -> Value {
     json!({
-        "min_replica": 0,
-        "max_replica": 1,
+        "min_replica": min_replica,
+        "max_replica": max_replica,
         "autoscaling_window": 60,
         "scale_down_delay": 900,
         "concurrency_target": 1,
@@ -62,7 +68,8 @@ pub(super) fn deployment_v1(p: &Platform, d: &Deployment, now: f64) -> Value {
         "is_development": d.is_draft,
         "status": status,
         "active_replica_count": replicas,
-        "autoscaling_settings": if deployed { autoscaling_settings() } else { Value::Null },
+        // Empty until the deployment first became ready.
+        "autoscaling_settings": if deployed { replica_range(d.min_replica, d.max_replica) } else { Value::Null },
         "instance_type_name": d.instance_type_name,
         "environment": environment,
         "labels": d.labels,

@@ -1,14 +1,18 @@
 //! A model's audit log (`GET /v1/models/{model_id}/audit_logs`,
-//! `ListAuditLogsResponseV1`): the creates and promotions the fake
-//! recorded (`Platform::audit`), newest first unless `direction=ASC`,
-//! filtered and paged as the published parameters say. Filters the fake
-//! does not model (actors, sources, search, chain deployments) are refused
-//! with 400 rather than ignored, so no test can lean on them unnoticed.
+//! `ListAuditLogsResponseV1`): the events the fake recorded
+//! (`Platform::audit`: creates, promotions, activations, deactivations,
+//! deletes, and a scenario's own entries), newest first unless
+//! `direction=ASC`, filtered and paged as the published parameters say.
+//! The cursor carries the direction (the docs: `direction` is "ignored when
+//! paginating with a cursor"). Filters the fake does not model (`search`,
+//! `user_ids`, `chain_deployment_ids`) are refused with 400 rather than
+//! ignored, so no test can lean on them unnoticed.
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{Answer, message, parse_query};
+use crate::scenario::{AuditOrder, api_key_prefix};
 use crate::state::{AuditEvent, Platform};
 
 /// The documented default and bounds of `limit`.
@@ -20,20 +24,38 @@ const LIMIT_MAX: usize = 200;
 fn group_of(event_type: &str) -> &'static str {
     match event_type {
         "MODEL_DEPLOYED" => "DEPLOYED",
-        _ => "PROMOTED",
+        "MODEL_DEPLOYMENT_PROMOTED" => "PROMOTED",
+        "MODEL_DEPLOYMENT_ACTIVATED" | "MODEL_DEPLOYMENT_DEACTIVATED" => "ACTIVATED_DEACTIVATED",
+        "MODEL_DEPLOYMENT_AUTOSCALING_SETTINGS_CHANGED" => "AUTOSCALING_SETTINGS",
+        "MODEL_DEPLOYMENT_INSTANCE_TYPE_CHANGED" => "INSTANCE_TYPE_CHANGED",
+        _ => "DELETED",
     }
+}
+
+/// `d:<offset>` (newest first) or `a:<offset>`: the page after `offset`
+/// entries, in that direction.
+fn parse_cursor(v: &str) -> Option<(bool, usize)> {
+    let (dir, n) = v.split_once(':')?;
+    let ascending = match dir {
+        "a" => true,
+        "d" => false,
+        _ => return None,
+    };
+    Some((ascending, n.parse().ok()?))
 }
 
 pub(super) fn audit_logs(p: &Platform, model_id: &str, query: Option<&str>) -> Answer {
     let bad = |m: String| message(StatusCode::BAD_REQUEST, m);
-    let (mut deployments, mut environments, mut groups) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut limit, mut ascending, mut offset) = (LIMIT_DEFAULT, false, 0usize);
+    let (mut deployments, mut environments, mut groups, mut sources) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut limit, mut ascending, mut cursor) = (LIMIT_DEFAULT, false, None);
     let (mut start_ms, mut end_ms) = (None, None);
     for (k, v) in parse_query(query) {
         match k.as_str() {
             "deployment_ids" => deployments.push(v),
             "environment_names" => environments.push(v),
             "event_type_groups" => groups.push(v),
+            "sources" => sources.push(v),
             "limit" => match v.parse::<usize>() {
                 Ok(n) if (1..=LIMIT_MAX).contains(&n) => limit = n,
                 _ => {
@@ -47,9 +69,9 @@ pub(super) fn audit_logs(p: &Platform, model_id: &str, query: Option<&str>) -> A
                 "ASC" => ascending = true,
                 _ => return bad(format!("direction must be DESC or ASC, got {v:?}")),
             },
-            "cursor" => match v.parse::<usize>() {
-                Ok(n) => offset = n,
-                Err(_) => return bad(format!("cursor {v:?} is not one this API returned")),
+            "cursor" => match parse_cursor(&v) {
+                Some(c) => cursor = Some(c),
+                None => return bad(format!("cursor {v:?} is not one this API returned")),
             },
             "start_epoch_millis" | "end_epoch_millis" => {
                 let Ok(ms) = v.parse::<u64>() else {
@@ -68,6 +90,13 @@ pub(super) fn audit_logs(p: &Platform, model_id: &str, query: Option<&str>) -> A
             }
         }
     }
+    let offset = match cursor {
+        Some((dir, n)) => {
+            ascending = dir;
+            n
+        }
+        None => 0,
+    };
     let mut entries: Vec<(usize, &AuditEvent)> = p
         .audit
         .iter()
@@ -80,12 +109,17 @@ pub(super) fn audit_logs(p: &Platform, model_id: &str, query: Option<&str>) -> A
                     .as_ref()
                     .is_some_and(|n| environments.contains(n))
         })
-        .filter(|(_, e)| groups.is_empty() || groups.iter().any(|g| g == group_of(e.event_type)))
+        .filter(|(_, e)| groups.is_empty() || groups.iter().any(|g| g == group_of(&e.event_type)))
+        .filter(|(_, e)| sources.is_empty() || sources.iter().any(|s| s == e.by.source()))
         .filter(|(_, e)| {
             let ms = p.clock.epoch_ms(e.at);
             start_ms.is_none_or(|s| ms >= s) && end_ms.is_none_or(|t| ms <= t)
         })
         .collect();
+    if p.scenario.audit_log.order == AuditOrder::Time {
+        // Stable: events at the same instant keep the order recorded.
+        entries.sort_by(|a, b| a.1.at.total_cmp(&b.1.at));
+    }
     if !ascending {
         entries.reverse();
     }
@@ -97,9 +131,10 @@ pub(super) fn audit_logs(p: &Platform, model_id: &str, query: Option<&str>) -> A
         .collect();
     let next = offset + page.len();
     let has_more = next < entries.len();
+    let dir = if ascending { "a" } else { "d" };
     let pagination = json!({
         "has_more": has_more,
-        "cursor": has_more.then(|| next.to_string()),
+        "cursor": has_more.then(|| format!("{dir}:{next}")),
     });
     (
         StatusCode::OK,
@@ -113,38 +148,60 @@ fn entry(p: &Platform, i: usize, e: &AuditEvent) -> Value {
         .model(&e.model_id)
         .map(|m| m.name.clone())
         .unwrap_or_default();
-    let deployment_name = p
-        .deployment(&e.deployment_id)
-        .map(|d| d.name.clone())
-        .unwrap_or_default();
-    let data = match e.event_type {
-        "MODEL_DEPLOYED" => json!({
-            "event_type": e.event_type,
-            "model_id": e.model_id,
-            "model_name": model_name,
-            "deployment_id": e.deployment_id,
-            "deployment_name": deployment_name,
-            "scale_previous_to_zero": false,
-            "trusted": false,
-            "publish": e.publish,
-            "environment_name": e.environment,
-        }),
-        _ => json!({
-            "event_type": e.event_type,
-            "model_id": e.model_id,
-            "model_name": model_name,
-            "deployment_id": e.deployment_id,
-            "deployment_name": deployment_name,
-            "environment_name": e.environment,
-            "environment_id": null,
-        }),
-    };
+    let mut data = json!({
+        "event_type": e.event_type,
+        "model_id": e.model_id,
+        "model_name": model_name,
+        "deployment_id": e.deployment_id,
+        "deployment_name": e.deployment_name,
+    });
+    match e.event_type.as_str() {
+        "MODEL_DEPLOYED" => {
+            data["scale_previous_to_zero"] = json!(false);
+            data["trusted"] = json!(false);
+            data["publish"] = json!(e.publish);
+            data["environment_name"] = json!(e.environment);
+        }
+        "MODEL_DEPLOYMENT_PROMOTED" => {
+            data["environment_name"] = json!(e.environment);
+            data["environment_id"] = Value::Null;
+        }
+        // The settings the deployment has now (the platform's defaults
+        // for one that is gone); nothing earlier is kept.
+        "MODEL_DEPLOYMENT_AUTOSCALING_SETTINGS_CHANGED" => {
+            let (min, max) = p
+                .deployment(&e.deployment_id)
+                .map_or((0, 1), |d| (d.min_replica, d.max_replica));
+            for (k, v) in [
+                ("schedules", Value::Null),
+                ("min_replica", json!(min)),
+                ("max_replica", json!(max)),
+                ("concurrency_target", json!(1)),
+                ("autoscaling_window", json!(60)),
+                ("scale_down_delay", json!(900)),
+                ("target_utilization_percentage", json!(70)),
+                ("target_in_flight_tokens", Value::Null),
+                ("max_scale_down_rate", Value::Null),
+                ("deployment_type", Value::Null),
+                ("previous_settings", Value::Null),
+            ] {
+                data[k] = v;
+            }
+        }
+        "MODEL_DEPLOYMENT_INSTANCE_TYPE_CHANGED" => {
+            data["instance_type_name"] = json!(
+                p.deployment(&e.deployment_id)
+                    .map_or("1x2", |d| d.instance_type_name.as_str())
+            );
+        }
+        _ => {}
+    }
     json!({
         "id": format!("audit{i:06}"),
         "created": p.scenario_iso(e.at),
         "event_type": e.event_type,
         "event_data": data,
-        "source": "API",
-        "actor": {"type": "API_KEY"},
+        "source": e.by.source(),
+        "actor": e.by.actor_v1(&api_key_prefix(&p.scenario.api_key)),
     })
 }

@@ -257,6 +257,7 @@ impl Platform {
         let (timeline, index) = self.next_model_timeline(&model_name);
         let count = self.model_deployments(&model_id).count();
         let dep_id = self.ids.next(7);
+        let setting = self.scenario.deployment_settings.pick(&model_name);
         let name = match kind {
             CreateKind::Draft => "development".to_string(),
             _ => req
@@ -277,7 +278,9 @@ impl Platform {
             config,
             raw_config,
             semver: format!("0.{}.0", count + 1),
-            instance_type_name: "1x2".into(),
+            instance_type_name: setting.instance_type,
+            min_replica: setting.min_replica,
+            max_replica: setting.max_replica,
             deploy_timeout_minutes: req.deploy_timeout_minutes,
             chain_deployment_id: None,
             deactivated_at: None,
@@ -287,11 +290,13 @@ impl Platform {
         if kind == CreateKind::Draft {
             self.models[model_idx].development = Some(dep_id.clone());
         }
-        self.audit.push(AuditEvent {
+        self.record(AuditEvent {
             at: now,
-            event_type: "MODEL_DEPLOYED",
+            event_type: "MODEL_DEPLOYED".into(),
             model_id: model_id.clone(),
             deployment_id: dep_id.clone(),
+            deployment_name: String::new(),
+            by: crate::scenario::Actor::default(),
             environment: promote_to.clone(),
             publish: kind != CreateKind::Draft,
         });
@@ -486,6 +491,8 @@ impl Platform {
                 raw_config: None,
                 semver: format!("0.{}.0", count + 1),
                 instance_type_name: "1x2".into(),
+                min_replica: 0,
+                max_replica: 1,
                 deploy_timeout_minutes: None,
                 chain_deployment_id: Some(cd_id.clone()),
                 deactivated_at: None,

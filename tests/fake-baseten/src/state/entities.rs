@@ -47,14 +47,20 @@ impl Environment {
 }
 
 /// One model event the platform's audit log records (`AuditLogEntryV1`):
-/// the fake records creates and promotions, nothing else.
+/// creates, promotions, activations, deactivations and deletes (which
+/// action writes which is listed in `GUESSES.md`), and entries a scenario
+/// writes (`audit_log.entries`).
 #[derive(Clone, Debug)]
 pub struct AuditEvent {
     pub at: f64,
-    /// `MODEL_DEPLOYED` or `MODEL_DEPLOYMENT_PROMOTED`.
-    pub event_type: &'static str,
+    /// One of [`crate::scenario::MODEL_EVENT_TYPES`].
+    pub event_type: String,
     pub model_id: String,
     pub deployment_id: String,
+    /// The deployment's name when the event was recorded (kept after a delete).
+    pub deployment_name: String,
+    /// Who acted.
+    pub by: crate::scenario::Actor,
     /// The environment deployed or promoted into, if any.
     pub environment: Option<String>,
     /// For `MODEL_DEPLOYED`: a published (not development) deployment.
@@ -129,6 +135,9 @@ pub struct Deployment {
     pub raw_config: Option<String>,
     pub semver: String,
     pub instance_type_name: String,
+    /// The autoscaling range (`AutoscalingSettingsV1`) once deployed.
+    pub min_replica: i64,
+    pub max_replica: i64,
     pub deploy_timeout_minutes: Option<i64>,
     pub chain_deployment_id: Option<String>,
     pub deactivated_at: Option<f64>,

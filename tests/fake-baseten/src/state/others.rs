@@ -15,7 +15,11 @@ impl Platform {
         let n = self.request_counts.entry(endpoint.to_string()).or_default();
         *n += 1;
         let n = *n;
+        let all = self.request_counts.entry("*".to_string()).or_default();
+        *all += 1;
+        let all = *all;
         self.act(endpoint, n, true, now);
+        self.act("*", all, true, now);
         n
     }
 
@@ -28,6 +32,8 @@ impl Platform {
     /// to `endpoint`.
     pub fn after_request(&mut self, endpoint: &str, n: u32, now: f64) {
         self.act(endpoint, n, false, now);
+        let all = self.request_count("*");
+        self.act("*", all, false, now);
     }
 
     fn act(&mut self, endpoint: &str, n: u32, before: bool, now: f64) {
@@ -39,11 +45,24 @@ impl Platform {
             .map(|o| o.action.clone())
             .collect();
         for action in due {
+            self.apply_other(action, now);
+        }
+    }
+
+    /// Applies one action of another client now (`others`, or on cue
+    /// through `POST /__fake/others`). An action the platform would refuse
+    /// changes nothing: it is the other client's problem, not the test's.
+    pub fn apply_other(&mut self, action: OtherAction, now: f64) {
+        {
             match action {
+                OtherAction::Delete { deployment, by } => {
+                    let _ = self.delete_deployment(&deployment, &by, now);
+                }
                 OtherAction::Promote {
                     deployment,
                     environment,
                     steps,
+                    by,
                 } => {
                     let owner = match (
                         self.deployment(&deployment),
@@ -51,7 +70,7 @@ impl Platform {
                     ) {
                         (Some(d), _) => Owner::Model(d.model_id.clone()),
                         (None, Some(cd)) => Owner::Chain(cd.chain_id.clone()),
-                        (None, None) => continue,
+                        (None, None) => return,
                     };
                     let req = PromoteRequest {
                         deployment_id: deployment,
@@ -65,7 +84,7 @@ impl Platform {
                     });
                     // Refused as the platform would refuse it: the other
                     // client's problem, not the test's.
-                    let _ = self.start_promotion(&owner, &environment, &req, script, now);
+                    let _ = self.start_promotion(&owner, &environment, &req, script, &by, now);
                 }
                 OtherAction::CreateModel {
                     name,
@@ -73,7 +92,7 @@ impl Platform {
                     deployment_name,
                 } => {
                     if self.models.iter().any(|m| m.name == name) {
-                        continue;
+                        return;
                     }
                     let spec = ModelSpec {
                         id: None,
@@ -87,6 +106,8 @@ impl Platform {
                             environment: Some(super::PRODUCTION.into()),
                             is_draft: false,
                             labels: None,
+                            created_at: 0.0,
+                            settings: None,
                         }],
                     };
                     self.add_model_spec(&spec, now);
@@ -121,7 +142,7 @@ impl Platform {
         }
         for (_, _, _, old) in &due {
             if self.deployment(old).is_some() {
-                self.deactivate(old, now);
+                self.deactivate_as(old, &crate::scenario::Actor::system(), now);
             } else {
                 self.deactivate_chain_deployment(old, now);
             }

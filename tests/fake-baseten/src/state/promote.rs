@@ -7,7 +7,7 @@ use super::{
     ApiErr, AuditEvent, Cancel, CancelOutcome, Chainlet, Deployment, Environment, Owner, Platform,
     PromoteRequest, Promotion, promotion_state,
 };
-use crate::scenario::PromotionScript;
+use crate::scenario::{Actor, PromotionScript};
 use crate::status;
 
 impl Platform {
@@ -91,7 +91,7 @@ impl Platform {
     ) -> Result<String, ApiErr> {
         let (name, _) = self.owner_envs(owner)?;
         let script = self.scenario.promote.pick(&name, self.promote_calls);
-        let r = self.start_promotion(owner, env, req, script, now);
+        let r = self.start_promotion(owner, env, req, script, &Actor::default(), now);
         if r.is_ok() {
             self.promote_calls += 1;
         }
@@ -106,6 +106,7 @@ impl Platform {
         env: &str,
         req: &PromoteRequest,
         script: Option<PromotionScript>,
+        by: &Actor,
         now: f64,
     ) -> Result<String, ApiErr> {
         let dep = req.deployment_id.as_str();
@@ -162,11 +163,13 @@ impl Platform {
             replaces,
         });
         if let Owner::Model(model_id) = owner {
-            self.audit.push(AuditEvent {
+            self.record(AuditEvent {
                 at: now,
-                event_type: "MODEL_DEPLOYMENT_PROMOTED",
+                event_type: "MODEL_DEPLOYMENT_PROMOTED".into(),
                 model_id: model_id.clone(),
                 deployment_id: target.clone(),
+                deployment_name: String::new(),
+                by: by.clone(),
                 environment: Some(env.to_string()),
                 publish: true,
             });

@@ -163,16 +163,23 @@ pub fn env_view(env: &Environment, now: f64, readiness: impl Fn(&str) -> Readine
 
 impl Platform {
     pub(super) fn readiness_of(&self, target_id: &str) -> Readiness {
-        if let Some(d) = self.deployment(target_id) {
+        if let Some(d) = self
+            .deployment(target_id)
+            .or_else(|| self.deleted_deployment(target_id))
+        {
             return d.readiness();
         }
-        if let Some(cd) = self.chain_deployment(target_id) {
+        if let Some(cd) = self
+            .chain_deployment(target_id)
+            .or_else(|| self.deleted_chain_deployment(target_id))
+        {
             let mut ready_at: Option<f64> = Some(f64::MIN);
             let mut failed_at: Option<(f64, String)> = None;
             let mut deactivated_at: Option<f64> = None;
             for c in &cd.chainlets {
                 let r = self
                     .deployment(&c.deployment_id)
+                    .or_else(|| self.deleted_deployment(&c.deployment_id))
                     .map(Deployment::readiness)
                     .unwrap_or_default();
                 if let Some(t) = r.deactivated_at {

@@ -477,7 +477,7 @@ predict:
 }
 
 /// Deploys one chain deployment of `hello-chain` (a single chainlet).
-async fn deploy_chain(c: &Client, fake: &FakeBaseten, name: &str) -> (String, String) {
+pub(crate) async fn deploy_chain(c: &Client, fake: &FakeBaseten, name: &str) -> (String, String) {
     let creds = c.credentials("model_s3_upload_credentials").await;
     c.upload(fake, &creds, truss_tar("Hello-0123abcd")).await;
     let q = format!(
