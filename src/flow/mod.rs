@@ -31,7 +31,7 @@ use crate::outcome::Failure;
 use crate::{evidence, git};
 
 pub(crate) use cleanup::{Serving, cleanup_created};
-pub(crate) use create::{ExistingDeployments, create_once};
+pub(crate) use create::{ExistingDeployments, InFlight, create_once, find_cancelled_create};
 pub(crate) use gate::{Candidate, check_gate_target, cleanup_gated, promote_after_predict};
 pub(crate) use smoke::{smoke_test, test_and_promote};
 pub(crate) use upload::{
@@ -73,6 +73,41 @@ pub(crate) struct State {
     pub(crate) uploaders: Vec<crate::s3::Uploader>,
     /// The content hash, the `unchanged` verdict and what changes.
     pub(crate) by_content: crate::content::record::ByContent,
+    /// A create sent and not yet answered: what a run cancelled meanwhile
+    /// looks up (`find_cancelled_create`).
+    pub(crate) in_flight: Option<InFlight>,
+    /// The deployments cleanup settled: deactivated, or kept on purpose.
+    pub(crate) settled: Vec<String>,
+    /// What cleanup could not settle, in words: a create whose outcome a
+    /// cancelled run could not learn.
+    pub(crate) unsettled: Vec<String>,
+}
+
+impl State {
+    /// What this run created that cleanup (when on) has not settled, in
+    /// words: each deployment still running, then what could not be told.
+    /// Empty once cleanup did all it had to.
+    pub(crate) fn left_running(&self) -> Vec<String> {
+        // An unchanged source created nothing: the deployment in the state
+        // serves the environment and was never this run's.
+        let mut created: Vec<&String> = match self.by_content.unchanged {
+            Some(true) => Vec::new(),
+            _ => self
+                .tested_deployment_id
+                .iter()
+                .chain(&self.deployment_id)
+                .collect(),
+        };
+        created.dedup();
+        created
+            .into_iter()
+            .filter(|id| !self.settled.contains(id))
+            .map(|id| {
+                format!("deployment {id} may be left running (no deactivation of it was confirmed)")
+            })
+            .chain(self.unsettled.iter().cloned())
+            .collect()
+    }
 }
 
 /// Shared handles for one run.
@@ -351,7 +386,7 @@ impl evidence::Journal for Ctx<'_> {
 /// deadline is a timeout.
 pub(crate) fn deploy_error(e: ApiError) -> Failure {
     match e {
-        ApiError::OutOfTime { message } => Failure::Timeout(format!(
+        ApiError::OutOfTime { message, .. } => Failure::Timeout(format!(
             "{message}: the deploy did not finish within its budget; raise deploy-timeout-minutes (or wait-timeout-seconds)"
         )),
         e => Failure::Deploy(anyhow::Error::new(e)),
