@@ -224,7 +224,7 @@ pub(crate) async fn find_cancelled_create(
     match find(&api, &in_flight).await {
         Ok(Some((owner, id))) => {
             let then = match ctx.cfg.cleanup.enabled {
-                true => "cleanup deactivates it",
+                true => "its cleanup follows",
                 false => "cleanup is off: it is kept, running",
             };
             let msg = format!(
