@@ -85,6 +85,15 @@ impl ExistingDeployments {
         Ok(Some((owner, new)))
     }
 
+    /// Nothing recorded (a test's stand-in).
+    #[cfg(test)]
+    pub(crate) fn none() -> ExistingDeployments {
+        ExistingDeployments {
+            owner: None,
+            before: None,
+        }
+    }
+
     /// After a lost answer: the owner and its only deployment id that was
     /// not there before.
     pub(crate) async fn find_new(
@@ -214,14 +223,18 @@ pub(crate) async fn find_cancelled_create(
     find: impl AsyncFnOnce(&Api, &InFlight) -> Result<Option<(String, String)>, String>,
     adopt: impl FnOnce(&mut super::State, String, String),
 ) {
-    let Some(in_flight) = ctx.state.lock().unwrap().in_flight.take() else {
+    // Kept in the state until the lookup ends: a second signal that cuts
+    // it short leaves it there, for the run to say what may be left.
+    let Some(in_flight) = ctx.state.lock().unwrap().in_flight.clone() else {
         return;
     };
     ctx.say(&format!(
         "the run was cancelled while its {kind} was being created: reading what the platform holds now"
     ));
     let api = ctx.api_for(Phase::Lookup);
-    match find(&api, &in_flight).await {
+    let found = find(&api, &in_flight).await;
+    ctx.state.lock().unwrap().in_flight = None;
+    match found {
         Ok(Some((owner, id))) => {
             let then = match ctx.cfg.cleanup.enabled {
                 true => "its cleanup follows",

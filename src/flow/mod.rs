@@ -99,12 +99,20 @@ impl State {
                 .collect(),
         };
         created.dedup();
+        // A create still in flight: its lookup never ended.
+        let unlooked = self.in_flight.as_ref().map(|f| {
+            format!(
+                "a deployment may have been created (its create was in flight and the lookup for it did not finish): check {}",
+                f.check
+            )
+        });
         created
             .into_iter()
             .filter(|id| !self.settled.contains(id))
             .map(|id| {
                 format!("deployment {id} may be left running (no deactivation of it was confirmed)")
             })
+            .chain(unlooked)
             .chain(self.unsettled.iter().cloned())
             .collect()
     }
@@ -481,6 +489,42 @@ mod tests {
             name: name.into(),
             default,
         }
+    }
+
+    #[test]
+    fn what_a_cancelled_run_left_running() {
+        let st = |tested: Option<&str>, dep: Option<&str>, settled: &[&str]| State {
+            tested_deployment_id: tested.map(Into::into),
+            deployment_id: dep.map(Into::into),
+            settled: settled.iter().map(|s| s.to_string()).collect(),
+            ..State::default()
+        };
+        let left = |s: &State| s.left_running().join(" | ");
+        assert_eq!(left(&st(None, None, &[])), "");
+        assert_eq!(left(&st(None, Some("d1"), &["d1"])), "");
+        assert!(left(&st(None, Some("d1"), &[])).starts_with("deployment d1 may be left running"));
+        // Gated: the tested one and the promoted copy, each once.
+        let both = st(Some("t1"), Some("p1"), &["p1"]);
+        assert!(left(&both).starts_with("deployment t1 ") && !left(&both).contains("p1"));
+        assert_eq!(st(Some("d1"), Some("d1"), &[]).left_running().len(), 1);
+        // An unchanged source created nothing.
+        let mut unchanged = st(None, Some("serving"), &[]);
+        unchanged.by_content.unchanged = Some(true);
+        assert_eq!(left(&unchanged), "");
+        // A create whose lookup never ended, and one that could not be told.
+        let mut unknown = st(None, None, &[]);
+        unknown.unsettled.push("could not be told".into());
+        unknown.in_flight = Some(InFlight {
+            before: ExistingDeployments::none(),
+            name: "m".into(),
+            team_id: None,
+            check: "the model's page".into(),
+            entrypoint: None,
+        });
+        assert_eq!(
+            left(&unknown),
+            "a deployment may have been created (its create was in flight and the lookup for it did not finish): check the model's page | could not be told"
+        );
     }
 
     #[test]

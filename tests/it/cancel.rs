@@ -654,3 +654,72 @@ fn post(fake: &FakeBaseten, path: &str, body: &str) -> String {
     s.read_to_string(&mut out).unwrap();
     out
 }
+
+/// A create in flight when the signal comes, whose lookup then hangs (the
+/// deployments listed before the create answer; the list after it never
+/// does): cleanup cannot tell what the create made.
+fn create_lookup_hangs() -> (FakeBaseten, FaultProxy) {
+    let fake = fake(EXISTING);
+    let proxy = proxy_with(
+        &fake,
+        vec![
+            Rule::new("drip", dripping()).graphql("create_model_version_from_truss"),
+            Rule::new("hung", Fault::Hang)
+                .method("GET")
+                .path_like("/v1/models/*/deployments")
+                .after(1),
+        ],
+    );
+    (fake, proxy)
+}
+
+#[test]
+fn a_lookup_that_cannot_finish_after_a_cancel_says_a_deployment_may_be_left() {
+    let (fake, proxy) = create_lookup_hangs();
+    let run =
+        through(&fake, &proxy).run_signalled_at("graphql.create_model_version_from_truss", "TERM");
+    assert_eq!(run.code, 8, "{run:?}");
+    // Created, but this run cannot prove which: nothing named, nothing
+    // touched, and the message says where to look.
+    assert_eq!(ours(&fake).len(), 1);
+    assert_eq!(run.out("deployment-id"), "", "{run:?}");
+    assert!(
+        !endpoints(&fake)
+            .iter()
+            .any(|e| e.starts_with("rest.deactivate")),
+        "{run:?}"
+    );
+    let msg = run.out("error-message");
+    assert!(
+        msg.contains("cancelled by SIGTERM, and cleanup did not finish")
+            && msg.contains("whether the platform created it cannot be told")
+            && msg.contains("for one named \"ci-test\""),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_second_signal_during_the_lookup_says_a_deployment_may_be_left() {
+    let (fake, proxy) = create_lookup_hangs();
+    let created = || {
+        endpoints(&fake)
+            .iter()
+            .any(|e| e == "graphql.create_model_version_from_truss")
+    };
+    let looking = || {
+        proxy
+            .faulted()
+            .iter()
+            .any(|e| e.rule.as_deref() == Some("hung"))
+    };
+    let run =
+        through(&fake, &proxy).run_signalled_in_turn(&[(&created, "INT"), (&looking, "TERM")]);
+    assert_eq!(run.code, 8, "{run:?}");
+    assert_eq!(run.out("deployment-id"), "", "{run:?}");
+    let msg = run.out("error-message");
+    assert!(
+        msg.contains("(SIGTERM arrived during it")
+            && msg.contains("its create was in flight and the lookup for it did not finish"),
+        "{msg}"
+    );
+}
