@@ -723,3 +723,44 @@ fn a_second_signal_during_the_lookup_says_a_deployment_may_be_left() {
         "{msg}"
     );
 }
+
+/// A hostile CI signals at any moment around the create: whatever the run
+/// had sent, a deployment it made is deactivated and named, and one it
+/// did not make is never claimed. The moments are the fake's answers just
+/// before, at and after the create (the answer dripping or not), so the
+/// signal lands on each side of the send.
+#[test]
+fn a_signal_at_any_moment_around_the_create_leaves_nothing_running_unnamed() {
+    let moments = [
+        "rest.list_deployments",
+        "graphql.create_model_version_from_truss",
+        "rest.get_deployment",
+    ];
+    for drip in [false, true] {
+        // A dripping create is never answered: nothing after it comes.
+        let reached = if drip { &moments[..2] } else { &moments[..] };
+        for &moment in reached {
+            let fake = fake(EXISTING);
+            let rules = match drip {
+                true => {
+                    vec![Rule::new("drip", dripping()).graphql("create_model_version_from_truss")]
+                }
+                false => Vec::new(),
+            };
+            let proxy = proxy_with(&fake, rules);
+            let run = through(&fake, &proxy)
+                .arg("cleanup", "true")
+                .run_signalled_at(moment, "TERM");
+            let why = format!("drip {drip}, at {moment}: {run:?}");
+            assert_eq!(run.code, 130, "{why}");
+            match ours(&fake).as_slice() {
+                [] => assert_eq!(run.out("deployment-id"), "", "{why}"),
+                [d] => {
+                    assert_eq!(run.out("deployment-id"), d.id, "{why}");
+                    assert!(d.deactivated, "{why}");
+                }
+                many => panic!("created more than once: {many:?}\n{why}"),
+            }
+        }
+    }
+}
