@@ -764,3 +764,36 @@ fn a_signal_at_any_moment_around_the_create_leaves_nothing_running_unnamed() {
         }
     }
 }
+
+#[test]
+fn several_targets_each_find_and_deactivate_their_create_in_flight() {
+    let (_root, dirs) = model_dirs(&["alpha", "beta"]);
+    let fake = fake(
+        "teams: [{id: t1, name: ml, default: true}]\ndeployments:\n  default: [[0, BUILDING]]\n",
+    );
+    let proxy = proxy_with(
+        &fake,
+        vec![Rule::new("drip", dripping()).graphql("create_model_from_truss")],
+    );
+    let both = || {
+        endpoints(&fake)
+            .iter()
+            .filter(|e| *e == "graphql.create_model_from_truss")
+            .count()
+            == 2
+    };
+    let run = Invocation::new(&fake)
+        .arg("truss-directory", target_list(&dirs))
+        .arg("app-url", proxy.graphql_base())
+        .arg("api-url", proxy.rest_base())
+        .arg("cleanup", "true")
+        .run_signalled_when(both, "TERM");
+    assert_eq!(run.code, 130, "{run:?}");
+    let created = ours(&fake);
+    assert_eq!(created.len(), 2, "{created:?}");
+    let results = run.out("results");
+    for d in &created {
+        assert!(d.deactivated, "{d:?}: {run:?}");
+        assert!(results.contains(&d.id), "{} named in {results}", d.id);
+    }
+}
