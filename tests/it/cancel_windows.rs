@@ -586,3 +586,79 @@ fn several_targets_each_find_and_deactivate_their_create_in_flight() {
         assert!(results.contains(&d.id), "{} named in {results}", d.id);
     }
 }
+
+#[test]
+fn a_signal_while_the_rollback_activates_the_previous_deployment_finishes_putting_it_back() {
+    // The environment's cleanup strategy deactivated the previous
+    // deployment, and the environment's test fails: the rollback activates
+    // it (the answer dripping) and the signal comes then.
+    let fake = fake(&format!(
+        "{GATED}  deactivate_previous: [production]\npredict:\n  by_deployment:\n    - {{created: 0, via: environment, status: 500, response: {{error: wrong}}}}\n"
+    ));
+    let proxy = proxy_with(
+        &fake,
+        vec![Rule::new("drip", dripping()).path_like("/v1/models/*/deployments/*/activate")],
+    );
+    let run = through(&fake, &proxy)
+        .arg("promotion", "after-predict")
+        .arg("environment", "production")
+        .arg("predict-timeout", "2")
+        .arg("inference-url", fake.inference_template())
+        .run_signalled_at("rest.activate_deployment", "TERM");
+    assert_eq!(run.code, 130, "{run:?}");
+    // What was activated is left so, and serves again: said from a read.
+    let env = fake.environment("hello-truss-push", "production").unwrap();
+    assert_eq!(env.current.as_deref(), Some("v1dep001"), "{env:?}");
+    let previous = fake
+        .deployments()
+        .into_iter()
+        .find(|d| d.id == "v1dep001")
+        .unwrap();
+    assert!(!previous.deactivated, "{previous:?}");
+    assert_eq!(run.out("rolled-back"), "true", "{run:?}");
+    let log = endpoints(&fake);
+    let activate = log
+        .iter()
+        .position(|e| e == "rest.activate_deployment")
+        .unwrap();
+    assert!(
+        log[activate..].iter().any(|e| e == "rest.promote"),
+        "promoted back after the activate: {log:?}"
+    );
+    assert!(!deactivate_sent(&fake, "v1dep001"), "{log:?}");
+}
+
+#[test]
+fn a_signal_while_a_promote_that_never_arrived_is_out_leaves_traffic_where_it_was() {
+    // The promote hangs before the platform sees it: a read shows nothing
+    // moved, so nothing is sent to undo it.
+    let fake = fake(GATED);
+    let proxy = proxy_with(
+        &fake,
+        vec![Rule::new("hung", Fault::Hang).path_like("/v1/models/*/environments/*/promote")],
+    );
+    let run = through(&fake, &proxy)
+        .arg("promotion", "after-predict")
+        .arg("environment", "production")
+        .arg("predict-timeout", "2")
+        .run_signalled_when(|| !proxy.faulted().is_empty(), "TERM");
+    assert_eq!(run.code, 130, "{run:?}");
+    let [tested] = ours(&fake).try_into().expect("created once");
+    let env = fake.environment("hello-truss-push", "production").unwrap();
+    assert_eq!(env.current.as_deref(), Some("v1dep001"), "{env:?}");
+    assert_eq!(env.candidate, None, "{env:?}");
+    assert_eq!(run.out("rolled-back"), "false", "{run:?}");
+    assert!(
+        run.summary
+            .contains("traffic stays on the previous deployment v1dep001"),
+        "{}",
+        run.summary
+    );
+    let log = endpoints(&fake);
+    assert!(
+        !log.iter()
+            .any(|e| e == "rest.promote" || e == "rest.cancel_promotion"),
+        "{log:?}"
+    );
+    assert!(deactivate_sent(&fake, &tested.id), "{log:?}");
+}
