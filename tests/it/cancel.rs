@@ -219,3 +219,35 @@ fn a_hanging_deactivate_after_a_signal_still_ends_in_time() {
         "{outputs:?}"
     );
 }
+
+#[test]
+fn a_slow_deactivate_that_ends_within_the_signals_seconds_is_a_cleanup_that_ran() {
+    use fake_baseten::proxy::{Fault, FaultProxy, Rule};
+    let fake = fake(EXISTING);
+    // The answer comes in three pieces half a second apart: slow, not hung.
+    let proxy = FaultProxy::builder(fake.addr())
+        .rule(
+            Rule::new(
+                "slow",
+                Fault::Drip {
+                    bytes: 64,
+                    interval_ms: 500,
+                },
+            )
+            .path_like("/v1/models/*/deployments/*/deactivate"),
+        )
+        .start_in_background()
+        .unwrap();
+    let outputs = cancel_at(
+        &fake,
+        "TERM",
+        "rest.get_deployment",
+        example_model().to_str().unwrap(),
+        &[format!("--api-url={}", proxy.rest_base())],
+    );
+    assert!(!outputs["deployment-id"].is_empty());
+    assert!(
+        !outputs["error-message"].contains("cleanup did not finish"),
+        "{outputs:?}"
+    );
+}
