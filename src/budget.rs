@@ -4,8 +4,10 @@
 //! (README, "The run's budget"):
 //!
 //! - setup, packaging, the upload, the create and the wait end by the
-//!   start plus the wait budget (a create, and the lookup after a lost
-//!   answer, may run up to [`CREATE_GRACE_SECS`] past it);
+//!   start plus the wait budget (a create may run up to
+//!   [`CREATE_GRACE_SECS`] past it); the lookup after a lost create answer
+//!   has [`LOOKUP_ALLOWANCE_SECS`] of its own from when it starts, and the
+//!   cleanup after it its own minute, whatever the create used up;
 //! - the smoke tests (each at most `predict-timeout`), the evidence, a
 //!   gated promotion and its rollback end by that plus `predict-timeout`
 //!   (the evidence before a gated promotion by half of what is left of
@@ -39,6 +41,13 @@ use std::time::{Duration, Instant};
 /// A create and the lookup after it may run this long past the deploy
 /// budget: cutting them short could leave a deployment nobody reports.
 pub(crate) const CREATE_GRACE_SECS: u64 = 60;
+/// The lookup after a create whose answer was lost (cut by the create's
+/// deadline included) gets this long from its start: finding what the run
+/// made must not depend on what the create left of its time.
+pub(crate) const LOOKUP_ALLOWANCE_SECS: u64 = 30;
+/// The same lookup once the run is cancelled (a create in flight when the
+/// signal came), within the signal's tail.
+pub(crate) const CANCELLED_LOOKUP_SECS: u64 = 3;
 /// A rollback started by a signal gets this long (the runner kills the
 /// job 7.5 s after its first signal; cleanup needs the rest).
 pub(crate) const CANCELLED_ROLLBACK_SECS: u64 = 3;
@@ -76,8 +85,11 @@ pub(crate) enum Phase {
     Setup,
     /// Packaging, the upload, a chain's code generation.
     Upload,
-    /// Creating the deployment, and the lookup after a lost answer.
+    /// Creating the deployment.
     Create,
+    /// Finding what a create whose answer was lost (or was in flight when
+    /// the run was cancelled) made: its own allowance from its start.
+    Lookup,
     /// Waiting for the deployment to be ready.
     Wait,
     /// The wait's one last read at its deadline, given `grace` at most.
@@ -116,6 +128,7 @@ impl Phase {
             Phase::Setup => "Setup",
             Phase::Upload => "Upload",
             Phase::Create => "Create",
+            Phase::Lookup => "Lookup",
             Phase::Wait => "Wait",
             Phase::LastLook { .. } => "LastLook",
             Phase::Smoke => "Smoke",
@@ -347,6 +360,9 @@ impl Budget {
             (Phase::Create, _) => deploy
                 .max(now + s(CREATE_GRACE_SECS))
                 .min(deploy + s(CREATE_GRACE_SECS)),
+            (Phase::Lookup, Allowance::Run) => now + s(LOOKUP_ALLOWANCE_SECS),
+            (Phase::Lookup, Allowance::Signal { at }) => (now + s(CANCELLED_LOOKUP_SECS))
+                .min(at + Duration::from_millis(CANCELLED_TAIL_MILLIS)),
             (Phase::LastLook { grace }, _) => (now + grace).min(run),
             (Phase::Smoke, _) => (now + self.predict).min(run),
             (Phase::Evidence | Phase::Promotion, _) => run,
@@ -379,10 +395,11 @@ impl Budget {
 mod tests {
     use super::*;
 
-    const ALL: [Phase; 15] = [
+    const ALL: [Phase; 16] = [
         Phase::Setup,
         Phase::Upload,
         Phase::Create,
+        Phase::Lookup,
         Phase::Wait,
         Phase::LastLook {
             grace: Duration::from_secs(5),
@@ -411,6 +428,7 @@ mod tests {
             | Phase::Promotion => b.run_end(),
             Phase::Smoke => (now + b.predict).min(b.run_end()),
             Phase::Announce => (now + s(ANNOUNCE_MAX_SECS)).min(b.deploy_end()),
+            Phase::Lookup => (now + s(LOOKUP_ALLOWANCE_SECS)).min(b.end()),
             Phase::Rollback | Phase::Cleanup | Phase::Report => b.end(),
             Phase::Inform => (now + s(SHORT_READ_SECS)).min(b.end()),
             Phase::Metrics => (now + s(SHORT_READ_SECS)).min(b.run_end()),
@@ -444,8 +462,10 @@ mod tests {
                     let why = format!("{phase:?} at +{j}s, cancelled {cancelled:?}");
                     assert!(until <= b.end(), "{why}: past the run's end");
                     assert!(until <= bound(&b, phase, now), "{why}: past its bound");
-                    if let (Some(at), Phase::Rollback | Phase::Cleanup | Phase::Report) =
-                        (cancelled, phase)
+                    if let (
+                        Some(at),
+                        Phase::Rollback | Phase::Cleanup | Phase::Report | Phase::Lookup,
+                    ) = (cancelled, phase)
                     {
                         let tail = t0 + s(at) + Duration::from_millis(CANCELLED_TAIL_MILLIS);
                         assert!(until <= tail, "{why}: past the signal's seconds");
@@ -467,6 +487,11 @@ mod tests {
             (Phase::Create, 10, 100),
             (Phase::Create, 90, 150),
             (Phase::Create, 200, 160),
+            // The lookup after a lost answer: its own time, even once the
+            // create's is spent.
+            (Phase::Lookup, 10, 40),
+            (Phase::Lookup, 160, 180),
+            (Phase::Lookup, 145, 175),
             (Phase::Smoke, 100, 120),
             (Phase::Smoke, 110, 120),
             (Phase::Smoke, 10, 30),
@@ -505,6 +530,11 @@ mod tests {
         assert_eq!(b.allowance(), Allowance::Signal { at: t0 + s(40) });
         assert_eq!(b.until(Phase::Rollback, t0 + s(41)), t0 + s(43));
         assert_eq!(b.until(Phase::Cleanup, t0 + s(41)), t0 + s(44));
+        assert_eq!(b.until(Phase::Lookup, t0 + s(41)), t0 + s(44));
+        assert_eq!(
+            b.until(Phase::Lookup, t0 + s(46)),
+            t0 + s(40) + Duration::from_millis(CANCELLED_TAIL_MILLIS)
+        );
         assert_eq!(
             b.until(Phase::Cleanup, t0 + s(45)),
             t0 + s(40) + Duration::from_millis(CANCELLED_TAIL_MILLIS)

@@ -16,8 +16,8 @@ use crate::baseten::{
 };
 use crate::budget::Phase;
 use crate::flow::{
-    self, Ctx, ExistingDeployments, Poll, PromotionTrack, Serving, deploy_error, encode_config,
-    human,
+    self, Ctx, ExistingDeployments, InFlight, Poll, PromotionTrack, Serving, deploy_error,
+    encode_config, human,
 };
 use crate::git;
 use crate::kind::Kind;
@@ -233,18 +233,21 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         ),
         None => format!("whether a chain {name:?} now exists in your workspace"),
     };
+    let in_flight = InFlight {
+        before,
+        name: name.clone(),
+        team_id: team.as_ref().map(|t| t.id.clone()),
+        check,
+        entrypoint: Some(entrypoint.display_name.clone()),
+    };
+    let lookup = in_flight.clone();
     let deployed = flow::create_once(
         ctx,
         "the chain deployment",
-        &check,
+        in_flight,
         async |api: &Api| api.deploy_chain_atomic(&request, &user_env).await,
         async |api: &Api| {
-            let find_chain = async |api: &Api| {
-                let team_id = team.as_ref().map(|t| t.id.as_str());
-                let chains = api.chains(team_id).await?;
-                Ok(chains.into_iter().find(|c| c.name == name).map(|c| c.id))
-            };
-            let found = before.find_new(api, find_chain, &list).await?;
+            let found = find_own(api, &lookup).await.map_err(ApiError::permanent)?;
             Ok(found.map(|(chain_id, chain_deployment_id)| ChainDeployed {
                 chain_id,
                 chain_deployment_id,
@@ -383,9 +386,65 @@ fn chain_serving(answer: Result<Value, ApiError>) -> Serving {
     }
 }
 
+/// The chain deployment a create whose answer never came made, when this
+/// run can prove it its own: a chain deployment has no name to find it
+/// by, so it must be the only one new since the create was sent, and read
+/// back it must run this run's entrypoint (`f.entrypoint`). Anything else
+/// names the candidates (the error) and touches none.
+async fn find_own(api: &Api, f: &InFlight) -> Result<Option<(String, String)>, String> {
+    let entrypoint = f.entrypoint.as_deref().unwrap_or_default();
+    let find_chain = async |api: &Api| {
+        let chains = api.chains(f.team_id.as_deref()).await?;
+        Ok(chains.into_iter().find(|c| c.name == f.name).map(|c| c.id))
+    };
+    let list = async |api: &Api, chain_id: &str| api.chain_deployment_ids(chain_id).await;
+    let Some((chain_id, new)) = f
+        .before
+        .new_since(api, find_chain, &list)
+        .await
+        .map_err(|e| e.to_string())?
+    else {
+        return Ok(None);
+    };
+    match new.as_slice() {
+        [] => Ok(None),
+        [id] => {
+            let read = api.chain_deployment(&chain_id, id).await.map_err(|e| {
+                format!("chain deployment {id} is new, but it could not be read back ({e}) to prove it this run's")
+            })?;
+            match runs_entrypoint(&read, entrypoint) {
+                true => Ok(Some((chain_id, id.clone()))),
+                false => Err(format!(
+                    "chain deployment {id} is new, but read back it shows no chainlet {entrypoint:?}, this run's entrypoint, so it cannot be proven this run's"
+                )),
+            }
+        }
+        many => Err(format!(
+            "{} new chain deployments ({}) appeared meanwhile and none can be proven this run's",
+            many.len(),
+            many.join(", ")
+        )),
+    }
+}
+
+/// Whether a chain deployment read back (ChainDeploymentV1) has a
+/// chainlet named `entrypoint`.
+fn runs_entrypoint(read: &Value, entrypoint: &str) -> bool {
+    read["chainlets"]
+        .as_array()
+        .is_some_and(|cs| cs.iter().any(|c| c["name"].as_str() == Some(entrypoint)))
+}
+
 /// Cleanup of the chain deployment (with a gated promotion: of each one
-/// this run created), by the rules models follow.
+/// this run created), by the rules models follow; first, a create in
+/// flight when the run was cancelled is looked for ([`find_own`]).
 pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
+    flow::find_cancelled_create(ctx, "chain deployment", find_own, |st, chain_id, id| {
+        st.chain_id = Some(chain_id);
+        st.deployment_id = Some(id);
+        st.model_id = None;
+    })
+    .await;
     flow::cleanup_created(
         ctx,
         |st| &st.chain_id,
@@ -400,6 +459,19 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_chain_deployment_read_back_is_ours_only_with_our_entrypoint() {
+        let read = json!({"chainlets": [{"name": "Front"}, {"name": "Doubler"}]});
+        assert!(runs_entrypoint(&read, "Front"));
+        assert!(!runs_entrypoint(&read, "Other"));
+        assert!(!runs_entrypoint(&json!({"chainlets": []}), "Front"));
+        assert!(!runs_entrypoint(&json!({}), "Front"));
+        assert!(!runs_entrypoint(
+            &json!({"chainlets": [{"id": "x"}]}),
+            "Front"
+        ));
+    }
 
     #[test]
     fn what_serves_a_chain_deployment() {

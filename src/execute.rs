@@ -223,30 +223,19 @@ pub(crate) async fn execute(
     // Cleanup runs whatever happened, once something was created. A signal
     // during cleanup (a second one, after a cancel) stops it at once: the
     // outputs are still written.
-    let cleaned = tokio::select! {
-        r = cleanup(&ctx, cancelled) => r,
+    let (cleaned, interrupted) = tokio::select! {
+        r = cleanup(&ctx, cancelled) => (r, None),
         sig = stop.cleanup() => {
             rep.lock().unwrap().finish();
             if cancelled {
                 ctx.note(format!("cleanup abandoned: {sig} arrived during it"));
-                Ok(())
+                (Ok(()), Some(sig))
             } else {
-                Err(Failure::Cancelled(CancelReason::Signal(sig)))
+                (Err(Failure::Cancelled(CancelReason::Signal(sig))), Some(sig))
             }
         }
     };
-    let result = match (flow, cleaned) {
-        (Ok(()), Err(e)) => Err(e),
-        (Err(f), Err(c)) => {
-            state
-                .lock()
-                .unwrap()
-                .notes
-                .push(format!("cleanup also failed: {c}"));
-            Err(f)
-        }
-        (flow, Ok(())) => flow,
-    };
+    let result = ending(cfg, state, flow, cleaned, interrupted);
     // The reads that only informed are told now, after every mutation
     // (each at most its own short deadline; none after a signal).
     crate::inform::settle_for_report(&ctx).await;
@@ -258,6 +247,54 @@ pub(crate) async fn execute(
             .await;
     }
     result
+}
+
+/// How a deploy ends once cleanup ran (or was `interrupted` by a signal):
+/// a cancelled run whose cleanup (when on) left something running says
+/// what, with its own exit code; otherwise the flow's failure comes
+/// first, then cleanup's.
+fn ending(
+    cfg: &Config,
+    state: &Mutex<State>,
+    flow: Result<(), Failure>,
+    cleaned: Result<(), Failure>,
+    interrupted: Option<&'static str>,
+) -> Result<(), Failure> {
+    let reason = match (&flow, interrupted) {
+        (Err(Failure::Cancelled(why)), _) => Some(*why),
+        (_, Some(sig)) => Some(CancelReason::Signal(sig)),
+        _ => None,
+    };
+    let left = match cfg.cleanup.enabled {
+        true => state.lock().unwrap().left_running(),
+        false => Vec::new(),
+    };
+    if let Some(reason) = reason
+        && !left.is_empty()
+    {
+        let why = match (interrupted, &cleaned) {
+            (Some(sig), _) => format!("{sig} arrived during it, the run's cleanup was abandoned"),
+            (None, Err(e)) => e.to_string(),
+            (None, Ok(())) => "what the create in flight made could not be told".to_string(),
+        };
+        return Err(Failure::CleanupUnfinished {
+            reason,
+            why,
+            left: format!("{}; deactivate what is left in Baseten", left.join("; ")),
+        });
+    }
+    match (flow, cleaned) {
+        (Ok(()), Err(e)) => Err(e),
+        (Err(f), Err(c)) => {
+            state
+                .lock()
+                .unwrap()
+                .notes
+                .push(format!("cleanup also failed: {c}"));
+            Err(f)
+        }
+        (flow, Ok(())) => flow,
+    }
 }
 
 /// The deploy flow for the target: a model or a chain.

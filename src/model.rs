@@ -18,8 +18,8 @@ use crate::budget::Phase;
 use crate::config::RAW_CONFIG_MAX_BYTES;
 use crate::content;
 use crate::flow::{
-    self, Ctx, ExistingDeployments, Poll, PromotionTrack, Serving, deploy_error, encode_config,
-    human, truss_user_env,
+    self, Ctx, ExistingDeployments, InFlight, Poll, PromotionTrack, Serving, deploy_error,
+    encode_config, human, truss_user_env,
 };
 use crate::kind::Kind;
 use crate::outcome::Failure;
@@ -151,10 +151,17 @@ pub(crate) async fn deploy(
         let models = api.models(team_id).await?;
         Ok(models.into_iter().find(|m| m.name == name).map(|m| m.id))
     };
+    let in_flight = InFlight {
+        before: before.borrow().clone(),
+        name: name.to_string(),
+        team_id: team.as_ref().map(|t| t.id.clone()),
+        check,
+        entrypoint: None,
+    };
     let created = flow::create_once(
         ctx,
         "the deployment",
-        &check,
+        in_flight,
         async |api: &Api| match api.create(&request).await {
             // Refused, for a model that did not exist when we looked:
             // another run may have created it since (two first deploys
@@ -171,7 +178,11 @@ pub(crate) async fn deploy(
                 ));
                 // What the model holds now, so that a lost answer to the
                 // version is never taken for the other run's deployment.
-                *before.borrow_mut() = ExistingDeployments::take(api, Some(&model_id), &list).await;
+                let now = ExistingDeployments::take(api, Some(&model_id), &list).await;
+                if let Some(f) = ctx.state.lock().unwrap().in_flight.as_mut() {
+                    f.before = now.clone();
+                }
+                *before.borrow_mut() = now;
                 let version = CreateRequest {
                     existing_model_id: Some(&model_id),
                     ..request.clone()
@@ -374,6 +385,30 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
     if ctx.state.lock().unwrap().by_content.unchanged == Some(true) {
         return Ok(());
     }
+    // A create in flight when the run was cancelled: found by name, as a
+    // lost answer is.
+    let list = async |api: &Api, model_id: &str| {
+        api.deployment_ids(model_id, &ctx.cfg.deployment_name).await
+    };
+    flow::find_cancelled_create(
+        ctx,
+        "deployment",
+        async |api: &Api, f: &InFlight| {
+            let find_model = async |api: &Api| {
+                let models = api.models(f.team_id.as_deref()).await?;
+                Ok(models.into_iter().find(|m| m.name == f.name).map(|m| m.id))
+            };
+            f.before
+                .find_new(api, find_model, &list)
+                .await
+                .map_err(|e| e.to_string())
+        },
+        |st, model_id, id| {
+            st.model_id = Some(model_id);
+            st.deployment_id = Some(id);
+        },
+    )
+    .await;
     flow::cleanup_created(
         ctx,
         |st| &st.model_id,

@@ -115,7 +115,13 @@ pub(crate) async fn run(
     let mut done = deploy_all(&planned, access, rep, &lookup, signals, settings).await;
     done.sort_by_key(|d| d.index);
     let halt_signal = done.iter().find_map(|d| match &d.result {
-        Err(Failure::Cancelled(CancelReason::Signal(s))) => Some(*s),
+        Err(
+            Failure::Cancelled(CancelReason::Signal(s))
+            | Failure::CleanupUnfinished {
+                reason: CancelReason::Signal(s),
+                ..
+            },
+        ) => Some(*s),
         _ => None,
     });
     finish(&sel, &planned, done, state, halt_signal)
@@ -341,7 +347,24 @@ fn finish(
         .filter(|(_, d)| d.result.is_err())
         .collect();
     let n = done.len();
-    let result = if let Some(sig) = halt_signal {
+    // A target whose cleanup could not finish speaks for a halted step:
+    // what it left running is named, with its own exit code.
+    let unfinished = done.iter().find_map(|d| match &d.result {
+        Err(f @ Failure::CleanupUnfinished { .. }) => Some(f),
+        _ => None,
+    });
+    let result = if let (Some(_), Some(w)) = (halt_signal, unfinished) {
+        let left: Vec<String> = done
+            .iter()
+            .filter_map(|d| match &d.result {
+                Err(Failure::CleanupUnfinished { left, .. }) => {
+                    Some(format!("{}: {left}", planned[d.index].found.path.display()))
+                }
+                _ => None,
+            })
+            .collect();
+        Err(same_kind(w, left.join("; ")))
+    } else if let Some(sig) = halt_signal {
         Err(Failure::Cancelled(CancelReason::Signal(sig)))
     } else {
         match worst(done.iter().map(|d| &d.result)) {
@@ -402,6 +425,11 @@ fn same_kind(f: &Failure, msg: String) -> Failure {
         Failure::Predict(_) => Failure::Predict(anyhow::anyhow!(msg)),
         Failure::Cleanup(_) => Failure::Cleanup(anyhow::anyhow!(msg)),
         Failure::Cancelled(_) => Failure::Deploy(anyhow::anyhow!(msg)),
+        Failure::CleanupUnfinished { reason, why, .. } => Failure::CleanupUnfinished {
+            reason: *reason,
+            why: why.clone(),
+            left: msg,
+        },
     }
 }
 

@@ -53,6 +53,15 @@ pub(crate) enum Failure {
     /// A signal stopped the run, or fail-fast called this target off.
     #[error("cancelled by {0}")]
     Cancelled(CancelReason),
+    /// A signal stopped the run (or came during its cleanup) and cleanup
+    /// could not finish: `left` names what is left running (or may be),
+    /// `why` what stopped cleanup.
+    #[error("cancelled by {reason}, and cleanup did not finish ({why}): {left}")]
+    CleanupUnfinished {
+        reason: CancelReason,
+        why: String,
+        left: String,
+    },
 }
 
 /// Why a run was cancelled. Callers branch on the kind (a signal halts the
@@ -78,9 +87,10 @@ impl fmt::Display for CancelReason {
 impl Failure {
     pub(crate) fn status(&self) -> Status {
         match self {
-            Failure::InvalidInput(_) | Failure::Deploy(_) | Failure::Cancelled(_) => {
-                Status::DeployFailed
-            }
+            Failure::InvalidInput(_)
+            | Failure::Deploy(_)
+            | Failure::Cancelled(_)
+            | Failure::CleanupUnfinished { .. } => Status::DeployFailed,
             Failure::Timeout(_) => Status::DeployTimeout,
             Failure::Predict(_) => Status::PredictFailed,
             Failure::Cleanup(_) => Status::CleanupFailed,
@@ -97,6 +107,7 @@ impl Failure {
             Failure::Predict(_) => EXIT_PREDICT_FAILED,
             Failure::Cleanup(_) => EXIT_CLEANUP_FAILED,
             Failure::Cancelled(_) => EXIT_CANCELLED,
+            Failure::CleanupUnfinished { .. } => EXIT_CLEANUP_UNFINISHED,
         }
     }
 
@@ -115,7 +126,7 @@ impl Failure {
             Failure::Cleanup(e) => Failure::Cleanup(e.context(context)),
             Failure::InvalidInput(m) => Failure::InvalidInput(format!("{context}: {m}")),
             Failure::Timeout(m) => Failure::Timeout(format!("{context}: {m}")),
-            cancelled @ Failure::Cancelled(_) => cancelled,
+            cancelled @ (Failure::Cancelled(_) | Failure::CleanupUnfinished { .. }) => cancelled,
         }
     }
 }
@@ -131,6 +142,11 @@ pub(crate) const EXIT_CLEANUP_FAILED: u8 = 5;
 /// would read nothing, so the step must not pass. A run that already failed
 /// keeps its own exit code.
 pub(crate) const EXIT_OUTPUTS_NOT_WRITTEN: u8 = 6;
+/// Exit code of a cancelled run whose cleanup could not finish (its
+/// deactivate hung past the signal's seconds, a second signal came, or
+/// what a create in flight made could not be looked up): `deployment-id`
+/// names what is left running. 7 is reserved.
+pub(crate) const EXIT_CLEANUP_UNFINISHED: u8 = 8;
 pub(crate) const EXIT_CANCELLED: u8 = 130;
 
 #[cfg(test)]
@@ -178,6 +194,15 @@ mod tests {
                 Failure::Cancelled(CancelReason::FailFast),
                 "deploy_failed",
                 130,
+            ),
+            (
+                Failure::CleanupUnfinished {
+                    reason: CancelReason::Signal("SIGTERM"),
+                    why: "x".into(),
+                    left: "y".into(),
+                },
+                "deploy_failed",
+                8,
             ),
         ];
         for (f, status, code) in cases {

@@ -12,7 +12,7 @@ use crate::execute::{self, Signals, Stop};
 use crate::flow::State;
 use crate::github;
 use crate::kind::Kind;
-use crate::outcome::Failure;
+use crate::outcome::{CancelReason, Failure};
 use crate::plan::check_files;
 use crate::report::{install_panic_hook, report};
 use crate::secret::Secret;
@@ -85,7 +85,8 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     let (result, kind, cfg, fanout) = match mode {
         Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
         Ok(Mode::Plan(key)) => {
-            let (r, fanout) = crate::plan::run(
+            // A plan only reads: a signal stops it where it is.
+            let planned = crate::plan::run(
                 &inputs,
                 &ci_context,
                 &rep,
@@ -93,8 +94,14 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
                 key.as_ref(),
                 &net,
                 (&clock, started),
-            )
-            .await;
+            );
+            let (r, fanout) = tokio::select! {
+                done = planned => done,
+                sig = signals.next() => {
+                    rep.lock().unwrap().finish();
+                    (Err(Failure::Cancelled(CancelReason::Signal(sig))), None)
+                }
+            };
             (r, Kind::Model, None, fanout)
         }
         Ok(Mode::Several(s, key)) => {

@@ -33,9 +33,10 @@ pub(crate) enum ApiError {
         message: String,
         retry_after: Option<Duration>,
     },
-    /// The run's deadline passed before or while the request ran.
+    /// The run's deadline passed before or while the request ran; `sent`
+    /// when it was cut after it left (a mutation may have been applied).
     #[error("{message}")]
-    OutOfTime { message: String },
+    OutOfTime { message: String, sent: bool },
     /// Will not get better by retrying: 4xx, GraphQL errors, a malformed
     /// request. `status` is the HTTP status when there was one.
     #[error("{message}")]

@@ -308,6 +308,7 @@ impl Api {
             .send(self.phase, self.deadline, what)
             .map_err(|Spent| ApiError::OutOfTime {
                 message: format!("{what}: the run's time budget is spent"),
+                sent: false,
             })?;
         if let Some(left) = left {
             let t = req.timeout_mut();
@@ -326,7 +327,10 @@ impl Api {
                 e.is_timeout() && deadline.is_some_and(|d| self.clock.left(d).is_zero());
             match error::from_send(what, &e) {
                 // Cut short by the run's deadline, not the server's fault.
-                ApiError::Ambiguous { message } if out_of_time => ApiError::OutOfTime { message },
+                ApiError::Ambiguous { message } if out_of_time => ApiError::OutOfTime {
+                    message,
+                    sent: true,
+                },
                 other => other,
             }
         })

@@ -95,6 +95,7 @@ fn after_check(gated: bool, serving: &Serving) -> Act {
 /// given (the cleanup's budget).
 async fn cleanup_deployment(
     ctx: &Ctx<'_>,
+    id: &str,
     label: &str,
     serving: impl AsyncFnOnce(&Api) -> Serving,
     deactivate: impl AsyncFnOnce(&Api) -> Result<(), ApiError>,
@@ -125,10 +126,14 @@ async fn cleanup_deployment(
         Start::Check => after_check(gated, &serving(&api).await),
         _ => Act::Deactivate,
     };
+    // Kept or left on purpose, or deactivated: settled (a cancelled run
+    // whose cleanup did not get here says what is left running).
+    let settled = || ctx.state.lock().unwrap().settled.push(id.to_string());
     let result = match act {
         Act::Keep { why } => {
             ctx.say(&format!("keeping {label}: {why}"));
             ctx.event("", "kept: serving");
+            settled();
             Ok(())
         }
         Act::Leave { why } => {
@@ -138,6 +143,7 @@ async fn cleanup_deployment(
             ctx.warn(&msg);
             ctx.note(msg);
             ctx.event("", "cleanup skipped");
+            settled();
             Ok(())
         }
         Act::Deactivate => {
@@ -146,6 +152,7 @@ async fn cleanup_deployment(
                 Ok(()) => {
                     ctx.event("", "deactivated");
                     ctx.say("Deactivated");
+                    settled();
                     Ok(())
                 }
                 Err(e) => Err(Failure::Cleanup(anyhow!(e))),
@@ -175,6 +182,7 @@ pub(crate) async fn cleanup_created(
     for id in ids {
         let r = cleanup_deployment(
             ctx,
+            &id,
             &format!("{kind} {id}"),
             async |api: &Api| serving(api, &owner_id, &id).await,
             async |api: &Api| deactivate(api, &owner_id, &id).await,

@@ -17,9 +17,13 @@ use crate::retry::{CallKind, Classify};
 const CREATE_ROUNDS: u32 = 5;
 
 /// Whether a failed mutation may have been applied: the connection broke
-/// after sending, or a server or proxy failed after receiving it. A refusal
-/// (4xx, including 429) or a request never sent was not applied.
+/// after sending, a server or proxy failed after receiving it, or the
+/// run's deadline cut it after it left (an answer dripping in past it). A
+/// refusal (4xx, including 429) or a request never sent was not applied.
 fn maybe_applied(e: &ApiError) -> bool {
+    if let ApiError::OutOfTime { sent, .. } = e {
+        return *sent;
+    }
     match e.kind() {
         CallKind::Ambiguous => true,
         CallKind::Transient { status } => status != 429,
@@ -30,7 +34,7 @@ fn maybe_applied(e: &ApiError) -> bool {
 /// Where a created deployment shows up: its owner (the model or chain, when
 /// it existed before) and the deployment ids the owner already had, so that
 /// after a lost answer a new deployment is told apart from earlier ones.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(crate) struct ExistingDeployments {
     owner: Option<String>,
     /// `None` when the list could not be read: nothing can then be adopted.
@@ -55,14 +59,15 @@ impl ExistingDeployments {
         }
     }
 
-    /// After a lost answer: the owner (known, else found by name with
-    /// `find_owner`) and its first deployment id that was not there before.
-    pub(crate) async fn find_new(
+    /// The owner (known, else found by name with `find_owner`) and its
+    /// deployment ids that were not there before; `None` when no owner
+    /// exists.
+    pub(crate) async fn new_since(
         &self,
         api: &Api,
         find_owner: impl AsyncFnOnce(&Api) -> Result<Option<String>, ApiError>,
         list: &impl AsyncFn(&Api, &str) -> Result<Vec<String>, ApiError>,
-    ) -> Result<Option<(String, String)>, ApiError> {
+    ) -> Result<Option<(String, Vec<String>)>, ApiError> {
         let Some(before) = &self.before else {
             return Err(ApiError::permanent(
                 "the deployments that existed before could not be listed".into(),
@@ -76,7 +81,30 @@ impl ExistingDeployments {
             },
         };
         let ids = list(api, &owner).await?;
-        let new: Vec<String> = ids.into_iter().filter(|id| !before.contains(id)).collect();
+        let new = ids.into_iter().filter(|id| !before.contains(id)).collect();
+        Ok(Some((owner, new)))
+    }
+
+    /// Nothing recorded (a test's stand-in).
+    #[cfg(test)]
+    pub(crate) fn none() -> ExistingDeployments {
+        ExistingDeployments {
+            owner: None,
+            before: None,
+        }
+    }
+
+    /// After a lost answer: the owner and its only deployment id that was
+    /// not there before.
+    pub(crate) async fn find_new(
+        &self,
+        api: &Api,
+        find_owner: impl AsyncFnOnce(&Api) -> Result<Option<String>, ApiError>,
+        list: &impl AsyncFn(&Api, &str) -> Result<Vec<String>, ApiError>,
+    ) -> Result<Option<(String, String)>, ApiError> {
+        let Some((owner, new)) = self.new_since(api, find_owner, list).await? else {
+            return Ok(None);
+        };
         match new.as_slice() {
             [] => Ok(None),
             [id] => Ok(Some((owner, id.clone()))),
@@ -91,19 +119,55 @@ impl ExistingDeployments {
     }
 }
 
+/// A create sent whose answer has not been read yet: what a run cancelled
+/// meanwhile needs to find what it made ([`find_cancelled_create`]), the
+/// way a lost answer is looked up.
+#[derive(Clone, Debug)]
+pub(crate) struct InFlight {
+    /// What the owner held before the create.
+    pub(crate) before: ExistingDeployments,
+    /// The model's or chain's name, to find a new owner by.
+    pub(crate) name: String,
+    pub(crate) team_id: Option<String>,
+    /// Where to look when the outcome cannot be learned.
+    pub(crate) check: String,
+    /// A chain's entrypoint chainlet: how a chain deployment, which has
+    /// no name to be found by, is proven this run's.
+    pub(crate) entrypoint: Option<String>,
+}
+
 /// Sends a create with `send`; when its outcome is unknown, asks `find`
-/// whether it happened. `what` names the deployment for people ("the
-/// deployment", "the chain deployment"); `check` says where to look when
+/// whether it happened, within the lookup's own allowance (the create's
+/// may be spent: an answer dripping in past its deadline). `what` names
+/// the deployment for people ("the deployment", "the chain deployment");
+/// `in_flight` is kept in the run's state while a request is out, for a
+/// cancelled run to find what it made; its `check` says where to look when
 /// the outcome cannot be learned.
 pub(crate) async fn create_once<T>(
     ctx: &Ctx<'_>,
     what: &str,
-    check: &str,
+    in_flight: InFlight,
     mut send: impl AsyncFnMut(&Api) -> Result<T, ApiError>,
     mut find: impl AsyncFnMut(&Api) -> Result<Option<T>, ApiError>,
 ) -> Result<T, Failure> {
-    // `send` and `find` make their requests through this handle: the
-    // deploy budget, stretched to the create's grace when less is left.
+    let check = in_flight.check.clone();
+    ctx.state.lock().unwrap().in_flight = Some(in_flight);
+    let r = create_rounds(ctx, what, &check, &mut send, &mut find).await;
+    // Answered, adopted or failed (saying what to check): nothing is in
+    // flight any more.
+    ctx.state.lock().unwrap().in_flight = None;
+    r
+}
+
+async fn create_rounds<T>(
+    ctx: &Ctx<'_>,
+    what: &str,
+    check: &str,
+    send: &mut impl AsyncFnMut(&Api) -> Result<T, ApiError>,
+    find: &mut impl AsyncFnMut(&Api) -> Result<Option<T>, ApiError>,
+) -> Result<T, Failure> {
+    // `send` makes its requests through this handle: the deploy budget,
+    // stretched to the create's grace when less is left.
     let api = &ctx.api_for(Phase::Create);
     let mut round = 0;
     loop {
@@ -117,7 +181,9 @@ pub(crate) async fn create_once<T>(
             "the answer to creating {what} was lost ({lost}); asking the platform whether it was created before sending anything again"
         ));
         ctx.event("", &format!("creating {what}: outcome unknown"));
-        match find(api).await {
+        // The lookup's own allowance, from now: whatever the create used.
+        let lookup = ctx.api_for(Phase::Lookup);
+        match find(&lookup).await {
             Ok(Some(t)) => {
                 let msg = format!("{what} was created although its answer was lost: adopted it");
                 ctx.say(&msg);
@@ -139,6 +205,63 @@ pub(crate) async fn create_once<T>(
                     "creating {what}: the answer was lost ({lost}) and whether it was created could not be checked ({e}); check {check} and deactivate any deployment this run left"
                 )));
             }
+        }
+    }
+}
+
+/// A run cancelled while its create was in flight: finds what the create
+/// made, within the lookup's allowance (the signal's seconds), by `find`
+/// over what was recorded before it was sent (`find` answers the owner and
+/// the deployment this run can prove is its own, none, or why it cannot
+/// tell). What it finds goes into the state through `adopt`, for cleanup
+/// to deactivate (or keep, with cleanup off) and the outputs to name; the
+/// log and the summary say which. When it cannot tell, nothing is touched
+/// and cleanup is recorded as unfinished.
+pub(crate) async fn find_cancelled_create(
+    ctx: &Ctx<'_>,
+    kind: &str,
+    find: impl AsyncFnOnce(&Api, &InFlight) -> Result<Option<(String, String)>, String>,
+    adopt: impl FnOnce(&mut super::State, String, String),
+) {
+    // Kept in the state until the lookup ends: a second signal that cuts
+    // it short leaves it there, for the run to say what may be left.
+    let Some(in_flight) = ctx.state.lock().unwrap().in_flight.clone() else {
+        return;
+    };
+    ctx.say(&format!(
+        "the run was cancelled while its {kind} was being created: reading what the platform holds now"
+    ));
+    let api = ctx.api_for(Phase::Lookup);
+    let found = find(&api, &in_flight).await;
+    ctx.state.lock().unwrap().in_flight = None;
+    match found {
+        Ok(Some((owner, id))) => {
+            let then = match ctx.cfg.cleanup.enabled {
+                true => "its cleanup follows",
+                false => "cleanup is off: it is kept, running",
+            };
+            let msg = format!(
+                "cancelled while the {kind} was being created: the platform shows {kind} {id}, created by this run; {then}"
+            );
+            ctx.say(&msg);
+            ctx.note(msg);
+            ctx.event("", &format!("{kind} created (read after the cancel)"));
+            adopt(&mut ctx.state.lock().unwrap(), owner, id);
+        }
+        Ok(None) => {
+            let msg = format!(
+                "cancelled while the {kind} was being created: the platform showed no {kind} created by this run when read"
+            );
+            ctx.say(&msg);
+            ctx.note(msg);
+        }
+        Err(why) => {
+            let msg = format!(
+                "cancelled while the {kind} was being created, and whether the platform created it cannot be told ({why}), so nothing was deactivated: check {} and deactivate any deployment this run left",
+                in_flight.check
+            );
+            ctx.warn(&msg);
+            ctx.state.lock().unwrap().unsettled.push(msg);
         }
     }
 }

@@ -31,7 +31,7 @@ use crate::outcome::Failure;
 use crate::{evidence, git};
 
 pub(crate) use cleanup::{Serving, cleanup_created};
-pub(crate) use create::{ExistingDeployments, create_once};
+pub(crate) use create::{ExistingDeployments, InFlight, create_once, find_cancelled_create};
 pub(crate) use gate::{Candidate, check_gate_target, cleanup_gated, promote_after_predict};
 pub(crate) use smoke::{smoke_test, test_and_promote};
 pub(crate) use upload::{
@@ -76,6 +76,49 @@ pub(crate) struct State {
     /// The reads that only inform, under way, for the report
     /// (`crate::inform::for_report`).
     pub(crate) informing: crate::inform::Pending,
+    /// A create sent and not yet answered: what a run cancelled meanwhile
+    /// looks up (`find_cancelled_create`).
+    pub(crate) in_flight: Option<InFlight>,
+    /// The deployments cleanup settled: deactivated, or kept on purpose.
+    pub(crate) settled: Vec<String>,
+    /// What cleanup could not settle, in words: a create whose outcome a
+    /// cancelled run could not learn.
+    pub(crate) unsettled: Vec<String>,
+}
+
+impl State {
+    /// What this run created that cleanup (when on) has not settled, in
+    /// words: each deployment still running, then what could not be told.
+    /// Empty once cleanup did all it had to.
+    pub(crate) fn left_running(&self) -> Vec<String> {
+        // An unchanged source created nothing: the deployment in the state
+        // serves the environment and was never this run's.
+        let mut created: Vec<&String> = match self.by_content.unchanged {
+            Some(true) => Vec::new(),
+            _ => self
+                .tested_deployment_id
+                .iter()
+                .chain(&self.deployment_id)
+                .collect(),
+        };
+        created.dedup();
+        // A create still in flight: its lookup never ended.
+        let unlooked = self.in_flight.as_ref().map(|f| {
+            format!(
+                "a deployment may have been created (its create was in flight and the lookup for it did not finish): check {}",
+                f.check
+            )
+        });
+        created
+            .into_iter()
+            .filter(|id| !self.settled.contains(id))
+            .map(|id| {
+                format!("deployment {id} may be left running (no deactivation of it was confirmed)")
+            })
+            .chain(unlooked)
+            .chain(self.unsettled.iter().cloned())
+            .collect()
+    }
 }
 
 /// Shared handles for one run.
@@ -354,7 +397,7 @@ impl evidence::Journal for Ctx<'_> {
 /// deadline is a timeout.
 pub(crate) fn deploy_error(e: ApiError) -> Failure {
     match e {
-        ApiError::OutOfTime { message } => Failure::Timeout(format!(
+        ApiError::OutOfTime { message, .. } => Failure::Timeout(format!(
             "{message}: the deploy did not finish within its budget; raise deploy-timeout-minutes (or wait-timeout-seconds)"
         )),
         e => Failure::Deploy(anyhow::Error::new(e)),
@@ -449,6 +492,42 @@ mod tests {
             name: name.into(),
             default,
         }
+    }
+
+    #[test]
+    fn what_a_cancelled_run_left_running() {
+        let st = |tested: Option<&str>, dep: Option<&str>, settled: &[&str]| State {
+            tested_deployment_id: tested.map(Into::into),
+            deployment_id: dep.map(Into::into),
+            settled: settled.iter().map(|s| s.to_string()).collect(),
+            ..State::default()
+        };
+        let left = |s: &State| s.left_running().join(" | ");
+        assert_eq!(left(&st(None, None, &[])), "");
+        assert_eq!(left(&st(None, Some("d1"), &["d1"])), "");
+        assert!(left(&st(None, Some("d1"), &[])).starts_with("deployment d1 may be left running"));
+        // Gated: the tested one and the promoted copy, each once.
+        let both = st(Some("t1"), Some("p1"), &["p1"]);
+        assert!(left(&both).starts_with("deployment t1 ") && !left(&both).contains("p1"));
+        assert_eq!(st(Some("d1"), Some("d1"), &[]).left_running().len(), 1);
+        // An unchanged source created nothing.
+        let mut unchanged = st(None, Some("serving"), &[]);
+        unchanged.by_content.unchanged = Some(true);
+        assert_eq!(left(&unchanged), "");
+        // A create whose lookup never ended, and one that could not be told.
+        let mut unknown = st(None, None, &[]);
+        unknown.unsettled.push("could not be told".into());
+        unknown.in_flight = Some(InFlight {
+            before: ExistingDeployments::none(),
+            name: "m".into(),
+            team_id: None,
+            check: "the model's page".into(),
+            entrypoint: None,
+        });
+        assert_eq!(
+            left(&unknown),
+            "a deployment may have been created (its create was in flight and the lookup for it did not finish): check the model's page | could not be told"
+        );
     }
 
     #[test]

@@ -89,6 +89,7 @@ pub(crate) fn final_state(result: &Result<(), Failure>) -> &'static str {
             Failure::Timeout(_)
             | Failure::Cleanup(_)
             | Failure::Cancelled(_)
+            | Failure::CleanupUnfinished { .. }
             | Failure::InvalidInput(_),
         ) => "error",
     }

@@ -9,7 +9,7 @@ use fake_baseten::FakeBaseten;
 
 use crate::harness::*;
 
-const EXISTING: &str = "teams: [{id: t1, name: ml, default: true}]\nmodels:\n  - {id: oldmodel, name: hello-truss-push, team: ml, deployments: [{id: olddep, name: v1, status: ACTIVE, environment: production}]}\ndeployments:\n  default: [[0, BUILDING]]\n";
+pub const EXISTING: &str = "teams: [{id: t1, name: ml, default: true}]\nmodels:\n  - {id: oldmodel, name: hello-truss-push, team: ml, deployments: [{id: olddep, name: v1, status: ACTIVE, environment: production}]}\ndeployments:\n  default: [[0, BUILDING]]\n";
 
 fn cancel_with(signal: &str) {
     let fake = fake(EXISTING);
@@ -31,7 +31,25 @@ fn cancel_with(signal: &str) {
 /// Starts a deploy of `model` (with `extra` flags), sends `signal` once the
 /// fake has answered `endpoint`, and checks the run stopped in time with its
 /// outputs written, naming the deployment if one was created.
-fn cancel_at(fake: &FakeBaseten, signal: &str, endpoint: &str, model: &str, extra: &[String]) {
+fn cancel_at(
+    fake: &FakeBaseten,
+    signal: &str,
+    endpoint: &str,
+    model: &str,
+    extra: &[String],
+) -> std::collections::BTreeMap<String, String> {
+    cancel_at_ending(fake, signal, endpoint, model, extra, 130)
+}
+
+/// [`cancel_at`], the run ending with exit `code`.
+fn cancel_at_ending(
+    fake: &FakeBaseten,
+    signal: &str,
+    endpoint: &str,
+    model: &str,
+    extra: &[String],
+    code: i32,
+) -> std::collections::BTreeMap<String, String> {
     let (dir, gh_out) = file_in_temp_dir("out", "");
     let child = truss_push(dir.path())
         .env("GITHUB_OUTPUT", &gh_out)
@@ -72,7 +90,7 @@ fn cancel_at(fake: &FakeBaseten, signal: &str, endpoint: &str, model: &str, extr
     assert!(took < Duration::from_secs(60), "stopped in {took:?}");
     assert_eq!(
         out.status.code(),
-        Some(130),
+        Some(code),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
@@ -93,6 +111,7 @@ fn cancel_at(fake: &FakeBaseten, signal: &str, endpoint: &str, model: &str, extr
         [d] => assert_eq!(outputs["deployment-id"], d.id),
         many => panic!("created more than once: {many:?}"),
     }
+    outputs
 }
 
 #[test]
@@ -175,12 +194,14 @@ fn a_hanging_deactivate_after_a_signal_still_ends_in_time() {
         .rule(Rule::new("stuck", Fault::Hang).method("POST").path("/v1/"))
         .start_in_background()
         .unwrap();
-    cancel_at(
+    // Cleanup could not finish: exit 8, and the outputs say what is left.
+    let outputs = cancel_at_ending(
         &fake,
         "INT",
         "rest.get_deployment",
         example_model().to_str().unwrap(),
         &[format!("--api-url={}", proxy.rest_base())],
+        8,
     );
     assert!(
         proxy
@@ -188,5 +209,45 @@ fn a_hanging_deactivate_after_a_signal_still_ends_in_time() {
             .iter()
             .any(|e| e.path.ends_with("/deactivate")),
         "the deactivate was sent and never answered"
+    );
+    let left = &outputs["deployment-id"];
+    assert!(!left.is_empty(), "{outputs:?}");
+    let msg = &outputs["error-message"];
+    assert!(
+        msg.contains("cancelled by SIGINT, and cleanup did not finish")
+            && msg.contains(&format!("deployment {left} may be left running")),
+        "{outputs:?}"
+    );
+}
+
+#[test]
+fn a_slow_deactivate_that_ends_within_the_signals_seconds_is_a_cleanup_that_ran() {
+    use fake_baseten::proxy::{Fault, FaultProxy, Rule};
+    let fake = fake(EXISTING);
+    // The answer comes in three pieces half a second apart: slow, not hung.
+    let proxy = FaultProxy::builder(fake.addr())
+        .rule(
+            Rule::new(
+                "slow",
+                Fault::Drip {
+                    bytes: 64,
+                    interval_ms: 500,
+                },
+            )
+            .path_like("/v1/models/*/deployments/*/deactivate"),
+        )
+        .start_in_background()
+        .unwrap();
+    let outputs = cancel_at(
+        &fake,
+        "TERM",
+        "rest.get_deployment",
+        example_model().to_str().unwrap(),
+        &[format!("--api-url={}", proxy.rest_base())],
+    );
+    assert!(!outputs["deployment-id"].is_empty());
+    assert!(
+        !outputs["error-message"].contains("cleanup did not finish"),
+        "{outputs:?}"
     );
 }

@@ -264,6 +264,10 @@ const EXIT_MEANINGS: &[(&str, &str)] = &[
         "the deploy succeeded but `GITHUB_OUTPUT` or the outputs file could not be written (a failed run keeps its own code; `status` keeps the deploy's word)",
     ),
     (
+        "EXIT_CLEANUP_UNFINISHED",
+        "`deploy_failed`: cancelled (a signal, or fail-fast), and cleanup could not finish — its deactivate outlasted the signal's seconds, a second signal came, or what a create in flight made could not be told; `deployment-id` names what may be left running, `error-message` says what to deactivate",
+    ),
+    (
         "EXIT_CANCELLED",
         "`deploy_failed`: cancelled by SIGINT, SIGTERM or SIGHUP (cleanup ran, outputs were written)",
     ),

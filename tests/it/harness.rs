@@ -391,6 +391,32 @@ impl<'a> Invocation<'a> {
         self.start().act_when_said(said, act)
     }
 
+    /// Runs, and sends each `(ready, signal)` in turn once its `ready`
+    /// holds (a run that exits first is returned as it is): a second
+    /// signal during what the first set off.
+    pub fn run_signalled_in_turn(self, steps: &[(&dyn Fn() -> bool, &str)]) -> Outcome {
+        let mut running = self.start();
+        for (ready, signal) in steps {
+            while !ready() {
+                if running.exited() {
+                    return running.finish();
+                }
+                if running.started.elapsed() > READY_LIMIT {
+                    let _ = running.child.kill();
+                    panic!("the run never reached the moment to send {signal}");
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let sent = Command::new("kill")
+                .args([format!("-{signal}"), running.child.id().to_string()])
+                .status()
+                .expect("kill runs");
+            assert!(sent.success());
+            running.signalled = Some(Instant::now());
+        }
+        running.finish()
+    }
+
     fn start(self) -> Running {
         let dir = tempfile::tempdir().unwrap();
         let gh_out = dir.path().join("github_output");

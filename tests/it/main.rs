@@ -7,6 +7,7 @@ mod bad_input;
 mod bounded;
 mod budget;
 mod cancel;
+mod cancel_windows;
 mod chain_deploy;
 mod chain_harness;
 mod ci_reads;

@@ -223,6 +223,7 @@ mod tests {
             (
                 ApiError::OutOfTime {
                     message: String::new(),
+                    sent: true,
                 },
                 false,
             ),
