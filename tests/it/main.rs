@@ -33,6 +33,7 @@ mod skip_unchanged;
 mod snapshots;
 mod stream;
 mod structure;
+mod untrusted;
 mod upload;
 mod upload_expect;
 mod wire;
