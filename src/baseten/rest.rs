@@ -16,6 +16,7 @@ pub(crate) const SECRETS_CHECK_TIMEOUT_SECS: u64 = 5;
 /// A deployment as REST v1 describes it (fields truss-push reads).
 #[derive(Clone, Debug, Deserialize)]
 pub(crate) struct Deployment {
+    #[serde(deserialize_with = "super::id::checked")]
     pub(crate) id: String,
     pub(crate) status: String,
     #[serde(default)]
@@ -53,6 +54,7 @@ pub(crate) struct AuditEntry {
 /// A deployment as the lists name it.
 #[derive(Clone, Debug, Deserialize)]
 struct Listed {
+    #[serde(deserialize_with = "super::id::checked")]
     id: String,
     #[serde(default)]
     name: Option<String>,

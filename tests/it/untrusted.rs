@@ -85,3 +85,119 @@ fn an_unreadable_file_is_an_input_error_before_any_request() {
     assert!(!msg.contains("changed while"), "{msg}");
     assert!(fake.requests().is_empty(), "{:#?}", fake.requests());
 }
+
+/// A value a shell would run, were it pasted into a script.
+const HOSTILE_ID: &str = "abc$(touch x)";
+
+/// A scenario whose answers carry `HOSTILE_ID` (or `hostile`) at the
+/// given `(endpoint, JSON pointer)` places, as a proxy rewriting answers
+/// in transit would; the platform's state keeps the real ids.
+fn rewritten(edits: &[(&str, &str)], hostile: &str) -> String {
+    let mut s = format!("{NEW}answer_edits:\n");
+    for (endpoint, pointer) in edits {
+        s.push_str(&format!(
+            "  - {{endpoint: {endpoint}, pointer: {pointer}, value: {}}}\n",
+            serde_json::to_string(hostile).unwrap()
+        ));
+    }
+    s
+}
+
+/// Nothing the user sees carries the hostile value: not the outputs, the
+/// log, the summary or the outputs file; the escaped form only.
+#[track_caller]
+fn carries_nothing_of(run: &Outcome, hostile: &str) {
+    let seen = run.everything();
+    for part in ["$(", "touch x", hostile] {
+        assert!(!seen.contains(part), "{part:?} reached the user:\n{seen}");
+    }
+}
+
+/// The create's answer names a deployment id no shell should see: the
+/// answer came, so the create may have been applied; the run looks up
+/// what exists (by name, as after a lost answer), adopts the deployment
+/// the read shows and reports that one. The rewritten id is shown nowhere.
+#[test]
+fn a_hostile_id_in_the_create_answer_is_looked_up_never_output() {
+    let fake = fake(&rewritten(
+        &[(
+            "graphql.create_model_from_truss",
+            "/data/create_model_from_truss/model_version/id",
+        )],
+        HOSTILE_ID,
+    ));
+    let run = Invocation::new(&fake).model(example_model()).run();
+    carries_nothing_of(&run, HOSTILE_ID);
+    assert!(
+        run.everything()
+            .contains(r"abc\u{24}\u{28}touch\u{20}x\u{29}"),
+        "the refusal is said, escaped: {run:?}"
+    );
+    let real = fake.deployments();
+    assert_eq!(real.len(), 1, "one create, no second: {real:?}");
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_eq!(run.out("deployment-id"), real[0].id, "{run:?}");
+    assert!(
+        endpoints(&fake).contains(&"rest.list_deployments".to_string()),
+        "{:?}",
+        endpoints(&fake)
+    );
+}
+
+/// Every answer naming the deployment is rewritten (the create's and the
+/// list read after it, a line break in it this time): a platform error,
+/// exit 1, the value shown escaped, no output carrying it, and no
+/// deployment adopted.
+#[test]
+fn a_hostile_id_read_back_too_is_a_platform_error_no_output_carries() {
+    let hostile = "abc\n$(touch x)";
+    let fake = fake(&rewritten(
+        &[
+            (
+                "graphql.create_model_from_truss",
+                "/data/create_model_from_truss/model_version/id",
+            ),
+            ("rest.list_deployments", "/deployments/0/id"),
+        ],
+        hostile,
+    ));
+    let run = Invocation::new(&fake).model(example_model()).run();
+    carries_nothing_of(&run, hostile);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    assert_eq!(run.out("deployment-id"), "", "{run:?}");
+    let msg = run.out("error-message");
+    assert!(
+        msg.contains(r"abc\u{a}\u{24}\u{28}touch\u{20}x\u{29}"),
+        "{msg}"
+    );
+}
+
+/// A status read that names another id: the wait ends on the platform's
+/// error at once (no retries of a "garbled" answer), and only the id the
+/// create answered is reported.
+#[test]
+fn a_hostile_id_in_a_status_read_ends_the_wait_as_a_platform_error() {
+    let fake = fake(&rewritten(&[("rest.get_deployment", "/id")], HOSTILE_ID));
+    let run = Invocation::new(&fake).model(example_model()).run();
+    carries_nothing_of(&run, HOSTILE_ID);
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    let real = fake.deployments();
+    assert_eq!(run.out("deployment-id"), real[0].id, "{run:?}");
+    let polls = endpoints(&fake)
+        .iter()
+        .filter(|e| *e == "rest.get_deployment")
+        .count();
+    // The wait's one read and cleanup's check (which fails closed: the
+    // deployment is left running, said so); a "garbled" answer would have
+    // been read five times in a row first.
+    assert!(polls <= 2, "{:?}\n{run:?}", endpoints(&fake));
+    assert!(
+        run.stderr.contains("not deactivating deployment"),
+        "{run:?}"
+    );
+    assert!(
+        run.out("error-message").contains(r"abc\u{24}\u{28}touch"),
+        "{run:?}"
+    );
+}
