@@ -37,3 +37,4 @@ mod untrusted;
 mod upload;
 mod upload_expect;
 mod wire;
+mod workflow_scripts;
