@@ -201,3 +201,49 @@ fn a_hostile_id_in_a_status_read_ends_the_wait_as_a_platform_error() {
         "{run:?}"
     );
 }
+
+/// `page` without its fenced blocks (whose text is shown literally).
+fn outside_fences(page: &str) -> String {
+    let mut fenced = false;
+    let mut out = String::new();
+    for line in page.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Text the platform writes reaches the step summary as text: a link, an
+/// image or an autolink in its error message renders as its characters,
+/// not live. Every status read is refused with that message: the run
+/// fails, and cleanup's check (refused too) leaves the deployment, saying
+/// why in the summary's notes, the message quoted.
+#[test]
+fn markdown_in_the_platforms_text_is_shown_not_rendered() {
+    let message = "[approve](https://evil.example/ok) ![pixel](https://evil.example/p.png) <https://evil.example/a> [ref][1]";
+    let fake = fake(&format!(
+        "{NEW}faults:\n  - {{endpoint: rest.get_deployment, status: 400, body: {{message: {}}}}}\n",
+        serde_json::to_string(message).unwrap()
+    ));
+    let run = Invocation::new(&fake).model(example_model()).run();
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    let page = outside_fences(&run.summary);
+    let note = page
+        .lines()
+        .find(|l| l.starts_with("- not deactivating"))
+        .unwrap_or_else(|| panic!("no note quoting the platform:\n{}", run.summary));
+    assert!(
+        note.contains(r"\[approve\](https://evil.example/ok) !\[pixel\](https://evil.example/p.png) &lt;https://evil.example/a&gt; \[ref\]\[1\]"),
+        "the message is shown, escaped: {note}"
+    );
+    for live in ["[approve](", "[pixel](", "<https://", "[ref]"] {
+        let unescaped = page
+            .match_indices(live)
+            .any(|(at, _)| !page[..at].ends_with('\\'));
+        assert!(!unescaped, "{live} renders live:\n{page}");
+    }
+}
