@@ -247,3 +247,53 @@ fn markdown_in_the_platforms_text_is_shown_not_rendered() {
         assert!(!unescaped, "{live} renders live:\n{page}");
     }
 }
+
+/// A `secrets` entry aliasing anchors written elsewhere, in the forms
+/// whose source does not hold the parsed value (a folded block, an
+/// escaped double-quoted scalar), on both sides of the diff: the summary
+/// shows the anchors' lines hidden, the names, the real change, and no
+/// line of any value.
+#[test]
+fn aliased_secrets_written_folded_or_escaped_stay_out_of_the_diff() {
+    let fake = fake(
+        "name: aliased-secrets\nmanual_clock: true\ndeactivation_seconds: 0\ndeployments:\n  default: [[0, ACTIVE]]\n",
+    );
+    let config = |accelerator: &str, n: u8| {
+        format!(
+            "model_name: aliased\nenvironment_variables:\n  PEM: &pem >-\n    folded-canary-line-one-{n}\n    folded-canary-line-two-{n}\n  TOKEN: &tok \"\\x65scaped-canary-{n}\\\n    -continued\"\nsecrets:\n  tls_key: *pem\n  hf_token: *tok\nresources:\n  accelerator: {accelerator}\n"
+        )
+    };
+    let dir = model_dir(&config("A10G", 1));
+    let push = |name: &str| {
+        Invocation::new(&fake)
+            .model(dir.path())
+            .arg("environment", "production")
+            .arg("deployment-name", name)
+            .run()
+    };
+    assert_eq!(push("first").status(), "success");
+    std::fs::write(dir.path().join("config.yaml"), config("H100", 2)).unwrap();
+    let run = push("second");
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_in_order(
+        &run.summary,
+        &[
+            "### What changes in production",
+            "      ***\n  resources:\n-   accelerator: A10G\n+   accelerator: H100",
+            "Secrets (names only; values are never shown): `tls_key`, `hf_token`; the `secrets` entry's text differs.",
+        ],
+    );
+    for canary in [
+        "folded-canary",
+        "scaped-canary",
+        "continued",
+        "line-one",
+        "line-two",
+    ] {
+        assert!(
+            !run.everything().contains(canary),
+            "{canary} shown:\n{}",
+            run.summary
+        );
+    }
+}
