@@ -175,7 +175,8 @@ fn cut_ranges(text: &str, doc: &Node) -> Result<(Vec<Range<usize>>, String), Str
     // A top-level key named `secrets`, duplicates included, is in the
     // parsed document (merged in or written).
     if doc.get(KEY).is_none() {
-        return Ok((vec![0..text.len()], String::new()));
+        let whole: Range<usize> = 0..text.len();
+        return Ok((Vec::from([whole]), String::new()));
     }
     let keys = top_level_keys(text).map_err(|_| NOT_LINES.to_string())?;
     // Each key's line start, in document order; a key whose place is not

@@ -256,7 +256,7 @@ impl<'a> Invocation<'a> {
     }
 
     /// Runs as `uid` (its gid the same number); only root can.
-    pub fn as_user(mut self, uid: u32) -> Self {
+    pub fn run_as(mut self, uid: u32) -> Self {
         self.user = Some(uid);
         self
     }

@@ -379,7 +379,7 @@ fn no_proxy_star_keeps_hosts_given_as_addresses_off_the_proxy() {
         },
     );
     let run = Invocation::new(&fake)
-        .model(&example_model())
+        .model(example_model())
         .env("HTTP_PROXY", &url)
         .env("HTTPS_PROXY", &url)
         .env("NO_PROXY", "*")

@@ -69,7 +69,7 @@ fn an_unreadable_file_is_an_input_error_before_any_request() {
     let fake = fake(NEW);
     let mut run = Invocation::new(&fake).model(truss.path());
     if let Some(uid) = user {
-        run = run.as_user(uid);
+        run = run.run_as(uid);
     }
     let run = run.run();
 
