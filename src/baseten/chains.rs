@@ -156,8 +156,8 @@ fn deploy_chain_document(r: &DeployChainRequest<'_>) -> String {
 }
 
 /// Reads the chainlet list leniently: a missing status is an empty one
-/// (in progress), never a crash; a chainlet id present but not one the
-/// run would use is the platform's error.
+/// (in progress), never a crash; a chainlet id or status present but not
+/// one the run would use is the platform's error.
 fn read_chainlets(what: &str, v: &Value) -> Result<Vec<ChainletStatus>, ApiError> {
     v.as_array()
         .map(|a| {
@@ -167,12 +167,14 @@ fn read_chainlets(what: &str, v: &Value) -> Result<Vec<ChainletStatus>, ApiError
                         id: id::optional(what, "chainlet id", c.get("id"))?.unwrap_or_default(),
                         name: c["name"].as_str().unwrap_or_default().to_string(),
                         is_entrypoint: c["is_entrypoint"].as_bool().unwrap_or(false),
-                        status: c
-                            .pointer("/oracle_version/current_model_deployment_status/status")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .trim()
-                            .to_string(),
+                        status: id::check_status(
+                            c.pointer("/oracle_version/current_model_deployment_status/status")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .trim(),
+                        )
+                        .map_err(|e| id::refused(what, "chainlet status", &e))?
+                        .to_string(),
                     })
                 })
                 .collect()

@@ -29,19 +29,41 @@ const ID_MAX_CHARS: usize = 64;
 /// Characters of a refused id shown (escaped) in its error.
 const SHOWN_MAX_CHARS: usize = 40;
 
-/// An id from the platform outside the allowlist. Its message names the
+/// The longest status word accepted (`SCALED_TO_ZERO`, `MODEL_READY`, …).
+const STATUS_MAX_CHARS: usize = 64;
+
+/// What an answer's value was read as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Id,
+    /// A deployment's or chainlet's status, which `last-status` and the
+    /// summary report as the platform wrote it.
+    Status,
+}
+
+/// A value from the platform outside its allowlist. Its message names the
 /// value only escaped: every character but an ASCII letter or digit as
 /// `\u{…}`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "the platform answered with an id truss-push will not use, {shown}: ids are expected to be 1 to {ID_MAX_CHARS} ASCII letters and digits (something between truss-push and Baseten may have rewritten the answer)"
+    "the platform answered with {} truss-push will not use, {shown}: {} (something between truss-push and Baseten may have rewritten the answer)",
+    match kind { Kind::Id => "an id", Kind::Status => "a status" },
+    match kind {
+        Kind::Id => "ids are expected to be 1 to 64 ASCII letters and digits",
+        Kind::Status => "statuses are expected to be at most 64 ASCII letters, digits and '_'",
+    }
 )]
 pub(crate) struct UnusableId {
+    kind: Kind,
     shown: String,
 }
 
 impl UnusableId {
     fn new(id: &str) -> Self {
+        Self::of(Kind::Id, id)
+    }
+
+    fn of(kind: Kind, id: &str) -> Self {
         let mut shown = String::from("\"");
         for c in id.chars().take(SHOWN_MAX_CHARS) {
             match c.is_ascii_alphanumeric() {
@@ -53,7 +75,24 @@ impl UnusableId {
         if id.chars().count() > SHOWN_MAX_CHARS {
             shown.push_str(" (cut)");
         }
-        Self { shown }
+        Self { kind, shown }
+    }
+}
+
+/// Whether `status` (already trimmed) is a status word: empty (not said)
+/// or ASCII letters, digits and `_`.
+pub(crate) fn is_status_word(status: &str) -> bool {
+    status.len() <= STATUS_MAX_CHARS
+        && status
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// `status` itself when it is a status word.
+pub(crate) fn check_status(status: &str) -> Result<&str, UnusableId> {
+    match is_status_word(status) {
+        true => Ok(status),
+        false => Err(UnusableId::of(Kind::Status, status)),
     }
 }
 
@@ -93,12 +132,25 @@ pub(crate) fn checked<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Erro
     let id = String::deserialize(d)?;
     match check(&id) {
         Ok(_) => Ok(id),
-        Err(refused) => {
-            let message = refused.to_string();
-            REFUSED.with(|r| *r.borrow_mut() = Some(refused));
-            Err(serde::de::Error::custom(message))
-        }
+        Err(refused) => Err(remember::<D>(refused)),
     }
+}
+
+/// `#[serde(deserialize_with = "…")]` for a status field (kept as the
+/// platform wrote it but for the spaces around it).
+pub(crate) fn checked_status<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let status = String::deserialize(d)?;
+    match check_status(status.trim()) {
+        Ok(_) => Ok(status),
+        Err(refused) => Err(remember::<D>(refused)),
+    }
+}
+
+/// Keeps `refused` for [`refused_during`] and fails the deserialisation.
+fn remember<'de, D: Deserializer<'de>>(refused: UnusableId) -> D::Error {
+    let message = refused.to_string();
+    REFUSED.with(|r| *r.borrow_mut() = Some(refused));
+    serde::de::Error::custom(message)
 }
 
 /// An id field of an answer read as JSON: required and usable.
@@ -228,5 +280,25 @@ mod tests {
         assert_eq!(optional("w", "x", None).unwrap(), None);
         assert_eq!(optional("w", "x", Some(&json!(""))).unwrap(), None);
         assert!(optional("w", "x", Some(&json!("a b"))).is_err());
+    }
+
+    #[test]
+    fn a_status_is_a_word_or_nothing() {
+        for good in ["", "ACTIVE", "SCALED_TO_ZERO", "model_ready1"] {
+            assert!(is_status_word(good), "{good}");
+        }
+        for bad in [
+            "A B",
+            "$(x)",
+            "A\nB",
+            "ACTIVE;",
+            &"A".repeat(STATUS_MAX_CHARS + 1),
+        ] {
+            let e = check_status(bad).unwrap_err().to_string();
+            assert!(e.contains("a status truss-push will not use"), "{e}");
+            assert!(e.contains(&STATUS_MAX_CHARS.to_string()), "{e}");
+        }
+        let e = check("a b").unwrap_err().to_string();
+        assert!(e.contains(&format!("1 to {ID_MAX_CHARS} ")), "{e}");
     }
 }

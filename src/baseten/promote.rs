@@ -79,6 +79,13 @@ impl Api {
         for field in ["current_deployment", "candidate_deployment"] {
             id::optional(what, field, v.get(field).and_then(|d| d.get("id")))?;
         }
+        if let Some(status) = v
+            .pointer("/in_progress_promotion/status")
+            .and_then(Value::as_str)
+        {
+            id::check_status(status.trim())
+                .map_err(|e| id::refused(what, "in_progress_promotion.status", &e))?;
+        }
         Ok(Env::parse(&v))
     }
 
@@ -195,10 +202,10 @@ impl Api {
         let url = self
             .endpoints
             .rest(&[collection, owner_id, "deployments", deployment_id]);
-        let v: Value = self.rest_read("reading the deployment status", url).await?;
-        Ok(v.get("status")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string())
+        let what = "reading the deployment status";
+        let v: Value = self.rest_read(what, url).await?;
+        let status = v.get("status").and_then(Value::as_str).unwrap_or("");
+        id::check_status(status.trim()).map_err(|e| id::refused(what, "status", &e))?;
+        Ok(status.to_string())
     }
 }

@@ -18,6 +18,7 @@ pub(crate) const SECRETS_CHECK_TIMEOUT_SECS: u64 = 5;
 pub(crate) struct Deployment {
     #[serde(deserialize_with = "super::id::checked")]
     pub(crate) id: String,
+    #[serde(deserialize_with = "super::id::checked_status")]
     pub(crate) status: String,
     #[serde(default)]
     pub(crate) is_production: bool,

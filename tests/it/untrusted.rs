@@ -297,3 +297,23 @@ fn aliased_secrets_written_folded_or_escaped_stay_out_of_the_diff() {
         );
     }
 }
+
+/// A status is reported as the platform wrote it (`last-status`, the
+/// summary): one that is not a status word (the published API lists
+/// every status, all such words) is the platform's error too, and
+/// neither the output nor the log carries it.
+#[test]
+fn a_hostile_status_is_a_platform_error_not_an_output() {
+    let hostile = "ACTIVE$(touch x)";
+    let fake = fake(&rewritten(&[("rest.get_deployment", "/status")], hostile));
+    let run = Invocation::new(&fake).model(example_model()).run();
+    carries_nothing_of(&run, hostile);
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    assert_eq!(run.out("last-status"), "", "{run:?}");
+    assert!(
+        run.out("error-message")
+            .contains(r#"a status truss-push will not use, "ACTIVE\u{24}\u{28}touch"#),
+        "{run:?}"
+    ); // The published API lists every status: the fake flags the edit.
+    assert!(!fake.take_violations().is_empty());
+}
