@@ -183,7 +183,8 @@ fn node_end(text: &str, at: usize, name_end: usize) -> usize {
 }
 
 /// Where a quoted scalar or a flow collection starting at `at` closes
-/// (the closing character's offset); `None` for any other node.
+/// (the closing character's offset, the text's end when it never does);
+/// `None` for any other node.
 fn closing(text: &str, at: usize) -> Option<usize> {
     let mut chars = text[at..].char_indices();
     let (_, open) = chars.next()?;
@@ -198,7 +199,7 @@ fn closing(text: &str, at: usize) -> Option<usize> {
                     _ => {}
                 }
             }
-            Some(text.len().saturating_sub(1))
+            Some(text.len())
         }
         '\'' => {
             let rest = &text[at + 1..];
@@ -211,7 +212,7 @@ fn closing(text: &str, at: usize) -> Option<usize> {
                 }
                 return Some(at + 1 + q);
             }
-            Some(text.len().saturating_sub(1))
+            Some(text.len())
         }
         '[' | '{' => {
             let mut depth = 0usize;
@@ -234,7 +235,7 @@ fn closing(text: &str, at: usize) -> Option<usize> {
                     _ => {}
                 }
             }
-            Some(text.len().saturating_sub(1))
+            Some(text.len())
         }
         _ => None,
     }
@@ -281,6 +282,30 @@ mod tests {
         ];
         for (text, want) in cases {
             assert_eq!(hidden(text, "secrets: {t: *v}"), want, "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 512,
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Any text, anchors and aliases anywhere (in comments, unclosed
+        /// quotes, next to multi-byte characters): extents within the
+        /// text, on character boundaries, and hiding never panics.
+        #[test]
+        fn any_text_is_read_without_a_panic(
+            text in "([ \\n\t&*a\"'\\[\\]{},:#!|>-]|é|x){0,80}",
+            aliasing in "([ \\n*a,]|é){0,20}",
+        ) {
+            let extents = aliased_extents(&text, &aliasing);
+            for r in &extents {
+                proptest::prop_assert!(r.start <= r.end && r.end <= text.len());
+                proptest::prop_assert!(text.is_char_boundary(r.start) && text.is_char_boundary(r.end));
+            }
+            let _ = hide(&text, &extents, "***");
         }
     }
 
