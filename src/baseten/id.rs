@@ -13,6 +13,10 @@
 //! ([`UnusableId`]) that shows the value escaped to letters and digits
 //! only, so not even the error message carries it.
 //!
+//! Statuses are held to the same kind of rule (`last-status` reports them
+//! as written): a word of ASCII letters, digits and `_`, as every status
+//! the published API lists is.
+//!
 //! The check runs inside deserialisation (`#[serde(deserialize_with =
 //! "checked")]` on every id field of an answer's type) or on the raw JSON
 //! value ([`field`]) where an answer is read as `serde_json::Value`.
