@@ -205,10 +205,19 @@ impl ProxyVars {
         }
     }
 
+    /// `NO_PROXY` holds `*`: every host goes straight, names and IP
+    /// addresses (v4 and v6) alike, as curl reads it. The libraries'
+    /// matchers apply `*` to names only, so a loopback or private API URL
+    /// given as an address (the API key in plain HTTP) would still go
+    /// through the proxy: no proxy is built at all instead.
+    fn bypasses_every_host(&self) -> bool {
+        self.no.split(',').any(|part| part.trim() == "*")
+    }
+
     /// The S3 connections' route (hyper-util's rules, which reqwest
     /// follows for the same values).
     fn matcher(&self) -> Matcher {
-        if self.cgi {
+        if self.cgi || self.bypasses_every_host() {
             return Matcher::builder().build();
         }
         Matcher::builder()
@@ -284,7 +293,7 @@ impl ProxyVars {
     /// The same route for reqwest: a proxy per variable set, `NO_PROXY`
     /// on each, the scheme's own before `ALL_PROXY`.
     fn reqwest_proxies(&self) -> Result<Vec<reqwest::Proxy>> {
-        if self.cgi {
+        if self.cgi || self.bypasses_every_host() {
             return Ok(Vec::new());
         }
         let no = || reqwest::NoProxy::from_string(&self.no);
@@ -783,9 +792,28 @@ mod tests {
         assert!(Network::from_env(&env).is_ok());
 
         // `NO_PROXY=*`: nothing goes through the proxy.
-        let none = given(&[("HTTPS_PROXY", "http://p:1"), ("no_proxy", "*")]);
-        let vars = ProxyVars::read(&none);
-        assert!(vars.matcher().intercept(&uri("https://x/")).is_none());
+        // `*` means every host, IP addresses too (curl), alone or in a list.
+        for no in ["*", " localhost , * "] {
+            let none = move |k: &str| match k {
+                "HTTPS_PROXY" | "HTTP_PROXY" => Some("http://p:1".to_owned()),
+                "no_proxy" => Some(no.to_owned()),
+                _ => None,
+            };
+            let vars = ProxyVars::read(&none);
+            for host in [
+                "https://x/",
+                "http://127.0.0.1:8080/",
+                "https://10.1.2.3/",
+                "http://[::1]:8080/",
+                "https://[2001:db8::1]/",
+            ] {
+                assert!(
+                    vars.matcher().intercept(&uri(host)).is_none(),
+                    "{no}: {host}"
+                );
+            }
+            assert!(vars.reqwest_proxies().unwrap().is_empty(), "{no}");
+        }
 
         // A CGI environment: no proxy variable is trusted.
         let cgi = given(&[("HTTPS_PROXY", "http://p:1"), ("REQUEST_METHOD", "GET")]);

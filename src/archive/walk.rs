@@ -1,6 +1,7 @@
 //! The one walk of a truss: its members and directories as truss's ignore
 //! rules leave them, in the archive's order; nothing is read but metadata
-//! (and `.truss_ignore`).
+//! (and `.truss_ignore`), though every member is opened once, so a file
+//! the running user cannot read is refused here, before any request.
 
 use std::fs;
 use std::io;
@@ -21,7 +22,8 @@ const TRUSS_IGNORE_MAX_MIB: u64 = 1;
 /// truss's bundled `truss/util/.truss_ignore` patterns, in file order.
 pub(super) const DEFAULT_PATTERNS: &str = include_str!("truss_ignore_default.txt");
 
-/// Walks `root` applying the ignore rules; nothing is read but metadata.
+/// Walks `root` applying the ignore rules; nothing is read but metadata
+/// (each member is opened, unread, to prove it readable).
 pub(crate) fn plan(root: &Path) -> anyhow::Result<Vec<Member>> {
     Ok(walk(root)?.members)
 }
@@ -62,16 +64,21 @@ pub(crate) fn walk(root: &Path) -> anyhow::Result<Walk> {
                     dirs.push(member_path(&rel)?);
                     subdirs.push(rel);
                 }
-                Action::Store => members.push(Member {
-                    path: member_path(&rel)?,
-                    size: found.size,
-                    kind: match found.target {
-                        Some(target) => MemberKind::Symlink {
-                            target: target_text(&rel, target)?,
+                Action::Store => {
+                    if found.target.is_none() {
+                        readable(root, &rel)?;
+                    }
+                    members.push(Member {
+                        path: member_path(&rel)?,
+                        size: found.size,
+                        kind: match found.target {
+                            Some(target) => MemberKind::Symlink {
+                                target: target_text(&rel, target)?,
+                            },
+                            None => MemberKind::File,
                         },
-                        None => MemberKind::File,
-                    },
-                }),
+                    });
+                }
                 Action::Refuse => return Err(refusal(root, &rel, found)),
             }
         }
@@ -168,6 +175,30 @@ fn inspect(entry: &fs::DirEntry, rel: &Path) -> anyhow::Result<Found> {
         }
     }
     Ok(found)
+}
+
+/// A member the running user cannot open would pass the walk and fail
+/// the upload midway (S3 requests sent, the cause misread as a change):
+/// it is opened here, read nothing, and refused by name and permission.
+fn readable(root: &Path, rel: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = root.join(rel);
+    match files::open_regular(&shown) {
+        Ok(_) => Ok(()),
+        Err(files::ReadError::Io(e)) if e.kind() == io::ErrorKind::PermissionDenied => {
+            let mode = fs::metadata(&shown)
+                .map(|m| format!("mode {:04o}", m.permissions().mode() & 0o7777))
+                .unwrap_or_else(|_| "its mode unreadable".to_owned());
+            Err(anyhow::anyhow!(
+                "{} cannot be read by the user running truss-push (permission denied, {mode}): make it readable to that user (chmod a+r) or list it in {TRUSS_IGNORE_FILE}",
+                shown.display()
+            ))
+        }
+        Err(e) => Err(anyhow::anyhow!(
+            "{} cannot be opened ({e}): make it a readable regular file or list it in {TRUSS_IGNORE_FILE}",
+            shown.display()
+        )),
+    }
 }
 
 fn refusal(root: &Path, rel: &Path, found: Found) -> anyhow::Error {

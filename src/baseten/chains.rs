@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::models::{named, team_arg};
-use super::{Api, ApiError, Named, UploadCredentials, gql_str, platform_id};
+use super::{Api, ApiError, Named, UploadCredentials, gql_str, id};
 use crate::retry::Policy;
 
 /// One chainlet's part of `deploy_chain_atomic` (`ChainletDataAtomic`).
@@ -82,8 +82,8 @@ impl Api {
             .await?;
         let cd = &d["deploy_chain_atomic"]["chain_deployment"];
         Ok(ChainDeployed {
-            chain_deployment_id: platform_id(what, "chain_deployment.id", &cd["id"])?,
-            chain_id: platform_id(what, "chain_deployment.chain.id", &cd["chain"]["id"])?,
+            chain_deployment_id: id::answered(what, "chain_deployment.id", &cd["id"])?,
+            chain_id: id::answered(what, "chain_deployment.chain.id", &cd["chain"]["id"])?,
         })
     }
 
@@ -96,10 +96,9 @@ impl Api {
             "query {{ chain_deployment(id: {}) {{ chainlets {{ id name is_entrypoint oracle_version {{ id current_model_deployment_status {{ status }} }} }} chain {{ id }} }} }}",
             gql_str(chain_deployment_id)
         );
-        let d = self
-            .graphql_once("reading the chain deployment status", &q, None)
-            .await?;
-        Ok(read_chainlets(&d["chain_deployment"]["chainlets"]))
+        let what = "reading the chain deployment status";
+        let d = self.graphql_once(what, &q, None).await?;
+        read_chainlets(what, &d["chain_deployment"]["chainlets"])
     }
 }
 
@@ -157,25 +156,30 @@ fn deploy_chain_document(r: &DeployChainRequest<'_>) -> String {
 }
 
 /// Reads the chainlet list leniently: a missing status is an empty one
-/// (in progress), never a crash.
-fn read_chainlets(v: &Value) -> Vec<ChainletStatus> {
+/// (in progress), never a crash; a chainlet id or status present but not
+/// one the run would use is the platform's error.
+fn read_chainlets(what: &str, v: &Value) -> Result<Vec<ChainletStatus>, ApiError> {
     v.as_array()
         .map(|a| {
             a.iter()
-                .map(|c| ChainletStatus {
-                    id: c["id"].as_str().unwrap_or_default().to_string(),
-                    name: c["name"].as_str().unwrap_or_default().to_string(),
-                    is_entrypoint: c["is_entrypoint"].as_bool().unwrap_or(false),
-                    status: c
-                        .pointer("/oracle_version/current_model_deployment_status/status")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .trim()
+                .map(|c| {
+                    Ok(ChainletStatus {
+                        id: id::optional(what, "chainlet id", c.get("id"))?.unwrap_or_default(),
+                        name: c["name"].as_str().unwrap_or_default().to_string(),
+                        is_entrypoint: c["is_entrypoint"].as_bool().unwrap_or(false),
+                        status: id::check_status(
+                            c.pointer("/oracle_version/current_model_deployment_status/status")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .trim(),
+                        )
+                        .map_err(|e| id::refused(what, "chainlet status", &e))?
                         .to_string(),
+                    })
                 })
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or(Ok(Vec::new()))
 }
 
 #[cfg(test)]
@@ -189,12 +193,15 @@ mod tests {
              "oracle_version": {"current_model_deployment_status": {"status": " MODEL_READY "}}},
             {"id": "c2", "name": "Dep", "oracle_version": null},
         ]);
-        let got = read_chainlets(&v);
+        let got = read_chainlets("w", &v).unwrap();
         assert_eq!(got[0].status, "MODEL_READY");
         assert!(got[0].is_entrypoint);
         assert_eq!(got[1].status, "");
         assert!(!got[1].is_entrypoint);
-        assert!(read_chainlets(&Value::Null).is_empty());
+        assert!(read_chainlets("w", &Value::Null).unwrap().is_empty());
+        let hostile = json!([{"id": "c1$(id)", "name": "Entry"}]);
+        let e = read_chainlets("w", &hostile).unwrap_err().to_string();
+        assert!(e.contains(r#""c1\u{24}\u{28}id\u{29}""#), "{e}");
     }
 
     fn data(name: &str) -> ChainletData {

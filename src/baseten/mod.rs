@@ -7,6 +7,7 @@
 
 mod chains;
 mod error;
+mod id;
 mod inference;
 mod models;
 mod probe;
@@ -34,22 +35,8 @@ pub(crate) use error::ApiError;
 pub(crate) use models::{CreateRequest, Created};
 pub(crate) use promote::PromoteFlags;
 pub(crate) use rest::{AuditEntry, Deployment, Environment, LogLine};
-use urls::is_safe_id;
 pub(crate) use urls::{Endpoints, is_loopback};
 pub(crate) use wire::{OrderedObject, dumps as python_json};
-
-/// An id the platform answered with, checked before it is used in a URL.
-fn platform_id(what: &str, name: &str, v: &Value) -> Result<String, ApiError> {
-    match v.as_str() {
-        Some(id) if is_safe_id(id) => Ok(id.to_string()),
-        Some(id) => Err(ApiError::permanent(format!(
-            "{what}: the platform answered with an unusable {name} {id:?}"
-        ))),
-        None => Err(ApiError::permanent(format!(
-            "{what}: the answer has no {name}"
-        ))),
-    }
-}
 
 /// GraphQL calls wait this long for an answer.
 const GRAPHQL_TIMEOUT_SECS: u64 = 120;
@@ -82,6 +69,7 @@ pub(crate) fn gql_str(s: &str) -> String {
 
 #[derive(Clone, Debug, Deserialize)]
 pub(crate) struct Team {
+    #[serde(deserialize_with = "id::checked")]
     pub(crate) id: String,
     pub(crate) name: String,
     #[serde(default)]
@@ -91,6 +79,7 @@ pub(crate) struct Team {
 /// A model or chain as the lists name it, with its owning team.
 #[derive(Clone, Debug, Deserialize)]
 pub(crate) struct Named {
+    #[serde(deserialize_with = "id::checked")]
     pub(crate) id: String,
     pub(crate) name: String,
     #[serde(default)]
@@ -99,6 +88,7 @@ pub(crate) struct Named {
 
 #[derive(Clone, Debug, Deserialize)]
 pub(crate) struct TeamRef {
+    #[serde(deserialize_with = "id::checked")]
     pub(crate) id: String,
 }
 
@@ -236,12 +226,18 @@ impl Api {
         bytes: &[u8],
     ) -> Result<T, ApiError> {
         let json = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-        let e = match serde_json::from_slice(json) {
-            Ok(v) => {
+        let e = match id::refused_during(|| serde_json::from_slice(json)) {
+            Ok(Ok(v)) => {
                 self.garbled.lock().unwrap().remove(what);
                 return Ok(v);
             }
-            Err(e) => e,
+            // The answer is the JSON expected, but an id in it is not one
+            // truss-push will use: the same answer will come again.
+            Err(refused) => {
+                self.garbled.lock().unwrap().remove(what);
+                return Err(ApiError::permanent(format!("{what}: {refused}")));
+            }
+            Ok(Err(e)) => e,
         };
         let in_a_row = {
             let mut g = self.garbled.lock().unwrap();

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Api, ApiError, Named, Team, UploadCredentials, gql_str, platform_id};
+use super::{Api, ApiError, Named, Team, UploadCredentials, gql_str, id};
 use crate::retry::Policy;
 
 /// `truss_validation`'s answer.
@@ -47,18 +47,19 @@ pub(super) fn list<T: serde::de::DeserializeOwned>(
     field: &str,
     what: &str,
 ) -> Result<T, ApiError> {
-    serde_json::from_value(d[field].clone())
-        .map_err(|e| ApiError::permanent(format!("{what}: unexpected answer: {e}")))
+    match id::refused_during(|| serde_json::from_value(d[field].clone())) {
+        Ok(parsed) => {
+            parsed.map_err(|e| ApiError::permanent(format!("{what}: unexpected answer: {e}")))
+        }
+        Err(refused) => Err(id::refused(what, field, &refused)),
+    }
 }
 
-/// Models or chains of a list, keeping only entries whose id is usable in
-/// a URL (an entry with another id cannot be the one we deploy to).
+/// Models or chains of a list, every id checked (`Named`'s fields): one
+/// the run would not use is the platform's error, not an entry left out
+/// (leaving it out would create a second model of the same name).
 pub(super) fn named(d: &Value, field: &str, what: &str) -> Result<Vec<Named>, ApiError> {
-    let all: Vec<Named> = list(d, field, what)?;
-    Ok(all
-        .into_iter()
-        .filter(|n| super::is_safe_id(&n.id))
-        .collect())
+    list(d, field, what)
 }
 
 /// `team_id: "…"` for one team, else `all: true`.
@@ -161,10 +162,10 @@ impl Api {
         let what = "creating the deployment";
         let d = self.graphql(Policy::MUTATION, what, &q, Some(vars)).await?;
         let mv = &d[field]["model_version"];
-        let deployment_id = platform_id(what, "model_version.id", &mv["id"])?;
+        let deployment_id = id::answered(what, "model_version.id", &mv["id"])?;
         let model_id = match r.existing_model_id {
             Some(id) => id.to_string(),
-            None => platform_id(what, "oracle.id", &mv["oracle"]["id"])?,
+            None => id::answered(what, "oracle.id", &mv["oracle"]["id"])?,
         };
         Ok(Created {
             deployment_id,

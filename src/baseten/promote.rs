@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Api, ApiError};
+use super::{Api, ApiError, id};
 use crate::kind::Kind;
 use crate::promotion::Env;
 use crate::retry::Policy;
@@ -75,6 +75,17 @@ impl Api {
         } else {
             self.rest_get(what, url).await?
         };
+        // The ids `Env` carries are checked here, where the answer is read.
+        for field in ["current_deployment", "candidate_deployment"] {
+            id::optional(what, field, v.get(field).and_then(|d| d.get("id")))?;
+        }
+        if let Some(status) = v
+            .pointer("/in_progress_promotion/status")
+            .and_then(Value::as_str)
+        {
+            id::check_status(status.trim())
+                .map_err(|e| id::refused(what, "in_progress_promotion.status", &e))?;
+        }
         Ok(Env::parse(&v))
     }
 
@@ -128,14 +139,21 @@ impl Api {
                 Some(body),
             )
             .await?;
-        answer
+        let what = "promoting the deployment";
+        match answer
             .get("id")
             .and_then(Value::as_str)
             .filter(|id| !id.is_empty())
-            .map(str::to_string)
-            .ok_or_else(|| ApiError::Ambiguous {
-                message: "promoting the deployment: the platform answered but named no deployment (a cut or unreadable answer)".to_string(),
-            })
+        {
+            Some(id) => id::check(id)
+                .map(str::to_owned)
+                .map_err(|e| id::maybe_applied(what, "id", &e)),
+            None => Err(ApiError::Ambiguous {
+                message: format!(
+                    "{what}: the platform answered but named no deployment (a cut or unreadable answer)"
+                ),
+            }),
+        }
     }
 
     /// Cancels the model promotion in flight in `env`
@@ -184,10 +202,10 @@ impl Api {
         let url = self
             .endpoints
             .rest(&[collection, owner_id, "deployments", deployment_id]);
-        let v: Value = self.rest_read("reading the deployment status", url).await?;
-        Ok(v.get("status")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string())
+        let what = "reading the deployment status";
+        let v: Value = self.rest_read(what, url).await?;
+        let status = v.get("status").and_then(Value::as_str).unwrap_or("");
+        id::check_status(status.trim()).map_err(|e| id::refused(what, "status", &e))?;
+        Ok(status.to_string())
     }
 }

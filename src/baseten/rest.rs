@@ -10,7 +10,9 @@ use crate::retry::Policy;
 /// A deployment as REST v1 describes it (fields truss-push reads).
 #[derive(Clone, Debug, Deserialize)]
 pub(crate) struct Deployment {
+    #[serde(deserialize_with = "super::id::checked")]
     pub(crate) id: String,
+    #[serde(deserialize_with = "super::id::checked_status")]
     pub(crate) status: String,
     #[serde(default)]
     pub(crate) is_production: bool,
@@ -47,6 +49,7 @@ pub(crate) struct AuditEntry {
 /// A deployment as the lists name it.
 #[derive(Clone, Debug, Deserialize)]
 struct Listed {
+    #[serde(deserialize_with = "super::id::checked")]
     id: String,
     #[serde(default)]
     name: Option<String>,

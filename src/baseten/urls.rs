@@ -1,6 +1,7 @@
 //! Every platform URL: the API hosts, the inference hosts, and the app pages
-//! shown to people. Ids from the platform are percent-encoded as path
-//! segments, so an id can never reach another resource.
+//! shown to people. Ids from the platform are checked where answers are
+//! parsed (`id`: letters and digits only) and percent-encoded as path
+//! segments besides, so an id can never reach another resource.
 
 use reqwest::Url;
 
@@ -43,18 +44,6 @@ pub(crate) fn seg(s: &str) -> String {
         }
     }
     out
-}
-
-/// Whether an id from the platform is safe to place in a URL path or a host
-/// name: the platform's ids are short runs of letters and digits, so
-/// anything else (a `/`, a `%`, a `..` that URL parsers treat as a step up
-/// even when encoded) is refused rather than trusted.
-pub(crate) fn is_safe_id(id: &str) -> bool {
-    (1..=128).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-        && !id.bytes().all(|b| b == b'.')
 }
 
 /// Appends `path` to `base` whether or not `base` ends with a slash (a
@@ -225,9 +214,8 @@ mod tests {
             "https://api.example/v1/models/..%2F..%2Fx/deactivate"
         );
         for bad in ["", ".", "..", "a\nb", "../x", "a/b", "a%2Fb", "a?b", "a b"] {
-            assert!(!is_safe_id(bad), "{bad:?}");
+            assert!(!super::super::id::is_usable(bad), "{bad:?}");
         }
-        assert!(is_safe_id("abc123") && is_safe_id("m-1.2_x"));
         assert_eq!(
             e.rest(&["models", "a?b#c d"]).as_str(),
             "https://api.example/v1/models/a%3Fb%23c%20d"

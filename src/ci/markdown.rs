@@ -8,14 +8,22 @@
 
 use crate::secret::scrub;
 
-/// Text for a Markdown table cell: `|` escaped, line breaks as `<br>`, and
-/// HTML-significant characters as entities so a value cannot inject markup.
+/// Text for a Markdown table cell: `|` escaped, line breaks as `<br>`,
+/// HTML-significant characters as entities so a value cannot inject markup
+/// (nor an autolink: `<https://…>`), and `[`, `]` and `\` escaped so no
+/// link or image (`[text](url)`, `![alt](src)`, `[text][ref]`) renders
+/// live: a bracket's escape cannot be undone by a backslash the value puts
+/// before it, since that backslash is escaped too. A bare URL stays as it
+/// is: GitHub may link it, but it shows its own target.
 pub(crate) fn cell(value: &str) -> String {
     let normalized = scrub(value).replace("\r\n", "\n").replace('\r', "\n");
     let mut out = String::with_capacity(normalized.len());
     for c in normalized.chars() {
         match c {
             '|' => out.push_str("\\|"),
+            '\\' => out.push_str("\\\\"),
+            '[' => out.push_str("\\["),
+            ']' => out.push_str("\\]"),
             '\n' => out.push_str("<br>"),
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
@@ -159,6 +167,14 @@ mod tests {
                 "[logs](https://x/%28a%29%20b)",
             ),
             (link("a|b", ""), "a\\|b"),
+            (
+                cell("[approve](https://evil) ![x](https://t/p.png) [r][1]"),
+                "\\[approve\\](https://evil) !\\[x\\](https://t/p.png) \\[r\\]\\[1\\]",
+            ),
+            // A backslash of the value's own cannot undo an escape.
+            (cell("\\[a\\](u) \\|"), "\\\\\\[a\\\\\\](u) \\\\\\|"),
+            (inline("<https://evil>"), "&lt;https://evil&gt;"),
+            (link("[x](y)", "https://ok"), "[\\[x\\](y)](https://ok)"),
             (fence_for("no ticks"), "```"),
             (fence_for("````"), "`````"),
             (fenced("x ``` y\n", "text"), "````text\nx ``` y\n````\n"),

@@ -428,36 +428,89 @@ mod tests {
         );
     }
 
+    /// How a secret's value is written: every scalar style YAML has.
+    #[derive(Clone, Copy, Debug)]
+    enum Style {
+        Plain,
+        /// `'…'`, with a doubled quote inside.
+        Single,
+        /// `"…"` over two lines, each fragment's first letter escaped
+        /// (`\x73`): the source never holds the parsed value.
+        DoubleEscaped,
+        /// `|`, a PEM's lines.
+        Literal,
+        /// `>`.
+        Folded,
+        /// `>-`.
+        FoldedStrip,
+    }
+
+    const STYLES: [Style; 6] = [
+        Style::Plain,
+        Style::Single,
+        Style::DoubleEscaped,
+        Style::Literal,
+        Style::Folded,
+        Style::FoldedStrip,
+    ];
+
     /// One way YAML lets a config write its `secrets`.
     #[derive(Clone, Copy, Debug)]
     enum Form {
-        Plain,
-        Literal,
-        Folded,
+        /// Each value under its name, in a style.
+        Direct(Style),
         NextLine,
         QuotedKey,
         SpaceBeforeColon,
         Flow,
         AnchorInside,
-        AnchorOutside,
+        /// Each value an alias of an anchor written elsewhere, in a style.
+        AnchorOutside(Style),
         List,
     }
 
-    const FORMS: [Form; 10] = [
-        Form::Plain,
-        Form::Literal,
-        Form::Folded,
-        Form::NextLine,
-        Form::QuotedKey,
-        Form::SpaceBeforeColon,
-        Form::Flow,
-        Form::AnchorInside,
-        Form::AnchorOutside,
-        Form::List,
-    ];
+    fn forms() -> Vec<Form> {
+        let mut forms: Vec<Form> = STYLES.iter().map(|s| Form::Direct(*s)).collect();
+        forms.extend(STYLES.iter().map(|s| Form::AnchorOutside(*s)));
+        forms.extend([
+            Form::NextLine,
+            Form::QuotedKey,
+            Form::SpaceBeforeColon,
+            Form::Flow,
+            Form::AnchorInside,
+            Form::List,
+        ]);
+        forms
+    }
+
+    /// A value (its fragments, each starting `sv`) written in `style`
+    /// after a key, continuation lines at `indent`.
+    fn written(style: Style, v: &[String], indent: &str) -> String {
+        let block = |indicator: &str| {
+            let mut out = format!("{indicator}\n{indent}-----BEGIN PRIVATE KEY-----\n");
+            for l in v {
+                let _ = writeln!(out, "{indent}{l}");
+            }
+            let _ = write!(out, "{indent}-----END PRIVATE KEY-----");
+            out
+        };
+        match style {
+            Style::Plain => v.join(""),
+            Style::Single => format!("'{}'", v.join("''")),
+            Style::DoubleEscaped => {
+                let escaped: Vec<String> = v.iter().map(|l| format!("\\x73{}", &l[1..])).collect();
+                format!("\"{}\"", escaped.join(&format!("\n{indent}")))
+            }
+            Style::Literal => block("|"),
+            Style::Folded => block(">"),
+            Style::FoldedStrip => block(">-"),
+        }
+    }
 
     /// A config with `secrets` written in `form`: its text, its names and
-    /// every value's source lines (none of which may ever be shown).
+    /// what of every value must never be shown (each fragment but its
+    /// first letter, which the escaped form writes as `\x73`; a PEM's
+    /// lines).
     fn config(
         form: Form,
         secrets: &[(String, Vec<String>)],
@@ -469,6 +522,7 @@ mod tests {
         let names: Vec<String> = secrets.iter().map(|(n, _)| n.clone()).collect();
         let mut values: Vec<String> = Vec::new();
         let one = |lines: &[String]| lines.join("");
+        let mut pem = false;
         match form {
             Form::Flow => {
                 let items: Vec<String> = secrets
@@ -491,18 +545,12 @@ mod tests {
                 });
                 for (k, (n, v)) in secrets.iter().enumerate() {
                     match form {
-                        Form::Literal | Form::Folded => {
-                            let style = if matches!(form, Form::Literal) {
-                                "|"
-                            } else {
-                                ">-"
-                            };
-                            let _ = writeln!(block, "  {n}: {style}");
-                            block.push_str("    -----BEGIN PRIVATE KEY-----\n");
-                            for l in v {
-                                let _ = writeln!(block, "    {l}");
-                            }
-                            block.push_str("    -----END PRIVATE KEY-----\n");
+                        Form::Direct(style) => {
+                            pem |= matches!(
+                                style,
+                                Style::Literal | Style::Folded | Style::FoldedStrip
+                            );
+                            let _ = writeln!(block, "  {n}: {}", written(style, v, "    "));
                         }
                         Form::NextLine => {
                             let _ = writeln!(block, "  {n}:\n    {}", one(v));
@@ -513,8 +561,13 @@ mod tests {
                         Form::AnchorInside => {
                             let _ = writeln!(block, "  {n}: &first {}", one(v));
                         }
-                        Form::AnchorOutside => {
-                            let _ = writeln!(outside, "  V{k}: &v{k} {}", one(v));
+                        Form::AnchorOutside(style) => {
+                            pem |= matches!(
+                                style,
+                                Style::Literal | Style::Folded | Style::FoldedStrip
+                            );
+                            let _ =
+                                writeln!(outside, "  V{k}: &v{k} {}", written(style, v, "    "));
                             let _ = writeln!(block, "  {n}: *v{k}");
                         }
                         _ => {
@@ -525,10 +578,9 @@ mod tests {
             }
         }
         for (_, v) in secrets {
-            values.push(one(v));
-            values.extend(v.iter().cloned());
+            values.extend(v.iter().map(|l| l[1..].to_string()));
         }
-        if matches!(form, Form::Literal | Form::Folded) {
+        if pem {
             values.push("-----BEGIN PRIVATE KEY-----".into());
             values.push("-----END PRIVATE KEY-----".into());
         }
@@ -572,22 +624,24 @@ mod tests {
             ..ProptestConfig::default()
         })]
 
-        /// In every form YAML allows, on either side and in any mix, no
-        /// secret value nor any line of one reaches the section, the
-        /// names do, and the rest of the config is still diffed.
+        /// In every form YAML allows, every scalar style written under
+        /// the entry or aliased from an anchor elsewhere, on either side
+        /// and in any mix, no secret value nor any line of one reaches
+        /// the section, the names do, and the rest of the config is
+        /// still diffed.
         #[test]
         fn no_secret_value_reaches_the_section(
-            ours_form in 0..FORMS.len(),
-            theirs_form in 0..FORMS.len(),
+            ours_form in 0..forms().len(),
+            theirs_form in 0..forms().len(),
             ours_secrets in secrets_strategy(),
             theirs_secrets in secrets_strategy(),
             ours_first in any::<bool>(),
             theirs_first in any::<bool>(),
         ) {
             let (ours, our_names, mut values) =
-                config(FORMS[ours_form], &ours_secrets, "H100", ours_first);
+                config(forms()[ours_form], &ours_secrets, "H100", ours_first);
             let (theirs, their_names, their_values) =
-                config(FORMS[theirs_form], &theirs_secrets, "A10G", theirs_first);
+                config(forms()[theirs_form], &theirs_secrets, "A10G", theirs_first);
             values.extend(their_values);
             for text in [&ours, &theirs] {
                 let doc = crate::truss_config::yaml11::parse(text.as_bytes());

@@ -10,16 +10,21 @@
 //! out whole, from its key's line to the next key's line; the cut is kept
 //! only if the rest of the text parses to the same document without
 //! `secrets` (else the rest is not shown at all: a flow-style document, a
-//! key written as an alias, an anchor the rest still needs). Whatever is
-//! shown is then scrubbed of every secret value and of every line of a
-//! multi-line one.
+//! key written as an alias, an anchor the rest still needs). A node the
+//! entry reaches through an alias but written outside it is hidden in the
+//! rest by its source extent (`anchors`): a folded or escaped scalar does
+//! not hold its parsed value verbatim. Whatever is shown is then scrubbed
+//! of every secret value and of every line of a multi-line one.
 
 use std::fmt;
+use std::ops::Range;
 
 use serde::Deserializer as _;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::truss_config::yaml11::{self, Node};
+
+mod anchors;
 
 /// The top-level key whose values are never shown.
 const KEY: &str = "secrets";
@@ -137,11 +142,41 @@ fn text_of(n: &Node) -> String {
 /// `text` without its top-level `secrets` entries, and the text cut; `Err`
 /// with the reason when the cut cannot be proved whole.
 fn cut_out(text: &str, doc: &Node) -> Result<(String, String), String> {
+    let (kept, cut) = cut_ranges(text, doc)?;
+    let extents = anchors::aliased_extents(text, &cut);
+    // Each extent in the rest's own offsets: a node's lines never span a
+    // top-level key, so an extent lies in one kept range or in the cut.
+    let mut shifted: Vec<Range<usize>> = Vec::new();
+    let mut offset = 0;
+    for k in &kept {
+        for e in &extents {
+            let (start, end) = (e.start.max(k.start), e.end.min(k.end));
+            if start < end {
+                shifted.push(start - k.start + offset..end - k.start + offset);
+            }
+        }
+        offset += k.len();
+    }
+    let rest: String = kept.iter().map(|k| &text[k.clone()]).collect();
+    // What the entry aliases is its text too, for telling whether two
+    // configs' secrets differ (never shown).
+    let mut cut = cut;
+    for e in &extents {
+        cut.push_str(&text[e.clone()]);
+    }
+    Ok((anchors::hide(&rest, &shifted, HIDDEN), cut))
+}
+
+/// The ranges of `text` kept once its top-level `secrets` entries are cut
+/// out, and the text cut; `Err` with the reason when the cut cannot be
+/// proved whole.
+fn cut_ranges(text: &str, doc: &Node) -> Result<(Vec<Range<usize>>, String), String> {
     const NOT_LINES: &str = "its secrets could not be cut out of the text line by line";
     // A top-level key named `secrets`, duplicates included, is in the
     // parsed document (merged in or written).
     if doc.get(KEY).is_none() {
-        return Ok((text.to_string(), String::new()));
+        let whole: Range<usize> = 0..text.len();
+        return Ok((Vec::from([whole]), String::new()));
     }
     let keys = top_level_keys(text).map_err(|_| NOT_LINES.to_string())?;
     // Each key's line start, in document order; a key whose place is not
@@ -156,6 +191,7 @@ fn cut_out(text: &str, doc: &Node) -> Result<(String, String), String> {
         starts.push(line);
     }
     let (mut rest, mut cut) = (String::new(), String::new());
+    let mut kept = Vec::new();
     let mut kept_from = 0;
     for (i, k) in keys.iter().enumerate() {
         if k.text.as_deref() != Some(KEY) {
@@ -163,10 +199,12 @@ fn cut_out(text: &str, doc: &Node) -> Result<(String, String), String> {
         }
         let end = starts.get(i + 1).copied().unwrap_or(text.len());
         rest.push_str(&text[kept_from..starts[i]]);
+        kept.push(kept_from..starts[i]);
         cut.push_str(&text[starts[i]..end]);
         kept_from = end;
     }
     rest.push_str(&text[kept_from..]);
+    kept.push(kept_from..text.len());
     // The proof: the rest is the same document without `secrets`.
     let want = match doc {
         Node::Map(entries) => entries
@@ -184,7 +222,7 @@ fn cut_out(text: &str, doc: &Node) -> Result<(String, String), String> {
     if got != want {
         return Err(NOT_LINES.into());
     }
-    Ok((rest, cut))
+    Ok((kept, cut))
 }
 
 /// A top-level key: its text, and where that text starts in the document
@@ -316,8 +354,9 @@ mod tests {
         .unwrap();
         assert_eq!(p.names, ["a b", "c", "d"]);
         assert_eq!(p.values, ["anchored-value", "one\ntwo\n"]);
-        // The aliased value is written outside the entry: the rest keeps it, scrubbed.
-        assert_eq!(p.rest.as_deref(), Ok("x: &v anchored-value\n"));
+        // The aliased value is written outside the entry: the rest keeps
+        // its line, the node hidden by its extent (and scrubbed besides).
+        assert_eq!(p.rest.as_deref(), Ok("x: &v ***\n"));
         assert_eq!(scrub("x: &v anchored-value\n", &[&p]), "x: &v ***\n");
         assert_eq!(
             scrub("two lines: one, two\n", &[&p]),

@@ -370,7 +370,8 @@ GitHub-only features and the stdout modes; see
   silent \"not given\". Files the run reads are bounded too: `config.yaml`
   and `.truss_ignore` must be regular files of at most 1 MiB,
   `GITHUB_EVENT_PATH` at most 25 MiB, and a FIFO, socket, device, broken
-  link or non-UTF-8 file name in the truss is refused.
+  link, non-UTF-8 file name or file the running user cannot read in the
+  truss is refused.
 - The evidence inputs (`predict-cases` …) are explained in
   [evidence](evidence.md); `skip-unchanged` and `changed-since` in
   [deploy by content](deploy-by-content.md) and [monorepos](monorepo.md).

@@ -201,6 +201,9 @@ pub struct Invocation<'a> {
     pub outputs_file: Option<&'static str>,
     /// The run's working directory, when not its own temp dir.
     pub cwd: Option<PathBuf>,
+    /// Runs the binary as this uid and gid (supplementary groups dropped),
+    /// its temp dir and output files opened to that user.
+    pub user: Option<u32>,
 }
 
 impl<'a> Invocation<'a> {
@@ -215,6 +218,7 @@ impl<'a> Invocation<'a> {
             env: Vec::new(),
             outputs_file: None,
             cwd: None,
+            user: None,
         }
     }
 
@@ -226,6 +230,7 @@ impl<'a> Invocation<'a> {
             env: Vec::new(),
             outputs_file: None,
             cwd: None,
+            user: None,
         }
     }
 
@@ -248,6 +253,12 @@ impl<'a> Invocation<'a> {
     /// Runs in `dir` instead of the run's own temp dir.
     pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cwd = Some(dir.into());
+        self
+    }
+
+    /// Runs as `uid` (its gid the same number); only root can.
+    pub fn run_as(mut self, uid: u32) -> Self {
+        self.user = Some(uid);
         self
     }
 
@@ -443,6 +454,19 @@ impl<'a> Invocation<'a> {
         }
         if let Some(cwd) = &self.cwd {
             cmd.current_dir(cwd);
+        }
+        if let Some(uid) = self.user {
+            use std::os::unix::fs::PermissionsExt;
+            use std::os::unix::process::CommandExt;
+            let open = |p: &Path, mode| {
+                std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+            };
+            open(dir.path(), 0o777);
+            open(&gh_out, 0o666);
+            std::fs::write(&summary, "").unwrap();
+            open(&summary, 0o666);
+            // std drops the supplementary groups when root sets a uid.
+            cmd.uid(uid).gid(uid);
         }
         let started = Instant::now();
         let mut child = cmd.spawn().expect("the binary runs");

@@ -36,6 +36,8 @@ mod skip_unchanged;
 mod snapshots;
 mod stream;
 mod structure;
+mod untrusted;
 mod upload;
 mod upload_expect;
 mod wire;
+mod workflow_scripts;

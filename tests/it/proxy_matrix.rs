@@ -363,3 +363,32 @@ fn a_proxy_redirecting_the_upload_is_not_followed() {
         );
     }
 }
+
+/// `NO_PROXY=*` means every host, IP addresses too (curl): the API and
+/// S3, both on `127.0.0.1` (the API key in plain HTTP), go straight, and
+/// the recording proxy named by both proxy variables sees nothing.
+#[test]
+fn no_proxy_star_keeps_hosts_given_as_addresses_off_the_proxy() {
+    let fake = fake(NEW);
+    let (proxy, url) = proxy_for(
+        &fake,
+        &Matrix {
+            https: false,
+            credentials: None,
+            tls_s3: false,
+        },
+    );
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .env("HTTP_PROXY", &url)
+        .env("HTTPS_PROXY", &url)
+        .env("NO_PROXY", "*")
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(
+        fake.requests().iter().any(|r| r.path.contains("graphql")),
+        "the API was reached: {:#?}",
+        fake.requests()
+    );
+    assert!(proxy.requests().is_empty(), "{:#?}", proxy.requests());
+}

@@ -54,7 +54,7 @@
 //! faults: [{endpoint: rest.get_deployment, status: 429, retry_after: 1, after: 0, times: 1}]
 //! require_upload: true     # create mutations need the uploaded object
 //! secrets: [hf_access_token, {name: wandb_key, team: research}]   # the workspace's secrets; a bare name belongs to the first team (values are never served)
-//! answer_edits: [{endpoint: rest.get_deployment, pointer: /status, value: READY}]   # test-only: change one field of a REST answer before it is served (and checked)
+//! answer_edits: [{endpoint: rest.get_deployment, pointer: /status, value: READY}]   # test-only: change one field of a REST or GraphQL (`graphql.<root field>`, pointer from `/data`) answer before it is served (and checked); the platform's state keeps the real value
 //! audit_log: {order: time, entries: []}        # see lifecycle: history a scenario writes, and its order
 //! refuse_deletes: [{deployment: d1, status: 200}]   # see lifecycle
 //! prepare_model_upload: {refuse: null, refuse_taken_names: true}   # see lifecycle
@@ -181,8 +181,9 @@ pub struct Scenario {
     pub require_upload: bool,
     /// The workspace's secrets (`GET /v1/secrets`, `GET /v1/teams/{id}/secrets`).
     pub secrets: Vec<SecretSpec>,
-    /// Changes made to REST answers before they are served: the way a test
-    /// proves the schema check fails on an answer the API does not publish.
+    /// Changes made to REST and GraphQL answers before they are served:
+    /// the way a test proves the schema check fails on an answer the API
+    /// does not publish, or plays a proxy that rewrites answers.
     pub answer_edits: Vec<AnswerEdit>,
     /// Seeds the id generator so two runs of a scenario hand out the same ids.
     pub id_seed: u64,
@@ -292,7 +293,7 @@ impl Scenario {
         self
     }
 
-    /// Applies the `answer_edits` for `endpoint` to a REST answer.
+    /// Applies the `answer_edits` for `endpoint` to a REST or GraphQL answer.
     pub fn edit_answer(&self, endpoint: &str, answer: &mut Value) {
         for e in self.answer_edits.iter().filter(|e| e.endpoint == endpoint) {
             if let Some(v) = answer.pointer_mut(&e.pointer) {

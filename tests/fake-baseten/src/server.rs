@@ -355,7 +355,9 @@ async fn dispatch(shared: &Shared, req: Request, kill: &Notify) -> Response {
                         now,
                         s3: &shared.s3,
                     };
-                    json_response(StatusCode::OK, resolve::execute(&mut exec, &p))
+                    let mut v = resolve::execute(&mut exec, &p);
+                    platform.scenario.edit_answer(&entry.endpoint, &mut v);
+                    json_response(StatusCode::OK, v)
                 }
                 (None, None) => json_response(
                     StatusCode::INTERNAL_SERVER_ERROR,
