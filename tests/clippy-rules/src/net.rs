@@ -1,0 +1,11 @@
+//! Only net (src/net.rs) builds HTTP clients and TLS configs.
+
+use reqwest::Client;
+
+pub fn build() {
+    let _ = Client::new(); // fires
+    let _ = reqwest::Client::builder(); // fires
+    let _ = reqwest::ClientBuilder::new(); // fires
+    let _ = rustls::ClientConfig::builder(); // fires
+    let _ = hyper_util::client::proxy::matcher::Matcher::builder(); // fires
+}
