@@ -301,6 +301,7 @@ impl ProxyVars {
         if self.cgi || self.bypasses_every_host() {
             return Ok(Vec::new());
         }
+        #[expect(clippy::disallowed_methods, reason = "net reads the proxies")]
         let no = || reqwest::NoProxy::from_string(&self.no);
         let mut proxies = Vec::new();
         for (name, value) in [

@@ -7,5 +7,8 @@ pub fn build() {
     let _ = reqwest::Client::builder(); // fires
     let _ = reqwest::ClientBuilder::new(); // fires
     let _ = rustls::ClientConfig::builder(); // fires
+    let _ = reqwest::Certificate::from_pem(b""); // fires
+    let _ = reqwest::NoProxy::from_string(""); // fires
+    let _ = hyper_util::client::proxy::matcher::Matcher::from_env(); // fires
     let _ = hyper_util::client::proxy::matcher::Matcher::builder(); // fires
 }

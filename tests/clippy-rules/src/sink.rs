@@ -9,6 +9,8 @@ pub fn write(p: &Path) {
     let _ = OpenOptions::new().append(true).open(p); // fires
     let _ = std::fs::copy(p, p); // fires
     let _ = std::os::unix::fs::symlink(p, p); // fires
+    #[allow(deprecated, reason = "the rule, not the deprecation, is under test")]
+    let _ = std::fs::soft_link(p, p); // fires
     let _ = tempfile::tempfile(); // fires
     let _ = tempfile::NamedTempFile::new(); // fires
 }
