@@ -425,8 +425,10 @@ pub(crate) fn tls_config(extra_roots: &[Vec<u8>]) -> rustls::ClientConfig {
 /// the run's roots, proxies, user agent and timeouts), built here alone:
 /// other modules hold it and send through it, and cannot make one.
 #[derive(Clone, Debug)]
+#[expect(clippy::disallowed_types, reason = "net holds the run's client")]
 pub(crate) struct HttpClient(reqwest::Client);
 
+#[expect(clippy::disallowed_types, reason = "net hands out the run's client")]
 impl std::ops::Deref for HttpClient {
     type Target = reqwest::Client;
 
