@@ -181,6 +181,10 @@ impl Clock {
     }
 
     /// The time now.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the budget is the clock's one reader"
+    )]
     pub(crate) fn now(&self) -> Instant {
         #[cfg(debug_assertions)]
         if let Some(s) = &self.scripted {
@@ -200,6 +204,10 @@ impl Clock {
     pub(crate) fn timer(&self, deadline: Instant) -> Instant {
         #[cfg(debug_assertions)]
         if self.scripted.is_some() {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "the budget converts its deadline to the monotonic clock for timers"
+            )]
             return Instant::now() + self.left(deadline);
         }
         deadline

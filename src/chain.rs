@@ -136,6 +136,10 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
     let fail = |e: anyhow::Error| Failure::Deploy(e);
 
     ctx.group(&format!("Generate chainlets from {}", file.display()));
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the directory the chain helper generates its trusses in, removed with the run"
+    )]
     let gen_dir = tempfile::tempdir()
         .context("creating a temporary directory")
         .map_err(fail)?;

@@ -4,6 +4,10 @@ use std::process::ExitCode;
 
 use truss_push::cli::Cli;
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the debug log's filter, read before the run starts"
+)]
 fn main() -> ExitCode {
     let (cli, parse_error) = match Cli::try_parse() {
         Ok(cli) => (cli, None),

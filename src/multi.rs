@@ -202,6 +202,10 @@ async fn deploy_one(
         .line(&format!("▶ {label}: deploying {:?}", p.found.name));
     // The log waits in an unnamed temporary file, not in memory: streamed
     // deployment logs of several targets can be long.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "an unnamed temporary file (gone when closed) holding one target's log until it is replayed: never a file the user named"
+    )]
     let mut file = tempfile::tempfile().ok();
     let sink: ci::Sink = match file.as_ref().and_then(|f| f.try_clone().ok()) {
         Some(f) => Box::new(f),

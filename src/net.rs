@@ -76,6 +76,7 @@ fn usable_root(block: &str) -> Option<Vec<u8>> {
     let der = base64::engine::general_purpose::STANDARD
         .decode(body)
         .ok()?;
+    #[expect(clippy::disallowed_types, reason = "net chooses the TLS roots")]
     let mut probe = rustls::RootCertStore::empty();
     probe
         .add(rustls::pki_types::CertificateDer::from(der.clone()))
@@ -216,6 +217,10 @@ impl ProxyVars {
 
     /// The S3 connections' route (hyper-util's rules, which reqwest
     /// follows for the same values).
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "net chooses the S3 route's proxies"
+    )]
     fn matcher(&self) -> Matcher {
         if self.cgi || self.bypasses_every_host() {
             return Matcher::builder().build();
@@ -296,6 +301,7 @@ impl ProxyVars {
         if self.cgi || self.bypasses_every_host() {
             return Ok(Vec::new());
         }
+        #[expect(clippy::disallowed_methods, reason = "net reads the proxies")]
         let no = || reqwest::NoProxy::from_string(&self.no);
         let mut proxies = Vec::new();
         for (name, value) in [
@@ -306,6 +312,7 @@ impl ProxyVars {
             if value.is_empty() {
                 continue;
             }
+            #[expect(clippy::disallowed_methods, reason = "net reads the proxies")]
             let proxy = match name {
                 ev::HTTP_PROXY => reqwest::Proxy::http(value.as_str()),
                 ev::HTTPS_PROXY => reqwest::Proxy::https(value.as_str()),
@@ -406,6 +413,7 @@ pub(crate) fn tls_config(extra_roots: &[Vec<u8>]) -> rustls::ClientConfig {
     for der in extra_roots {
         let _ = roots.add(rustls::pki_types::CertificateDer::from(der.clone()));
     }
+    #[expect(clippy::disallowed_methods, reason = "net builds the run's TLS config")]
     rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .expect("ring supports the default protocol versions")
@@ -417,8 +425,10 @@ pub(crate) fn tls_config(extra_roots: &[Vec<u8>]) -> rustls::ClientConfig {
 /// the run's roots, proxies, user agent and timeouts), built here alone:
 /// other modules hold it and send through it, and cannot make one.
 #[derive(Clone, Debug)]
+#[expect(clippy::disallowed_types, reason = "net holds the run's client")]
 pub(crate) struct HttpClient(reqwest::Client);
 
+#[expect(clippy::disallowed_types, reason = "net hands out the run's client")]
 impl std::ops::Deref for HttpClient {
     type Target = reqwest::Client;
 
@@ -562,6 +572,11 @@ fn same_origin_redirects() -> reqwest::redirect::Policy {
 
 /// The API client's roots, proxies (none read by reqwest itself), user
 /// agent and timeouts.
+#[expect(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "net builds the run's HTTP clients"
+)]
 fn builder(roots: &ExtraRoots, proxies: &ProxyVars) -> Result<reqwest::ClientBuilder> {
     let mut b = reqwest::Client::builder()
         .use_rustls_tls()

@@ -158,6 +158,10 @@ impl Policy {
         }
         let wait = self.delay(failed, err.retry_after(), unit);
         match deadline {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "compares with a deadline its callers hand over on the monotonic clock (Clock::timer)"
+            )]
             Some(d) if Instant::now() + wait >= d => None,
             _ => Some(wait),
         }

@@ -22,6 +22,10 @@ use crate::settings::{Preliminary, Settings};
 /// command-line error already found by clap: it is reported like any bad
 /// input, with outputs written.
 pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the run reads its environment once, through the lookup it hands down"
+    )]
     let env: EnvLookup<'_> = &|k: &str| std::env::var(k);
     let mut signals = Signals::install();
     let ci_env = CiEnv::from_lookup(|k| env(k).ok());

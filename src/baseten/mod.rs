@@ -503,6 +503,10 @@ fn graphql_error_text(e: &Value) -> String {
 }
 
 /// Milliseconds since the epoch, for log windows.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a wall-clock stamp for the log window's query, not a deadline"
+)]
 pub(crate) fn now_epoch_millis() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::SystemTime::UNIX_EPOCH)

@@ -53,6 +53,10 @@ impl Scripted {
             });
         }
         Ok(Scripted {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "the scripted clock is the budget's, and starts from the monotonic clock"
+            )]
             origin: Instant::now(),
             jumps,
             moves: Mutex::default(),
@@ -63,6 +67,10 @@ impl Scripted {
         self.moves.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the scripted clock is the budget's, moved forward from the monotonic clock"
+    )]
     pub(crate) fn now(&self) -> Instant {
         Instant::now() + self.moves().offset
     }
@@ -87,6 +95,10 @@ impl Scripted {
         for j in self.jumps.iter().filter(|j| j.phase == name && j.nth == n) {
             m.offset += j.by;
         }
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the scripted clock is the budget's, moved forward from the monotonic clock"
+        )]
         let now = Instant::now() + m.offset;
         let left = deadline.map(|d| d.saturating_duration_since(now));
         let (went, due) = match (left, deadline) {

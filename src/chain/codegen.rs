@@ -201,6 +201,10 @@ pub(crate) async fn generate(
     gen_dir: &Path,
 ) -> Result<Manifest, String> {
     let helper = gen_dir.join("truss_push_chain_codegen.py");
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the chain helper's script, in the temporary directory the run made (chain.rs), never a path the user named"
+    )]
     std::fs::write(&helper, CODEGEN_HELPER)
         .map_err(|e| format!("cannot write the code generation helper: {e}"))?;
     let file = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());

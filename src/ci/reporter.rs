@@ -324,6 +324,10 @@ impl Reporter {
 
     /// Starts reporting an upload of `total_bytes`.
     pub(crate) fn upload_started(&mut self, label: &str, total_bytes: u64) {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "upload progress on screen: rates, and how often a line is printed"
+        )]
         self.upload_started_at(label, total_bytes, Instant::now());
     }
 
@@ -338,6 +342,10 @@ impl Reporter {
     /// start and then at most every 5 s, with the rate and the time left;
     /// on a terminal the bar is redrawn when the whole percent changes.
     pub(crate) fn upload_progress(&mut self, done_bytes: u64) {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "upload progress on screen: rates, and how often a line is printed"
+        )]
         self.upload_progress_at(done_bytes, Instant::now());
     }
 
@@ -346,6 +354,10 @@ impl Reporter {
     /// a due line even when nothing moved, so a stalled upload is seen to
     /// stall.
     pub(crate) fn upload_tick(&mut self, sent_bytes: u64) {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "upload progress on screen: rates, and how often a line is printed"
+        )]
         self.upload_progress_at(sent_bytes, Instant::now());
     }
 

@@ -57,6 +57,10 @@ pub(crate) async fn by_content(
         let api = Api::new(http.clone(), cfg.endpoints.clone(), key.clone())
             .on(clock.clone())
             .within(Phase::Setup, deadline);
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "a timer on the plan's deadline (its budget's Setup phase), through Clock::timer"
+        )]
         let verdict = tokio::time::timeout_at(
             clock.timer(deadline).into(),
             compare(&api, cfg, dir, environment, (clock, deadline)),

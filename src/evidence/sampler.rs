@@ -82,6 +82,7 @@ async fn one(plan: &Plan<'_>, side: Side, index: usize) -> Sample {
         Side::Candidate => plan.candidate,
         Side::Baseline => plan.baseline.unwrap_or(plan.candidate),
     };
+    #[expect(clippy::disallowed_methods, reason = "times the sample")]
     let started = Instant::now();
     let sent = plan
         .api
@@ -133,6 +134,10 @@ pub(crate) fn order(count: usize, baseline: bool) -> Vec<(Side, usize)> {
 
 /// Runs the plan: the warm-up (not returned), then the counted samples,
 /// all by the plan's deadline.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a timer on the evidence deadline, handed over on the monotonic clock (Clock::timer); each request is still checked on the run's clock"
+)]
 pub(crate) async fn run(plan: &Plan<'_>) -> Sampled {
     let baseline = plan.baseline.is_some();
     let budget = tokio::time::Instant::from_std(plan.until);

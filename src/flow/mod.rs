@@ -220,6 +220,10 @@ impl Ctx<'_> {
     /// Records a line of the status history shown in the summary.
     pub(crate) fn event(&self, status: &str, event: &str) {
         self.state.lock().unwrap().history.push(StatusEvent {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "a wall-clock stamp on a line of the status history, not a deadline"
+            )]
             at: SystemTime::now(),
             elapsed: self.started.elapsed(),
             status: status.to_string(),

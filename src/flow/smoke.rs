@@ -167,6 +167,7 @@ async fn one_request(
     streaming: bool,
     until: Instant,
 ) -> Result<(), Failure> {
+    #[expect(clippy::disallowed_methods, reason = "times the smoke test's answer")]
     let started = Instant::now();
     let call = ctx.api.invoke(
         label,
@@ -192,6 +193,10 @@ async fn one_request(
     };
     // The request's own timeout is cut to the same deadline: whichever
     // fires first, running out of time is said as such.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a timer on the smoke test's deadline, through Ctx::timer"
+    )]
     let answer = match tokio::time::timeout_at(ctx.timer(until), call).await {
         Ok(Ok(a)) => a,
         Err(_) => return Err(out_of_time()),

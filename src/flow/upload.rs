@@ -130,6 +130,10 @@ pub(crate) async fn package_and_upload(
     crate::secret::register(&creds.aws_session_token);
     // The upload's wall time runs from the first file the layout reads to
     // the last part stored: there is no packaging pass apart from it.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "times the upload, for its report"
+    )]
     let began = std::time::Instant::now();
     let root = dir.to_path_buf();
     let packaging = async {
@@ -264,6 +268,10 @@ pub(crate) async fn abort_unfinished_uploads(ctx: &Ctx<'_>) {
             .iter()
             .map(|u| u.abort_unfinished(timer.into_std())),
     );
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a timer on cleanup's deadline, through Ctx::timer"
+    )]
     let results = tokio::time::timeout_at(timer, aborts).await;
     unsettled.locations.clear();
     let results = match results {

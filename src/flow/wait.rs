@@ -56,6 +56,10 @@ pub(crate) async fn poll_until(
                 .min(Duration::from_secs(LAST_LOOK_MAX_SECS));
             let until = ctx.until(Phase::LastLook { grace });
             let api = ctx.api.within(Phase::LastLook { grace }, until);
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "a timer on the last look's deadline, through Ctx::timer"
+            )]
             let look = tokio::time::timeout_at(ctx.timer(until), poll(&api)).await;
             match look {
                 Ok(Ok(Poll::Ready)) => return Ok(()),

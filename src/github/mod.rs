@@ -465,6 +465,10 @@ impl Session {
         if let Some(pr) = self.pr_comment
             && self.open_for(Feature::Comment)
         {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "a wall-clock stamp in the PR comment, not a deadline"
+            )]
             let at = crate::ci::format_utc(std::time::SystemTime::now());
             let body = comment::render(&comment::View {
                 kind: self.kind,

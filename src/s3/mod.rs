@@ -325,6 +325,10 @@ impl Uploader {
         let Some(open) = open else {
             return Ok(None);
         };
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the drain's share of the cleanup deadline handed over as a timer: half of what is left, at most multipart::DRAIN_WAIT"
+        )]
         let now = Instant::now();
         let left = until.saturating_duration_since(now);
         if let Some(completing) = &open.completing {
@@ -350,6 +354,10 @@ impl Uploader {
         layout: Arc<Layout>,
         progress: &Progress<'_>,
     ) -> anyhow::Result<UploadReport> {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "times the upload, for its report"
+        )]
         let started = Instant::now();
         let size = layout.size();
         let source = Arc::clone(&layout) as Arc<dyn Source>;

@@ -90,6 +90,10 @@ impl Parts {
     /// Stops the parts and returns once none runs: those awaiting the
     /// answer to a whole body get until `until`, then every part left is
     /// cut (and gets [`CUT_WAIT`] to end; the abort goes out regardless).
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the drain's timer, on a deadline handed over as a timer"
+    )]
     pub(super) async fn drain(&self, until: Instant) {
         self.stop();
         if tokio::time::timeout_at(until.into(), self.stopped())
@@ -305,6 +309,10 @@ impl Uploader {
             // Stop the other parts before the caller aborts the upload: cut
             // those still sending, and let those whose body is out get
             // their answer, so none lands after the abort.
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "after a failed part the others' answers are awaited at most DRAIN_WAIT; the upload phase's own timer still ends it"
+            )]
             parts.drain(Instant::now() + DRAIN_WAIT).await;
             return Err(failure);
         }

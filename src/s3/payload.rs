@@ -306,10 +306,18 @@ impl Watchdog {
         Self {
             stall,
             timer: Box::pin(tokio::time::sleep(stall)),
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "the stall watchdog of one body's writes: a bound inside one request, not a phase's deadline"
+            )]
             started: tokio::time::Instant::now(),
         }
     }
 
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the stall watchdog of one body's writes: a bound inside one request, not a phase's deadline"
+    )]
     async fn write(
         &mut self,
         write: impl std::future::Future<Output = std::io::Result<()>>,

@@ -152,6 +152,10 @@ impl Inner {
         let payload = call.payload.prepare(&job.source, &job.sent);
         let mut extra = call.headers.clone();
         extra.extend(payload.headers.iter().cloned());
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "SigV4 signs with the wall-clock time, not a deadline"
+        )]
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());

@@ -62,6 +62,10 @@ pub(crate) fn append_sized(
         path: path.to_path_buf(),
         cause,
     };
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the sink's own bound on one file (3 s), whatever phase writes"
+    )]
     let started = std::time::Instant::now();
     let timeout = Duration::from_millis(FILE_WRITE_TIMEOUT_MILLIS);
     let (size_tx, size_rx) = mpsc::sync_channel(1);
@@ -145,6 +149,11 @@ fn write_with_timeout(path: &Path, text: &str, mode: WriteMode) -> Result<(), Wr
 
 fn write_now(path: &Path, bytes: &[u8], mode: WriteMode) -> io::Result<()> {
     check_destination(path)?;
+    #[expect(
+        clippy::disallowed_methods,
+        clippy::disallowed_types,
+        reason = "the sink: the one place that opens a file for writing"
+    )]
     let mut options = std::fs::OpenOptions::new();
     options.create(true);
     let mut text = Vec::with_capacity(bytes.len() + 1);

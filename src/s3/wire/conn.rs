@@ -179,6 +179,10 @@ pub(super) async fn connect(
     Ok(Conn {
         stream,
         unread: Vec::new(),
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "when a connection went idle: the pool's rule for reusing it"
+        )]
         idle_since: Instant::now(),
         received: false,
     })

@@ -116,8 +116,16 @@ impl Wire {
         let asked = (reused, request.method);
         send_all(conn, &head, reused, request.method).await?;
         if expect && !self.known_to_ignore_expect(origin) {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "the wait for 100 Continue inside one request, not a phase's deadline"
+            )]
             let deadline = tokio::time::Instant::now() + self.expect_wait;
             loop {
+                #[expect(
+                    clippy::disallowed_methods,
+                    reason = "the wait for 100 Continue inside one request, not a phase's deadline"
+                )]
                 match tokio::time::timeout_at(deadline, conn.read_head()).await {
                     Err(_elapsed) => {
                         self.remember_ignores_expect(origin);

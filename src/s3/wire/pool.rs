@@ -45,6 +45,10 @@ impl Wire {
 
     /// Keeps `conn` for the next request to `origin`, unless it holds
     /// bytes nobody asked for (it is out of step) or the pool is full.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "when a connection went idle: the pool's reuse rule"
+    )]
     pub(super) fn check_in(&self, origin: &Origin, mut conn: Conn) {
         if !conn.unread.is_empty() {
             return;
