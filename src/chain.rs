@@ -24,7 +24,7 @@ use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::status::{self, Readiness};
 
-use codegen::{GeneratedChainlet, PYTHON_ENV_VAR, generate, python_program};
+use codegen::{GeneratedChainlet, generate, python_program};
 
 /// Chains cannot carry labels; said once, as a warning.
 const LABELS_IGNORED_WARNING: &str = "labels are not supported for chains by the platform: they were not attached to this chain deployment";
@@ -139,7 +139,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
     let gen_dir = tempfile::tempdir()
         .context("creating a temporary directory")
         .map_err(fail)?;
-    let python = python_program((ctx.env)(PYTHON_ENV_VAR).as_deref());
+    let python = python_program(cfg.chain_python.as_deref());
     let requested = Some(cfg.model_name.as_str()).filter(|n| !n.is_empty());
     let generated = ctx.within("chain code generation", async {
         generate(&python, file, requested, gen_dir.path())
