@@ -190,7 +190,10 @@ pub(crate) async fn execute(
         clock,
         started,
     } = target;
-    debug_assert!(makes_requests(cfg), "print-config and dry runs make no request");
+    debug_assert!(
+        makes_requests(cfg),
+        "print-config and dry runs make no request"
+    );
     // One warning for CA certificates that could not be used (they are
     // skipped, the rest are used), from the first target that needs them.
     if let Some(w) = net.take_roots_warning() {

@@ -404,7 +404,7 @@ pub(crate) fn deploy_error(e: ApiError) -> Failure {
 impl Ctx<'_> {
     /// Runs `work` (not a platform request: packaging, the upload, code
     /// generation) within the deploy budget.
-    pub(crate) async fn within<T>(
+    pub(crate) async fn within_deploy_budget<T>(
         &self,
         what: &str,
         work: impl Future<Output = Result<T, Failure>>,

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::rules::{self, OnSignal};
 use super::step::{self, Ending, RollbackDeployments, Sent, Step};
-use super::{Phase, flags, promote_once, set_phase};
+use super::{Stage, flags, promote_once, set_stage};
 use crate::baseten::ApiError;
 use crate::budget::{self, Allowance};
 use crate::flow::{Ctx, human};
@@ -29,7 +29,7 @@ pub(crate) async fn roll_back(
     previous: Option<&str>,
 ) -> String {
     let Some(prev) = previous else {
-        set_phase(ctx, Phase::Settled);
+        set_stage(ctx, Stage::Settled);
         ctx.state.lock().unwrap().rolled_back = Some(false);
         let msg = format!(
             "nothing to roll back to: {ours} is the first deployment of {env} and is left as it is"
@@ -49,10 +49,10 @@ pub(crate) async fn roll_back(
     let api = ctx.api.within(budget::Phase::Rollback, until);
     let ctx = &ctx.with_api(&api);
     ctx.say(&format!("Rolling {env} back to deployment {prev}"));
-    set_phase(ctx, Phase::RollingBack);
+    set_stage(ctx, Stage::RollingBack);
     let ending = put_back(ctx, owner, owner_id, env, ours, prev, time, until).await;
     let (rolled_back, msg) = (ending.rolled_back(), ending.text(env, prev, time));
-    set_phase(ctx, Phase::Settled);
+    set_stage(ctx, Stage::Settled);
     ctx.state.lock().unwrap().rolled_back = Some(rolled_back);
     ctx.promotion_event("", &msg);
     if rolled_back {
