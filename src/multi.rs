@@ -17,7 +17,7 @@ use crate::run::{Platform, Run};
 use crate::secret::Secret;
 use crate::settings::Settings;
 
-use crate::execute::{self, Signals, Stop, StopRequest};
+use crate::execute::{self, Stop, StopRequest};
 use crate::flow::State;
 use crate::outcome::{CancelReason, Failure, Status};
 use crate::plan::{self, Planned, Selection};
@@ -73,7 +73,6 @@ pub(crate) async fn run(
     run: &Run,
     settings: &Settings,
     key: &Secret,
-    signals: &mut Signals,
 ) -> (Result<(), Failure>, Option<Fanout>) {
     let (rep, state) = (&run.rep, &run.state);
     state.lock().unwrap().model_name = String::new();
@@ -106,7 +105,7 @@ pub(crate) async fn run(
             Err(f) => return (Err(f), None),
         },
     };
-    let mut done = deploy_all(run, &planned, platform, signals, settings).await;
+    let mut done = deploy_all(run, &planned, platform, settings).await;
     done.sort_by_key(|d| d.index);
     let halt_signal = done.iter().find_map(|d| match &d.result {
         Err(
@@ -127,10 +126,10 @@ async fn deploy_all(
     run: &Run,
     planned: &[Planned],
     platform: Option<Platform<'_>>,
-    signals: &mut Signals,
     settings: &Settings,
 ) -> Vec<Done> {
     let rep = &run.rep;
+    let mut signals = run.signals().await;
     let (max_parallel, fail_fast) = (settings.max_parallel, settings.fail_fast);
     let (tx, rx) = tokio::sync::watch::channel(StopRequest::default());
     let mut running = futures_util::stream::iter(planned)

@@ -25,7 +25,8 @@ use crate::settings::{Preliminary, Settings};
 /// plan, several targets, one target; a new command is one more mode
 /// taking this value): where the run reports, what its outputs show, the
 /// clock every deadline is measured on and the moment it started, the CI
-/// context, and the network settings, read once.
+/// context, the signals that stop it, and the network settings, read
+/// once.
 pub(crate) struct Run {
     pub(crate) rep: Arc<Mutex<Reporter>>,
     /// What the outputs show: the one target's (a several-target run
@@ -39,8 +40,12 @@ pub(crate) struct Run {
     /// The result object carries the data (`json`): stdout stays one
     /// document.
     pub(crate) json: bool,
-    /// Every network setting, or why they could not be built: only
-    /// [`Run::platform`] reads it, for a mode about to make a request.
+    /// The signals that stop the run, installed at its start: the mode
+    /// running holds them ([`Run::signals`]).
+    signals: tokio::sync::Mutex<Signals>,
+    /// Every network setting, or why they could not be built: read only
+    /// through [`Run::network`] (and [`Run::platform`]), by a mode about to
+    /// make a request.
     net: Result<Network, String>,
 }
 
@@ -69,6 +74,11 @@ impl Run {
             .map_err(|e| Failure::InvalidInput(e.clone()))
     }
 
+    /// The run's signals, for the mode that waits on them.
+    pub(crate) async fn signals(&self) -> tokio::sync::MutexGuard<'_, Signals> {
+        self.signals.lock().await
+    }
+
     /// The handles one target's deploy runs with: the run's own reporter
     /// and outputs' state, its clock and start.
     pub(crate) fn target<'a>(&'a self, cfg: &'a Config) -> execute::Handles<'a> {
@@ -87,7 +97,7 @@ impl Run {
 /// input, with outputs written.
 pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     let env: EnvLookup<'_> = &|k: &str| std::env::var(k);
-    let mut signals = Signals::install();
+    let signals = Signals::install();
     let ci_env = CiEnv::from_lookup(|k| env(k).ok());
     let ci_context = CiContext::from_lookup(&|k| env(k).ok());
     let rep = Arc::new(Mutex::new(Reporter::stdio(ci_env.kind())));
@@ -130,6 +140,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         started,
         ci: ci_context,
         json: out_settings.json,
+        signals: tokio::sync::Mutex::new(signals),
         net,
     };
 
@@ -164,6 +175,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         Ok(Mode::Plan(key)) => {
             // A plan only reads: a signal stops it where it is.
             let planned = crate::plan::run(&run, &inputs, key.as_ref());
+            let mut signals = run.signals().await;
             let (r, fanout) = tokio::select! {
                 done = planned => done,
                 sig = signals.next() => {
@@ -174,10 +186,10 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
             (r, Kind::Model, None, fanout)
         }
         Ok(Mode::Several(s, key)) => {
-            let (r, fanout) = crate::multi::run(&run, &s, &key, &mut signals).await;
+            let (r, fanout) = crate::multi::run(&run, &s, &key).await;
             (r, Kind::Model, None, fanout)
         }
-        Ok(Mode::One(s, key)) => match one(&run, &s, &key, &mut signals).await {
+        Ok(Mode::One(s, key)) => match one(&run, &s, &key).await {
             Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
             Ok((r, cfg)) => (r, cfg.target.kind(), Some(cfg), None),
         },
@@ -201,7 +213,6 @@ async fn one(
     run: &Run,
     s: &Settings,
     key: &Secret,
-    signals: &mut Signals,
 ) -> Result<(Result<(), Failure>, Config), String> {
     let cfg = Config::resolve(s, s.truss_directory.trim(), &run.ci)
         .and_then(|cfg| check_files(&cfg).map(|()| cfg))?;
@@ -217,7 +228,8 @@ async fn one(
             Ok(platform) => {
                 let gh = execute::github_job(&cfg)
                     .and_then(|job| github::Session::open(job, platform.net, &run.rep));
-                let stop = &mut Stop::Process(signals);
+                let mut signals = run.signals().await;
+                let stop = &mut Stop::Process(&mut signals);
                 execute::execute(target, platform, stop, gh.as_ref()).await
             }
         },
