@@ -24,7 +24,7 @@ use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::status::{self, Readiness};
 
-use codegen::{GeneratedChainlet, PYTHON_ENV_VAR, generate, python_program};
+use codegen::{GeneratedChainlet, generate, python_program};
 
 /// Chains cannot carry labels; said once, as a warning.
 const LABELS_IGNORED_WARNING: &str = "labels are not supported for chains by the platform: they were not attached to this chain deployment";
@@ -143,9 +143,9 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
     let gen_dir = tempfile::tempdir()
         .context("creating a temporary directory")
         .map_err(fail)?;
-    let python = python_program((ctx.env)(PYTHON_ENV_VAR).as_deref());
+    let python = python_program(cfg.chain_python.as_deref());
     let requested = Some(cfg.model_name.as_str()).filter(|n| !n.is_empty());
-    let generated = ctx.within("chain code generation", async {
+    let generated = ctx.within_deploy_budget("chain code generation", async {
         generate(&python, file, requested, gen_dir.path())
             .await
             .map_err(|msg| Failure::Deploy(anyhow!(msg)))
@@ -302,9 +302,6 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
 /// or the deadline passes.
 async fn wait(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id: &str) -> Result<(), Failure> {
     let cfg = ctx.cfg;
-    let deadline = ctx.until(Phase::Wait);
-    let api = ctx.api.within(Phase::Wait, deadline);
-    let ctx = &ctx.with_api(&api);
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let mut logs_shown: BTreeSet<String> = BTreeSet::new();
     let mut warned_unknown: BTreeSet<String> = BTreeSet::new();
@@ -313,63 +310,74 @@ async fn wait(ctx: &Ctx<'_>, chain_id: &str, chain_deployment_id: &str) -> Resul
         cfg.endpoints
             .chainlet_logs(chain_id, chain_deployment_id, id)
     };
-    flow::poll_until(ctx, deadline, "the chain", async |api: &Api| {
-        let chainlets = api.chain_deployment_status(chain_deployment_id).await?;
-        for c in &chainlets {
-            let key = if c.id.is_empty() { &c.name } else { &c.id };
-            if seen.get(key) != Some(&c.status) {
-                let class = status::classify_chainlet(&c.status);
-                let shown = if c.status.is_empty() {
-                    "(none)"
-                } else {
-                    &c.status
-                };
-                ctx.say(&format!(
-                    "chainlet {} status {shown} ({}) after {}",
-                    c.name,
-                    class.as_str(),
-                    human(ctx.started.elapsed())
-                ));
-                ctx.event(&c.status, &format!("{}: {}", c.name, class.as_str()));
-                seen.insert(key.clone(), c.status.clone());
-                if !c.status.is_empty()
-                    && !status::is_known_chainlet_status(&c.status)
-                    && warned_unknown.insert(c.status.clone())
-                {
-                    ctx.warn(&format!(
+    flow::poll_until(
+        ctx,
+        Phase::Wait,
+        "the chain",
+        async |ctx: &Ctx<'_>, api: &Api| {
+            let chainlets = api.chain_deployment_status(chain_deployment_id).await?;
+            for c in &chainlets {
+                let key = if c.id.is_empty() { &c.name } else { &c.id };
+                if seen.get(key) != Some(&c.status) {
+                    let class = status::classify_chainlet(&c.status);
+                    let shown = if c.status.is_empty() {
+                        "(none)"
+                    } else {
+                        &c.status
+                    };
+                    ctx.say(&format!(
+                        "chainlet {} status {shown} ({}) after {}",
+                        c.name,
+                        class.as_str(),
+                        human(ctx.started.elapsed())
+                    ));
+                    ctx.event(&c.status, &format!("{}: {}", c.name, class.as_str()));
+                    seen.insert(key.clone(), c.status.clone());
+                    if !c.status.is_empty()
+                        && !status::is_known_chainlet_status(&c.status)
+                        && warned_unknown.insert(c.status.clone())
+                    {
+                        ctx.warn(&format!(
                         "unknown chainlet status {:?}: treating it as in progress and polling on",
                         c.status
                     ));
+                    }
+                }
+                if !c.id.is_empty() && logs_shown.insert(c.id.clone()) {
+                    ctx.say(&format!("  logs of {}: {}", c.name, logs_url(&c.id)));
                 }
             }
-            if !c.id.is_empty() && logs_shown.insert(c.id.clone()) {
-                ctx.say(&format!("  logs of {}: {}", c.name, logs_url(&c.id)));
-            }
-        }
-        ctx.state.lock().unwrap().last_status = representative_status(&chainlets);
-        match chain_verdict(&chainlets) {
-            ChainVerdict::Ready => match cfg.create_environment() {
-                None => Ok(Poll::Ready),
-                // Ready chainlets do not mean the environment serves this
-                // chain deployment yet: wait for the promotion.
-                Some(env) => {
-                    let environment = api.chain_environment(chain_id, env).await;
-                    flow::check_promotion(ctx, &mut promo, chain_deployment_id, env, environment)
+            ctx.state.lock().unwrap().last_status = representative_status(&chainlets);
+            match chain_verdict(&chainlets) {
+                ChainVerdict::Ready => match cfg.create_environment() {
+                    None => Ok(Poll::Ready),
+                    // Ready chainlets do not mean the environment serves this
+                    // chain deployment yet: wait for the promotion.
+                    Some(env) => {
+                        let environment = api.chain_environment(chain_id, env).await;
+                        flow::check_promotion(
+                            ctx,
+                            &mut promo,
+                            chain_deployment_id,
+                            env,
+                            environment,
+                        )
+                    }
+                },
+                ChainVerdict::Failed { chainlet, status } => {
+                    let logs = chainlets
+                        .iter()
+                        .find(|c| c.name == chainlet && !c.id.is_empty())
+                        .map(|c| format!("; see its logs: {}", logs_url(&c.id)))
+                        .unwrap_or_default();
+                    Ok(Poll::Failed(Failure::Deploy(anyhow!(
+                        "chainlet {chainlet} failed with status {status}{logs}"
+                    ))))
                 }
-            },
-            ChainVerdict::Failed { chainlet, status } => {
-                let logs = chainlets
-                    .iter()
-                    .find(|c| c.name == chainlet && !c.id.is_empty())
-                    .map(|c| format!("; see its logs: {}", logs_url(&c.id)))
-                    .unwrap_or_default();
-                Ok(Poll::Failed(Failure::Deploy(anyhow!(
-                    "chainlet {chainlet} failed with status {status}{logs}"
-                ))))
+                ChainVerdict::InProgress => Ok(Poll::Wait),
             }
-            ChainVerdict::InProgress => Ok(Poll::Wait),
-        }
-    })
+        },
+    )
     .await
 }
 

@@ -12,8 +12,8 @@ use crate::config::{Config, Target};
 use crate::flow::{self, Ctx, State};
 use crate::kind::Kind;
 use crate::outcome::{CancelReason, Failure};
-use crate::secret::Secret;
-use crate::{archive, baseten, chain, github, model, net};
+use crate::run::Platform;
+use crate::{archive, baseten, chain, github, model};
 
 /// The signals that stop a run: SIGINT (GitHub's cancel, Ctrl-C), SIGTERM
 /// (GitHub 7.5 s later, `docker stop`, Kubernetes) and SIGHUP (a closed
@@ -144,34 +144,56 @@ pub(crate) fn github_job(cfg: &Config) -> Option<github::Job> {
     })
 }
 
-/// One target's whole deploy, its files already checked (`plan::check_files`):
-/// `print-config` and dry runs, the flow raced against `stop` (and GitHub
-/// told of the start alongside), its cleanup, and GitHub told of the end.
-/// `key` is the Baseten API key, which only the platform's client built
-/// here holds. `started` is read from `clock`, the run's, which the budget
-/// measures every deadline on.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the run's handles, passed as they are; a struct would only rename them"
-)]
+/// One target's handles: its config, where it reports, the outputs' state
+/// it fills, the run's clock and the moment it started (a target of a
+/// several-target run has its own reporter, state and start).
+pub(crate) struct Handles<'a> {
+    pub(crate) cfg: &'a Config,
+    pub(crate) rep: &'a Arc<Mutex<Reporter>>,
+    pub(crate) state: &'a Mutex<State>,
+    pub(crate) clock: &'a Clock,
+    /// Read from `clock`, which the budget measures every deadline on.
+    pub(crate) started: Instant,
+}
+
+/// Whether the target's deploy makes requests: not `print-config`, not a
+/// dry run. Only such a deploy is given the platform ([`execute`]); the
+/// others end in [`without_requests`].
+pub(crate) fn makes_requests(cfg: &Config) -> bool {
+    !cfg.print_config && !cfg.dry_run
+}
+
+/// `print-config` or a dry run: what the deploy would send, and no
+/// request.
+pub(crate) fn without_requests(cfg: &Config, rep: &Arc<Mutex<Reporter>>) -> Result<(), Failure> {
+    match cfg.print_config {
+        true => print_config(cfg, rep),
+        false => dry_run(cfg, rep),
+    }
+}
+
+/// One target's whole deploy, its files already checked (`plan::check_files`)
+/// and making requests ([`makes_requests`]): the flow raced against `stop`
+/// (and GitHub told of the start alongside), its cleanup, and GitHub told
+/// of the end. The key in `platform` is held only by the platform's
+/// client built here.
 pub(crate) async fn execute(
-    cfg: &Config,
-    key: &Secret,
-    rep: &Arc<Mutex<Reporter>>,
-    state: &Mutex<State>,
-    (clock, started): (&Clock, Instant),
-    env: &(dyn Fn(&str) -> Option<String> + Sync),
-    net: &Result<net::Network, String>,
+    target: Handles<'_>,
+    Platform { key, net }: Platform<'_>,
     stop: &mut Stop<'_>,
     gh: Option<&github::Session>,
 ) -> Result<(), Failure> {
-    if cfg.print_config {
-        return print_config(cfg, rep);
-    }
-    if cfg.dry_run {
-        return dry_run(cfg, rep);
-    }
-    let net = net.as_ref().map_err(|e| Failure::InvalidInput(e.clone()))?;
+    let Handles {
+        cfg,
+        rep,
+        state,
+        clock,
+        started,
+    } = target;
+    debug_assert!(
+        makes_requests(cfg),
+        "print-config and dry runs make no request"
+    );
     // One warning for CA certificates that could not be used (they are
     // skipped, the rest are used), from the first target that needs them.
     if let Some(w) = net.take_roots_warning() {
@@ -201,7 +223,6 @@ pub(crate) async fn execute(
         state,
         started,
         budget: &budget,
-        env,
     };
     // GitHub hears of the start alongside the deploy, never ahead of it.
     let deploying = async {

@@ -244,12 +244,9 @@ pub(crate) async fn deploy(
 /// environment, serving it), failed, or the deadline passes.
 async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), Failure> {
     let cfg = ctx.cfg;
-    let deadline = ctx.until(Phase::Wait);
-    let api = ctx.api.within(Phase::Wait, deadline);
-    let ctx = &ctx.with_api(&api);
     let logs = (cfg.stream_logs).then(|| {
         spawn_log_stream(
-            ctx.api.clone(),
+            ctx.api_for(Phase::Wait),
             Arc::clone(&ctx.rep),
             cfg.poll_interval,
             cfg.endpoints.logs_page(model_id, deployment_id),
@@ -260,13 +257,13 @@ async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), 
     let mut last: Option<String> = None;
     let mut warned_unknown: HashSet<String> = HashSet::new();
     let mut promo = PromotionTrack::default();
-    let result = flow::poll_until(ctx, deadline, "the deployment", async |api: &Api| {
+    let waited = async |ctx: &Ctx<'_>, api: &Api| {
         let dep = api.deployment(model_id, deployment_id).await?;
         let st = dep.status.trim().to_string();
         let class = status::classify_model(&st);
         ctx.state.lock().unwrap().last_status = Some(st.clone());
         if last.as_deref() != Some(st.as_str()) {
-            let left = ctx.left(deadline);
+            let left = ctx.left(ctx.until(Phase::Wait));
             ctx.say(&format!(
                 "status {st} ({}) after {}, {} left",
                 class.as_str(),
@@ -295,8 +292,8 @@ async fn wait(ctx: &Ctx<'_>, model_id: &str, deployment_id: &str) -> Result<(), 
             )))),
             Readiness::InProgress => Ok(Poll::Wait),
         }
-    })
-    .await;
+    };
+    let result = flow::poll_until(ctx, Phase::Wait, "the deployment", waited).await;
     if let Some(h) = logs {
         h.abort();
     }

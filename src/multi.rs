@@ -12,14 +12,12 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 
-use crate::budget::Clock;
-use crate::ci::{Cell, Level, Reporter};
-use crate::ci_context::CiContext;
-use crate::cli::EnvLookup;
+use crate::ci::{Cell, Level};
+use crate::run::{Platform, Run};
 use crate::secret::Secret;
 use crate::settings::Settings;
 
-use crate::execute::{self, Signals, Stop, StopRequest};
+use crate::execute::{self, Stop, StopRequest};
 use crate::flow::State;
 use crate::outcome::{CancelReason, Failure, Status};
 use crate::plan::{self, Planned, Selection};
@@ -68,31 +66,17 @@ fn status_of(r: &Result<(), Failure>) -> Status {
     }
 }
 
-/// What every target needs to reach the platform: the checked key, the
-/// run's network (or why it could not be built) and the run's clock, which
-/// each target's budget measures its deadlines on.
-#[derive(Clone, Copy)]
-pub(crate) struct PlatformAccess<'a> {
-    pub(crate) key: &'a Secret,
-    pub(crate) net: &'a Result<crate::net::Network, String>,
-    pub(crate) clock: &'a Clock,
-}
-
 /// Validates every target and runs them; returns the step's result and
 /// what it adds to the report. `state` receives what the outputs show
 /// outside `results`: the one target's when there is one.
 pub(crate) async fn run(
+    run: &Run,
     settings: &Settings,
-    access: PlatformAccess<'_>,
-    env: EnvLookup<'_>,
-    ci: &CiContext,
-    rep: &Arc<Mutex<Reporter>>,
-    state: &Mutex<State>,
-    signals: &mut Signals,
+    key: &Secret,
 ) -> (Result<(), Failure>, Option<Fanout>) {
-    let lookup = |k: &str| env(k).ok();
+    let (rep, state) = (&run.rep, &run.state);
     state.lock().unwrap().model_name = String::new();
-    let (sel, planned) = match plan::prepare(settings, ci) {
+    let (sel, planned) = match plan::prepare(settings, &run.ci) {
         Ok(p) => p,
         Err(e) => return (Err(Failure::InvalidInput(e)), None),
     };
@@ -112,7 +96,16 @@ pub(crate) async fn run(
         };
         return (Ok(()), Some(fanout));
     }
-    let mut done = deploy_all(&planned, access, rep, &lookup, signals, settings).await;
+    // A dry run makes no request; every other run reaches the platform,
+    // and cannot without its network settings.
+    let platform = match settings.dry_run {
+        true => None,
+        false => match run.platform(key) {
+            Ok(p) => Some(p),
+            Err(f) => return (Err(f), None),
+        },
+    };
+    let mut done = deploy_all(run, &planned, platform, settings).await;
     done.sort_by_key(|d| d.index);
     let halt_signal = done.iter().find_map(|d| match &d.result {
         Err(
@@ -128,18 +121,19 @@ pub(crate) async fn run(
 }
 
 /// Runs the targets, `max_parallel` at a time, until all have ended.
+/// `platform` is `None` for a dry run, which makes no request.
 async fn deploy_all(
+    run: &Run,
     planned: &[Planned],
-    access: PlatformAccess<'_>,
-    rep: &Arc<Mutex<Reporter>>,
-    env: &(dyn Fn(&str) -> Option<String> + Sync),
-    signals: &mut Signals,
+    platform: Option<Platform<'_>>,
     settings: &Settings,
 ) -> Vec<Done> {
+    let rep = &run.rep;
+    let mut signals = run.signals().await;
     let (max_parallel, fail_fast) = (settings.max_parallel, settings.fail_fast);
     let (tx, rx) = tokio::sync::watch::channel(StopRequest::default());
     let mut running = futures_util::stream::iter(planned)
-        .map(|p| deploy_one(p, access, rep, env, rx.clone()))
+        .map(|p| deploy_one(run, p, platform, rx.clone()))
         .buffer_unordered(max_parallel);
     let mut done = Vec::with_capacity(planned.len());
     loop {
@@ -173,12 +167,12 @@ async fn deploy_all(
 /// One target, start to end, its log kept apart and shown as one group
 /// when it ends.
 async fn deploy_one(
+    run: &Run,
     p: &Planned,
-    PlatformAccess { key, net, clock }: PlatformAccess<'_>,
-    rep: &Arc<Mutex<Reporter>>,
-    env: &(dyn Fn(&str) -> Option<String> + Sync),
+    platform: Option<Platform<'_>>,
     halt: tokio::sync::watch::Receiver<StopRequest>,
 ) -> Done {
+    let (rep, clock) = (&run.rep, &run.clock);
     let label = format!("{} {}", p.found.kind.as_str(), p.found.path.display());
     let h = *halt.borrow();
     if h.signals > 0 || h.fail_fast {
@@ -221,20 +215,22 @@ async fn deploy_one(
     for n in &p.cfg.notices {
         own.lock().unwrap().notice(n);
     }
-    // Each target is its own GitHub deployment, comment and status.
-    let gh = execute::github_job(&p.cfg).and_then(|job| github::Session::open(job, net, &own));
-    let result = execute::execute(
-        &p.cfg,
-        key,
-        &own,
-        &state,
-        (clock, started),
-        env,
-        net,
-        &mut stop,
-        gh.as_ref(),
-    )
-    .await;
+    let target = execute::Handles {
+        cfg: &p.cfg,
+        rep: &own,
+        state: &state,
+        clock,
+        started,
+    };
+    let result = match platform.filter(|_| execute::makes_requests(&p.cfg)) {
+        None => execute::without_requests(&p.cfg, &own),
+        Some(platform) => {
+            // Each target is its own GitHub deployment, comment and status.
+            let gh = execute::github_job(&p.cfg)
+                .and_then(|job| github::Session::open(job, platform.net, &own));
+            execute::execute(target, platform, &mut stop, gh.as_ref()).await
+        }
+    };
     let status = status_of(&result);
     {
         let mut o = own.lock().unwrap();

@@ -4,12 +4,11 @@
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use serde_json::json;
 
 use crate::archive;
-use crate::budget::{Budget, Clock, Phase};
+use crate::budget::{Budget, Phase};
 use crate::changes;
 use crate::ci::{Cell, Reporter};
 use crate::ci_context::CiContext;
@@ -19,6 +18,7 @@ use crate::content::plan::{self as by_content, Seen};
 use crate::content::skip::Serving;
 use crate::outcome::Failure;
 use crate::report::Fanout;
+use crate::run::Run;
 use crate::secret::Secret;
 use crate::settings::Settings;
 use crate::targets::{self, Found};
@@ -185,14 +185,11 @@ pub(crate) fn check_files(cfg: &Config) -> Result<(), String> {
 /// stdout stays one document), and fill the plan's outputs and summary. No
 /// request is made and no key is needed.
 pub(crate) async fn run(
+    run: &Run,
     inputs: &Inputs,
-    ci: &CiContext,
-    rep: &Arc<Mutex<Reporter>>,
-    json: bool,
     key: Option<&Secret>,
-    net: &Result<crate::net::Network, String>,
-    (clock, started): (&Clock, Instant),
 ) -> (Result<(), Failure>, Option<Fanout>) {
+    let (ci, rep, json) = (&run.ci, &run.rep, run.json);
     // Every input a deploy job would refuse is refused here, so a matrix
     // never fans out into jobs that all fail on the same input. The key is
     // the deploy jobs' own (no settings hold it; a plan needs none), and so
@@ -222,8 +219,8 @@ pub(crate) async fn run(
             let say = |l: &str| rep.lock().unwrap().line(l);
             // One budget for the plan's reads of every target: they end
             // by the deadline a deploy's setup would have.
-            let budget = Budget::new(started, settings.wait_timeout, settings.predict_timeout)
-                .on(clock.clone());
+            let budget = Budget::new(run.started, settings.wait_timeout, settings.predict_timeout)
+                .on(run.clock.clone());
             let deadline = budget.deadline(Phase::Setup);
             let targets: Vec<by_content::Planned<'_>> = planned
                 .iter()
@@ -233,10 +230,11 @@ pub(crate) async fn run(
                     cfg: &p.cfg,
                 })
                 .collect();
-            match by_content::by_content(&targets, key, net, (clock, deadline), &say).await {
-                Ok(seen) => seen,
-                Err(e) => return (Err(Failure::InvalidInput(e)), None),
-            }
+            let net = match run.network() {
+                Ok(net) => net,
+                Err(f) => return (Err(f), None),
+            };
+            by_content::by_content(&targets, key, net, (&run.clock, deadline), &say).await
         }
     };
     let mut unchanged: Vec<(Found, Serving)> = Vec::new();

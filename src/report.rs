@@ -124,26 +124,35 @@ fn panic_outputs(state: &Mutex<State>, panic: &str) -> Outputs {
     outputs
 }
 
+/// How the run ended: what was deployed (its kind, and its config when
+/// one target was), the result, and what a plan or a several-target run
+/// adds (`fanout`).
+pub(crate) struct Ended<'a> {
+    pub(crate) kind: Kind,
+    pub(crate) cfg: Option<&'a Config>,
+    pub(crate) result: &'a Result<(), Failure>,
+    pub(crate) fanout: Option<&'a Fanout>,
+}
+
 /// Writes the outputs everywhere they were asked for and returns the exit
 /// code: the run's own, or `EXIT_OUTPUTS_NOT_WRITTEN` when a successful
 /// run's outputs could not be delivered to `GITHUB_OUTPUT` or the outputs
 /// file (later steps would read nothing). The step summary is a convenience:
 /// losing it is only a warning. `fanout` is what a plan or a several-target run adds: its outputs, and
 /// its table in place of the one-deploy summary.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the report needs every piece of the run; a struct would only rename them"
-)]
 pub(crate) fn report(
     rep: &Arc<Mutex<Reporter>>,
     ci_env: &CiEnv,
     out: &OutputSettings,
     state: &Mutex<State>,
-    kind: Kind,
-    cfg: Option<&Config>,
-    result: &Result<(), Failure>,
-    fanout: Option<&Fanout>,
+    ended: &Ended<'_>,
 ) -> u8 {
+    let &Ended {
+        kind,
+        cfg,
+        result,
+        fanout,
+    } = ended;
     let st = state.lock().unwrap();
     let status = match result {
         Ok(()) => Status::Success,

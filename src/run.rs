@@ -2,21 +2,95 @@
 //! cancellation signals), clean up, and write the outputs on every path.
 
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use crate::budget::Clock;
 use crate::ci::{CiEnv, Reporter};
 use crate::ci_context::CiContext;
 use crate::cli::{Cli, EnvLookup};
 use crate::config::Config;
+use crate::env_vars::TRUSS_PUSH_PYTHON;
 use crate::execute::{self, Signals, Stop};
 use crate::flow::State;
 use crate::github;
 use crate::kind::Kind;
+use crate::net::Network;
 use crate::outcome::{CancelReason, Failure};
 use crate::plan::check_files;
-use crate::report::{install_panic_hook, report};
+use crate::report::{Ended, install_panic_hook, report};
 use crate::secret::Secret;
 use crate::settings::{Preliminary, Settings};
+
+/// The run's handles, built once by [`run`] and handed to every mode (a
+/// plan, several targets, one target; a new command is one more mode
+/// taking this value): where the run reports, what its outputs show, the
+/// clock every deadline is measured on and the moment it started, the CI
+/// context, the signals that stop it, and the network settings, read
+/// once.
+pub(crate) struct Run {
+    pub(crate) rep: Arc<Mutex<Reporter>>,
+    /// What the outputs show: the one target's (a several-target run
+    /// fills it from its one target).
+    pub(crate) state: Arc<Mutex<State>>,
+    /// The run's clock: every budget measures its deadlines on it.
+    pub(crate) clock: Clock,
+    /// When the run started, on `clock`.
+    pub(crate) started: Instant,
+    pub(crate) ci: CiContext,
+    /// The result object carries the data (`json`): stdout stays one
+    /// document.
+    pub(crate) json: bool,
+    /// The signals that stop the run, installed at its start: the mode
+    /// running holds them ([`Run::signals`]).
+    signals: tokio::sync::Mutex<Signals>,
+    /// Every network setting, or why they could not be built: read only
+    /// through [`Run::network`] (and [`Run::platform`]), by a mode about to
+    /// make a request.
+    net: Result<Network, String>,
+}
+
+/// What a mode that talks to the platform holds: the checked key and the
+/// run's network.
+#[derive(Clone, Copy)]
+pub(crate) struct Platform<'a> {
+    pub(crate) key: &'a Secret,
+    pub(crate) net: &'a Network,
+}
+
+impl Run {
+    /// The platform's access for a mode about to make a request: a network
+    /// that could not be built fails it as an input error.
+    pub(crate) fn platform<'a>(&'a self, key: &'a Secret) -> Result<Platform<'a>, Failure> {
+        Ok(Platform {
+            key,
+            net: self.network()?,
+        })
+    }
+
+    /// The run's network; bad network settings are an input error.
+    pub(crate) fn network(&self) -> Result<&Network, Failure> {
+        self.net
+            .as_ref()
+            .map_err(|e| Failure::InvalidInput(e.clone()))
+    }
+
+    /// The run's signals, for the mode that waits on them.
+    pub(crate) async fn signals(&self) -> tokio::sync::MutexGuard<'_, Signals> {
+        self.signals.lock().await
+    }
+
+    /// The handles one target's deploy runs with: the run's own reporter
+    /// and outputs' state, its clock and start.
+    pub(crate) fn target<'a>(&'a self, cfg: &'a Config) -> execute::Handles<'a> {
+        execute::Handles {
+            cfg,
+            rep: &self.rep,
+            state: &self.state,
+            clock: &self.clock,
+            started: self.started,
+        }
+    }
+}
 
 /// Runs the whole job and returns the process exit code. `parse_error` is a
 /// command-line error already found by clap: it is reported like any bad
@@ -27,7 +101,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         reason = "the run reads its environment once, through the lookup it hands down"
     )]
     let env: EnvLookup<'_> = &|k: &str| std::env::var(k);
-    let mut signals = Signals::install();
+    let signals = Signals::install();
     let ci_env = CiEnv::from_lookup(|k| env(k).ok());
     let ci_context = CiContext::from_lookup(&|k| env(k).ok());
     let rep = Arc::new(Mutex::new(Reporter::stdio(ci_env.kind())));
@@ -36,6 +110,9 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     // given; a target that needs the network and cannot have it fails
     // with this as its input error.
     let net = crate::net::Network::from_vars(env).map_err(|e| format!("{e:#}"));
+    // The chain helper's interpreter, when set (a value that is not text
+    // is read as unset: the default interpreter runs).
+    let chain_python = env(TRUSS_PUSH_PYTHON).ok();
     let preliminary = Preliminary::read(&inputs);
     let out_settings = preliminary.outputs.clone();
     if preliminary.stdout_is_data {
@@ -60,6 +137,16 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         ..State::default()
     }));
     install_panic_hook(ci_env.clone(), out_settings.clone(), Arc::clone(&state));
+    let run = Run {
+        rep,
+        state,
+        clock,
+        started,
+        ci: ci_context,
+        json: out_settings.json,
+        signals: tokio::sync::Mutex::new(signals),
+        net,
+    };
 
     let plan = preliminary.plan.clone();
     // A malformed key is refused in every mode; a missing one only where
@@ -78,8 +165,9 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         Some(e) => Err(e),
         // The key is used by a plan only to read (skip-unchanged).
         None if plan == Ok(true) => Ok(Mode::Plan(key.clone().ok())),
-        None => Settings::parse(&inputs, &ci_context).and_then(|s| {
+        None => Settings::parse(&inputs, &run.ci).and_then(|s| {
             let key = key?;
+            let s = s.with_chain_python(chain_python);
             Ok(match crate::multi::wanted(&s) {
                 true => Mode::Several(s, key),
                 false => Mode::One(s, key),
@@ -90,84 +178,68 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
         Ok(Mode::Plan(key)) => {
             // A plan only reads: a signal stops it where it is.
-            let planned = crate::plan::run(
-                &inputs,
-                &ci_context,
-                &rep,
-                out_settings.json,
-                key.as_ref(),
-                &net,
-                (&clock, started),
-            );
+            let planned = crate::plan::run(&run, &inputs, key.as_ref());
+            let mut signals = run.signals().await;
             let (r, fanout) = tokio::select! {
                 done = planned => done,
                 sig = signals.next() => {
-                    rep.lock().unwrap().finish();
+                    run.rep.lock().unwrap().finish();
                     (Err(Failure::Cancelled(CancelReason::Signal(sig))), None)
                 }
             };
             (r, Kind::Model, None, fanout)
         }
         Ok(Mode::Several(s, key)) => {
-            let (r, fanout) = crate::multi::run(
-                &s,
-                crate::multi::PlatformAccess {
-                    key: &key,
-                    net: &net,
-                    clock: &clock,
-                },
-                env,
-                &ci_context,
-                &rep,
-                &state,
-                &mut signals,
-            )
-            .await;
+            let (r, fanout) = crate::multi::run(&run, &s, &key).await;
             (r, Kind::Model, None, fanout)
         }
-        Ok(Mode::One(s, key)) => match Config::resolve(&s, s.truss_directory.trim(), &ci_context)
-            .and_then(|cfg| check_files(&cfg).map(|()| cfg))
-        {
+        Ok(Mode::One(s, key)) => match one(&run, &s, &key).await {
             Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
-            Ok(cfg) => {
-                let kind = cfg.target.kind();
-                state.lock().unwrap().model_name = cfg.model_name.clone();
-                for n in &cfg.notices {
-                    rep.lock().unwrap().notice(n);
-                }
+            Ok((r, cfg)) => (r, cfg.target.kind(), Some(cfg), None),
+        },
+    };
+    for line in run.clock.record() {
+        run.rep.lock().unwrap().line(&line);
+    }
+    let ended = Ended {
+        kind,
+        cfg: cfg.as_ref(),
+        result: &result,
+        fanout: fanout.as_ref(),
+    };
+    report(&run.rep, &ci_env, &out_settings, &run.state, &ended)
+}
+
+/// One target named plainly: its config and files checked (an input
+/// error), then its deploy. The platform is reached only by a deploy that
+/// makes requests (not `print-config`, not a dry run).
+async fn one(
+    run: &Run,
+    s: &Settings,
+    key: &Secret,
+) -> Result<(Result<(), Failure>, Config), String> {
+    let cfg = Config::resolve(s, s.truss_directory.trim(), &run.ci)
+        .and_then(|cfg| check_files(&cfg).map(|()| cfg))?;
+    run.state.lock().unwrap().model_name = cfg.model_name.clone();
+    for n in &cfg.notices {
+        run.rep.lock().unwrap().notice(n);
+    }
+    let target = run.target(&cfg);
+    let result = match execute::makes_requests(&cfg) {
+        false => execute::without_requests(&cfg, &run.rep),
+        true => match run.platform(key) {
+            Err(f) => Err(f),
+            Ok(platform) => {
                 let gh = execute::github_job(&cfg)
-                    .and_then(|job| github::Session::open(job, &net, &rep));
-                let r = execute::execute(
-                    &cfg,
-                    &key,
-                    &rep,
-                    &state,
-                    (&clock, started),
-                    &|k| env(k).ok(),
-                    &net,
-                    &mut Stop::Process(&mut signals),
-                    gh.as_ref(),
-                )
-                .await;
-                (r, kind, Some(cfg), None)
+                    .and_then(|job| github::Session::open(job, platform.net, &run.rep));
+                let mut signals = run.signals().await;
+                let stop = &mut Stop::Process(&mut signals);
+                execute::execute(target, platform, stop, gh.as_ref()).await
             }
         },
     };
-    for line in clock.record() {
-        rep.lock().unwrap().line(&line);
-    }
-    report(
-        &rep,
-        &ci_env,
-        &out_settings,
-        &state,
-        kind,
-        cfg.as_ref(),
-        &result,
-        fanout.as_ref(),
-    )
+    Ok((result, cfg))
 }
-
 /// The run's mode, chosen once its inputs parsed.
 enum Mode {
     /// `plan`: print the targets, deploy nothing (the key, when given,

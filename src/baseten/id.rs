@@ -38,7 +38,7 @@ const STATUS_MAX_CHARS: usize = 64;
 
 /// What an answer's value was read as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Shape {
+enum ReadAs {
     Id,
     /// A deployment's or chainlet's status, which `last-status` and the
     /// summary report as the platform wrote it.
@@ -51,23 +51,23 @@ enum Shape {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "the platform answered with {} truss-push will not use, {shown}: {} (something between truss-push and Baseten may have rewritten the answer)",
-    match kind { Shape::Id => "an id", Shape::Status => "a status" },
+    match kind { ReadAs::Id => "an id", ReadAs::Status => "a status" },
     match kind {
-        Shape::Id => "ids are expected to be 1 to 64 ASCII letters and digits",
-        Shape::Status => "statuses are expected to be at most 64 ASCII letters, digits and '_'",
+        ReadAs::Id => "ids are expected to be 1 to 64 ASCII letters and digits",
+        ReadAs::Status => "statuses are expected to be at most 64 ASCII letters, digits and '_'",
     }
 )]
 pub(crate) struct UnusableId {
-    kind: Shape,
+    kind: ReadAs,
     shown: String,
 }
 
 impl UnusableId {
     fn new(id: &str) -> Self {
-        Self::of(Shape::Id, id)
+        Self::of(ReadAs::Id, id)
     }
 
-    fn of(kind: Shape, id: &str) -> Self {
+    fn of(kind: ReadAs, id: &str) -> Self {
         let mut shown = String::from("\"");
         for c in id.chars().take(SHOWN_MAX_CHARS) {
             match c.is_ascii_alphanumeric() {
@@ -96,7 +96,7 @@ pub(crate) fn is_status_word(status: &str) -> bool {
 pub(crate) fn check_status(status: &str) -> Result<&str, UnusableId> {
     match is_status_word(status) {
         true => Ok(status),
-        false => Err(UnusableId::of(Shape::Status, status)),
+        false => Err(UnusableId::of(ReadAs::Status, status)),
     }
 }
 

@@ -36,16 +36,15 @@ pub(crate) enum Seen {
 /// Reads what serves each planned model target with an environment and
 /// decides; `(index in the selection, what was seen)` for each one read.
 /// Every read and hash ends by `deadline` (the plan's, from its budget):
-/// what is not done by then deploys. `Err` only when no request can be
-/// made at all (the network settings).
+/// what is not done by then deploys.
 pub(crate) async fn by_content(
     planned: &[Planned<'_>],
     key: &Secret,
-    net: &Result<Network, String>,
+    net: &Network,
     (clock, deadline): (&Clock, Instant),
     say: &dyn Fn(&str),
-) -> Result<Vec<(usize, Seen)>, String> {
-    let http = net.as_ref().map_err(Clone::clone)?.api_client();
+) -> Vec<(usize, Seen)> {
+    let http = net.api_client();
     let mut seen = Vec::new();
     for p in planned {
         let cfg = p.cfg;
@@ -92,7 +91,7 @@ pub(crate) async fn by_content(
         };
         seen.push((p.index, s));
     }
-    Ok(seen)
+    seen
 }
 
 /// One target's hash and verdict; `Err` when it could not be hashed. An

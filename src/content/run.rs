@@ -27,7 +27,9 @@ pub(crate) async fn hash(ctx: &Ctx<'_>, dir: &std::path::Path) -> Result<String,
             .map_err(|e| Failure::Deploy(anyhow!(e)))?
             .map_err(|e| Failure::Deploy(e.context("hashing the truss")))
     };
-    let h = ctx.within("hashing the truss", hashing).await?;
+    let h = ctx
+        .within_deploy_budget("hashing the truss", hashing)
+        .await?;
     say(ctx, &h, "");
     ctx.state.lock().unwrap().by_content.hash = Some(h.hex.clone());
     Ok(h.hex)

@@ -26,7 +26,7 @@ use crate::baseten::{Api, ApiError, Endpoints};
 use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::promotion::Env;
-use sampler::Plan;
+use sampler::SampleRequests;
 
 pub(crate) use crate::settings::evidence::Settings;
 
@@ -253,7 +253,7 @@ pub(crate) async fn after_smoke(
         run.log.note(msg.clone());
         skipped.push(msg);
     }
-    let plan = Plan {
+    let plan = SampleRequests {
         api: run.api,
         label,
         candidate: &url,
@@ -279,7 +279,7 @@ pub(crate) async fn after_smoke(
     let j = verdict::judge(
         &s.cases,
         &sampled,
-        &verdict::Plan {
+        &verdict::PlannedSample {
             requests: s.requests,
             baseline: &state,
             baseline_name: baseline.as_ref().map_or("", |(d, _)| d.as_str()),

@@ -67,7 +67,7 @@ fn fails(case: &[Case], spread: f64, ratio: f64, n: usize, seed: u64) -> bool {
         samples,
         complete: true,
     };
-    let plan = verdict::Plan {
+    let plan = verdict::PlannedSample {
         requests: n,
         baseline: &Baseline::Sampled,
         baseline_name: "v1",

@@ -41,7 +41,7 @@ pub(crate) struct Sample {
 }
 
 /// What to send.
-pub(crate) struct Plan<'a> {
+pub(crate) struct SampleRequests<'a> {
     pub(crate) api: &'a Api,
     pub(crate) label: &'a str,
     pub(crate) candidate: &'a str,
@@ -75,7 +75,7 @@ fn answer_head(status: u16, text: &str) -> String {
     format!("HTTP {status}: {head}")
 }
 
-async fn one(plan: &Plan<'_>, side: Side, index: usize) -> Sample {
+async fn one(plan: &SampleRequests<'_>, side: Side, index: usize) -> Sample {
     let case_index = index % plan.cases.len();
     let case = &plan.cases[case_index];
     let url = match side {
@@ -138,7 +138,7 @@ pub(crate) fn order(count: usize, baseline: bool) -> Vec<(Side, usize)> {
     clippy::disallowed_methods,
     reason = "a timer on the evidence deadline, handed over on the monotonic clock (Clock::timer); each request is still checked on the run's clock"
 )]
-pub(crate) async fn run(plan: &Plan<'_>) -> Sampled {
+pub(crate) async fn run(plan: &SampleRequests<'_>) -> Sampled {
     let baseline = plan.baseline.is_some();
     let budget = tokio::time::Instant::from_std(plan.until);
     let warmup = async {

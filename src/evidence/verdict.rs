@@ -264,7 +264,7 @@ pub(crate) struct Judged {
 /// What a sample was planned as: the counted requests per side, what the
 /// baseline is and its name for messages, and the deadline it ran to (for
 /// the message when it did not finish).
-pub(crate) struct Plan<'a> {
+pub(crate) struct PlannedSample<'a> {
     pub(crate) requests: usize,
     pub(crate) baseline: &'a Baseline,
     pub(crate) baseline_name: &'a str,
@@ -275,7 +275,7 @@ pub(crate) struct Plan<'a> {
 pub(crate) fn judge(
     cases: &[Case],
     sampled: &Sampled,
-    plan: &Plan<'_>,
+    plan: &PlannedSample<'_>,
     objectives: &Objectives,
 ) -> Judged {
     let samples = &sampled.samples;
@@ -403,7 +403,7 @@ pub(crate) fn judge(
 }
 
 /// The sample ran out of its deadline: how far it got.
-fn unfinished(plan: &Plan<'_>, done: usize, base_done: usize) -> Reason {
+fn unfinished(plan: &PlannedSample<'_>, done: usize, base_done: usize) -> Reason {
     let planned = plan.requests;
     Reason {
         short: format!("the sample did not finish in time ({done} of {planned})"),
@@ -589,7 +589,7 @@ mod tests {
             samples: s,
             complete: true,
         };
-        let plan = Plan {
+        let plan = PlannedSample {
             requests: n,
             baseline: &b,
             baseline_name: "v1dep001",
@@ -865,7 +865,7 @@ mod tests {
         o.max_latency_p95_ms = Some(1.0);
         let s = vec![sample(Side::Candidate, 0, 5.0, true, false); 3];
         let b = Baseline::None("x".into());
-        let plan = Plan {
+        let plan = PlannedSample {
             requests: 1000,
             baseline: &b,
             baseline_name: "",

@@ -34,7 +34,7 @@ struct Rules {
 
 /// The cleanup's first choice, before anything is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Start {
+enum FirstChoice {
     /// Cleanup is off; `say` when a deployment into an environment is
     /// kept only because that is the default.
     Off { say: bool },
@@ -44,17 +44,17 @@ enum Start {
     Check,
 }
 
-fn start(r: Rules) -> Start {
+fn start(r: Rules) -> FirstChoice {
     if !r.enabled {
-        return Start::Off {
+        return FirstChoice::Off {
             say: r.environment && !r.explicit && !r.gated,
         };
     }
     // Behind a gated promotion what serves is what passed: always checked.
     if r.explicit && !r.gated {
-        Start::Deactivate
+        FirstChoice::Deactivate
     } else {
-        Start::Check
+        FirstChoice::Check
     }
 }
 
@@ -109,7 +109,7 @@ async fn cleanup_deployment(
         gated,
     };
     let first = start(rules);
-    if let Start::Off { say } = first {
+    if let FirstChoice::Off { say } = first {
         if say {
             let msg = "cleanup off: deployments into an environment are kept by default";
             ctx.say(msg);
@@ -123,7 +123,7 @@ async fn cleanup_deployment(
     let api = ctx.api_for(Phase::Cleanup);
     ctx.group("Cleanup");
     let act = match first {
-        Start::Check => after_check(gated, &serving(&api).await),
+        FirstChoice::Check => after_check(gated, &serving(&api).await),
         _ => Act::Deactivate,
     };
     // Kept or left on purpose, or deactivated: settled (a cancelled run
@@ -207,15 +207,18 @@ mod tests {
         };
         // (rules, expected)
         let cases = [
-            (r(false, false, false, false), Start::Off { say: false }),
-            (r(false, false, true, false), Start::Off { say: true }),
-            (r(false, true, true, false), Start::Off { say: false }),
-            (r(false, false, true, true), Start::Off { say: false }),
-            (r(true, false, false, false), Start::Check),
-            (r(true, false, true, true), Start::Check),
-            (r(true, true, true, false), Start::Deactivate),
-            (r(true, true, false, false), Start::Deactivate),
-            (r(true, true, true, true), Start::Check),
+            (
+                r(false, false, false, false),
+                FirstChoice::Off { say: false },
+            ),
+            (r(false, false, true, false), FirstChoice::Off { say: true }),
+            (r(false, true, true, false), FirstChoice::Off { say: false }),
+            (r(false, false, true, true), FirstChoice::Off { say: false }),
+            (r(true, false, false, false), FirstChoice::Check),
+            (r(true, false, true, true), FirstChoice::Check),
+            (r(true, true, true, false), FirstChoice::Deactivate),
+            (r(true, true, false, false), FirstChoice::Deactivate),
+            (r(true, true, true, true), FirstChoice::Check),
         ];
         for (rules, want) in cases {
             assert_eq!(start(rules), want, "{rules:?}");

@@ -30,15 +30,16 @@ mod step;
 
 pub(crate) use rollback::cleanup_gated;
 use rollback::roll_back;
-use rules::{Lookup, Start};
+use rules::{BeforePromote, Lookup};
 
 /// How often a promote whose answer was lost, and which the environment
 /// shows no trace of, is sent again.
 const PROMOTE_ROUNDS: u32 = 3;
 
-/// Where the gate stands, for cleanup and a cancellation.
+/// Where a gated promotion stands, for cleanup and a cancellation (a
+/// stage of the gate, not a budget phase: those are `budget::Phase`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Phase {
+pub(crate) enum Stage {
     /// The promote request is out (or about to be): traffic may move.
     Promoting,
     /// The promoted deployment serves; the environment's test runs.
@@ -65,7 +66,7 @@ pub(crate) struct Gate {
     /// What our promote of the previous deployment answered, during a
     /// rollback (a copy of it, when the platform made one).
     pub(crate) back: Option<String>,
-    pub(crate) phase: Phase,
+    pub(crate) stage: Stage,
 }
 
 /// What the gate tests and promotes.
@@ -115,9 +116,9 @@ pub(crate) async fn check_gate_target(
     }
 }
 
-fn set_phase(ctx: &Ctx<'_>, phase: Phase) {
+fn set_stage(ctx: &Ctx<'_>, stage: Stage) {
     if let Some(g) = ctx.state.lock().unwrap().gate.as_mut() {
-        g.phase = phase;
+        g.stage = stage;
     }
 }
 
@@ -150,14 +151,14 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
     // production by the platform itself: there is nothing to gate or to
     // roll back to.
     let (already, previous) = match rules::start(&before, c.tested) {
-        Start::Busy => {
+        BeforePromote::Busy => {
             return Err(Failure::Deploy(anyhow!(
                 "{}: another promotion is in progress, so nothing was promoted; wait for it to finish (or cancel it), then run again",
                 before.describe(env)
             )));
         }
-        Start::Already { previous } => (true, previous),
-        Start::Promote { previous } => (false, previous),
+        BeforePromote::Already { previous } => (true, previous),
+        BeforePromote::Promote { previous } => (false, previous),
     };
     {
         let mut st = ctx.state.lock().unwrap();
@@ -170,7 +171,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
             tested: c.tested.to_string(),
             promoted: None,
             back: None,
-            phase: Phase::Promoting,
+            stage: Stage::Promoting,
         });
     }
     match &previous {
@@ -211,9 +212,9 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
     let mut live = crate::evidence::Watch::default();
     let waited = poll_until(
         ctx,
-        ctx.until(budget::Phase::Promotion),
+        budget::Phase::Promotion,
         &format!("the promotion into {env}"),
-        async |api: &Api| {
+        async |ctx: &Ctx<'_>, api: &Api| {
             let read = api.environment_of(c.owner, c.owner_id, env).await;
             // Real traffic breaking an objective cancels a rolling promotion.
             let seen = read.as_ref().ok();
@@ -250,7 +251,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
     if let Err(f) = waited {
         return rolled_back(f).await;
     }
-    set_phase(ctx, Phase::Serving);
+    set_stage(ctx, Stage::Serving);
 
     let url = cfg.endpoints.environment_invoke(
         word,
@@ -266,7 +267,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
     match test {
         Ok(()) => {
             ctx.promotion_event("", &format!("{env} passed its smoke test on {promoted}"));
-            set_phase(ctx, Phase::Settled);
+            set_stage(ctx, Stage::Settled);
             Ok(())
         }
         Err(f) => {

@@ -133,8 +133,6 @@ pub(crate) struct Ctx<'a> {
     /// The run's budget: every phase's deadline ([`Ctx::until`],
     /// [`Ctx::api_for`]).
     pub(crate) budget: &'a Budget,
-    /// The run's environment, as injected at its start.
-    pub(crate) env: &'a (dyn Fn(&str) -> Option<String> + Sync),
 }
 
 impl Ctx<'_> {
@@ -175,7 +173,6 @@ impl Ctx<'_> {
             state: self.state,
             started: self.started,
             budget: self.budget,
-            env: self.env,
         }
     }
 
@@ -411,7 +408,7 @@ pub(crate) fn deploy_error(e: ApiError) -> Failure {
 impl Ctx<'_> {
     /// Runs `work` (not a platform request: packaging, the upload, code
     /// generation) within the deploy budget.
-    pub(crate) async fn within<T>(
+    pub(crate) async fn within_deploy_budget<T>(
         &self,
         what: &str,
         work: impl Future<Output = Result<T, Failure>>,

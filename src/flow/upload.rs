@@ -144,7 +144,10 @@ pub(crate) async fn package_and_upload(
         .map_err(|e| fail(anyhow!(e)))?
         .map_err(|e| fail(e.context(format!("packaging {label}"))))
     };
-    let layout = Arc::new(ctx.within(&format!("packaging {label}"), packaging).await?);
+    let layout = Arc::new(
+        ctx.within_deploy_budget(&format!("packaging {label}"), packaging)
+            .await?,
+    );
     let size = layout.size();
     ctx.say(&format!(
         "Packaged {label}: {} files ({})",
@@ -189,7 +192,7 @@ pub(crate) async fn package_and_upload(
             never = ticks => never,
         }
     };
-    let report = ctx.within(&what, upload).await;
+    let report = ctx.within_deploy_budget(&what, upload).await;
     ctx.rep.lock().unwrap().upload_finished();
     let report = report?;
     if let Some(note) = &report.note {
@@ -224,7 +227,7 @@ pub(crate) async fn package_and_upload(
             .map_err(|e| fail(anyhow!(e)))?
             .map_err(|e| fail(e.context(format!("hashing {label}"))))
     };
-    ctx.within(&format!("hashing {label}"), hashed)
+    ctx.within_deploy_budget(&format!("hashing {label}"), hashed)
         .await
         .map(Some)
 }

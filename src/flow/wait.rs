@@ -1,7 +1,7 @@
 //! The one wait loop for models and chains, and the reading of an
 //! environment's promotion while waiting.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::anyhow;
 
@@ -25,19 +25,25 @@ pub(crate) enum Poll {
     Wait,
 }
 
-/// Polls until `poll` reads ready or failed, or the deadline passes. It
-/// owns the wall-clock deadline (which holds even when every poll fails),
-/// backoff with jitter and Retry-After on failed reads, and the sleep
-/// between polls; `poll` owns reading and reporting, each request through
-/// the handle it is given (the last look's has its own short deadline). `what` names the thing
-/// waited for. Only a permanent error ends the wait early: reads are safe
-/// to repeat, so every other failure is polled through.
+/// Polls until `poll` reads ready or failed, or `phase`'s deadline
+/// passes. It derives from `phase` the deadline (asked of the run's
+/// budget when the wait starts), the platform's client bound to it and the
+/// timers, and owns the wall-clock deadline (which holds even when every
+/// poll fails), backoff with jitter and Retry-After on failed reads, and
+/// the sleep between polls. `poll` owns reading and reporting: it is given
+/// the run bound to `phase` and the handle each read goes through (the
+/// last look's has its own short deadline). `what` names the thing waited
+/// for. Only a permanent error ends the wait early: reads are safe to
+/// repeat, so every other failure is polled through.
 pub(crate) async fn poll_until(
     ctx: &Ctx<'_>,
-    deadline: Instant,
+    phase: Phase,
     what: &str,
-    mut poll: impl AsyncFnMut(&Api) -> Result<Poll, ApiError>,
+    mut poll: impl AsyncFnMut(&Ctx<'_>, &Api) -> Result<Poll, ApiError>,
 ) -> Result<(), Failure> {
+    let deadline = ctx.until(phase);
+    let api = ctx.api.within(phase, deadline);
+    let ctx = &ctx.with_api(&api);
     let cfg = ctx.cfg;
     // Failed reads back off, but never so far that a deployment that became
     // ready is noticed late: a few poll intervals at most.
@@ -60,7 +66,7 @@ pub(crate) async fn poll_until(
                 clippy::disallowed_methods,
                 reason = "a timer on the last look's deadline, through Ctx::timer"
             )]
-            let look = tokio::time::timeout_at(ctx.timer(until), poll(&api)).await;
+            let look = tokio::time::timeout_at(ctx.timer(until), poll(ctx, &api)).await;
             match look {
                 Ok(Ok(Poll::Ready)) => return Ok(()),
                 Ok(Ok(Poll::Failed(f))) => return Err(f),
@@ -74,7 +80,7 @@ pub(crate) async fn poll_until(
                 human(cfg.wait_timeout)
             )));
         }
-        let sleep_for = match tokio::time::timeout(deadline - now, poll(ctx.api)).await {
+        let sleep_for = match tokio::time::timeout(deadline - now, poll(ctx, ctx.api)).await {
             // The deadline hit mid-request; the top of the loop reports it.
             Err(_) => continue,
             Ok(Ok(Poll::Ready)) => return Ok(()),

@@ -151,7 +151,7 @@ impl Session {
     /// warning.
     pub(crate) fn open(
         job: Job,
-        net: &Result<crate::net::Network, String>,
+        net: &crate::net::Network,
         rep: &Arc<Mutex<Reporter>>,
     ) -> Option<Session> {
         let s = &job.settings;
@@ -201,10 +201,7 @@ impl Session {
                 ));
             }
         };
-        let http = match net {
-            Ok(net) => net.api_client(),
-            Err(e) => return warn(format!("GitHub: {e}, so GitHub is skipped.")),
-        };
+        let http = net.api_client();
         let mut deployment = s.deployment;
         let mut commit_status = s.commit_status;
         if s.sha.is_none() && (deployment || commit_status) {

@@ -43,7 +43,7 @@ use reqwest::Url;
 
 use self::call::Call;
 use self::payload::Source;
-use self::plan::{Plan, plan};
+use self::plan::{Transfer, plan};
 use self::region::Regions;
 use crate::archive::{self, Layout};
 use crate::retry;
@@ -415,7 +415,7 @@ impl Uploader {
         progress(0, size);
         let mut ranges = DigestsByRange::new();
         let (parts, note) = match plan {
-            Plan::Single => {
+            Transfer::Single => {
                 let reply = self.inner.call(&job, &Call::put_object(size)).await?;
                 if let Some(digests) = reply.read.and_then(|read| read.digests) {
                     ranges.insert((0, size), digests);
@@ -423,7 +423,7 @@ impl Uploader {
                 progress(size, size);
                 (1, None)
             }
-            Plan::Multipart { part_size, parts } => {
+            Transfer::Multipart { part_size, parts } => {
                 let layout = plan::layout(size, part_size, parts, options.concurrency);
                 self.upload_multipart(&job, size, &layout, progress, &mut ranges)
                     .await?

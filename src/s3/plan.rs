@@ -15,25 +15,25 @@ pub(super) const MAX_OBJECT_BYTES: u64 = 5 * 1024 * 1024 * MIB;
 
 /// How a file is sent.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Plan {
+pub(super) enum Transfer {
     Single,
     Multipart { part_size: u64, parts: u64 },
 }
 
-pub(super) fn plan(size: u64, threshold: u64, part_size: u64) -> anyhow::Result<Plan> {
+pub(super) fn plan(size: u64, threshold: u64, part_size: u64) -> anyhow::Result<Transfer> {
     if size > MAX_OBJECT_BYTES {
         bail!(
             "the archive is {size} bytes; S3 objects are limited to 5 TiB: exclude large files from the upload"
         );
     }
     if size <= threshold.min(MAX_SINGLE_PUT_BYTES) {
-        return Ok(Plan::Single);
+        return Ok(Transfer::Single);
     }
     let needed = size.div_ceil(MAX_PARTS).div_ceil(MIB) * MIB;
     let part_size = part_size
         .clamp(MIN_PART_SIZE_BYTES, MAX_PART_SIZE_BYTES)
         .max(needed);
-    Ok(Plan::Multipart {
+    Ok(Transfer::Multipart {
         part_size,
         parts: size.div_ceil(part_size),
     })

@@ -159,16 +159,14 @@ impl Inner {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let headers = signed_headers(
-            call.method.as_str(),
-            &url,
-            &call.query,
-            &payload.content_sha256,
-            &extra,
-            &job.credentials,
-            region,
-            &sigv4::amz_date(now),
-        );
+        let unsigned = Unsigned {
+            method: call.method.as_str(),
+            url: &url,
+            query: &call.query,
+            payload_sha256: &payload.content_sha256,
+            extra: &extra,
+        };
+        let headers = signed_headers(&unsigned, &job.credentials, region, &sigv4::amz_date(now));
         let (status, headers, body, sent_whole) =
             self.send_wire(call, &url, &payload, headers, fresh).await?;
         // A success to a data request whose body did not go out whole
@@ -334,25 +332,34 @@ fn unsendable() -> AttemptError {
     ))
 }
 
+/// One request as it goes out, before it is signed.
+pub(super) struct Unsigned<'a> {
+    pub(super) method: &'a str,
+    pub(super) url: &'a Url,
+    pub(super) query: &'a [(String, String)],
+    pub(super) payload_sha256: &'a str,
+    /// Framing and options, names in lower case.
+    pub(super) extra: &'a [(&'static str, String)],
+}
+
 /// The headers to send for one request: `extra` (framing and options,
 /// names in lower case), then `x-amz-content-sha256`, `x-amz-date`,
 /// `x-amz-security-token` (when there is a token) and `authorization`, whose
 /// signature covers them all. `host` is signed as the HTTP client will send
 /// it. S3 refuses `x-amz-*` headers that are sent but not signed.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one plain value per part of the signed request"
-)]
 pub(super) fn signed_headers(
-    method: &str,
-    url: &Url,
-    query: &[(String, String)],
-    payload_sha256: &str,
-    extra: &[(&'static str, String)],
+    request: &Unsigned<'_>,
     credentials: &Credentials,
     region: &str,
     amz_date: &str,
 ) -> Vec<(&'static str, String)> {
+    let &Unsigned {
+        method,
+        url,
+        query,
+        payload_sha256,
+        extra,
+    } = request;
     let host = match (url.host_str(), url.port()) {
         (Some(host), Some(port)) => format!("{host}:{port}"),
         (Some(host), None) => host.to_owned(),

@@ -8,9 +8,9 @@ use reqwest::StatusCode;
 
 use super::call::{Call, Operation};
 use super::error::{AttemptError, answer_kind, rejection_message};
-use super::plan::{MAX_OBJECT_BYTES, MAX_PARTS, Plan, plan};
+use super::plan::{MAX_OBJECT_BYTES, MAX_PARTS, Transfer, plan};
 use super::region::redirect_region;
-use super::request::signed_headers;
+use super::request::{Unsigned, signed_headers};
 use super::url::{bucket_url, object_url, set_query, virtual_host_ok};
 use super::xml::{S3Error, StoredPart, complete_xml, root_element, s3_error};
 use super::*;
@@ -54,13 +54,13 @@ fn plan_table() {
     let gib = 1024 * MIB;
     let cases = [
         // (size, threshold, part size) → plan
-        (0, t, p, Plan::Single),
-        (t, t, p, Plan::Single),
+        (0, t, p, Transfer::Single),
+        (t, t, p, Transfer::Single),
         (
             t + 1,
             t,
             p,
-            Plan::Multipart {
+            Transfer::Multipart {
                 part_size: p,
                 parts: 2,
             },
@@ -69,7 +69,7 @@ fn plan_table() {
             2 * gib,
             t,
             p,
-            Plan::Multipart {
+            Transfer::Multipart {
                 part_size: p,
                 parts: (2 * gib).div_ceil(p),
             },
@@ -79,7 +79,7 @@ fn plan_table() {
             12 * MIB,
             MIB,
             MIB,
-            Plan::Multipart {
+            Transfer::Multipart {
                 part_size: 5 * MIB,
                 parts: 3,
             },
@@ -89,7 +89,7 @@ fn plan_table() {
             200 * gib,
             t,
             p,
-            Plan::Multipart {
+            Transfer::Multipart {
                 part_size: 21 * MIB,
                 parts: (200 * gib).div_ceil(21 * MIB),
             },
@@ -99,7 +99,7 @@ fn plan_table() {
             6 * gib,
             u64::MAX,
             p,
-            Plan::Multipart {
+            Transfer::Multipart {
                 part_size: p,
                 parts: (6 * gib).div_ceil(p),
             },
@@ -111,7 +111,7 @@ fn plan_table() {
             got, expected,
             "size {size} threshold {threshold} part {part_size}"
         );
-        if let Plan::Multipart { parts, .. } = got {
+        if let Transfer::Multipart { parts, .. } = got {
             assert!(parts <= MAX_PARTS);
         }
     }
@@ -129,7 +129,7 @@ fn parts_cover_the_file_and_the_first_round_is_staggered() {
         (50 * MIB, 1),
         (100 * MIB, 4),
     ] {
-        let Plan::Multipart { part_size, parts } = plan(size, 8 * MIB, p).unwrap() else {
+        let Transfer::Multipart { part_size, parts } = plan(size, 8 * MIB, p).unwrap() else {
             unreachable!("over the threshold")
         };
         let layout = super::plan::layout(size, part_size, parts, concurrency);
@@ -726,16 +726,14 @@ fn signatures_match_botocore() {
     let expected = run_botocore(amz_date, &serde_json::Value::Array(input));
     assert_eq!(expected.len(), cases.len());
     for ((case, (sha, extra)), theirs) in cases.iter().zip(&wires).zip(expected) {
-        let ours = signed_headers(
-            case.method,
-            &case.url,
-            &case.query,
-            sha,
+        let unsigned = Unsigned {
+            method: case.method,
+            url: &case.url,
+            query: &case.query,
+            payload_sha256: sha,
             extra,
-            &case.credentials,
-            case.region,
-            amz_date,
-        );
+        };
+        let ours = signed_headers(&unsigned, &case.credentials, case.region, amz_date);
         let ours_auth = &ours.iter().find(|(n, _)| *n == "authorization").unwrap().1;
         assert_eq!(
             theirs["sha256"].as_str(),

@@ -84,6 +84,10 @@ pub(crate) struct Settings {
     pub skip_unchanged: bool,
     /// Deployments, the pull-request comment and the commit status.
     pub github: super::github::Settings,
+    /// `TRUSS_PUSH_PYTHON`: the interpreter that runs the chain code
+    /// generation helper, when set (read by `run`, the environment's one
+    /// reader: [`Settings::with_chain_python`]).
+    pub chain_python: Option<String>,
 }
 
 impl Settings {
@@ -272,7 +276,17 @@ impl Settings {
             fail_fast,
             skip_unchanged,
             github,
+            chain_python: None,
         })
+    }
+
+    /// The same settings with the chain helper's interpreter as the
+    /// environment gave it (`TRUSS_PUSH_PYTHON`).
+    pub(crate) fn with_chain_python(self, chain_python: Option<String>) -> Settings {
+        Settings {
+            chain_python,
+            ..self
+        }
     }
 
     /// The environment the create request names: none when this run

@@ -4,8 +4,8 @@
 //! its source does not hold, so a search for the value misses the lines
 //! that spell it.
 //!
-//! An extent runs from just after the `&name` to the end of the
-//! node's last line: the rest of the `&name`'s line and every following
+//! An extent runs from just after an anchor's name to the end of the
+//! node's last line: the rest of that anchor's line and every following
 //! line indented past it (a block mapping, sequence or scalar; a plain
 //! scalar continued), a block sequence written at its key's own
 //! indentation, and a quoted scalar or a flow collection to its closing
@@ -134,7 +134,7 @@ fn node_end(text: &str, at: usize, name_end: usize) -> usize {
     let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
     let (indent, _) = indent_of(&text[line_start..]);
     let after = text[name_end..line_after(text, name_end)].trim();
-    // A tag (`!!str`) may sit between the `&name` and its node.
+    // A tag (`!!str`) may sit between an anchor and its node.
     let after = match after.strip_prefix('!') {
         Some(tagged) => tagged.split_once(' ').map_or("", |(_, v)| v.trim_start()),
         None => after,

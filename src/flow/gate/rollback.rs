@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::rules::{self, OnSignal};
 use super::step::{self, Ending, RollbackDeployments, Sent, Step};
-use super::{Phase, flags, promote_once, set_phase};
+use super::{Stage, flags, promote_once, set_stage};
 use crate::baseten::ApiError;
 use crate::budget::{self, Allowance};
 use crate::flow::{Ctx, human};
@@ -29,7 +29,7 @@ pub(crate) async fn roll_back(
     previous: Option<&str>,
 ) -> String {
     let Some(prev) = previous else {
-        set_phase(ctx, Phase::Settled);
+        set_stage(ctx, Stage::Settled);
         ctx.state.lock().unwrap().rolled_back = Some(false);
         let msg = format!(
             "nothing to roll back to: {ours} is the first deployment of {env} and is left as it is"
@@ -49,10 +49,17 @@ pub(crate) async fn roll_back(
     let api = ctx.api.within(budget::Phase::Rollback, until);
     let ctx = &ctx.with_api(&api);
     ctx.say(&format!("Rolling {env} back to deployment {prev}"));
-    set_phase(ctx, Phase::RollingBack);
-    let ending = put_back(ctx, owner, owner_id, env, ours, prev, time, until).await;
+    set_stage(ctx, Stage::RollingBack);
+    let what = PutBack {
+        owner,
+        owner_id,
+        env,
+        ours,
+        prev,
+    };
+    let ending = put_back(ctx, what, time, until).await;
     let (rolled_back, msg) = (ending.rolled_back(), ending.text(env, prev, time));
-    set_phase(ctx, Phase::Settled);
+    set_stage(ctx, Stage::Settled);
     ctx.state.lock().unwrap().rolled_back = Some(rolled_back);
     ctx.promotion_event("", &msg);
     if rolled_back {
@@ -63,22 +70,27 @@ pub(crate) async fn roll_back(
     msg
 }
 
-/// The rollback's loop: read, decide ([`step::next_step`]), perform, until
-/// an ending.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the rollback's plain values; a struct would only rename them"
-)]
-async fn put_back(
-    ctx: &Ctx<'_>,
+/// What a rollback puts back where: `prev` into the `env` of the owner
+/// (`owner`, `owner_id`), in place of our `ours`.
+#[derive(Clone, Copy)]
+struct PutBack<'a> {
     owner: Kind,
-    owner_id: &str,
-    env: &str,
-    ours: &str,
-    prev: &str,
-    time: Allowance,
-    until: Instant,
-) -> Ending {
+    owner_id: &'a str,
+    env: &'a str,
+    ours: &'a str,
+    prev: &'a str,
+}
+
+/// The rollback's loop: read, decide ([`step::next_step`]), perform, until
+/// an ending, by `until` (`time`: the run's budget or a signal's seconds).
+async fn put_back(ctx: &Ctx<'_>, what: PutBack<'_>, time: Allowance, until: Instant) -> Ending {
+    let PutBack {
+        owner,
+        owner_id,
+        env,
+        ours,
+        prev,
+    } = what;
     // The id our promote of `prev` answered (a platform copy of it), kept
     // in the gate's state so that a rollback resumed after a signal knows it.
     let (mut back, ours_known) = {

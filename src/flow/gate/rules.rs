@@ -3,13 +3,13 @@
 //! it asked for): each answers an action, which `gate` performs and
 //! reports. The rollback's own decision is `step::next_step`.
 
-use super::{Gate, Phase};
+use super::{Gate, Stage};
 use crate::baseten::ApiError;
 use crate::promotion::Env;
 
 /// What the first reading of the environment allows.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Start {
+pub(super) enum BeforePromote {
     /// Another promotion is in flight: nothing is promoted.
     Busy,
     /// The platform already promotes the tested deployment (a new model's
@@ -19,18 +19,18 @@ pub(super) enum Start {
     Promote { previous: Option<String> },
 }
 
-pub(super) fn start(before: &Env, tested: &str) -> Start {
+pub(super) fn start(before: &Env, tested: &str) -> BeforePromote {
     if before.candidate.as_deref().is_some_and(|d| d != tested) {
-        return Start::Busy;
+        return BeforePromote::Busy;
     }
     let previous = before.current.clone().filter(|d| d != tested);
     let already = [&before.current, &before.candidate]
         .into_iter()
         .any(|d| d.as_deref() == Some(tested));
     if already {
-        Start::Already { previous }
+        BeforePromote::Already { previous }
     } else {
-        Start::Promote { previous }
+        BeforePromote::Promote { previous }
     }
 }
 
@@ -99,7 +99,7 @@ pub(super) fn on_signal(gate: Option<&Gate>, cancelled: bool) -> OnSignal {
     let Some(g) = gate else {
         return OnSignal::Nothing;
     };
-    if !cancelled || g.phase == Phase::Settled {
+    if !cancelled || g.stage == Stage::Settled {
         return OnSignal::Nothing;
     }
     match &g.previous {
@@ -134,15 +134,19 @@ mod tests {
             (
                 Some("old"),
                 None,
-                Start::Promote {
+                BeforePromote::Promote {
                     previous: old.clone(),
                 },
             ),
-            (None, None, Start::Promote { previous: None }),
-            (Some("old"), Some("t"), Start::Already { previous: old }),
-            (Some("t"), None, Start::Already { previous: None }),
-            (Some("old"), Some("theirs"), Start::Busy),
-            (Some("t"), Some("theirs"), Start::Busy),
+            (None, None, BeforePromote::Promote { previous: None }),
+            (
+                Some("old"),
+                Some("t"),
+                BeforePromote::Already { previous: old },
+            ),
+            (Some("t"), None, BeforePromote::Already { previous: None }),
+            (Some("old"), Some("theirs"), BeforePromote::Busy),
+            (Some("t"), Some("theirs"), BeforePromote::Busy),
         ];
         for (current, candidate, want) in cases {
             assert_eq!(
@@ -250,7 +254,7 @@ mod tests {
 
     #[test]
     fn a_signal_rolls_back_only_an_unsettled_gate_with_a_previous_deployment() {
-        let gate = |previous: Option<&str>, promoted: Option<&str>, phase| Gate {
+        let gate = |previous: Option<&str>, promoted: Option<&str>, stage| Gate {
             owner: Kind::Model,
             owner_id: "m".into(),
             env: "prod".into(),
@@ -258,7 +262,7 @@ mod tests {
             tested: "t".into(),
             promoted: promoted.map(Into::into),
             back: None,
-            phase,
+            stage,
         };
         let back = |ours: &str| OnSignal::RollBack {
             ours: ours.into(),
@@ -267,32 +271,32 @@ mod tests {
         let cases = [
             (None, true, OnSignal::Nothing),
             (
-                Some(gate(Some("old"), Some("p"), Phase::Serving)),
+                Some(gate(Some("old"), Some("p"), Stage::Serving)),
                 false,
                 OnSignal::Nothing,
             ),
             (
-                Some(gate(Some("old"), Some("p"), Phase::Settled)),
+                Some(gate(Some("old"), Some("p"), Stage::Settled)),
                 true,
                 OnSignal::Nothing,
             ),
             (
-                Some(gate(None, Some("p"), Phase::Promoting)),
+                Some(gate(None, Some("p"), Stage::Promoting)),
                 true,
                 OnSignal::LeaveFirst,
             ),
             (
-                Some(gate(Some("old"), Some("p"), Phase::Serving)),
+                Some(gate(Some("old"), Some("p"), Stage::Serving)),
                 true,
                 back("p"),
             ),
             (
-                Some(gate(Some("old"), None, Phase::Promoting)),
+                Some(gate(Some("old"), None, Stage::Promoting)),
                 true,
                 back("t"),
             ),
             (
-                Some(gate(Some("old"), Some("p"), Phase::RollingBack)),
+                Some(gate(Some("old"), Some("p"), Stage::RollingBack)),
                 true,
                 back("p"),
             ),

@@ -874,18 +874,21 @@ pub struct SignerCredentials<'a> {
     pub session_token: Option<&'a str>,
 }
 
+/// A request's method, path and query as sent (still percent-encoded,
+/// the query without `?`): what a signer is given besides its headers.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestLine<'a> {
+    pub method: &'a str,
+    pub raw_path: &'a str,
+    pub raw_query: &'a str,
+}
+
 /// Signs a request in the header form, the way an SDK does: sets
 /// `x-amz-date`, `x-amz-content-sha256` and the session token, signs every
 /// header present, and sets `Authorization`. Returns the seed signature.
 /// For tests; `headers` must already hold `host`.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "mirrors the spec's inputs one for one"
-)]
 pub fn sign_headers(
-    method: &str,
-    raw_path: &str,
-    raw_query: &str,
+    line: RequestLine<'_>,
     headers: &mut HeaderMap,
     creds: SignerCredentials<'_>,
     region: &str,
@@ -907,6 +910,11 @@ pub fn sign_headers(
     let mut signed: Vec<String> = headers.keys().map(|k| k.as_str().to_owned()).collect();
     signed.sort();
     signed.dedup();
+    let RequestLine {
+        method,
+        raw_path,
+        raw_query,
+    } = line;
     let computed = compute(
         &RequestView {
             method,
@@ -938,20 +946,19 @@ pub fn sign_headers(
 /// Presigns a request: returns the full query string (the operation's own
 /// parameters first, then the auth ones, then `X-Amz-Signature`). Signs only
 /// `host`. For tests; `headers` must hold `host`.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "mirrors the spec's inputs one for one"
-)]
 pub fn presign_query(
-    method: &str,
-    raw_path: &str,
-    raw_query: &str,
+    line: RequestLine<'_>,
     headers: &HeaderMap,
     creds: SignerCredentials<'_>,
     region: &str,
     amz_date: &str,
     expires_secs: u64,
 ) -> String {
+    let RequestLine {
+        method,
+        raw_path,
+        raw_query,
+    } = line;
     let date = amz_date.get(..8).unwrap_or(amz_date);
     let credential = format!(
         "{}/{date}/{region}/{SERVICE}/{TERMINATOR}",
@@ -1021,12 +1028,8 @@ mod tests {
         parse_signed_headers(list).unwrap()
     }
 
-    #[allow(clippy::too_many_arguments, reason = "a test table row, spelled out")]
     fn signature_of(
-        method: &str,
-        raw_path: &str,
-        raw_query: &str,
-        hdrs: &HeaderMap,
+        request: RequestView<'_>,
         signed: &str,
         payload: &str,
         secret: &str,
@@ -1035,12 +1038,7 @@ mod tests {
         form: AuthForm,
     ) -> String {
         compute(
-            &RequestView {
-                method,
-                raw_path,
-                raw_query,
-                headers: hdrs,
-            },
+            &request,
             &SigningParams {
                 secret,
                 amz_date,
@@ -1086,10 +1084,12 @@ mod tests {
              e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
         let sig = signature_of(
-            "GET",
-            "/",
-            "",
-            &h,
+            RequestView {
+                method: "GET",
+                raw_path: "/",
+                raw_query: "",
+                headers: &h,
+            },
             "host;x-amz-date",
             EMPTY_SHA256,
             SUITE_SECRET,
@@ -1110,10 +1110,12 @@ mod tests {
             ("x-amz-date", "20150830T123600Z"),
         ]);
         let sig = signature_of(
-            "GET",
-            "/",
-            "Param2=value2&Param1=value1",
-            &h,
+            RequestView {
+                method: "GET",
+                raw_path: "/",
+                raw_query: "Param2=value2&Param1=value1",
+                headers: &h,
+            },
             "host;x-amz-date",
             EMPTY_SHA256,
             SUITE_SECRET,
@@ -1136,10 +1138,12 @@ mod tests {
             ("x-amz-date", S3_EXAMPLE_DATE),
         ]);
         let sig = signature_of(
-            "GET",
-            "/test.txt",
-            "",
-            &h,
+            RequestView {
+                method: "GET",
+                raw_path: "/test.txt",
+                raw_query: "",
+                headers: &h,
+            },
             "host;range;x-amz-content-sha256;x-amz-date",
             EMPTY_SHA256,
             S3_EXAMPLE_SECRET,
@@ -1167,10 +1171,12 @@ mod tests {
         // Whether the client sent `$` raw or `%24`, S3 signs `%24`.
         for path in ["/test$file.text", "/test%24file.text"] {
             let sig = signature_of(
-                "PUT",
-                path,
-                "",
-                &h,
+                RequestView {
+                    method: "PUT",
+                    raw_path: path,
+                    raw_query: "",
+                    headers: &h,
+                },
                 signed,
                 &body_hash,
                 S3_EXAMPLE_SECRET,
@@ -1193,10 +1199,12 @@ mod tests {
             ("x-amz-date", S3_EXAMPLE_DATE),
         ]);
         let sig = signature_of(
-            "GET",
-            "/",
-            "lifecycle",
-            &h,
+            RequestView {
+                method: "GET",
+                raw_path: "/",
+                raw_query: "lifecycle",
+                headers: &h,
+            },
             "host;x-amz-content-sha256;x-amz-date",
             EMPTY_SHA256,
             S3_EXAMPLE_SECRET,
@@ -1218,10 +1226,12 @@ mod tests {
             ("x-amz-date", S3_EXAMPLE_DATE),
         ]);
         let sig = signature_of(
-            "GET",
-            "/",
-            "prefix=J&max-keys=2",
-            &h,
+            RequestView {
+                method: "GET",
+                raw_path: "/",
+                raw_query: "prefix=J&max-keys=2",
+                headers: &h,
+            },
             "host;x-amz-content-sha256;x-amz-date",
             EMPTY_SHA256,
             S3_EXAMPLE_SECRET,
@@ -1243,10 +1253,12 @@ mod tests {
             &X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host\
             &X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
         let sig = signature_of(
-            "GET",
-            "/test.txt",
-            query,
-            &h,
+            RequestView {
+                method: "GET",
+                raw_path: "/test.txt",
+                raw_query: query,
+                headers: &h,
+            },
             "host",
             UNSIGNED_PAYLOAD,
             S3_EXAMPLE_SECRET,
@@ -1299,10 +1311,12 @@ mod tests {
         let signed = "content-encoding;content-length;host;x-amz-content-sha256;x-amz-date;\
                       x-amz-decoded-content-length;x-amz-storage-class";
         let seed = signature_of(
-            "PUT",
-            "/examplebucket/chunkObject.txt",
-            "",
-            &h,
+            RequestView {
+                method: "PUT",
+                raw_path: "/examplebucket/chunkObject.txt",
+                raw_query: "",
+                headers: &h,
+            },
             signed,
             STREAMING_SIGNED,
             S3_EXAMPLE_SECRET,
@@ -1638,9 +1652,11 @@ mod tests {
         };
         let mut h = headers(&[("host", "b.s3.amazonaws.com")]);
         let sig = sign_headers(
-            "PUT",
-            "/k",
-            "",
+            RequestLine {
+                method: "PUT",
+                raw_path: "/k",
+                raw_query: "",
+            },
             &mut h,
             creds,
             "us-west-2",
@@ -1661,7 +1677,18 @@ mod tests {
         assert_eq!(auth.security_token.as_deref(), Some("to+k/en="));
 
         let h = headers(&[("host", "b.s3.amazonaws.com")]);
-        let query = presign_query("GET", "/k", "", &h, creds, "us-west-2", S3_EXAMPLE_DATE, 60);
+        let query = presign_query(
+            RequestLine {
+                method: "GET",
+                raw_path: "/k",
+                raw_query: "",
+            },
+            &h,
+            creds,
+            "us-west-2",
+            S3_EXAMPLE_DATE,
+            60,
+        );
         let auth = parse_auth(&h, &query).unwrap();
         assert_eq!(auth.security_token.as_deref(), Some("to+k/en="));
         assert_eq!(auth.credential.region, "us-west-2");

@@ -159,9 +159,11 @@ impl<'a> Spec<'a> {
             );
         }
         sigv4::sign_headers(
-            self.method.as_str(),
-            &self.path,
-            self.query,
+            sigv4::RequestLine {
+                method: self.method.as_str(),
+                raw_path: &self.path,
+                raw_query: self.query,
+            },
             &mut headers,
             self.creds,
             self.region,
@@ -513,9 +515,11 @@ async fn unsigned_amz_headers_are_refused() {
 fn presigned(h: &Harness, method: Method, region: &str, amz_date: &str, expires: u64) -> Request {
     let headers = host_only(&h.vhost());
     let query = sigv4::presign_query(
-        method.as_str(),
-        &h.key_path(),
-        "",
+        sigv4::RequestLine {
+            method: method.as_str(),
+            raw_path: &h.key_path(),
+            raw_query: "",
+        },
         &headers,
         h.signer(),
         region,

@@ -20,9 +20,11 @@ pub fn signed_put_headers(host: &str, region: &str, creds: &Value) -> (String, H
     let mut headers = HeaderMap::new();
     headers.insert("host", HeaderValue::from_str(host).unwrap());
     sigv4::sign_headers(
-        "PUT",
-        &path,
-        "",
+        sigv4::RequestLine {
+            method: "PUT",
+            raw_path: &path,
+            raw_query: "",
+        },
         &mut headers,
         SignerCredentials {
             access_key_id: s("aws_access_key_id"),
