@@ -334,11 +334,23 @@ pub(crate) fn number(inputs: &Inputs, input: Input) -> Result<f64, String> {
     }
 }
 
-/// What a run reports as `model-name` before validation finished.
+/// What a run reports as `model-name` before validation finished: the
+/// input, else `model_name` from config.yaml — empty when the name is one
+/// [`check_name`] refuses, so a name refused for its terminal escapes or
+/// right-to-left override never reaches the outputs or the summary.
 pub(crate) fn best_effort_model_name(inputs: &Inputs) -> String {
-    if let Some(n) = inputs.trimmed(Input::ModelName) {
-        return n.to_string();
+    let name = match inputs.trimmed(Input::ModelName) {
+        Some(n) => n.to_string(),
+        None => model_name_in_config(inputs),
+    };
+    match check_name("model-name", &name) {
+        Ok(()) => name,
+        Err(_) => String::new(),
     }
+}
+
+/// `model_name` from config.yaml as written, or empty.
+fn model_name_in_config(inputs: &Inputs) -> String {
     inputs
         .trimmed(Input::TrussDirectory)
         .and_then(|d| {

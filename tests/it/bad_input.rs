@@ -627,3 +627,41 @@ fn problems_with_the_truss_files_are_input_errors_before_any_request() {
         endpoints(&fake)
     );
 }
+
+#[test]
+fn a_refused_model_name_is_not_reported_as_the_model_name() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let long = "x".repeat(257);
+    let escape = "red\u{1b}[31mX\rY";
+    let cases: &[(Option<&str>, Option<&str>, &str, &str)] = &[
+        (
+            Some(escape),
+            None,
+            "red\u{1b}",
+            "model-name contains a control character",
+        ),
+        (Some(&long), None, &long, "at most 256"),
+        (
+            None,
+            Some("rtl\\u202eoverride"),
+            "rtl\u{202e}",
+            "invisible formatting character",
+        ),
+    ];
+    for (input, in_config, shown, expect) in cases {
+        let dir = match in_config {
+            Some(n) => model_dir(&format!("model_name: \"{n}\"\n")),
+            None => model_dir("model_name: fine\n"),
+        };
+        let mut inv = Invocation::new(&fake).model(dir.path());
+        if let Some(n) = input {
+            inv = inv.arg("model-name", n);
+        }
+        let run = inv.run();
+        let why = format!("{input:?} {in_config:?}");
+        assert_refused(&fake, &why, &run, expect);
+        // The name that was refused for how it displays is not displayed.
+        assert_eq!(run.out("model-name"), "", "{why}");
+        assert!(!run.summary.contains(shown), "{why}: {}", run.summary);
+    }
+}
