@@ -70,6 +70,14 @@ fn every_bad_input_is_refused_before_any_upload_or_mutation() {
             "labels is not valid JSON",
         ),
         (
+            "labels with an integer past 64 bits",
+            vec![(
+                "labels",
+                r#"{"run": "1", "ids": [2, 123456789012345678901234567890]}"#.into(),
+            )],
+            "labels holds the integer 123456789012345678901234567890",
+        ),
+        (
             "labels an array",
             vec![("labels", "[1,2]".into())],
             "labels must be a JSON object",
