@@ -201,9 +201,15 @@ impl Settings {
         let given_payload = inputs
             .trimmed(Input::PredictPayload)
             .map(|raw| {
-                serde_json::from_str::<Value>(raw).map_err(|e| {
+                let v = serde_json::from_str::<Value>(raw).map_err(|e| {
                     format!("predict-payload is not valid JSON ({e}): set it to a JSON object like '{{\"prompt\":\"hi\"}}'")
-                })
+                })?;
+                match inexact_integer(raw) {
+                    Some(n) => Err(format!(
+                        "predict-payload holds the integer {n}, which does not fit in 64 bits and would reach the model rounded: write it as a string (\"{n}\")"
+                    )),
+                    None => Ok(v),
+                }
             })
             .transpose()?;
         let evidence = evidence::parse(inputs)?;
@@ -324,8 +330,8 @@ fn labels(raw: Option<&str>) -> Result<Option<OrderedObject>, String> {
 
 /// The first integer literal of a JSON text (outside its strings) that
 /// `serde_json` would read as a rounded float: one that fits neither `i64`
-/// nor `u64`. Python's `json`, whose labels the platform receives from
-/// the official client, keeps such an integer exact.
+/// nor `u64`. Python's `json`, which the official client reads labels and
+/// predict bodies with, keeps such an integer exact.
 fn inexact_integer(raw: &str) -> Option<&str> {
     let bytes = raw.as_bytes();
     let (mut i, mut in_string) = (0, false);

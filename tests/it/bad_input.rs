@@ -83,6 +83,11 @@ fn every_bad_input_is_refused_before_any_upload_or_mutation() {
             "labels must be a JSON object",
         ),
         (
+            "payload with an integer past 64 bits",
+            vec![("predict-payload", r#"{"n": 18446744073709551616}"#.into())],
+            "predict-payload holds the integer 18446744073709551616",
+        ),
+        (
             "payload not JSON",
             vec![("predict-payload", "{nope".into())],
             "predict-payload is not valid JSON",
