@@ -181,6 +181,7 @@ fn output_file_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
             )),
         ),
     };
+    let err = err.or_else(|| unwritable_place(&path));
     (
         OutputSettings {
             file: Some((path, format)),
@@ -188,6 +189,25 @@ fn output_file_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
         },
         err,
     )
+}
+
+/// Why `output-file` cannot be written, when that can be told before the
+/// run: it is a directory, or its directory does not exist. Found after
+/// the deploy, the run would have changed the platform and still fail.
+fn unwritable_place(path: &Path) -> Option<String> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Some(format!(
+            "output-file {shown} is a directory: point output-file at a file"
+        ));
+    }
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => Some(format!(
+            "output-file {shown}: its directory {} does not exist: create it first or point output-file elsewhere",
+            dir.display()
+        )),
+        _ => None,
+    }
 }
 
 /// Parses a strict boolean: true/false, 1/0, yes/no in any case.

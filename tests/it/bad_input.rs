@@ -70,6 +70,23 @@ fn every_bad_input_is_refused_before_any_upload_or_mutation() {
             "labels is not valid JSON",
         ),
         (
+            "output-file in a directory that does not exist",
+            vec![(
+                "output-file",
+                empty_dir
+                    .path()
+                    .join("missing/out.env")
+                    .display()
+                    .to_string(),
+            )],
+            "its directory",
+        ),
+        (
+            "output-file a directory",
+            vec![("output-file", empty_dir.path().display().to_string())],
+            "is a directory: point output-file at a file",
+        ),
+        (
             "labels with an integer past 64 bits",
             vec![(
                 "labels",
