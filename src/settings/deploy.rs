@@ -205,9 +205,15 @@ impl Settings {
         let given_payload = inputs
             .trimmed(Input::PredictPayload)
             .map(|raw| {
-                serde_json::from_str::<Value>(raw).map_err(|e| {
+                let v = serde_json::from_str::<Value>(raw).map_err(|e| {
                     format!("predict-payload is not valid JSON ({e}): set it to a JSON object like '{{\"prompt\":\"hi\"}}'")
-                })
+                })?;
+                match inexact_integer(raw) {
+                    Some(n) => Err(format!(
+                        "predict-payload holds the integer {n}, which does not fit in 64 bits and would reach the model rounded: write it as a string (\"{n}\")"
+                    )),
+                    None => Ok(v),
+                }
             })
             .transpose()?;
         let evidence = evidence::parse(inputs)?;
@@ -318,9 +324,14 @@ fn labels(raw: Option<&str>) -> Result<Option<OrderedObject>, String> {
             "labels may not set {:?}: truss-push writes that label itself (the truss's content hash, for skip-unchanged); remove it from labels",
             crate::content::LABEL_KEY
         )),
-        Ok(Value::Object(_)) => serde_json::from_str::<OrderedObject>(raw)
-            .map(Some)
-            .map_err(|e| format!("labels is not valid JSON ({e})")),
+        Ok(Value::Object(_)) => match inexact_integer(raw) {
+            Some(n) => Err(format!(
+                "labels holds the integer {n}, which does not fit in 64 bits and would reach the platform rounded: write it as a string (\"{n}\")"
+            )),
+            None => serde_json::from_str::<OrderedObject>(raw)
+                .map(Some)
+                .map_err(|e| format!("labels is not valid JSON ({e})")),
+        },
         Ok(other) => Err(format!(
             "labels must be a JSON object, got {}: set labels to '{{\"team\":\"ml\"}}'",
             json_kind(&other)
@@ -329,6 +340,48 @@ fn labels(raw: Option<&str>) -> Result<Option<OrderedObject>, String> {
             "labels is not valid JSON ({e}): set labels to a JSON object like '{{\"team\":\"ml\"}}'"
         )),
     }
+}
+
+/// The first integer literal of a JSON text (outside its strings) that
+/// `serde_json` would read as a rounded float: one that fits neither `i64`
+/// nor `u64`. Python's `json`, which the official client reads labels and
+/// predict bodies with, keeps such an integer exact.
+fn inexact_integer(raw: &str) -> Option<&str> {
+    let bytes = raw.as_bytes();
+    let (mut i, mut in_string) = (0, false);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+            i += 1;
+            continue;
+        }
+        if b == b'-' || b.is_ascii_digit() {
+            let start = i;
+            while i < bytes.len()
+                && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+            {
+                i += 1;
+            }
+            let token = &raw[start..i];
+            let integer = !token.contains(['.', 'e', 'E']);
+            if integer && token.parse::<i64>().is_err() && token.parse::<u64>().is_err() {
+                return Some(token);
+            }
+            continue;
+        }
+        i += 1;
+    }
+    None
 }
 
 /// The platform's URLs: each one that carries the key is HTTPS (or
@@ -369,4 +422,33 @@ fn endpoints(inputs: &Inputs) -> Result<Endpoints, String> {
         inference,
         s3,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_integers_json_would_round_are_inexact() {
+        let exact = [
+            r#"{"a": 9223372036854775807, "b": -9223372036854775808}"#,
+            r#"{"a": 18446744073709551615, "b": 1.5e300, "c": -0.0}"#,
+            r#"{"a": "123456789012345678901234567890", "b\"9999999999999999999999": 1}"#,
+            r#"{"a": "\\", "b": 12345678901234567890.0}"#,
+        ];
+        for raw in exact {
+            assert_eq!(inexact_integer(raw), None, "{raw}");
+        }
+        assert_eq!(
+            inexact_integer(r#"{"a": "\"", "b": [1, -9223372036854775809]}"#),
+            Some("-9223372036854775809")
+        );
+        assert_eq!(
+            inexact_integer(r#"{"a": 18446744073709551616}"#),
+            Some("18446744073709551616")
+        );
+        let big = labels(Some(r#"{"a": 123456789012345678901234567890}"#));
+        assert!(big.unwrap_err().contains("write it as a string"));
+        assert!(labels(Some(r#"{"a": 12}"#)).unwrap().is_some());
+    }
 }

@@ -181,6 +181,7 @@ fn output_file_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
             )),
         ),
     };
+    let err = err.or_else(|| unwritable_place(&path));
     (
         OutputSettings {
             file: Some((path, format)),
@@ -188,6 +189,25 @@ fn output_file_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {
         },
         err,
     )
+}
+
+/// Why `output-file` cannot be written, when that can be told before the
+/// run: it is a directory, or its directory does not exist. Found after
+/// the deploy, the run would have changed the platform and still fail.
+fn unwritable_place(path: &Path) -> Option<String> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Some(format!(
+            "output-file {shown} is a directory: point output-file at a file"
+        ));
+    }
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => Some(format!(
+            "output-file {shown}: its directory {} does not exist: create it first or point output-file elsewhere",
+            dir.display()
+        )),
+        _ => None,
+    }
 }
 
 /// Parses a strict boolean: true/false, 1/0, yes/no in any case.
@@ -251,6 +271,19 @@ fn is_invisible_format(c: char) -> bool {
 /// (terminal escapes, carriage returns, NUL) would reach logs raw, and
 /// invisible formatting characters would disguise the name.
 pub(crate) fn check_name(what: &str, v: &str) -> Result<(), String> {
+    check_name_characters(what, v)?;
+    if v.chars().count() > NAME_MAX_CHARS {
+        return Err(format!(
+            "{what} must be at most {NAME_MAX_CHARS} characters, got {}",
+            v.chars().count()
+        ));
+    }
+    Ok(())
+}
+
+/// The characters [`check_name`] refuses: control characters but line
+/// feeds, and invisible formatting characters.
+fn check_name_characters(what: &str, v: &str) -> Result<(), String> {
     if let Some(c) = v.chars().find(|&c| c.is_control() && c != '\n') {
         return Err(format!(
             "{what} contains a control character ({c:?}) in {v:?}: remove it"
@@ -261,12 +294,6 @@ pub(crate) fn check_name(what: &str, v: &str) -> Result<(), String> {
             "{what} contains an invisible formatting character (U+{:04X}, e.g. a right-to-left override) at character {}: it makes the name display as something it is not; remove it",
             u32::from(c),
             at + 1
-        ));
-    }
-    if v.chars().count() > NAME_MAX_CHARS {
-        return Err(format!(
-            "{what} must be at most {NAME_MAX_CHARS} characters, got {}",
-            v.chars().count()
         ));
     }
     Ok(())
@@ -334,11 +361,24 @@ pub(crate) fn number(inputs: &Inputs, input: Input) -> Result<f64, String> {
     }
 }
 
-/// What a run reports as `model-name` before validation finished.
+/// What a run reports as `model-name` before validation finished: the
+/// input, else `model_name` from config.yaml — empty when the name holds
+/// a character [`check_name`] refuses, so a name refused for its terminal
+/// escapes or right-to-left override never reaches the outputs or the
+/// summary (a name refused only for its length is shown, cut).
 pub(crate) fn best_effort_model_name(inputs: &Inputs) -> String {
-    if let Some(n) = inputs.trimmed(Input::ModelName) {
-        return n.to_string();
+    let name = match inputs.trimmed(Input::ModelName) {
+        Some(n) => n.to_string(),
+        None => model_name_in_config(inputs),
+    };
+    match check_name_characters("model-name", &name) {
+        Ok(()) => name,
+        Err(_) => String::new(),
     }
+}
+
+/// `model_name` from config.yaml as written, or empty.
+fn model_name_in_config(inputs: &Inputs) -> String {
     inputs
         .trimmed(Input::TrussDirectory)
         .and_then(|d| {

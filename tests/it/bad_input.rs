@@ -70,9 +70,39 @@ fn every_bad_input_is_refused_before_any_upload_or_mutation() {
             "labels is not valid JSON",
         ),
         (
+            "output-file in a directory that does not exist",
+            vec![(
+                "output-file",
+                empty_dir
+                    .path()
+                    .join("missing/out.env")
+                    .display()
+                    .to_string(),
+            )],
+            "its directory",
+        ),
+        (
+            "output-file a directory",
+            vec![("output-file", empty_dir.path().display().to_string())],
+            "is a directory: point output-file at a file",
+        ),
+        (
+            "labels with an integer past 64 bits",
+            vec![(
+                "labels",
+                r#"{"run": "1", "ids": [2, 123456789012345678901234567890]}"#.into(),
+            )],
+            "labels holds the integer 123456789012345678901234567890",
+        ),
+        (
             "labels an array",
             vec![("labels", "[1,2]".into())],
             "labels must be a JSON object",
+        ),
+        (
+            "payload with an integer past 64 bits",
+            vec![("predict-payload", r#"{"n": 18446744073709551616}"#.into())],
+            "predict-payload holds the integer 18446744073709551616",
         ),
         (
             "payload not JSON",
@@ -626,4 +656,40 @@ fn problems_with_the_truss_files_are_input_errors_before_any_request() {
         "nothing was sent: {:?}",
         endpoints(&fake)
     );
+}
+
+#[test]
+fn a_refused_model_name_is_not_reported_as_the_model_name() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let escape = "red\u{1b}[31mX\rY";
+    let cases: &[(Option<&str>, Option<&str>, &str, &str)] = &[
+        (
+            Some(escape),
+            None,
+            "red\u{1b}",
+            "model-name contains a control character",
+        ),
+        (
+            None,
+            Some("rtl\\u202eoverride"),
+            "rtl\u{202e}",
+            "invisible formatting character",
+        ),
+    ];
+    for (input, in_config, shown, expect) in cases {
+        let dir = match in_config {
+            Some(n) => model_dir(&format!("model_name: \"{n}\"\n")),
+            None => model_dir("model_name: fine\n"),
+        };
+        let mut inv = Invocation::new(&fake).model(dir.path());
+        if let Some(n) = input {
+            inv = inv.arg("model-name", n);
+        }
+        let run = inv.run();
+        let why = format!("{input:?} {in_config:?}");
+        assert_refused(&fake, &why, &run, expect);
+        // The name that was refused for how it displays is not displayed.
+        assert_eq!(run.out("model-name"), "", "{why}");
+        assert!(!run.summary.contains(shown), "{why}: {}", run.summary);
+    }
 }

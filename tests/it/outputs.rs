@@ -84,15 +84,16 @@ fn a_failed_deploy_keeps_its_own_exit_code_when_outputs_are_lost() {
 
 #[test]
 fn an_unwritable_outputs_file_fails_the_step_and_the_summary_only_warns() {
-    let dir = tempfile::tempdir().unwrap();
     let fake = fake(ACTIVE);
-    let missing = dir.path().join("missing/outputs.env");
+    // A full disk shows only when written (a missing directory is an
+    // input error before the run: bad_input).
+    let full = "/dev/full";
     let run = Invocation::new(&fake)
         .model(example_model())
-        .arg("output-file", missing.to_str().unwrap())
+        .arg("output-file", full)
         .run();
     assert_eq!(run.code, EXIT_OUTPUTS_NOT_WRITTEN, "{run:?}");
-    assert!(run.stderr.contains(missing.to_str().unwrap()), "{run:?}");
+    assert!(run.stderr.contains(full), "{run:?}");
     // GITHUB_OUTPUT was fine: it tells the deploy's truth.
     assert_eq!(run.status(), "success");
 
