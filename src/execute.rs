@@ -4,55 +4,15 @@
 //! whatever happened. `run` calls it for one target, `multi` for each.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
-use crate::budget::{Budget, Clock, Phase};
+use crate::budget::{Budget, Phase};
 use crate::ci::{self, Reporter};
 use crate::config::{Config, Target};
 use crate::flow::{self, Ctx, State};
+use crate::handles::{Handles, Platform, Signals};
 use crate::kind::Kind;
 use crate::outcome::{CancelReason, Failure};
-use crate::run::Platform;
 use crate::{archive, baseten, chain, github, model};
-
-/// The signals that stop a run: SIGINT (GitHub's cancel, Ctrl-C), SIGTERM
-/// (GitHub 7.5 s later, `docker stop`, Kubernetes) and SIGHUP (a closed
-/// terminal or a CI agent's session ending). Installed when the run starts,
-/// so no phase runs without them.
-pub(crate) struct Signals {
-    int: Option<tokio::signal::unix::Signal>,
-    term: Option<tokio::signal::unix::Signal>,
-    hup: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    pub(crate) fn install() -> Self {
-        use tokio::signal::unix::{SignalKind, signal};
-        Self {
-            int: signal(SignalKind::interrupt()).ok(),
-            term: signal(SignalKind::terminate()).ok(),
-            hup: signal(SignalKind::hangup()).ok(),
-        }
-    }
-
-    /// Waits for the next signal and names it. A signal whose handler could
-    /// not be installed keeps its default action (the process ends).
-    pub(crate) async fn next(&mut self) -> &'static str {
-        async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
-            match s {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending().await,
-            }
-        }
-        tokio::select! {
-            _ = recv(&mut self.int) => "SIGINT",
-            _ = recv(&mut self.term) => "SIGTERM",
-            _ = recv(&mut self.hup) => "SIGHUP",
-        }
-    }
-}
 
 /// Why the targets of a several-target run should stop: the signals the
 /// process received, and whether `fail-fast` called the others off.
@@ -142,18 +102,6 @@ pub(crate) fn github_job(cfg: &Config) -> Option<github::Job> {
         environment: cfg.environment.clone(),
         endpoints: cfg.endpoints.clone(),
     })
-}
-
-/// One target's handles: its config, where it reports, the outputs' state
-/// it fills, the run's clock and the moment it started (a target of a
-/// several-target run has its own reporter, state and start).
-pub(crate) struct Handles<'a> {
-    pub(crate) cfg: &'a Config,
-    pub(crate) rep: &'a Arc<Mutex<Reporter>>,
-    pub(crate) state: &'a Mutex<State>,
-    pub(crate) clock: &'a Clock,
-    /// Read from `clock`, which the budget measures every deadline on.
-    pub(crate) started: Instant,
 }
 
 /// Whether the target's deploy makes requests: not `print-config`, not a

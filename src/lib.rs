@@ -32,6 +32,7 @@ mod files;
 mod flow;
 mod git;
 mod github;
+mod handles;
 mod inform;
 mod kind;
 mod model;

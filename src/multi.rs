@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use futures_util::StreamExt;
 
 use crate::ci::{Cell, Level};
-use crate::run::{Platform, Run};
+use crate::handles::{Platform, Run};
 use crate::secret::Secret;
 use crate::settings::Settings;
 
@@ -215,7 +215,7 @@ async fn deploy_one(
     for n in &p.cfg.notices {
         own.lock().unwrap().notice(n);
     }
-    let target = execute::Handles {
+    let target = crate::handles::Handles {
         cfg: &p.cfg,
         rep: &own,
         state: &state,

@@ -2,7 +2,6 @@
 //! cancellation signals), clean up, and write the outputs on every path.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use crate::budget::Clock;
 use crate::ci::{CiEnv, Reporter};
@@ -10,87 +9,16 @@ use crate::ci_context::CiContext;
 use crate::cli::{Cli, EnvLookup};
 use crate::config::Config;
 use crate::env_vars::TRUSS_PUSH_PYTHON;
-use crate::execute::{self, Signals, Stop};
+use crate::execute::{self, Stop};
 use crate::flow::State;
 use crate::github;
+use crate::handles::{Run, Signals};
 use crate::kind::Kind;
-use crate::net::Network;
 use crate::outcome::{CancelReason, Failure};
 use crate::plan::check_files;
 use crate::report::{Ended, install_panic_hook, report};
 use crate::secret::Secret;
 use crate::settings::{Preliminary, Settings};
-
-/// The run's handles, built once by [`run`] and handed to every mode (a
-/// plan, several targets, one target; a new command is one more mode
-/// taking this value): where the run reports, what its outputs show, the
-/// clock every deadline is measured on and the moment it started, the CI
-/// context, the signals that stop it, and the network settings, read
-/// once.
-pub(crate) struct Run {
-    pub(crate) rep: Arc<Mutex<Reporter>>,
-    /// What the outputs show: the one target's (a several-target run
-    /// fills it from its one target).
-    pub(crate) state: Arc<Mutex<State>>,
-    /// The run's clock: every budget measures its deadlines on it.
-    pub(crate) clock: Clock,
-    /// When the run started, on `clock`.
-    pub(crate) started: Instant,
-    pub(crate) ci: CiContext,
-    /// The result object carries the data (`json`): stdout stays one
-    /// document.
-    pub(crate) json: bool,
-    /// The signals that stop the run, installed at its start: the mode
-    /// running holds them ([`Run::signals`]).
-    signals: tokio::sync::Mutex<Signals>,
-    /// Every network setting, or why they could not be built: read only
-    /// through [`Run::network`] (and [`Run::platform`]), by a mode about to
-    /// make a request.
-    net: Result<Network, String>,
-}
-
-/// What a mode that talks to the platform holds: the checked key and the
-/// run's network.
-#[derive(Clone, Copy)]
-pub(crate) struct Platform<'a> {
-    pub(crate) key: &'a Secret,
-    pub(crate) net: &'a Network,
-}
-
-impl Run {
-    /// The platform's access for a mode about to make a request: a network
-    /// that could not be built fails it as an input error.
-    pub(crate) fn platform<'a>(&'a self, key: &'a Secret) -> Result<Platform<'a>, Failure> {
-        Ok(Platform {
-            key,
-            net: self.network()?,
-        })
-    }
-
-    /// The run's network; bad network settings are an input error.
-    pub(crate) fn network(&self) -> Result<&Network, Failure> {
-        self.net
-            .as_ref()
-            .map_err(|e| Failure::InvalidInput(e.clone()))
-    }
-
-    /// The run's signals, for the mode that waits on them.
-    pub(crate) async fn signals(&self) -> tokio::sync::MutexGuard<'_, Signals> {
-        self.signals.lock().await
-    }
-
-    /// The handles one target's deploy runs with: the run's own reporter
-    /// and outputs' state, its clock and start.
-    pub(crate) fn target<'a>(&'a self, cfg: &'a Config) -> execute::Handles<'a> {
-        execute::Handles {
-            cfg,
-            rep: &self.rep,
-            state: &self.state,
-            clock: &self.clock,
-            started: self.started,
-        }
-    }
-}
 
 /// Runs the whole job and returns the process exit code. `parse_error` is a
 /// command-line error already found by clap: it is reported like any bad
@@ -131,22 +59,20 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         Ok(c) => (c, None),
         Err(e) => (Clock::default(), Some(e)),
     };
-    let started = clock.now();
     let state = Arc::new(Mutex::new(State {
         model_name: preliminary.model_name.clone(),
         ..State::default()
     }));
     install_panic_hook(ci_env.clone(), out_settings.clone(), Arc::clone(&state));
-    let run = Run {
+    let run = Run::new(
         rep,
         state,
         clock,
-        started,
-        ci: ci_context,
-        json: out_settings.json,
-        signals: tokio::sync::Mutex::new(signals),
+        ci_context,
+        out_settings.json,
+        signals,
         net,
-    };
+    );
 
     let plan = preliminary.plan.clone();
     // A malformed key is refused in every mode; a missing one only where
