@@ -199,7 +199,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
     drop(gen_dir);
     // The secrets check answered by now, most likely: said here if so,
     // else by the report.
-    crate::inform::tell_finished(ctx);
+    crate::flow::inform::tell_finished(ctx);
 
     let chains = ctx
         .api

@@ -70,9 +70,9 @@ pub(crate) async fn deploy(
         // `unchanged: false` until a read proves otherwise, whatever stops
         // the run.
         ctx.state.lock().unwrap().by_content.unchanged = Some(false);
-        let hash = content::run::hash(ctx, dir).await?;
+        let hash = flow::content::hash(ctx, dir).await?;
         let model_id = existing.as_ref().map(|m| m.id.as_str());
-        if content::run::skip_if_unchanged(ctx, model_id, &hash, raw_config).await? {
+        if flow::content::skip_if_unchanged(ctx, model_id, &hash, raw_config).await? {
             return Ok(());
         }
     }
@@ -91,15 +91,15 @@ pub(crate) async fn deploy(
     // and the create never wait for.
     if let (false, Some(env)) = (cfg.skip_unchanged, cfg.environment.as_deref()) {
         let model_id = existing.as_ref().map(|m| m.id.as_str());
-        content::run::compare_later(ctx, model_id, env, None, raw_config);
+        flow::content::compare_later(ctx, model_id, env, None, raw_config);
     }
     let packaged = flow::package_and_upload(ctx, dir, &creds, "the truss", true)
         .await?
         .expect("asked for the content hash");
-    let hash = content::run::packaged(ctx, &packaged);
+    let hash = flow::content::packaged(ctx, &packaged);
     // What the informing reads already answered is told now; the rest is
     // told by the report.
-    crate::inform::tell_finished(ctx);
+    crate::flow::inform::tell_finished(ctx);
 
     let git_info = if cfg.include_git_info {
         git::collect_git_info(dir, cfg.ci_revision.as_ref())
@@ -225,7 +225,7 @@ pub(crate) async fn deploy(
         cfg.endpoints
             .logs_page(&created.model_id, &created.deployment_id)
     ));
-    crate::inform::tell_finished(ctx);
+    crate::flow::inform::tell_finished(ctx);
     ctx.end_group();
 
     ctx.group(&format!(

@@ -23,17 +23,13 @@ use anyhow::Context;
 
 use crate::archive;
 use crate::baseten::OrderedObject;
+use crate::label::LABEL_KEY;
 
 pub(crate) mod diff;
 pub(crate) mod plan;
 pub(crate) mod record;
-pub(crate) mod run;
 pub(crate) mod secrets;
 pub(crate) mod skip;
-
-/// The label every deployment this tool creates carries: its source's
-/// content hash (64 hex digits). Documented in docs/deploy-by-content.md.
-pub(crate) const LABEL_KEY: &str = "truss_push_content_hash";
 
 /// A truss's content hash and what went into it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,13 +11,13 @@
 //! decide (a failed one deploys, which is always safe). The audit log's
 //! "promoted at" words (`promoted_at`) and the serving deployment read
 //! for the config diff (`serving`) only inform: they run as
-//! `crate::inform` reads, under their own short deadline.
+//! `crate::flow::inform` reads, under their own short deadline.
 
 use serde_json::Value;
 
-use super::LABEL_KEY;
 use crate::baseten::{Api, ApiError, AuditEntry, Deployment, Environment};
 use crate::kind::Kind;
+use crate::label::LABEL_KEY;
 use crate::promotion::Env;
 use crate::status::MODEL_READY_STATUSES;
 
@@ -286,7 +286,7 @@ pub(crate) async fn check(
 /// When the model's audit log last saw deployment `id` promoted into
 /// `env` (`None`: it records no such promotion, as for a deployment
 /// created into the environment). One try: it only informs the unchanged
-/// line (`crate::inform`), so nothing waits for it past its short
+/// line (`crate::flow::inform`), so nothing waits for it past its short
 /// deadline, and unread, the line says when the deployment was created.
 pub(crate) async fn promoted_at(
     api: &Api,

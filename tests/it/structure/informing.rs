@@ -1,5 +1,5 @@
 //! A read that only informs never holds a mutation (SPEC, "Reads are of
-//! two kinds"; `src/inform.rs`). The mechanism leaves two ways to take
+//! two kinds"; `src/flow/inform.rs`). The mechanism leaves two ways to take
 //! such a read's outcome, and this rule pins both:
 //!
 //! - the report's settle (`inform::settle_for_report`) is called once, by
@@ -17,7 +17,7 @@ use super::view::{Crate, TokenKind};
 use super::{Allowed, Finding, found, judge, snippet_crate, src};
 
 /// The mechanism itself: it defines `settle` and the report's settle.
-const HOME: &str = "inform.rs";
+const HOME: &str = "flow/inform.rs";
 const EXECUTE: &str = "execute.rs";
 
 /// Calls that change the platform (or the flow's steps that make them):
@@ -98,7 +98,7 @@ fn informing(c: &Crate) -> Vec<Finding> {
 /// waits for it.
 const TAKEN: [Allowed; 2] = [
     Allowed {
-        file: "content/run.rs",
+        file: "flow/content.rs",
         what: ".settle(",
         count: 1,
         why: "an unchanged run's \"promoted at\" words: the run creates, promotes and deactivates nothing after them",
@@ -138,7 +138,7 @@ fn the_informing_rule_catches_its_evasions_and_passes_innocent_code() {
     );
     // A listed place that starts mutating.
     let caught = whats(rule(
-        "content/run.rs",
+        "flow/content.rs",
         "async fn f(api: &Api) { let w = read.settle().await; api.promote(x).await; }",
     ));
     assert!(
@@ -168,7 +168,7 @@ fn the_informing_rule_catches_its_evasions_and_passes_innocent_code() {
     );
     assert_eq!(judge(&innocent, &TAKEN[1..]), Vec::<String>::new());
     let innocent = rule(
-        "content/run.rs",
+        "flow/content.rs",
         "async fn f(ctx: &Ctx) { let w = read.settle().await; smoke_test(ctx).await; }",
     );
     assert_eq!(judge(&innocent, &TAKEN[..1]), Vec::<String>::new());

@@ -36,9 +36,9 @@ use std::future::Future;
 use futures_util::FutureExt;
 use tokio::task::JoinHandle;
 
+use super::Ctx;
 use crate::baseten::Api;
 use crate::budget::{Phase, SHORT_READ_SECS};
-use crate::flow::Ctx;
 
 /// Why an informing read gave nothing; shown as `not read: {why}`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,17 +4,17 @@
 //! source already serves it), and what the deploy will change. The
 //! verdict's reads decide (`skip::check`); what serves the environment
 //! and its raw config, read for the summary's diff, and the audit log's
-//! "promoted at" words only inform (`crate::inform`): the first is never
+//! "promoted at" words only inform (`crate::flow::inform`): the first is never
 //! awaited by the deploy, the second only by an unchanged run.
 
 use anyhow::anyhow;
 use serde_json::Value;
 
-use super::diff::{self, Change};
-use super::skip::{self, Read, Serving, Verdict};
+use super::inform;
+use super::{Ctx, smoke_test};
 use crate::baseten::Api;
-use crate::flow::{Ctx, smoke_test};
-use crate::inform;
+use crate::content::diff::{self, Change};
+use crate::content::skip::{self, Read, Serving, Verdict};
 use crate::outcome::Failure;
 
 /// This truss's content hash, read before packaging, said and kept in
@@ -22,7 +22,7 @@ use crate::outcome::Failure;
 pub(crate) async fn hash(ctx: &Ctx<'_>, dir: &std::path::Path) -> Result<String, Failure> {
     let root = dir.to_path_buf();
     let hashing = async {
-        tokio::task::spawn_blocking(move || super::hash(&root))
+        tokio::task::spawn_blocking(move || crate::content::hash(&root))
             .await
             .map_err(|e| Failure::Deploy(anyhow!(e)))?
             .map_err(|e| Failure::Deploy(e.context("hashing the truss")))
@@ -35,7 +35,7 @@ pub(crate) async fn hash(ctx: &Ctx<'_>, dir: &std::path::Path) -> Result<String,
 
 /// The content hash of what was packaged (and is labelled): said unless
 /// it is the one read before packaging.
-pub(crate) fn packaged(ctx: &Ctx<'_>, h: &super::ContentHash) -> String {
+pub(crate) fn packaged(ctx: &Ctx<'_>, h: &crate::content::ContentHash) -> String {
     let mut st = ctx.state.lock().unwrap();
     let before = st.by_content.hash.replace(h.hex.clone());
     drop(st);
@@ -51,7 +51,7 @@ pub(crate) fn packaged(ctx: &Ctx<'_>, h: &super::ContentHash) -> String {
     h.hex.clone()
 }
 
-fn say(ctx: &Ctx<'_>, h: &super::ContentHash, then: &str) {
+fn say(ctx: &Ctx<'_>, h: &crate::content::ContentHash, then: &str) {
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     ctx.say(&format!(
@@ -231,7 +231,7 @@ fn record_change(ctx: &Ctx<'_>, read: inform::Informed<Theirs>, what: &str, ours
         .as_ref()
         .ok()
         .and_then(|s| s.recorded.as_deref())
-        .filter(|r| super::is_hash(r))
+        .filter(|r| crate::content::is_hash(r))
         .map(|r| r == hash);
     let change = Change {
         environment: theirs.environment,
