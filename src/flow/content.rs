@@ -12,9 +12,9 @@ use serde_json::Value;
 
 use super::inform;
 use super::{Ctx, smoke_test};
-use crate::baseten::Api;
+use crate::baseten::{Api, ApiError};
 use crate::content::diff::{self, Change};
-use crate::content::skip::{self, Read, Serving, Verdict};
+use crate::content::skip::{self, Read, Serving, Verdict, Why};
 use crate::outcome::Failure;
 
 /// This truss's content hash, read before packaging, said and kept in
@@ -128,9 +128,30 @@ async fn promoted_words(ctx: &Ctx<'_>, model_id: &str, env: &str, serving: Servi
 /// deploy changes: the serving deployment and its raw config, or why not.
 pub(crate) struct Theirs {
     environment: String,
-    serving: Result<Read, String>,
-    config: Result<String, String>,
+    serving: Result<Read, Why>,
+    config: Result<String, ConfigUnread>,
 }
+
+/// Why the serving deployment's raw config is not there to compare with.
+#[derive(Debug, thiserror::Error)]
+enum ConfigUnread {
+    #[error(
+        "the platform keeps no raw config.yaml for the serving deployment {0} (it keeps them for deployments created since 2026-04-30)"
+    )]
+    NotKept(String),
+    #[error("the serving deployment {id}'s config could not be read ({cause})")]
+    Unread { id: String, cause: ApiError },
+    /// What serves the environment could not be read.
+    #[error(transparent)]
+    Serving(Why),
+    #[error("the model does not exist yet")]
+    NoModel,
+}
+
+/// An informing read cut by its deadline.
+#[derive(Debug, thiserror::Error)]
+#[error("timed out")]
+struct TimedOut;
 
 /// Reads what serves `env` and its raw config on the side, for the
 /// summary's comparison: a read that only informs, whose outcome goes to
@@ -141,7 +162,7 @@ pub(crate) fn compare_later(
     ctx: &Ctx<'_>,
     model_id: Option<&str>,
     env: &str,
-    serving: Option<Result<Read, String>>,
+    serving: Option<Result<Read, Why>>,
     raw_config: &[u8],
 ) {
     let (model_id, environment) = (model_id.map(str::to_string), env.to_string());
@@ -163,7 +184,7 @@ pub(crate) fn compare_later(
                 .deadline()
                 .is_some_and(|d| api.clock().left(d).is_zero())
             {
-                true => Err("timed out".to_string()),
+                true => Err(TimedOut),
                 false => Ok(theirs),
             }
         },
@@ -176,24 +197,21 @@ async fn config_of(
     api: &Api,
     model_id: Option<&str>,
     env: &str,
-    serving: Result<Read, String>,
+    serving: Result<Read, Why>,
 ) -> Theirs {
     let config = match (&serving, model_id) {
         (Ok(s), Some(model_id)) => {
             match api.deployment_raw_config(model_id, &s.deployment_id).await {
                 Ok(Some(text)) => Ok(text),
-                Ok(None) => Err(format!(
-                    "the platform keeps no raw config.yaml for the serving deployment {} (it keeps them for deployments created since 2026-04-30)",
-                    s.deployment_id
-                )),
-                Err(e) => Err(format!(
-                    "the serving deployment {}'s config could not be read ({e})",
-                    s.deployment_id
-                )),
+                Ok(None) => Err(ConfigUnread::NotKept(s.deployment_id.clone())),
+                Err(cause) => Err(ConfigUnread::Unread {
+                    id: s.deployment_id.clone(),
+                    cause,
+                }),
             }
         }
-        (Err(why), _) => Err(why.clone()),
-        (Ok(_), None) => Err("the model does not exist yet".into()),
+        (Err(why), _) => Err(ConfigUnread::Serving(why.clone())),
+        (Ok(_), None) => Err(ConfigUnread::NoModel),
     };
     Theirs {
         environment: env.to_string(),
@@ -238,7 +256,10 @@ fn record_change(ctx: &Ctx<'_>, read: inform::Informed<Theirs>, what: &str, ours
         serving: theirs.serving.ok().map(|s| s.deployment_id),
         what: diff::change(
             ours,
-            theirs.config.as_deref().map_err(Clone::clone),
+            theirs
+                .config
+                .as_deref()
+                .map_err(|e| e as &dyn std::fmt::Display),
             same_hash,
         ),
     };
