@@ -181,13 +181,23 @@ pub(crate) async fn package_and_upload(
             }
         };
         tokio::select! {
-            r = uploading => r.map_err(|e| fail(e.context(what.clone()))),
+            // The archive's own digests from what its reads gave of the
+            // bytes S3 stored.
+            r = uploading => r
+                .and_then(|report| {
+                    let digests = layout
+                        .hashes_files()
+                        .then(|| report.read.digests(&layout))
+                        .transpose()?;
+                    Ok((report, digests))
+                })
+                .map_err(|e| fail(e.context(what.clone()))),
             never = ticks => never,
         }
     };
     let report = ctx.within(&what, upload).await;
     ctx.rep.lock().unwrap().upload_finished();
-    let report = report?;
+    let (report, digests) = report?;
     if let Some(note) = &report.note {
         ctx.notice(note);
     }
@@ -208,7 +218,7 @@ pub(crate) async fn package_and_upload(
             human(wall),
         ),
     );
-    let Some(digests) = &report.digests else {
+    let Some(digests) = &digests else {
         return Ok(None);
     };
     // Only a symlink whose target is no member is read here.
