@@ -439,20 +439,40 @@ fn runs_entrypoint(read: &Value, entrypoint: &str) -> bool {
 /// this run created), by the rules models follow; first, a create in
 /// flight when the run was cancelled is looked for ([`find_own`]).
 pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
-    flow::find_cancelled_create(ctx, "chain deployment", find_own, |st, chain_id, id| {
+    flow::cleanup_created(ctx, &Chain).await
+}
+
+/// A chain's deployments, as the flow's cleanup asks of them.
+struct Chain;
+
+impl flow::Created for Chain {
+    const WHAT: &'static str = "chain deployment";
+
+    fn owner(st: &flow::State) -> &Option<String> {
+        &st.chain_id
+    }
+
+    fn adopt(st: &mut flow::State, chain_id: String, id: String) {
         st.chain_id = Some(chain_id);
         st.deployment_id = Some(id);
         st.model_id = None;
-    })
-    .await;
-    flow::cleanup_created(
-        ctx,
-        |st| &st.chain_id,
-        "chain deployment",
-        serving_environment,
-        Api::deactivate_chain,
-    )
-    .await
+    }
+
+    async fn find_cancelled(
+        &self,
+        api: &Api,
+        f: &InFlight,
+    ) -> Result<Option<(String, String)>, String> {
+        find_own(api, f).await
+    }
+
+    async fn serving(&self, api: &Api, chain_id: &str, id: &str) -> Serving {
+        serving_environment(api, chain_id, id).await
+    }
+
+    async fn deactivate(&self, api: &Api, chain_id: &str, id: &str) -> Result<(), ApiError> {
+        api.deactivate_chain(chain_id, id).await
+    }
 }
 
 #[cfg(test)]

@@ -385,38 +385,59 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
     if ctx.state.lock().unwrap().by_content.unchanged == Some(true) {
         return Ok(());
     }
-    // A create in flight when the run was cancelled: found by name, as a
-    // lost answer is.
-    let list = async |api: &Api, model_id: &str| {
-        api.deployment_ids(model_id, &ctx.cfg.deployment_name).await
-    };
-    flow::find_cancelled_create(
-        ctx,
-        "deployment",
-        async |api: &Api, f: &InFlight| {
-            let find_model = async |api: &Api| {
-                let models = api.models(f.team_id.as_deref()).await?;
-                Ok(models.into_iter().find(|m| m.name == f.name).map(|m| m.id))
-            };
-            f.before
-                .find_new(api, find_model, &list)
-                .await
-                .map_err(|e| e.to_string())
-        },
-        |st, model_id, id| {
-            st.model_id = Some(model_id);
-            st.deployment_id = Some(id);
-        },
-    )
-    .await;
     flow::cleanup_created(
         ctx,
-        |st| &st.model_id,
-        "deployment",
-        serving_environment,
-        Api::deactivate,
+        &Model {
+            deployment_name: &ctx.cfg.deployment_name,
+        },
     )
     .await
+}
+
+/// A model's deployments, as the flow's cleanup asks of them.
+struct Model<'a> {
+    /// The deployment's name, which a create in flight when the run was
+    /// cancelled is found by, as a lost answer is.
+    deployment_name: &'a str,
+}
+
+impl flow::Created for Model<'_> {
+    const WHAT: &'static str = "deployment";
+
+    fn owner(st: &flow::State) -> &Option<String> {
+        &st.model_id
+    }
+
+    fn adopt(st: &mut flow::State, model_id: String, id: String) {
+        st.model_id = Some(model_id);
+        st.deployment_id = Some(id);
+    }
+
+    async fn find_cancelled(
+        &self,
+        api: &Api,
+        f: &InFlight,
+    ) -> Result<Option<(String, String)>, String> {
+        let list = async |api: &Api, model_id: &str| {
+            api.deployment_ids(model_id, self.deployment_name).await
+        };
+        let find_model = async |api: &Api| {
+            let models = api.models(f.team_id.as_deref()).await?;
+            Ok(models.into_iter().find(|m| m.name == f.name).map(|m| m.id))
+        };
+        f.before
+            .find_new(api, find_model, &list)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn serving(&self, api: &Api, model_id: &str, id: &str) -> Serving {
+        serving_environment(api, model_id, id).await
+    }
+
+    async fn deactivate(&self, api: &Api, model_id: &str, id: &str) -> Result<(), ApiError> {
+        api.deactivate(model_id, id).await
+    }
 }
 
 /// The environment that serves this model deployment, if any: the
