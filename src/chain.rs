@@ -240,21 +240,12 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         check,
         entrypoint: Some(entrypoint.display_name.clone()),
     };
-    let lookup = in_flight.clone();
-    let deployed = flow::create_once(
-        ctx,
-        "the chain deployment",
-        in_flight,
-        async |api: &Api| api.deploy_chain_atomic(&request, &user_env).await,
-        async |api: &Api| {
-            let found = find_own(api, &lookup).await.map_err(ApiError::permanent)?;
-            Ok(found.map(|(chain_id, chain_deployment_id)| ChainDeployed {
-                chain_id,
-                chain_deployment_id,
-            }))
-        },
-    )
-    .await?;
+    let create = NewChainDeployment {
+        request: &request,
+        user_env: &user_env,
+        lookup: in_flight.clone(),
+    };
+    let deployed = flow::create_once(ctx, "the chain deployment", in_flight, &create).await?;
     let (chain_id, chain_deployment_id) = (&deployed.chain_id, &deployed.chain_deployment_id);
     {
         let mut st = ctx.state.lock().unwrap();
@@ -440,6 +431,32 @@ fn runs_entrypoint(read: &Value, entrypoint: &str) -> bool {
 /// flight when the run was cancelled is looked for ([`find_own`]).
 pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
     flow::cleanup_created(ctx, &Chain).await
+}
+
+/// The chain deployment's create, as the flow's create-exactly-once asks
+/// of it: after a lost answer, this run's own is found ([`find_own`]).
+struct NewChainDeployment<'r> {
+    request: &'r DeployChainRequest<'r>,
+    user_env: &'r str,
+    lookup: InFlight,
+}
+
+impl flow::Create for NewChainDeployment<'_> {
+    type Made = ChainDeployed;
+
+    async fn send(&self, api: &Api) -> Result<ChainDeployed, ApiError> {
+        api.deploy_chain_atomic(self.request, self.user_env).await
+    }
+
+    async fn find(&self, api: &Api) -> Result<Option<ChainDeployed>, ApiError> {
+        let found = find_own(api, &self.lookup)
+            .await
+            .map_err(ApiError::permanent)?;
+        Ok(found.map(|(chain_id, chain_deployment_id)| ChainDeployed {
+            chain_id,
+            chain_deployment_id,
+        }))
+    }
 }
 
 /// A chain's deployments, as the flow's cleanup asks of them.

@@ -146,11 +146,6 @@ pub(crate) async fn deploy(
         ),
         None => format!("whether a model {name:?} now exists in your workspace"),
     };
-    let find_model = async |api: &Api| {
-        let team_id = team.as_ref().map(|t| t.id.as_str());
-        let models = api.models(team_id).await?;
-        Ok(models.into_iter().find(|m| m.name == name).map(|m| m.id))
-    };
     let in_flight = InFlight {
         before: before.borrow().clone(),
         name: name.to_string(),
@@ -158,49 +153,12 @@ pub(crate) async fn deploy(
         check,
         entrypoint: None,
     };
-    let created = flow::create_once(
+    let create = NewDeployment {
         ctx,
-        "the deployment",
-        in_flight,
-        async |api: &Api| match api.create(&request).await {
-            // Refused, for a model that did not exist when we looked:
-            // another run may have created it since (two first deploys
-            // racing). If it exists now, push a version of it.
-            Err(refused @ ApiError::Permanent { .. }) if request.existing_model_id.is_none() => {
-                let Ok(Some(model_id)) = find_model(api).await else {
-                    return Err(refused);
-                };
-                ctx.warn(&format!(
-                    "model {name:?} was created by someone else since this run looked ({model_id}): pushing this deployment as a new version of it"
-                ));
-                ctx.note(format!(
-                    "model {name:?} was created meanwhile by another client; this deployment is a version of it"
-                ));
-                // What the model holds now, so that a lost answer to the
-                // version is never taken for the other run's deployment.
-                let now = ExistingDeployments::take(api, Some(&model_id), &list).await;
-                if let Some(f) = ctx.state.lock().unwrap().in_flight.as_mut() {
-                    f.before = now.clone();
-                }
-                *before.borrow_mut() = now;
-                let version = CreateRequest {
-                    existing_model_id: Some(&model_id),
-                    ..request.clone()
-                };
-                api.create(&version).await
-            }
-            r => r,
-        },
-        async |api: &Api| {
-            let before = before.borrow().clone();
-            let found = before.find_new(api, find_model, &list).await?;
-            Ok(found.map(|(model_id, deployment_id)| Created {
-                model_id,
-                deployment_id,
-            }))
-        },
-    )
-    .await?;
+        request,
+        before,
+    };
+    let created = flow::create_once(ctx, "the deployment", in_flight, &create).await?;
     {
         let mut st = ctx.state.lock().unwrap();
         st.model_id = Some(created.model_id.clone());
@@ -375,6 +333,83 @@ fn spawn_log_stream(
             tokio::time::sleep(interval).await;
         }
     })
+}
+
+/// The model deployment's create, as the flow's create-exactly-once asks
+/// of it.
+struct NewDeployment<'r, 'c> {
+    ctx: &'r Ctx<'c>,
+    request: CreateRequest<'r>,
+    /// What carried this deployment name before the create, so that a
+    /// lost answer's deployment is told from earlier ones: taken again
+    /// when the model turns out to have been created meanwhile.
+    before: std::cell::RefCell<ExistingDeployments>,
+}
+
+impl NewDeployment<'_, '_> {
+    async fn list(&self, api: &Api, model_id: &str) -> Result<Vec<String>, ApiError> {
+        api.deployment_ids(model_id, self.request.deployment_name)
+            .await
+    }
+
+    /// The model of this name (in the team, when named), if one exists.
+    async fn model(&self, api: &Api) -> Result<Option<String>, ApiError> {
+        let models = api.models(self.request.team_id).await?;
+        Ok(models
+            .into_iter()
+            .find(|m| m.name == self.request.model_name)
+            .map(|m| m.id))
+    }
+}
+
+impl flow::Create for NewDeployment<'_, '_> {
+    type Made = Created;
+
+    async fn send(&self, api: &Api) -> Result<Created, ApiError> {
+        let (ctx, request, name) = (self.ctx, &self.request, self.request.model_name);
+        match api.create(request).await {
+            // Refused, for a model that did not exist when we looked:
+            // another run may have created it since (two first deploys
+            // racing). If it exists now, push a version of it.
+            Err(refused @ ApiError::Permanent { .. }) if request.existing_model_id.is_none() => {
+                let Ok(Some(model_id)) = self.model(api).await else {
+                    return Err(refused);
+                };
+                ctx.warn(&format!(
+                    "model {name:?} was created by someone else since this run looked ({model_id}): pushing this deployment as a new version of it"
+                ));
+                ctx.note(format!(
+                    "model {name:?} was created meanwhile by another client; this deployment is a version of it"
+                ));
+                // What the model holds now, so that a lost answer to the
+                // version is never taken for the other run's deployment.
+                let list = async |api: &Api, model_id: &str| self.list(api, model_id).await;
+                let now = ExistingDeployments::take(api, Some(&model_id), &list).await;
+                if let Some(f) = ctx.state.lock().unwrap().in_flight.as_mut() {
+                    f.before = now.clone();
+                }
+                *self.before.borrow_mut() = now;
+                let version = CreateRequest {
+                    existing_model_id: Some(&model_id),
+                    ..request.clone()
+                };
+                api.create(&version).await
+            }
+            r => r,
+        }
+    }
+
+    async fn find(&self, api: &Api) -> Result<Option<Created>, ApiError> {
+        let before = self.before.borrow().clone();
+        let list = async |api: &Api, model_id: &str| self.list(api, model_id).await;
+        let found = before
+            .find_new(api, async |api: &Api| self.model(api).await, &list)
+            .await?;
+        Ok(found.map(|(model_id, deployment_id)| Created {
+            model_id,
+            deployment_id,
+        }))
+    }
 }
 
 /// Cleanup of the model deployment (with a gated promotion: of each one
