@@ -54,7 +54,7 @@ pub(crate) fn hash(root: &Path) -> anyhow::Result<ContentHash> {
 
 /// The content hash of exactly what `layout` packed, from the digests the
 /// upload took of its files from the very reads whose bytes S3 stored
-/// (`s3::UploadReport::digests`, in member order, `None` for a symlink):
+/// (`archive::ByRange::digests`, in member order, `None` for a symlink):
 /// no file is read again. A symlink counts by the bytes it points at,
 /// which the tar does not hold: the digest of the member it points at
 /// when it is one, else its target read on its own.
