@@ -462,7 +462,7 @@ impl flow::Create for NewChainDeployment<'_> {
 /// A chain's deployments, as the flow's cleanup asks of them.
 struct Chain;
 
-impl flow::Created for Chain {
+impl flow::Owner for Chain {
     const WHAT: &'static str = "chain deployment";
 
     fn owner(st: &flow::State) -> &Option<String> {

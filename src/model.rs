@@ -436,7 +436,7 @@ struct Model<'a> {
     deployment_name: &'a str,
 }
 
-impl flow::Created for Model<'_> {
+impl flow::Owner for Model<'_> {
     const WHAT: &'static str = "deployment";
 
     fn owner(st: &flow::State) -> &Option<String> {

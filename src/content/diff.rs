@@ -56,16 +56,16 @@ pub(crate) struct ConfigDiff {
 
 /// Which config.yaml.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Side {
+pub(crate) enum ConfigOf {
     Ours,
     Serving,
 }
 
-impl std::fmt::Display for Side {
+impl std::fmt::Display for ConfigOf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Side::Ours => "this truss's",
-            Side::Serving => "the serving deployment's",
+            ConfigOf::Ours => "this truss's",
+            ConfigOf::Serving => "the serving deployment's",
         })
     }
 }
@@ -74,9 +74,9 @@ impl std::fmt::Display for Side {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub(crate) enum Hidden {
     #[error("{0} config.yaml could not be parsed ({1}), so its secrets cannot be told apart")]
-    Unparsed(Side, Untold),
+    Unparsed(ConfigOf, Untold),
     #[error("in {0} config.yaml, {1}")]
-    Uncut(Side, Untold),
+    Uncut(ConfigOf, Untold),
 }
 
 /// The secrets' names on both sides (values are never compared in view).
@@ -123,8 +123,8 @@ fn config_diff(ours: &str, theirs: &str) -> ConfigDiff {
             let names =
                 |p: &Result<Parts, Untold>| p.as_ref().map(|p| p.names.clone()).unwrap_or_default();
             let why = match (&o, &t) {
-                (Err(e), _) => Hidden::Unparsed(Side::Ours, e.clone()),
-                (_, Err(e)) => Hidden::Unparsed(Side::Serving, e.clone()),
+                (Err(e), _) => Hidden::Unparsed(ConfigOf::Ours, e.clone()),
+                (_, Err(e)) => Hidden::Unparsed(ConfigOf::Serving, e.clone()),
                 _ => unreachable!("one side failed"),
             };
             return ConfigDiff {
@@ -155,8 +155,8 @@ fn config_diff(ours: &str, theirs: &str) -> ConfigDiff {
     };
     let lines = match (&t.rest, &o.rest) {
         (Ok(old), Ok(new)) => Ok(secrets::scrub(&line_diff(old, new), &[&o, &t])),
-        (Err(why), _) => Err(Hidden::Uncut(Side::Serving, why.clone())),
-        (_, Err(why)) => Err(Hidden::Uncut(Side::Ours, why.clone())),
+        (Err(why), _) => Err(Hidden::Uncut(ConfigOf::Serving, why.clone())),
+        (_, Err(why)) => Err(Hidden::Uncut(ConfigOf::Ours, why.clone())),
     };
     ConfigDiff { lines, names }
 }

@@ -167,7 +167,7 @@ async fn cleanup_deployment(
 /// What cleanup asks of one kind of target (a model's deployments, a
 /// chain's), implemented by `model` and `chain`: the flow never reaches
 /// up to them. The owner is the model or the chain.
-pub(crate) trait Created {
+pub(crate) trait Owner {
     /// Its deployments' name in messages ("deployment", "chain deployment").
     const WHAT: &'static str;
     /// The owner's id in the state, once one was created or found.
@@ -191,7 +191,7 @@ pub(crate) trait Created {
 /// then every deployment this run created (with a gated promotion, the
 /// tested one and the one the platform promoted), once one was: each
 /// decided by [`cleanup_deployment`].
-pub(crate) async fn cleanup_created<T: Created>(ctx: &Ctx<'_>, target: &T) -> Result<(), Failure> {
+pub(crate) async fn cleanup_created<T: Owner>(ctx: &Ctx<'_>, target: &T) -> Result<(), Failure> {
     find_cancelled_create(
         ctx,
         T::WHAT,

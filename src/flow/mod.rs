@@ -32,7 +32,7 @@ use crate::net::TRUSS_COMPAT_VERSION;
 use crate::outcome::Failure;
 use crate::{evidence, git};
 
-pub(crate) use cleanup::{Created, Serving, cleanup_created};
+pub(crate) use cleanup::{Owner, Serving, cleanup_created};
 pub(crate) use create::{Create, ExistingDeployments, InFlight, create_once};
 pub(crate) use gate::{Candidate, check_gate_target, cleanup_gated, promote_after_predict};
 pub(crate) use smoke::{smoke_test, test_and_promote};
