@@ -21,7 +21,7 @@
 //! - GitHub hears of the start within [`ANNOUNCE_MAX_SECS`] and by the end
 //!   of the deploy's budget, and of the end within [`REPORT_MAX_SECS`] out
 //!   of what cleanup left of its minute: never past the run's end;
-//! - a short read — one that only informs (`crate::inform`: the config
+//! - a short read — one that only informs (`crate::flow::inform`: the config
 //!   diff, the "promoted at" words, the secrets pre-check), and the
 //!   metrics a gate judges at each poll — gets [`SHORT_READ_SECS`] from its
 //!   start, never past the run's end.

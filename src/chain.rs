@@ -203,7 +203,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
     drop(gen_dir);
     // The secrets check answered by now, most likely: said here if so,
     // else by the report.
-    crate::inform::tell_finished(ctx);
+    crate::flow::inform::tell_finished(ctx);
 
     let chains = ctx
         .api
@@ -244,21 +244,12 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         check,
         entrypoint: Some(entrypoint.display_name.clone()),
     };
-    let lookup = in_flight.clone();
-    let deployed = flow::create_once(
-        ctx,
-        "the chain deployment",
-        in_flight,
-        async |api: &Api| api.deploy_chain_atomic(&request, &user_env).await,
-        async |api: &Api| {
-            let found = find_own(api, &lookup).await.map_err(ApiError::permanent)?;
-            Ok(found.map(|(chain_id, chain_deployment_id)| ChainDeployed {
-                chain_id,
-                chain_deployment_id,
-            }))
-        },
-    )
-    .await?;
+    let create = NewChainDeployment {
+        request: &request,
+        user_env: &user_env,
+        lookup: in_flight.clone(),
+    };
+    let deployed = flow::create_once(ctx, "the chain deployment", in_flight, &create).await?;
     let (chain_id, chain_deployment_id) = (&deployed.chain_id, &deployed.chain_deployment_id);
     {
         let mut st = ctx.state.lock().unwrap();
@@ -451,20 +442,66 @@ fn runs_entrypoint(read: &Value, entrypoint: &str) -> bool {
 /// this run created), by the rules models follow; first, a create in
 /// flight when the run was cancelled is looked for ([`find_own`]).
 pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
-    flow::find_cancelled_create(ctx, "chain deployment", find_own, |st, chain_id, id| {
+    flow::cleanup_created(ctx, &Chain).await
+}
+
+/// The chain deployment's create, as the flow's create-exactly-once asks
+/// of it: after a lost answer, this run's own is found ([`find_own`]).
+struct NewChainDeployment<'r> {
+    request: &'r DeployChainRequest<'r>,
+    user_env: &'r str,
+    lookup: InFlight,
+}
+
+impl flow::Create for NewChainDeployment<'_> {
+    type Made = ChainDeployed;
+
+    async fn send(&self, api: &Api) -> Result<ChainDeployed, ApiError> {
+        api.deploy_chain_atomic(self.request, self.user_env).await
+    }
+
+    async fn find(&self, api: &Api) -> Result<Option<ChainDeployed>, ApiError> {
+        let found = find_own(api, &self.lookup)
+            .await
+            .map_err(ApiError::permanent)?;
+        Ok(found.map(|(chain_id, chain_deployment_id)| ChainDeployed {
+            chain_id,
+            chain_deployment_id,
+        }))
+    }
+}
+
+/// A chain's deployments, as the flow's cleanup asks of them.
+struct Chain;
+
+impl flow::Owner for Chain {
+    const WHAT: &'static str = "chain deployment";
+
+    fn owner(st: &flow::State) -> &Option<String> {
+        &st.chain_id
+    }
+
+    fn adopt(st: &mut flow::State, chain_id: String, id: String) {
         st.chain_id = Some(chain_id);
         st.deployment_id = Some(id);
         st.model_id = None;
-    })
-    .await;
-    flow::cleanup_created(
-        ctx,
-        |st| &st.chain_id,
-        "chain deployment",
-        serving_environment,
-        Api::deactivate_chain,
-    )
-    .await
+    }
+
+    async fn find_cancelled(
+        &self,
+        api: &Api,
+        f: &InFlight,
+    ) -> Result<Option<(String, String)>, String> {
+        find_own(api, f).await
+    }
+
+    async fn serving(&self, api: &Api, chain_id: &str, id: &str) -> Serving {
+        serving_environment(api, chain_id, id).await
+    }
+
+    async fn deactivate(&self, api: &Api, chain_id: &str, id: &str) -> Result<(), ApiError> {
+        api.deactivate_chain(chain_id, id).await
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::files::{ReadError, read_regular_file};
 use crate::git;
 use crate::kind::Kind;
 use crate::settings::{
-    CONFIG_YAML_MAX_MIB, check_name, evidence, is_falsy, is_valid_deployment_name, json_kind,
+    CONFIG_YAML_MAX_MIB, check_name, is_falsy, is_valid_deployment_name, json_kind,
 };
 pub(crate) use crate::settings::{Promotion, Settings};
 
@@ -54,7 +54,7 @@ pub(crate) struct Config {
     /// `None`: no payload configured, predict is skipped.
     pub predict_payload: Option<Value>,
     /// Cases, objectives and the baseline; `None`: one smoke request.
-    pub evidence: Option<evidence::Settings>,
+    pub evidence: Option<crate::evidence::Settings>,
     pub ci_revision: Option<git::Revision>,
     pub settings: Settings,
 }

@@ -207,7 +207,7 @@ pub(crate) async fn execute(
     let result = ending(cfg, state, flow, cleaned, interrupted);
     // The reads that only informed are told now, after every mutation
     // (each at most its own short deadline; none after a signal).
-    crate::inform::settle_for_report(&ctx).await;
+    crate::flow::inform::settle_for_report(&ctx).await;
     // GitHub hears of the end by the budget's deadline for it, or until
     // the next signal: the outputs follow, whatever GitHub does.
     if let Some(gh) = gh {

@@ -70,9 +70,9 @@ pub(crate) async fn deploy(
         // `unchanged: false` until a read proves otherwise, whatever stops
         // the run.
         ctx.state.lock().unwrap().by_content.unchanged = Some(false);
-        let hash = content::run::hash(ctx, dir).await?;
+        let hash = flow::content::hash(ctx, dir).await?;
         let model_id = existing.as_ref().map(|m| m.id.as_str());
-        if content::run::skip_if_unchanged(ctx, model_id, &hash, raw_config).await? {
+        if flow::content::skip_if_unchanged(ctx, model_id, &hash, raw_config).await? {
             return Ok(());
         }
     }
@@ -91,15 +91,15 @@ pub(crate) async fn deploy(
     // and the create never wait for.
     if let (false, Some(env)) = (cfg.skip_unchanged, cfg.environment.as_deref()) {
         let model_id = existing.as_ref().map(|m| m.id.as_str());
-        content::run::compare_later(ctx, model_id, env, None, raw_config);
+        flow::content::compare_later(ctx, model_id, env, None, raw_config);
     }
     let packaged = flow::package_and_upload(ctx, dir, &creds, "the truss", true)
         .await?
         .expect("asked for the content hash");
-    let hash = content::run::packaged(ctx, &packaged);
+    let hash = flow::content::packaged(ctx, &packaged);
     // What the informing reads already answered is told now; the rest is
     // told by the report.
-    crate::inform::tell_finished(ctx);
+    crate::flow::inform::tell_finished(ctx);
 
     let git_info = if cfg.include_git_info {
         git::collect_git_info(dir, cfg.ci_revision.as_ref())
@@ -146,11 +146,6 @@ pub(crate) async fn deploy(
         ),
         None => format!("whether a model {name:?} now exists in your workspace"),
     };
-    let find_model = async |api: &Api| {
-        let team_id = team.as_ref().map(|t| t.id.as_str());
-        let models = api.models(team_id).await?;
-        Ok(models.into_iter().find(|m| m.name == name).map(|m| m.id))
-    };
     let in_flight = InFlight {
         before: before.borrow().clone(),
         name: name.to_string(),
@@ -158,49 +153,12 @@ pub(crate) async fn deploy(
         check,
         entrypoint: None,
     };
-    let created = flow::create_once(
+    let create = NewDeployment {
         ctx,
-        "the deployment",
-        in_flight,
-        async |api: &Api| match api.create(&request).await {
-            // Refused, for a model that did not exist when we looked:
-            // another run may have created it since (two first deploys
-            // racing). If it exists now, push a version of it.
-            Err(refused @ ApiError::Permanent { .. }) if request.existing_model_id.is_none() => {
-                let Ok(Some(model_id)) = find_model(api).await else {
-                    return Err(refused);
-                };
-                ctx.warn(&format!(
-                    "model {name:?} was created by someone else since this run looked ({model_id}): pushing this deployment as a new version of it"
-                ));
-                ctx.note(format!(
-                    "model {name:?} was created meanwhile by another client; this deployment is a version of it"
-                ));
-                // What the model holds now, so that a lost answer to the
-                // version is never taken for the other run's deployment.
-                let now = ExistingDeployments::take(api, Some(&model_id), &list).await;
-                if let Some(f) = ctx.state.lock().unwrap().in_flight.as_mut() {
-                    f.before = now.clone();
-                }
-                *before.borrow_mut() = now;
-                let version = CreateRequest {
-                    existing_model_id: Some(&model_id),
-                    ..request.clone()
-                };
-                api.create(&version).await
-            }
-            r => r,
-        },
-        async |api: &Api| {
-            let before = before.borrow().clone();
-            let found = before.find_new(api, find_model, &list).await?;
-            Ok(found.map(|(model_id, deployment_id)| Created {
-                model_id,
-                deployment_id,
-            }))
-        },
-    )
-    .await?;
+        request,
+        before,
+    };
+    let created = flow::create_once(ctx, "the deployment", in_flight, &create).await?;
     {
         let mut st = ctx.state.lock().unwrap();
         st.model_id = Some(created.model_id.clone());
@@ -225,7 +183,7 @@ pub(crate) async fn deploy(
         cfg.endpoints
             .logs_page(&created.model_id, &created.deployment_id)
     ));
-    crate::inform::tell_finished(ctx);
+    crate::flow::inform::tell_finished(ctx);
     ctx.end_group();
 
     ctx.group(&format!(
@@ -374,6 +332,83 @@ fn spawn_log_stream(
     })
 }
 
+/// The model deployment's create, as the flow's create-exactly-once asks
+/// of it.
+struct NewDeployment<'r, 'c> {
+    ctx: &'r Ctx<'c>,
+    request: CreateRequest<'r>,
+    /// What carried this deployment name before the create, so that a
+    /// lost answer's deployment is told from earlier ones: taken again
+    /// when the model turns out to have been created meanwhile.
+    before: std::cell::RefCell<ExistingDeployments>,
+}
+
+impl NewDeployment<'_, '_> {
+    async fn list(&self, api: &Api, model_id: &str) -> Result<Vec<String>, ApiError> {
+        api.deployment_ids(model_id, self.request.deployment_name)
+            .await
+    }
+
+    /// The model of this name (in the team, when named), if one exists.
+    async fn model(&self, api: &Api) -> Result<Option<String>, ApiError> {
+        let models = api.models(self.request.team_id).await?;
+        Ok(models
+            .into_iter()
+            .find(|m| m.name == self.request.model_name)
+            .map(|m| m.id))
+    }
+}
+
+impl flow::Create for NewDeployment<'_, '_> {
+    type Made = Created;
+
+    async fn send(&self, api: &Api) -> Result<Created, ApiError> {
+        let (ctx, request, name) = (self.ctx, &self.request, self.request.model_name);
+        match api.create(request).await {
+            // Refused, for a model that did not exist when we looked:
+            // another run may have created it since (two first deploys
+            // racing). If it exists now, push a version of it.
+            Err(refused @ ApiError::Permanent { .. }) if request.existing_model_id.is_none() => {
+                let Ok(Some(model_id)) = self.model(api).await else {
+                    return Err(refused);
+                };
+                ctx.warn(&format!(
+                    "model {name:?} was created by someone else since this run looked ({model_id}): pushing this deployment as a new version of it"
+                ));
+                ctx.note(format!(
+                    "model {name:?} was created meanwhile by another client; this deployment is a version of it"
+                ));
+                // What the model holds now, so that a lost answer to the
+                // version is never taken for the other run's deployment.
+                let list = async |api: &Api, model_id: &str| self.list(api, model_id).await;
+                let now = ExistingDeployments::take(api, Some(&model_id), &list).await;
+                if let Some(f) = ctx.state.lock().unwrap().in_flight.as_mut() {
+                    f.before = now.clone();
+                }
+                *self.before.borrow_mut() = now;
+                let version = CreateRequest {
+                    existing_model_id: Some(&model_id),
+                    ..request.clone()
+                };
+                api.create(&version).await
+            }
+            r => r,
+        }
+    }
+
+    async fn find(&self, api: &Api) -> Result<Option<Created>, ApiError> {
+        let before = self.before.borrow().clone();
+        let list = async |api: &Api, model_id: &str| self.list(api, model_id).await;
+        let found = before
+            .find_new(api, async |api: &Api| self.model(api).await, &list)
+            .await?;
+        Ok(found.map(|(model_id, deployment_id)| Created {
+            model_id,
+            deployment_id,
+        }))
+    }
+}
+
 /// Cleanup of the model deployment (with a gated promotion: of each one
 /// this run created), once one was created.
 pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
@@ -382,38 +417,59 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
     if ctx.state.lock().unwrap().by_content.unchanged == Some(true) {
         return Ok(());
     }
-    // A create in flight when the run was cancelled: found by name, as a
-    // lost answer is.
-    let list = async |api: &Api, model_id: &str| {
-        api.deployment_ids(model_id, &ctx.cfg.deployment_name).await
-    };
-    flow::find_cancelled_create(
-        ctx,
-        "deployment",
-        async |api: &Api, f: &InFlight| {
-            let find_model = async |api: &Api| {
-                let models = api.models(f.team_id.as_deref()).await?;
-                Ok(models.into_iter().find(|m| m.name == f.name).map(|m| m.id))
-            };
-            f.before
-                .find_new(api, find_model, &list)
-                .await
-                .map_err(|e| e.to_string())
-        },
-        |st, model_id, id| {
-            st.model_id = Some(model_id);
-            st.deployment_id = Some(id);
-        },
-    )
-    .await;
     flow::cleanup_created(
         ctx,
-        |st| &st.model_id,
-        "deployment",
-        serving_environment,
-        Api::deactivate,
+        &Model {
+            deployment_name: &ctx.cfg.deployment_name,
+        },
     )
     .await
+}
+
+/// A model's deployments, as the flow's cleanup asks of them.
+struct Model<'a> {
+    /// The deployment's name, which a create in flight when the run was
+    /// cancelled is found by, as a lost answer is.
+    deployment_name: &'a str,
+}
+
+impl flow::Owner for Model<'_> {
+    const WHAT: &'static str = "deployment";
+
+    fn owner(st: &flow::State) -> &Option<String> {
+        &st.model_id
+    }
+
+    fn adopt(st: &mut flow::State, model_id: String, id: String) {
+        st.model_id = Some(model_id);
+        st.deployment_id = Some(id);
+    }
+
+    async fn find_cancelled(
+        &self,
+        api: &Api,
+        f: &InFlight,
+    ) -> Result<Option<(String, String)>, String> {
+        let list = async |api: &Api, model_id: &str| {
+            api.deployment_ids(model_id, self.deployment_name).await
+        };
+        let find_model = async |api: &Api| {
+            let models = api.models(f.team_id.as_deref()).await?;
+            Ok(models.into_iter().find(|m| m.name == f.name).map(|m| m.id))
+        };
+        f.before
+            .find_new(api, find_model, &list)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn serving(&self, api: &Api, model_id: &str, id: &str) -> Serving {
+        serving_environment(api, model_id, id).await
+    }
+
+    async fn deactivate(&self, api: &Api, model_id: &str, id: &str) -> Result<(), ApiError> {
+        api.deactivate(model_id, id).await
+    }
 }
 
 /// The environment that serves this model deployment, if any: the

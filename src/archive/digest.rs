@@ -288,6 +288,25 @@ impl RangeHasher {
     }
 }
 
+/// The digests each range's reads gave, by range (offset and length): a
+/// range read again (a part retried) replaces its own, never adds to
+/// them. The uploader keeps what each stored read gave and hands it back
+/// whole; only the archive reads it ([`ByRange::digests`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ByRange(BTreeMap<(u64, u64), RangeDigests>);
+
+impl ByRange {
+    /// What a read of `range` gave, its bytes stored.
+    pub(crate) fn stored(&mut self, range: (u64, u64), digests: RangeDigests) {
+        self.0.insert(range, digests);
+    }
+
+    /// Each member's digest ([`merge`]).
+    pub(crate) fn digests(&self, layout: &Layout) -> anyhow::Result<Vec<Option<Digest>>> {
+        merge(layout, &self.0)
+    }
+}
+
 /// Each member's digest from the pieces of every range of the tar: a
 /// file's blake3 digest, `None` for a symlink (the tar holds no bytes of
 /// what it points at). Fails when the pieces of a file do not cover it

@@ -45,7 +45,9 @@ mod reader;
 mod reference;
 mod walk;
 
-pub(crate) use self::digest::{RangeDigests, file_digest, merge as merge_digests};
+#[cfg(test)]
+pub(crate) use self::digest::merge as merge_digests;
+pub(crate) use self::digest::{ByRange, RangeDigests, file_digest};
 pub(crate) use self::layout::{Layout, layout};
 pub(crate) use self::reader::Reader;
 #[cfg(test)]

@@ -168,7 +168,7 @@ impl Api {
             Wrapped { secrets: Vec<Named> },
             Bare(Vec<Named>),
         }
-        // One try: the check only informs (`crate::inform`), under its own
+        // One try: the check only informs (`crate::flow::inform`), under its own
         // short deadline; a retry would outlive it.
         let url = match team_id {
             Some(team) => self.endpoints.rest(&["teams", team, "secrets"]),

@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use super::secrets::{self, Parts};
+use super::secrets::{self, Parts, Untold};
 use crate::ci::markdown;
 
 /// Lines of context around each change.
@@ -49,9 +49,34 @@ pub(crate) struct ConfigDiff {
     /// The line diff of the text outside `secrets` (`-` serving, `+` this
     /// truss), scrubbed; empty when only `secrets` differs; `Err` with why
     /// it is not shown.
-    pub(crate) lines: Result<String, String>,
+    pub(crate) lines: Result<String, Hidden>,
     /// The secrets' names.
     pub(crate) names: Names,
+}
+
+/// Which config.yaml.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum ConfigOf {
+    Ours,
+    Serving,
+}
+
+impl std::fmt::Display for ConfigOf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ConfigOf::Ours => "this truss's",
+            ConfigOf::Serving => "the serving deployment's",
+        })
+    }
+}
+
+/// Why the line diff is not shown.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub(crate) enum Hidden {
+    #[error("{0} config.yaml could not be parsed ({1}), so its secrets cannot be told apart")]
+    Unparsed(ConfigOf, Untold),
+    #[error("in {0} config.yaml, {1}")]
+    Uncut(ConfigOf, Untold),
 }
 
 /// The secrets' names on both sides (values are never compared in view).
@@ -69,10 +94,14 @@ pub(crate) struct Names {
 /// Decides what changes. `theirs` is the serving deployment's raw config
 /// (or why it is missing), `same_hash` whether its recorded hash equals
 /// ours (`None`: it records none).
-pub(crate) fn change(ours: &str, theirs: Result<&str, String>, same_hash: Option<bool>) -> What {
+pub(crate) fn change(
+    ours: &str,
+    theirs: Result<&str, &dyn std::fmt::Display>,
+    same_hash: Option<bool>,
+) -> What {
     let theirs = match theirs {
         Ok(t) => t,
-        Err(why) => return What::Unknown(why),
+        Err(why) => return What::Unknown(why.to_string()),
     };
     // Line by line: a copy whose line endings the platform rewrote is
     // the same config.
@@ -92,16 +121,14 @@ fn config_diff(ours: &str, theirs: &str) -> ConfigDiff {
         (Ok(o), Ok(t)) => (o, t),
         (o, t) => {
             let names =
-                |p: &Result<Parts, String>| p.as_ref().map(|p| p.names.clone()).unwrap_or_default();
+                |p: &Result<Parts, Untold>| p.as_ref().map(|p| p.names.clone()).unwrap_or_default();
             let why = match (&o, &t) {
-                (Err(e), _) => format!("this truss's config.yaml could not be parsed ({e})"),
-                (_, Err(e)) => {
-                    format!("the serving deployment's config.yaml could not be parsed ({e})")
-                }
+                (Err(e), _) => Hidden::Unparsed(ConfigOf::Ours, e.clone()),
+                (_, Err(e)) => Hidden::Unparsed(ConfigOf::Serving, e.clone()),
                 _ => unreachable!("one side failed"),
             };
             return ConfigDiff {
-                lines: Err(format!("{why}, so its secrets cannot be told apart")),
+                lines: Err(why),
                 names: Names {
                     ours: names(&o),
                     text_differs: true,
@@ -128,8 +155,8 @@ fn config_diff(ours: &str, theirs: &str) -> ConfigDiff {
     };
     let lines = match (&t.rest, &o.rest) {
         (Ok(old), Ok(new)) => Ok(secrets::scrub(&line_diff(old, new), &[&o, &t])),
-        (Err(why), _) => Err(format!("in the serving deployment's config.yaml, {why}")),
-        (_, Err(why)) => Err(format!("in this truss's config.yaml, {why}")),
+        (Err(why), _) => Err(Hidden::Uncut(ConfigOf::Serving, why.clone())),
+        (_, Err(why)) => Err(Hidden::Uncut(ConfigOf::Ours, why.clone())),
     };
     ConfigDiff { lines, names }
 }
@@ -224,7 +251,7 @@ pub(crate) fn markdown(c: &Change) -> String {
                     let _ = writeln!(
                         out,
                         "config.yaml changes; the diff is not shown: {}.",
-                        markdown::inline(why)
+                        markdown::inline(&why.to_string())
                     );
                 }
             }
@@ -325,7 +352,7 @@ mod tests {
         assert_eq!(change(c, Ok(c), Some(true)), What::Same);
         assert_eq!(change(c, Ok(c), None), What::ConfigSame);
         assert_eq!(
-            change(c, Err("no raw config".into()), Some(false)),
+            change(c, Err(&"no raw config"), Some(false)),
             What::Unknown("no raw config".into())
         );
     }

@@ -23,17 +23,13 @@ use anyhow::Context;
 
 use crate::archive;
 use crate::baseten::OrderedObject;
+use crate::label::LABEL_KEY;
 
 pub(crate) mod diff;
 pub(crate) mod plan;
 pub(crate) mod record;
-pub(crate) mod run;
 pub(crate) mod secrets;
 pub(crate) mod skip;
-
-/// The label every deployment this tool creates carries: its source's
-/// content hash (64 hex digits). Documented in docs/deploy-by-content.md.
-pub(crate) const LABEL_KEY: &str = "truss_push_content_hash";
 
 /// A truss's content hash and what went into it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,7 +54,7 @@ pub(crate) fn hash(root: &Path) -> anyhow::Result<ContentHash> {
 
 /// The content hash of exactly what `layout` packed, from the digests the
 /// upload took of its files from the very reads whose bytes S3 stored
-/// (`s3::UploadReport::digests`, in member order, `None` for a symlink):
+/// (`archive::ByRange::digests`, in member order, `None` for a symlink):
 /// no file is read again. A symlink counts by the bytes it points at,
 /// which the tar does not hold: the digest of the member it points at
 /// when it is one, else its target read on its own.

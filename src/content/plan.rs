@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::anyhow;
 
-use super::skip::{self, Serving, Verdict};
+use super::skip::{self, Serving, Verdict, Why};
 use crate::baseten::Api;
 use crate::budget::{self, Clock, Phase};
 use crate::config::{Config, Target};
@@ -65,9 +65,7 @@ pub(crate) async fn by_content(
             compare(&api, cfg, dir, environment, (clock, deadline)),
         )
         .await
-        .unwrap_or_else(|_| {
-            Err("the plan's time budget ran out before it was compared".to_string())
-        });
+        .unwrap_or(Err(NotCompared::OutOfTime));
         let shown = &p.shown;
         let s = match verdict {
             Ok((Verdict::Unchanged(serving), hash)) => {
@@ -81,7 +79,7 @@ pub(crate) async fn by_content(
             }
             Ok((Verdict::Deploy { why, .. }, _)) => {
                 say(&format!("  deploys: {shown} ({:?}): {why}", cfg.model_name));
-                Seen::Deploys(why)
+                Seen::Deploys(why.to_string())
             }
             Err(why) => {
                 let why = format!("not compared: {why}; its job decides");
@@ -94,6 +92,15 @@ pub(crate) async fn by_content(
     seen
 }
 
+/// Why a target was not compared: its job decides.
+#[derive(Debug, thiserror::Error)]
+enum NotCompared {
+    #[error("hashing the truss failed ({0:#})")]
+    Hash(anyhow::Error),
+    #[error("the plan's time budget ran out before it was compared")]
+    OutOfTime,
+}
+
 /// One target's hash and verdict; `Err` when it could not be hashed. An
 /// unchanged target's "promoted at" words only inform: read under a
 /// short deadline of their own (`budget::short_read_until`), unread when
@@ -104,13 +111,13 @@ async fn compare(
     dir: &std::path::Path,
     environment: &str,
     (clock, deadline): (&Clock, Instant),
-) -> Result<(Verdict, String), String> {
+) -> Result<(Verdict, String), NotCompared> {
     let root = dir.to_path_buf();
     let hash = tokio::task::spawn_blocking(move || super::hash(&root))
         .await
         .map_err(|e| anyhow!(e))
         .and_then(|r| r)
-        .map_err(|e| format!("hashing the truss failed ({e:#})"))?;
+        .map_err(NotCompared::Hash)?;
     let verdict = match model_id(api, &cfg.model_name, cfg.team.as_deref()).await {
         Ok(id) => match skip::check(api, id.as_deref(), environment, &hash.hex).await {
             Verdict::Unchanged(serving) => {
@@ -141,26 +148,26 @@ async fn compare(
 /// The id of the model named `name` (in `team`, when named), if exactly
 /// one is visible; several of that name is a reason to deploy (the job
 /// resolves its team).
-async fn model_id(api: &Api, name: &str, team: Option<&str>) -> Result<Option<String>, String> {
+async fn model_id(api: &Api, name: &str, team: Option<&str>) -> Result<Option<String>, Why> {
     let team_id = match team {
         None => None,
         Some(t) => {
-            let teams = api
-                .teams()
-                .await
-                .map_err(|e| format!("could not list the teams ({e})"))?;
+            let teams = api.teams().await.map_err(|e| Why::TeamsUnread {
+                cause: e.to_string(),
+            })?;
             let found = teams.into_iter().find(|x| x.name == t);
             Some(
                 found
-                    .ok_or_else(|| format!("team {t:?} is not visible to this key"))?
+                    .ok_or_else(|| Why::TeamNotVisible {
+                        team: t.to_string(),
+                    })?
                     .id,
             )
         }
     };
-    let models = api
-        .models(None)
-        .await
-        .map_err(|e| format!("could not list the models ({e})"))?;
+    let models = api.models(None).await.map_err(|e| Why::ModelsUnread {
+        cause: e.to_string(),
+    })?;
     let named: Vec<_> = models
         .into_iter()
         .filter(|m| m.name == name)
@@ -169,8 +176,8 @@ async fn model_id(api: &Api, name: &str, team: Option<&str>) -> Result<Option<St
     match named.as_slice() {
         [] => Ok(None),
         [one] => Ok(Some(one.id.clone())),
-        _ => Err(format!(
-            "several models named {name:?} are visible to this key; the deploy job picks the team"
-        )),
+        _ => Err(Why::SeveralModels {
+            name: name.to_string(),
+        }),
     }
 }

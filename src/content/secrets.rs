@@ -36,11 +36,23 @@ const SCRUB_MIN_CHARS: usize = 4;
 /// What a scrubbed value reads as.
 const HIDDEN: &str = "***";
 
+/// Why a config's secrets cannot be told apart from the rest of its text.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub(crate) enum Untold {
+    /// Not YAML, in the parser's words (the parser reads input and keeps
+    /// its errors as text).
+    #[error("{0}")]
+    NotYaml(String),
+    /// The cut could not be proved whole.
+    #[error("its secrets could not be cut out of the text line by line")]
+    NotLines,
+}
+
 /// A config.yaml with its secrets told apart.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Parts {
     /// The text without its `secrets` entries, or why it cannot be shown.
-    pub(crate) rest: Result<String, String>,
+    pub(crate) rest: Result<String, Untold>,
     /// The secrets' names (the keys of the `secrets` mapping), in order.
     pub(crate) names: Vec<String>,
     /// Every value under `secrets` (aliases resolved), never shown.
@@ -59,8 +71,8 @@ impl Parts {
 
 /// `text` parsed and its secrets told apart; `Err` when it is not YAML
 /// (then nothing of it may be shown: its secrets cannot be found).
-pub(crate) fn split(text: &str) -> Result<Parts, String> {
-    let doc = yaml11::parse(text.as_bytes())?;
+pub(crate) fn split(text: &str) -> Result<Parts, Untold> {
+    let doc = yaml11::parse(text.as_bytes()).map_err(Untold::NotYaml)?;
     let (names, values) = match doc.get(KEY) {
         Some(s) => (names_of(s), values_of(s)),
         None => (Vec::new(), Vec::new()),
@@ -141,7 +153,7 @@ fn text_of(n: &Node) -> String {
 
 /// `text` without its top-level `secrets` entries, and the text cut; `Err`
 /// with the reason when the cut cannot be proved whole.
-fn cut_out(text: &str, doc: &Node) -> Result<(String, String), String> {
+fn cut_out(text: &str, doc: &Node) -> Result<(String, String), Untold> {
     let (kept, cut) = cut_ranges(text, doc)?;
     let extents = anchors::aliased_extents(text, &cut);
     // Each extent in the rest's own offsets: a node's lines never span a
@@ -170,23 +182,22 @@ fn cut_out(text: &str, doc: &Node) -> Result<(String, String), String> {
 /// The ranges of `text` kept once its top-level `secrets` entries are cut
 /// out, and the text cut; `Err` with the reason when the cut cannot be
 /// proved whole.
-fn cut_ranges(text: &str, doc: &Node) -> Result<(Vec<Range<usize>>, String), String> {
-    const NOT_LINES: &str = "its secrets could not be cut out of the text line by line";
+fn cut_ranges(text: &str, doc: &Node) -> Result<(Vec<Range<usize>>, String), Untold> {
     // A top-level key named `secrets`, duplicates included, is in the
     // parsed document (merged in or written).
     if doc.get(KEY).is_none() {
         let whole: Range<usize> = 0..text.len();
         return Ok((Vec::from([whole]), String::new()));
     }
-    let keys = top_level_keys(text).map_err(|_| NOT_LINES.to_string())?;
+    let keys = top_level_keys(text).map_err(|_| Untold::NotLines)?;
     // Each key's line start, in document order; a key whose place is not
     // known (escaped, or an alias pointing back) makes the cut unprovable.
     let mut starts = Vec::with_capacity(keys.len());
     for k in &keys {
-        let at = k.at.ok_or_else(|| NOT_LINES.to_string())?;
+        let at = k.at.ok_or(Untold::NotLines)?;
         let line = text[..at].rfind('\n').map_or(0, |i| i + 1);
         if starts.last().is_some_and(|&s| s >= line) {
-            return Err(NOT_LINES.into());
+            return Err(Untold::NotLines);
         }
         starts.push(line);
     }
@@ -212,15 +223,15 @@ fn cut_ranges(text: &str, doc: &Node) -> Result<(Vec<Range<usize>>, String), Str
             .filter(|(k, _)| !matches!(k, Node::Str(s) if s == KEY))
             .cloned()
             .collect::<Vec<_>>(),
-        _ => return Err(NOT_LINES.into()),
+        _ => return Err(Untold::NotLines),
     };
     let got = match yaml11::parse(rest.as_bytes()) {
         Ok(Node::Map(entries)) => entries,
         Ok(Node::Null) => Vec::new(),
-        _ => return Err(NOT_LINES.into()),
+        _ => return Err(Untold::NotLines),
     };
     if got != want {
-        return Err(NOT_LINES.into());
+        return Err(Untold::NotLines);
     }
     Ok((kept, cut))
 }

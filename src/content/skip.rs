@@ -11,13 +11,13 @@
 //! decide (a failed one deploys, which is always safe). The audit log's
 //! "promoted at" words (`promoted_at`) and the serving deployment read
 //! for the config diff (`serving`) only inform: they run as
-//! `crate::inform` reads, under their own short deadline.
+//! `crate::flow::inform` reads, under their own short deadline.
 
 use serde_json::Value;
 
-use super::LABEL_KEY;
 use crate::baseten::{Api, ApiError, AuditEntry, Deployment, Environment};
 use crate::kind::Kind;
+use crate::label::LABEL_KEY;
 use crate::promotion::Env;
 use crate::status::MODEL_READY_STATUSES;
 
@@ -61,8 +61,8 @@ pub(crate) enum Verdict {
     /// the environment as read (to compare configs with), or why none
     /// could be read.
     Deploy {
-        why: String,
-        serving: Result<Read, String>,
+        why: Why,
+        serving: Result<Read, Why>,
     },
 }
 
@@ -73,7 +73,68 @@ pub(crate) struct Read {
     pub(crate) recorded: Option<String>,
 }
 
-fn deploy(why: String, serving: Result<Read, String>) -> Verdict {
+/// Why the source is not shown unchanged (a deploy goes ahead) or what
+/// serves the environment could not be read: each reason with the facts
+/// the platform's reads gave, said in one sentence.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub(crate) enum Why {
+    #[error("the model does not exist yet, so nothing serves {env}")]
+    NoModel { env: String },
+    #[error("could not list the teams ({cause})")]
+    TeamsUnread { cause: String },
+    #[error("team {team:?} is not visible to this key")]
+    TeamNotVisible { team: String },
+    #[error("could not list the models ({cause})")]
+    ModelsUnread { cause: String },
+    #[error("several models named {name:?} are visible to this key; the deploy job picks the team")]
+    SeveralModels { name: String },
+    #[error("the {env} environment does not exist yet, so nothing serves this source")]
+    NoEnvironment { env: String },
+    /// The environment list holds no environment of that name.
+    #[error("the {env} environment does not exist yet, so nothing serves it")]
+    NotListed { env: String },
+    #[error("could not read the {env} environment ({cause})")]
+    EnvironmentUnread { env: String, cause: String },
+    /// A promotion in flight, as the environment describes it.
+    #[error("a promotion is in flight ({0}), so what will serve is not settled")]
+    InFlight(String),
+    #[error("the {env} environment serves no deployment")]
+    ServesNothing { env: String },
+    #[error(
+        "could not read the serving deployment {id} ({cause}), and only a read can show the source unchanged"
+    )]
+    DeploymentUnreadToSkip { id: String, cause: String },
+    #[error("could not read the serving deployment {id} ({cause})")]
+    DeploymentUnread { id: String, cause: String },
+    #[error("the serving deployment {id} is {status}, not ACTIVE or SCALED_TO_ZERO")]
+    NotReady { id: String, status: String },
+    #[error(
+        "the serving deployment {id} carries no {LABEL_KEY} label (made before skip-unchanged, or by another client)"
+    )]
+    Unlabelled { id: String },
+    /// Both hashes shortened ([`short`]).
+    #[error(
+        "the serving deployment {id} was made from other content ({LABEL_KEY} {theirs}…, this truss {ours}…)"
+    )]
+    OtherContent {
+        id: String,
+        theirs: String,
+        ours: String,
+    },
+    /// The label's value, cut to 80 characters.
+    #[error(
+        "the serving deployment {id} has a {LABEL_KEY} label that is not a content hash ({value})"
+    )]
+    NotAHash { id: String, value: String },
+    #[error("the {env} environment moved from {from} to {to} while it was being read")]
+    Moved {
+        env: String,
+        from: String,
+        to: String,
+    },
+}
+
+fn deploy(why: Why, serving: Result<Read, Why>) -> Verdict {
     Verdict::Deploy { why, serving }
 }
 
@@ -90,34 +151,31 @@ fn recorded(d: &Deployment) -> Option<String> {
 #[derive(Debug, PartialEq)]
 struct Serves {
     current: String,
-    moving: Option<String>,
+    moving: Option<Why>,
 }
 
 /// The environment's reading: the deployment serving it, or why none.
-fn over_environment(env_name: &str, read: Result<Env, ApiError>) -> Result<Serves, String> {
+fn over_environment(env_name: &str, read: Result<Env, ApiError>) -> Result<Serves, Why> {
     let env = match read {
         Ok(env) => env,
         Err(e) if e.permanent_status() == Some(404) => {
-            return Err(format!(
-                "the {env_name} environment does not exist yet, so nothing serves this source"
-            ));
+            return Err(Why::NoEnvironment {
+                env: env_name.to_string(),
+            });
         }
         Err(e) => {
-            return Err(format!("could not read the {env_name} environment ({e})"));
+            return Err(Why::EnvironmentUnread {
+                env: env_name.to_string(),
+                cause: e.to_string(),
+            });
         }
     };
-    let moving = env.moving().then(|| {
-        format!(
-            "a promotion is in flight ({}), so what will serve is not settled",
-            env.describe(env_name)
-        )
-    });
+    let moving = env.moving().then(|| Why::InFlight(env.describe(env_name)));
     match env.current {
         Some(current) => Ok(Serves { current, moving }),
-        None => {
-            Err(moving
-                .unwrap_or_else(|| format!("the {env_name} environment serves no deployment")))
-        }
+        None => Err(moving.unwrap_or_else(|| Why::ServesNothing {
+            env: env_name.to_string(),
+        })),
     }
 }
 
@@ -126,20 +184,20 @@ fn over_deployment(
     ours: &str,
     id: &str,
     read: Result<Deployment, ApiError>,
-) -> Result<Serving, String> {
-    let d = read.map_err(|e| {
-        format!("could not read the serving deployment {id} ({e}), and only a read can show the source unchanged")
+) -> Result<Serving, Why> {
+    let d = read.map_err(|e| Why::DeploymentUnreadToSkip {
+        id: id.to_string(),
+        cause: e.to_string(),
     })?;
     let status = d.status.trim().to_string();
     if !MODEL_READY_STATUSES.contains(&status.as_str()) {
-        return Err(format!(
-            "the serving deployment {id} is {status}, not ACTIVE or SCALED_TO_ZERO"
-        ));
+        return Err(Why::NotReady {
+            id: id.to_string(),
+            status,
+        });
     }
     match d.labels.as_ref().and_then(|l| l.get(LABEL_KEY)).cloned() {
-        None => Err(format!(
-            "the serving deployment {id} carries no {LABEL_KEY} label (made before skip-unchanged, or by another client)"
-        )),
+        None => Err(Why::Unlabelled { id: id.to_string() }),
         Some(Value::String(theirs)) if theirs == ours => Ok(Serving {
             deployment_id: id.to_string(),
             name: d.name.filter(|n| !n.is_empty()),
@@ -147,28 +205,30 @@ fn over_deployment(
             promoted: None,
             status,
         }),
-        Some(Value::String(theirs)) if super::is_hash(&theirs) => Err(format!(
-            "the serving deployment {id} was made from other content ({LABEL_KEY} {}…, this truss {}…)",
-            short(&theirs),
-            short(ours)
-        )),
-        Some(other) => Err(format!(
-            "the serving deployment {id} has a {LABEL_KEY} label that is not a content hash ({})",
-            other.to_string().chars().take(80).collect::<String>()
-        )),
+        Some(Value::String(theirs)) if super::is_hash(&theirs) => Err(Why::OtherContent {
+            id: id.to_string(),
+            theirs: short(&theirs).to_string(),
+            ours: short(ours).to_string(),
+        }),
+        Some(other) => Err(Why::NotAHash {
+            id: id.to_string(),
+            value: other.to_string().chars().take(80).collect(),
+        }),
     }
 }
 
 /// The second environment read: still settled on the same deployment.
-fn still_on(env_name: &str, id: &str, read: Result<Env, ApiError>) -> Result<(), String> {
+fn still_on(env_name: &str, id: &str, read: Result<Env, ApiError>) -> Result<(), Why> {
     match over_environment(env_name, read)? {
         Serves {
             moving: Some(why), ..
         } => Err(why),
         Serves { current, .. } if current == id => Ok(()),
-        Serves { current, .. } => Err(format!(
-            "the {env_name} environment moved from {id} to {current} while it was being read"
-        )),
+        Serves { current, .. } => Err(Why::Moved {
+            env: env_name.to_string(),
+            from: id.to_string(),
+            to: current,
+        }),
     }
 }
 
@@ -183,11 +243,11 @@ async fn read(
     api: &Api,
     model_id: Option<&str>,
     env_name: &str,
-) -> Result<(Serves, Result<Deployment, ApiError>), String> {
+) -> Result<(Serves, Result<Deployment, ApiError>), Why> {
     let Some(model_id) = model_id else {
-        return Err(format!(
-            "the model does not exist yet, so nothing serves {env_name}"
-        ));
+        return Err(Why::NoModel {
+            env: env_name.to_string(),
+        });
     };
     let serves = over_environment(
         env_name,
@@ -199,16 +259,16 @@ async fn read(
 
 /// What the comparison needs of a read: the serving deployment's id and
 /// label, or why it could not be read.
-fn known(serves: &Serves, d: &Result<Deployment, ApiError>) -> Result<Read, String> {
+fn known(serves: &Serves, d: &Result<Deployment, ApiError>) -> Result<Read, Why> {
     match d {
         Ok(d) => Ok(Read {
             deployment_id: serves.current.clone(),
             recorded: recorded(d),
         }),
-        Err(e) => Err(format!(
-            "could not read the serving deployment {} ({e})",
-            serves.current
-        )),
+        Err(e) => Err(Why::DeploymentUnread {
+            id: serves.current.clone(),
+            cause: e.to_string(),
+        }),
     }
 }
 
@@ -221,30 +281,33 @@ pub(crate) async fn serving(
     api: &Api,
     model_id: Option<&str>,
     env_name: &str,
-) -> Result<Read, String> {
+) -> Result<Read, Why> {
     let Some(model_id) = model_id else {
-        return Err(format!(
-            "the model does not exist yet, so nothing serves {env_name}"
-        ));
+        return Err(Why::NoModel {
+            env: env_name.to_string(),
+        });
     };
     let listed = api
         .environments(model_id)
         .await
-        .map_err(|e| format!("could not read the {env_name} environment ({e})"))?;
+        .map_err(|e| Why::EnvironmentUnread {
+            env: env_name.to_string(),
+            cause: e.to_string(),
+        })?;
     over_list(env_name, listed)
 }
 
 /// The environment list's reading: the deployment serving `env_name`.
-fn over_list(env_name: &str, listed: Vec<Environment>) -> Result<Read, String> {
+fn over_list(env_name: &str, listed: Vec<Environment>) -> Result<Read, Why> {
     let env = listed
         .into_iter()
         .find(|e| e.name == env_name)
-        .ok_or_else(|| {
-            format!("the {env_name} environment does not exist yet, so nothing serves it")
+        .ok_or_else(|| Why::NotListed {
+            env: env_name.to_string(),
         })?;
-    let d = env
-        .current_deployment
-        .ok_or_else(|| format!("the {env_name} environment serves no deployment"))?;
+    let d = env.current_deployment.ok_or_else(|| Why::ServesNothing {
+        env: env_name.to_string(),
+    })?;
     Ok(Read {
         recorded: recorded(&d),
         deployment_id: d.id,
@@ -286,18 +349,15 @@ pub(crate) async fn check(
 /// When the model's audit log last saw deployment `id` promoted into
 /// `env` (`None`: it records no such promotion, as for a deployment
 /// created into the environment). One try: it only informs the unchanged
-/// line (`crate::inform`), so nothing waits for it past its short
+/// line (`crate::flow::inform`), so nothing waits for it past its short
 /// deadline, and unread, the line says when the deployment was created.
 pub(crate) async fn promoted_at(
     api: &Api,
     model_id: &str,
     id: &str,
     env: &str,
-) -> Result<Option<String>, String> {
-    let entries = api
-        .promotions_of(model_id, id)
-        .await
-        .map_err(|e| e.to_string())?;
+) -> Result<Option<String>, ApiError> {
+    let entries = api.promotions_of(model_id, id).await?;
     Ok(last_promoted(&entries, id, env))
 }
 
@@ -355,12 +415,13 @@ mod tests {
         let flying = json!({"name": "production", "current_deployment": {"id": "d1"}, "candidate_deployment": {"id": "d2"}, "in_progress_promotion": {"status": "RELEASING"}});
         let r = over_environment("production", env(flying)).unwrap();
         assert_eq!(r.current, "d1");
-        let why = r.moving.unwrap();
+        let why = r.moving.unwrap().to_string();
         assert!(why.contains("promotion is in flight"), "{why}");
         let empty = json!({"name": "production", "current_deployment": null});
         assert!(
             over_environment("production", env(empty))
                 .unwrap_err()
+                .to_string()
                 .contains("serves no deployment")
         );
         let missing = ApiError::Permanent {
@@ -370,9 +431,12 @@ mod tests {
         assert!(
             over_environment("production", Err(missing))
                 .unwrap_err()
+                .to_string()
                 .contains("does not exist yet")
         );
-        let why = over_environment("production", Err(lost())).unwrap_err();
+        let why = over_environment("production", Err(lost()))
+            .unwrap_err()
+            .to_string();
         assert!(
             why.contains("could not read the production environment (connection reset)"),
             "{why}"
@@ -428,7 +492,7 @@ mod tests {
             (Err(lost()), "could not read the serving deployment d1"),
         ];
         for (read, want) in cases {
-            let why = over_deployment(OURS, "d1", read).unwrap_err();
+            let why = over_deployment(OURS, "d1", read).unwrap_err().to_string();
             assert!(why.contains(want), "{why} lacks {want}");
         }
     }
@@ -450,11 +514,13 @@ mod tests {
         assert!(
             over_list("staging", list.clone())
                 .unwrap_err()
+                .to_string()
                 .contains("serves no deployment")
         );
         assert!(
             over_list("canary", list)
                 .unwrap_err()
+                .to_string()
                 .contains("does not exist yet")
         );
     }
@@ -490,6 +556,7 @@ mod tests {
         assert!(
             still_on("production", "d1", on("d2"))
                 .unwrap_err()
+                .to_string()
                 .contains("moved from d1 to d2")
         );
         assert!(still_on("production", "d1", Err(lost())).is_err());

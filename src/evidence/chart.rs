@@ -4,7 +4,8 @@
 //! that starts near the data, with a legend line below for renderers that
 //! draw none. Nothing is drawn that was not measured.
 
-use super::verdict::{Analysis, SideStats};
+use super::side::SideStats;
+use super::verdict::Analysis;
 
 /// The candidate's bars: blue.
 const CANDIDATE_COLOUR: &str = "#1f6feb";

@@ -13,9 +13,12 @@ mod metrics;
 mod power;
 mod regression;
 mod sampler;
+mod side;
 mod stats;
 mod summary;
 pub(crate) mod verdict;
+
+use std::path::PathBuf;
 
 use anyhow::anyhow;
 use serde_json::json;
@@ -26,9 +29,25 @@ use crate::baseten::{Api, ApiError, Endpoints};
 use crate::kind::Kind;
 use crate::outcome::Failure;
 use crate::promotion::Env;
+use cases::Case;
 use sampler::SampleRequests;
+use verdict::Objectives;
 
-pub(crate) use crate::settings::evidence::Settings;
+/// The evidence inputs, validated: plain data, built by
+/// `settings::evidence` from the inputs.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub(crate) cases: Vec<Case>,
+    /// Counted requests to the candidate (a baseline gets as many).
+    pub(crate) requests: usize,
+    pub(crate) concurrency: usize,
+    pub(crate) warmup: usize,
+    pub(crate) objectives: Objectives,
+    pub(crate) analysis_file: Option<PathBuf>,
+    /// The smoke test sends the first case (a cases file and no
+    /// `predict-payload`) and that case expects this status.
+    pub(crate) smoke_status: Option<u16>,
+}
 
 /// What the evidence hooks need of the run, handed over by the flow,
 /// which keeps the run's state and log: evidence never sees the flow.

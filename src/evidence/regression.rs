@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use super::cases::Case;
 use super::sampler::Sample;
+use super::side::{Reason, SideStats, expects_success, latency, p_text, ratio_text};
 use super::stats::{self, MannWhitney, Method, alike};
-use super::verdict::{Reason, SideStats, expects_success, latency, p_text, ratio_text};
 
 /// The significance level of the regression test.
 pub(crate) const REGRESSION_ALPHA: f64 = 0.05;

@@ -2,8 +2,9 @@
 //! lines, and the step summary's section (heading, numbers, reasons, the
 //! cases' table, the failing answers' diffs and the chart).
 
+use super::side::{ms, p_text, ratio_text};
 use super::stats::{self, alike};
-use super::verdict::{Analysis, CaseResult, ms, p_text, ratio_text};
+use super::verdict::{Analysis, CaseResult};
 use crate::ci::markdown;
 
 impl Analysis {

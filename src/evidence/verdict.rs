@@ -15,7 +15,7 @@
 //! answers — in one test of the hypothesis the objective names: is the
 //! candidate slower than `max-latency-regression` × the baseline?
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use super::cases::Case;
 use super::check::Mismatch;
@@ -24,6 +24,7 @@ use super::regression::{
     MIN_BASELINE_ANSWERS, Regression, comparison, regress, regression_reason, unmeasured,
 };
 use super::sampler::{Sample, Sampled, Side};
+use super::side::{Reason, SideStats, expects_success, latency, ms, ratio_text};
 use super::stats::{self, alike};
 
 /// The heading's reason is cut past this, so the whole heading ("❌ Evidence
@@ -36,44 +37,6 @@ pub(crate) struct Objectives {
     pub(crate) max_error_rate: f64,
     pub(crate) max_latency_p95_ms: Option<f64>,
     pub(crate) max_latency_regression: Option<f64>,
-}
-
-/// Serializes a latency that may be infinite (a percentile that reached a
-/// failed request) as the string `"inf"`, never as JSON's `null` (which
-/// reads as "not measured").
-pub(super) fn latency<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
-    match v {
-        Some(x) if x.is_infinite() => s.serialize_str("inf"),
-        Some(x) => s.serialize_f64(*x),
-        None => s.serialize_none(),
-    }
-}
-
-/// Latency and errors of one side.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct SideStats {
-    /// The candidate: every request; the baseline: its requests to cases
-    /// that expect a success (its answers to a refusal are not compared).
-    pub(crate) requests: usize,
-    /// Requests that count as answered (see [`Sample::error`]).
-    pub(crate) answered: usize,
-    pub(crate) errors: usize,
-    pub(crate) error_rate: f64,
-    /// The first failure, as the answer or the error said it.
-    pub(crate) first_error: Option<String>,
-    /// What the percentiles are over: the candidate's requests to cases
-    /// that expect a success (failures at the top), the baseline's 2xx
-    /// answers to them.
-    pub(crate) latency_requests: usize,
-    /// `None` (not measured) when none of those requests was answered.
-    #[serde(serialize_with = "latency")]
-    pub(crate) p50_ms: Option<f64>,
-    #[serde(serialize_with = "latency")]
-    pub(crate) p90_ms: Option<f64>,
-    #[serde(serialize_with = "latency")]
-    pub(crate) p95_ms: Option<f64>,
-    #[serde(serialize_with = "latency")]
-    pub(crate) p99_ms: Option<f64>,
 }
 
 /// How many requests broke one expectation of a case.
@@ -158,11 +121,6 @@ pub(crate) struct Analysis {
     pub(crate) outputs: bool,
 }
 
-/// Whether a case expects a success: only those measure latency.
-pub(super) fn expects_success(c: &Case) -> bool {
-    (200..300).contains(&c.status)
-}
-
 /// A value of the latency sample for a failed request: its elapsed time
 /// when that is longer than every answer (a timeout), else +∞.
 fn failed_value(ms: f64, slowest_answer: f64) -> f64 {
@@ -217,38 +175,6 @@ fn side_of(samples: &[&Sample], latency_requests: usize, latencies: &[f64]) -> S
         p95_ms: p(95.0),
         p99_ms: p(99.0),
     }
-}
-
-/// A latency for people: one decimal, `∞`, or `–` when not measured.
-pub(super) fn ms(v: Option<f64>) -> String {
-    match v {
-        None => "–".into(),
-        Some(x) if x.is_infinite() => "∞".into(),
-        Some(x) => format!("{x:.1}"),
-    }
-}
-
-/// A p-value: four decimals, scientific notation when smaller.
-pub(super) fn p_text(p: f64) -> String {
-    if p >= 1e-4 {
-        format!("{p:.4}")
-    } else {
-        format!("{p:.1e}")
-    }
-}
-
-pub(super) fn ratio_text(r: Option<f64>) -> String {
-    match r {
-        None => "–".into(),
-        Some(x) if x.is_infinite() => "∞".into(),
-        Some(x) => format!("{x:.2}×"),
-    }
-}
-
-/// One failed objective: the heading's few words and the full sentence.
-pub(super) struct Reason {
-    pub(super) short: String,
-    pub(super) long: String,
 }
 
 /// What [`judge`] makes of a sample.
@@ -540,6 +466,7 @@ fn cut(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::side::p_text;
 
     fn sample(side: Side, case: usize, ms: f64, error: bool, bad: bool) -> Sample {
         Sample {

@@ -5,6 +5,7 @@
 
 use anyhow::anyhow;
 
+use super::create::{InFlight, find_cancelled_create};
 use super::{Ctx, State};
 use crate::baseten::{Api, ApiError};
 use crate::budget::Phase;
@@ -163,19 +164,42 @@ async fn cleanup_deployment(
     result
 }
 
-/// Cleanup of every deployment this run created (with a gated promotion,
-/// the tested one and the one the platform promoted), once one was: each
-/// decided by [`cleanup_deployment`]. `owner` picks the model or chain id
-/// from the state; `kind` names the deployments in messages; `serving` and
-/// `deactivate` take the owner id and a deployment id.
-pub(crate) async fn cleanup_created(
-    ctx: &Ctx<'_>,
-    owner: fn(&State) -> &Option<String>,
-    kind: &str,
-    serving: impl AsyncFn(&Api, &str, &str) -> Serving,
-    deactivate: impl AsyncFn(&Api, &str, &str) -> Result<(), ApiError>,
-) -> Result<(), Failure> {
-    let Some((owner_id, ids)) = ctx.created_all(owner) else {
+/// What cleanup asks of one kind of target (a model's deployments, a
+/// chain's), implemented by `model` and `chain`: the flow never reaches
+/// up to them. The owner is the model or the chain.
+pub(crate) trait Owner {
+    /// Its deployments' name in messages ("deployment", "chain deployment").
+    const WHAT: &'static str;
+    /// The owner's id in the state, once one was created or found.
+    fn owner(st: &State) -> &Option<String>;
+    /// Records a create found after a cancel as this run's.
+    fn adopt(st: &mut State, owner: String, id: String);
+    /// The owner and deployment a create in flight when the run was
+    /// cancelled made, if the platform shows one provably this run's.
+    async fn find_cancelled(
+        &self,
+        api: &Api,
+        in_flight: &InFlight,
+    ) -> Result<Option<(String, String)>, String>;
+    /// What serves deployment `id` of `owner`.
+    async fn serving(&self, api: &Api, owner: &str, id: &str) -> Serving;
+    async fn deactivate(&self, api: &Api, owner: &str, id: &str) -> Result<(), ApiError>;
+}
+
+/// Cleanup of what this run created of `target`: first a create in flight
+/// when the run was cancelled is looked for ([`find_cancelled_create`]),
+/// then every deployment this run created (with a gated promotion, the
+/// tested one and the one the platform promoted), once one was: each
+/// decided by [`cleanup_deployment`].
+pub(crate) async fn cleanup_created<T: Owner>(ctx: &Ctx<'_>, target: &T) -> Result<(), Failure> {
+    find_cancelled_create(
+        ctx,
+        T::WHAT,
+        async |api: &Api, f: &InFlight| target.find_cancelled(api, f).await,
+        T::adopt,
+    )
+    .await;
+    let Some((owner_id, ids)) = ctx.created_all(T::owner) else {
         return Ok(());
     };
     let mut result = Ok(());
@@ -183,9 +207,9 @@ pub(crate) async fn cleanup_created(
         let r = cleanup_deployment(
             ctx,
             &id,
-            &format!("{kind} {id}"),
-            async |api: &Api| serving(api, &owner_id, &id).await,
-            async |api: &Api| deactivate(api, &owner_id, &id).await,
+            &format!("{} {id}", T::WHAT),
+            async |api: &Api| target.serving(api, &owner_id, &id).await,
+            async |api: &Api| target.deactivate(api, &owner_id, &id).await,
         )
         .await;
         result = result.and(r);

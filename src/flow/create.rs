@@ -136,6 +136,18 @@ pub(crate) struct InFlight {
     pub(crate) entrypoint: Option<String>,
 }
 
+/// One create, as [`create_once`] asks of it: implemented by `model` and
+/// `chain`, so the flow never reaches up to them.
+pub(crate) trait Create {
+    /// What an answered create names (the owner and the deployment).
+    type Made;
+    /// Sends the create once.
+    async fn send(&self, api: &Api) -> Result<Self::Made, ApiError>;
+    /// After a lost answer: what the create made, if the platform shows
+    /// one provably this run's.
+    async fn find(&self, api: &Api) -> Result<Option<Self::Made>, ApiError>;
+}
+
 /// Sends a create with `send`; when its outcome is unknown, asks `find`
 /// whether it happened, within the lookup's own allowance (the create's
 /// may be spent: an answer dripping in past its deadline). `what` names
@@ -143,13 +155,14 @@ pub(crate) struct InFlight {
 /// `in_flight` is kept in the run's state while a request is out, for a
 /// cancelled run to find what it made; its `check` says where to look when
 /// the outcome cannot be learned.
-pub(crate) async fn create_once<T>(
+pub(crate) async fn create_once<C: Create>(
     ctx: &Ctx<'_>,
     what: &str,
     in_flight: InFlight,
-    mut send: impl AsyncFnMut(&Api) -> Result<T, ApiError>,
-    mut find: impl AsyncFnMut(&Api) -> Result<Option<T>, ApiError>,
-) -> Result<T, Failure> {
+    create: &C,
+) -> Result<C::Made, Failure> {
+    let mut send = async |api: &Api| create.send(api).await;
+    let mut find = async |api: &Api| create.find(api).await;
     let check = in_flight.check.clone();
     ctx.state.lock().unwrap().in_flight = Some(in_flight);
     let r = create_rounds(ctx, what, &check, &mut send, &mut find).await;

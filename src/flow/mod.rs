@@ -8,8 +8,10 @@
 //! its own `Api` handle (`Api::until`), so its budget is its own.
 
 mod cleanup;
+pub(crate) mod content;
 mod create;
 mod gate;
+pub(crate) mod inform;
 mod smoke;
 mod upload;
 mod wait;
@@ -30,8 +32,8 @@ use crate::net::TRUSS_COMPAT_VERSION;
 use crate::outcome::Failure;
 use crate::{evidence, git};
 
-pub(crate) use cleanup::{Serving, cleanup_created};
-pub(crate) use create::{ExistingDeployments, InFlight, create_once, find_cancelled_create};
+pub(crate) use cleanup::{Owner, Serving, cleanup_created};
+pub(crate) use create::{Create, ExistingDeployments, InFlight, create_once};
 pub(crate) use gate::{Candidate, check_gate_target, cleanup_gated, promote_after_predict};
 pub(crate) use smoke::{smoke_test, test_and_promote};
 pub(crate) use upload::{
@@ -74,8 +76,8 @@ pub(crate) struct State {
     /// The content hash, the `unchanged` verdict and what changes.
     pub(crate) by_content: crate::content::record::ByContent,
     /// The reads that only inform, under way, for the report
-    /// (`crate::inform::for_report`).
-    pub(crate) informing: crate::inform::Pending,
+    /// (`inform::for_report`).
+    pub(crate) informing: inform::Pending,
     /// A create sent and not yet answered: what a run cancelled meanwhile
     /// looks up (`find_cancelled_create`).
     pub(crate) in_flight: Option<InFlight>,

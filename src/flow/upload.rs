@@ -58,7 +58,7 @@ pub(crate) fn secret_names(config: &serde_json::Value) -> BTreeSet<String> {
 
 /// Looks up the secrets the config names, in the team the deploy goes to
 /// when it is known: missing ones get one warning naming them and where
-/// to add them. A read that only informs (`crate::inform`): started here
+/// to add them. A read that only informs (`crate::flow::inform`): started here
 /// on the side, never waited for by the upload or the create, at most its
 /// own short deadline; a failed or unanswered lookup is a notice saying
 /// it was not read, and the deploy goes on (a secret may be optional).
@@ -72,7 +72,7 @@ pub(crate) fn preflight_secrets(ctx: &Ctx<'_>, team: Option<&Team>, wanted: &BTr
     };
     let wanted = wanted.clone();
     let page = ctx.cfg.endpoints.secrets_page();
-    crate::inform::for_report(
+    crate::flow::inform::for_report(
         ctx,
         "the secrets check",
         move |api| async move {
@@ -188,13 +188,23 @@ pub(crate) async fn package_and_upload(
             }
         };
         tokio::select! {
-            r = uploading => r.map_err(|e| fail(e.context(what.clone()))),
+            // The archive's own digests from what its reads gave of the
+            // bytes S3 stored.
+            r = uploading => r
+                .and_then(|report| {
+                    let digests = layout
+                        .hashes_files()
+                        .then(|| report.read.digests(&layout))
+                        .transpose()?;
+                    Ok((report, digests))
+                })
+                .map_err(|e| fail(e.context(what.clone()))),
             never = ticks => never,
         }
     };
     let report = ctx.within_deploy_budget(&what, upload).await;
     ctx.rep.lock().unwrap().upload_finished();
-    let report = report?;
+    let (report, digests) = report?;
     if let Some(note) = &report.note {
         ctx.notice(note);
     }
@@ -215,7 +225,7 @@ pub(crate) async fn package_and_upload(
             human(wall),
         ),
     );
-    let Some(digests) = &report.digests else {
+    let Some(digests) = &digests else {
         return Ok(None);
     };
     // Only a symlink whose target is no member is read here.

@@ -33,7 +33,6 @@ mod url;
 mod wire;
 mod xml;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -147,15 +146,11 @@ pub(crate) struct UploadReport {
     /// What the user should know of how it got there: a completion whose
     /// answer was lost, the object read back whole.
     pub(crate) note: Option<String>,
-    /// Each member's blake3 digest (`None`: a symlink), taken from the
-    /// very reads whose bytes S3 stored, when the layout hashes its files
-    /// ([`Layout::with_digests`]).
-    pub(crate) digests: Option<Vec<Option<[u8; 32]>>>,
+    /// What the archive's reader gave of each range whose bytes S3
+    /// stored (its files' digests, when the layout hashes them): carried
+    /// whole, read only by the archive.
+    pub(crate) read: archive::ByRange,
 }
-
-/// The digests each range's reads gave, by range (offset and length): a
-/// range read again (a part retried) replaces its own, never adds to them.
-type DigestsByRange = BTreeMap<(u64, u64), archive::RangeDigests>;
 
 /// How an upload left open by a stopped run ended in its cleanup.
 /// `location` is the object's `s3://bucket/key`.
@@ -361,19 +356,14 @@ impl Uploader {
         let started = Instant::now();
         let size = layout.size();
         let source = Arc::clone(&layout) as Arc<dyn Source>;
-        let (mut report, ranges) = self
-            .upload(target, source, size, progress, started)
+        self.upload(target, source, size, progress, started)
             .await
             .with_context(|| {
                 format!(
                     "while uploading the archive to s3://{}/{}",
                     target.bucket, target.key
                 )
-            })?;
-        if layout.hashes_files() {
-            report.digests = Some(archive::merge_digests(&layout, &ranges)?);
-        }
-        Ok(report)
+            })
     }
 
     /// Uploads an archive already written to `path` (the tests' way in).
@@ -388,7 +378,6 @@ impl Uploader {
         let size = file.metadata().context("could not read its size")?.len();
         self.upload(target, Arc::new(file), size, progress, Instant::now())
             .await
-            .map(|(report, _)| report)
     }
 
     async fn upload(
@@ -398,7 +387,7 @@ impl Uploader {
         size: u64,
         progress: &Progress<'_>,
         started: Instant,
-    ) -> anyhow::Result<(UploadReport, DigestsByRange)> {
+    ) -> anyhow::Result<UploadReport> {
         if target.bucket.is_empty() || target.key.is_empty() {
             bail!("the platform returned an empty S3 bucket or key; cannot upload");
         }
@@ -413,12 +402,12 @@ impl Uploader {
             sent: Arc::clone(&self.inner.sent),
         });
         progress(0, size);
-        let mut ranges = DigestsByRange::new();
+        let mut ranges = archive::ByRange::default();
         let (parts, note) = match plan {
             Transfer::Single => {
                 let reply = self.inner.call(&job, &Call::put_object(size)).await?;
                 if let Some(digests) = reply.read.and_then(|read| read.digests) {
-                    ranges.insert((0, size), digests);
+                    ranges.stored((0, size), digests);
                 }
                 progress(size, size);
                 (1, None)
@@ -435,9 +424,9 @@ impl Uploader {
             region: self.inner.regions.for_bucket(&job.bucket),
             elapsed: started.elapsed(),
             note,
-            digests: None,
+            read: ranges,
         };
-        Ok((report, ranges))
+        Ok(report)
     }
 }
 

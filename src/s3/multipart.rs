@@ -26,7 +26,8 @@ use super::call::Call;
 use super::complete::{Completion, stored_whole};
 use super::payload::{Delivery, checksum_text};
 use super::xml::{StoredPart, xml_text};
-use super::{DigestsByRange, Ended, Job, Open, Progress, Uploader};
+use super::{Ended, Job, Open, Progress, Uploader};
+use crate::archive::ByRange;
 
 /// Aborts sent for one upload at most: each waits for S3's answer and a
 /// listing, and a part lands after an abort only if it was in flight then.
@@ -161,7 +162,7 @@ impl Uploader {
         size: u64,
         layout: &[(u64, u64)],
         progress: &Progress<'_>,
-        ranges: &mut DigestsByRange,
+        ranges: &mut ByRange,
     ) -> anyhow::Result<(u32, Option<String>)> {
         let parts = layout.len() as u64;
         // The parts' connections open while CreateMultipartUpload is on its
@@ -235,7 +236,7 @@ impl Uploader {
         parts: &Arc<Parts>,
         (size, layout): (u64, &[(u64, u64)]),
         progress: &Progress<'_>,
-        ranges: &mut DigestsByRange,
+        ranges: &mut ByRange,
     ) -> anyhow::Result<Vec<StoredPart>> {
         let _stop = StopOnDrop(Arc::clone(parts));
         let count = layout.len() as u64;
@@ -297,7 +298,7 @@ impl Uploader {
                 Ok(Ok((part, (offset, len), digests))) => {
                     stored.push(part);
                     if let Some(digests) = digests {
-                        ranges.insert((offset, len), digests);
+                        ranges.stored((offset, len), digests);
                     }
                     sent += len;
                     progress(sent, size);

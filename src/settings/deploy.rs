@@ -320,9 +320,9 @@ fn labels(raw: Option<&str>) -> Result<Option<OrderedObject>, String> {
         return Ok(None);
     };
     match serde_json::from_str::<Value>(raw) {
-        Ok(Value::Object(map)) if map.contains_key(crate::content::LABEL_KEY) => Err(format!(
+        Ok(Value::Object(map)) if map.contains_key(crate::label::LABEL_KEY) => Err(format!(
             "labels may not set {:?}: truss-push writes that label itself (the truss's content hash, for skip-unchanged); remove it from labels",
-            crate::content::LABEL_KEY
+            crate::label::LABEL_KEY
         )),
         Ok(Value::Object(_)) => match inexact_integer(raw) {
             Some(n) => Err(format!(

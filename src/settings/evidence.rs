@@ -1,5 +1,5 @@
 //! The evidence inputs (`predict-cases`, `predict-requests`, the
-//! objectives, `analysis-file`) read into `Settings`, the cases file
+//! objectives, `analysis-file`) read into `evidence::Settings`, the cases file
 //! checked whole before any request.
 
 use std::path::{Path, PathBuf};
@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::number;
 use crate::cli::Input;
 use crate::cli::Inputs;
+use crate::evidence::Settings;
 use crate::evidence::cases::{self, Case};
 use crate::evidence::verdict::Objectives;
 
@@ -31,21 +32,6 @@ pub(crate) const MIN_REGRESSION_REQUESTS: usize = 20;
 /// `predict-requests`: enough for the test to detect a slowdown about 10 %
 /// past the limit at a typical spread.
 pub(crate) const DEFAULT_REGRESSION_REQUESTS: usize = 100;
-
-/// The evidence inputs, validated.
-#[derive(Clone, Debug)]
-pub(crate) struct Settings {
-    pub(crate) cases: Vec<Case>,
-    /// Counted requests to the candidate (a baseline gets as many).
-    pub(crate) requests: usize,
-    pub(crate) concurrency: usize,
-    pub(crate) warmup: usize,
-    pub(crate) objectives: Objectives,
-    pub(crate) analysis_file: Option<PathBuf>,
-    /// The smoke test sends the first case (a cases file and no
-    /// `predict-payload`) and that case expects this status.
-    pub(crate) smoke_status: Option<u16>,
-}
 
 /// The evidence inputs as given, every number checked (even when the
 /// evidence is off, so a typo is never ignored); the cases file is read

@@ -30,6 +30,7 @@ mod faults;
 mod gated;
 mod github;
 mod informing;
+mod layers;
 mod model_deploy;
 mod network;
 mod official_client;

@@ -244,7 +244,7 @@ const LISTED: &str = r"
 #\[cfg\(debug_assertions\)\]\s*mod test_clock; = budget.rs:1 = a release build has no scripted clock
 archive::(\{[^}]*)?\bplan\b = plan.rs:1 = the truss's files are checked through plan::check_files
 \bcheck_files\b = plan.rs:2 run.rs:2 = prepare (several targets, plan) and one target
-\.settle\s*\(|\bsettle_for_report\s*\( = content/run.rs:1 execute.rs:1 inform.rs:1 = see informing.rs
+\.settle\s*\(|\bsettle_for_report\s*\( = execute.rs:1 flow/content.rs:1 flow/inform.rs:1 = see informing.rs
 ";
 
 #[test]

@@ -1,5 +1,5 @@
 //! A read that only informs never holds a mutation (SPEC, "Reads are of
-//! two kinds"; `src/inform.rs`). Its outcome is taken two ways:
+//! two kinds"; `src/flow/inform.rs`). Its outcome is taken two ways:
 //! `inform::settle_for_report`, called once, by `execute.rs`, after its
 //! call to `cleanup(` (every mutation of the run is behind it); and
 //! `.settle(` in place, only where listed and never in a file that names a
@@ -14,7 +14,7 @@ const MUTATION: &str = r"\b(create|create_once|deploy_chain_atomic|package_and_u
 /// be taken: `super::LISTED`).
 fn informing(c: &Crate) -> Vec<String> {
     let mut wrong = Vec::new();
-    for (file, s) in c.iter().filter(|(f, _)| *f != "inform.rs") {
+    for (file, s) in c.iter().filter(|(f, _)| *f != "flow/inform.rs") {
         let (settles, mutations) = (finds(s, r"\.settle\s*\("), finds(s, MUTATION));
         if let (Some((at, _)), Some((m, what))) = (settles.first(), mutations.first()) {
             wrong.push(format!(
@@ -53,11 +53,11 @@ fn no_mutation_awaits_a_read_that_only_informs() {
 /// its text.
 const CASES: &str = "
 + model.rs async fn d(ctx: &Ctx) { read.settle().await; flow::create_once(ctx).await; }
-+ content/run.rs async fn f(api: &Api) { read.settle().await; api.promote(x).await; }
++ flow/content.rs async fn f(api: &Api) { read.settle().await; api.promote(x).await; }
 + execute.rs async fn e() {⏎inform::settle_for_report(&c).await;⏎cleanup(&c, x).await; }⏎async fn cleanup(c: &Ctx) {}
 + flow/create.rs async fn f(c: &Ctx) { crate::inform::settle_for_report(c).await; }
 - execute.rs async fn e() { let c = cleanup(&c, x).await;⏎inform::settle_for_report(&c).await; stop.cleanup(); }⏎async fn cleanup(c: &Ctx) {}
-- content/run.rs async fn f() { read.settle().await; smoke_test(ctx).await; }
+- flow/content.rs async fn f() { read.settle().await; smoke_test(ctx).await; }
 ";
 
 #[test]

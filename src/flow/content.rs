@@ -4,17 +4,17 @@
 //! source already serves it), and what the deploy will change. The
 //! verdict's reads decide (`skip::check`); what serves the environment
 //! and its raw config, read for the summary's diff, and the audit log's
-//! "promoted at" words only inform (`crate::inform`): the first is never
+//! "promoted at" words only inform (`crate::flow::inform`): the first is never
 //! awaited by the deploy, the second only by an unchanged run.
 
 use anyhow::anyhow;
 use serde_json::Value;
 
-use super::diff::{self, Change};
-use super::skip::{self, Read, Serving, Verdict};
-use crate::baseten::Api;
-use crate::flow::{Ctx, smoke_test};
-use crate::inform;
+use super::inform;
+use super::{Ctx, smoke_test};
+use crate::baseten::{Api, ApiError};
+use crate::content::diff::{self, Change};
+use crate::content::skip::{self, Read, Serving, Verdict, Why};
 use crate::outcome::Failure;
 
 /// This truss's content hash, read before packaging, said and kept in
@@ -22,7 +22,7 @@ use crate::outcome::Failure;
 pub(crate) async fn hash(ctx: &Ctx<'_>, dir: &std::path::Path) -> Result<String, Failure> {
     let root = dir.to_path_buf();
     let hashing = async {
-        tokio::task::spawn_blocking(move || super::hash(&root))
+        tokio::task::spawn_blocking(move || crate::content::hash(&root))
             .await
             .map_err(|e| Failure::Deploy(anyhow!(e)))?
             .map_err(|e| Failure::Deploy(e.context("hashing the truss")))
@@ -37,7 +37,7 @@ pub(crate) async fn hash(ctx: &Ctx<'_>, dir: &std::path::Path) -> Result<String,
 
 /// The content hash of what was packaged (and is labelled): said unless
 /// it is the one read before packaging.
-pub(crate) fn packaged(ctx: &Ctx<'_>, h: &super::ContentHash) -> String {
+pub(crate) fn packaged(ctx: &Ctx<'_>, h: &crate::content::ContentHash) -> String {
     let mut st = ctx.state.lock().unwrap();
     let before = st.by_content.hash.replace(h.hex.clone());
     drop(st);
@@ -53,7 +53,7 @@ pub(crate) fn packaged(ctx: &Ctx<'_>, h: &super::ContentHash) -> String {
     h.hex.clone()
 }
 
-fn say(ctx: &Ctx<'_>, h: &super::ContentHash, then: &str) {
+fn say(ctx: &Ctx<'_>, h: &crate::content::ContentHash, then: &str) {
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     ctx.say(&format!(
@@ -130,9 +130,30 @@ async fn promoted_words(ctx: &Ctx<'_>, model_id: &str, env: &str, serving: Servi
 /// deploy changes: the serving deployment and its raw config, or why not.
 pub(crate) struct Theirs {
     environment: String,
-    serving: Result<Read, String>,
-    config: Result<String, String>,
+    serving: Result<Read, Why>,
+    config: Result<String, ConfigUnread>,
 }
+
+/// Why the serving deployment's raw config is not there to compare with.
+#[derive(Debug, thiserror::Error)]
+enum ConfigUnread {
+    #[error(
+        "the platform keeps no raw config.yaml for the serving deployment {0} (it keeps them for deployments created since 2026-04-30)"
+    )]
+    NotKept(String),
+    #[error("the serving deployment {id}'s config could not be read ({cause})")]
+    Unread { id: String, cause: ApiError },
+    /// What serves the environment could not be read.
+    #[error(transparent)]
+    Serving(Why),
+    #[error("the model does not exist yet")]
+    NoModel,
+}
+
+/// An informing read cut by its deadline.
+#[derive(Debug, thiserror::Error)]
+#[error("timed out")]
+struct TimedOut;
 
 /// Reads what serves `env` and its raw config on the side, for the
 /// summary's comparison: a read that only informs, whose outcome goes to
@@ -143,7 +164,7 @@ pub(crate) fn compare_later(
     ctx: &Ctx<'_>,
     model_id: Option<&str>,
     env: &str,
-    serving: Option<Result<Read, String>>,
+    serving: Option<Result<Read, Why>>,
     raw_config: &[u8],
 ) {
     let (model_id, environment) = (model_id.map(str::to_string), env.to_string());
@@ -165,7 +186,7 @@ pub(crate) fn compare_later(
                 .deadline()
                 .is_some_and(|d| api.clock().left(d).is_zero())
             {
-                true => Err("timed out".to_string()),
+                true => Err(TimedOut),
                 false => Ok(theirs),
             }
         },
@@ -178,24 +199,21 @@ async fn config_of(
     api: &Api,
     model_id: Option<&str>,
     env: &str,
-    serving: Result<Read, String>,
+    serving: Result<Read, Why>,
 ) -> Theirs {
     let config = match (&serving, model_id) {
         (Ok(s), Some(model_id)) => {
             match api.deployment_raw_config(model_id, &s.deployment_id).await {
                 Ok(Some(text)) => Ok(text),
-                Ok(None) => Err(format!(
-                    "the platform keeps no raw config.yaml for the serving deployment {} (it keeps them for deployments created since 2026-04-30)",
-                    s.deployment_id
-                )),
-                Err(e) => Err(format!(
-                    "the serving deployment {}'s config could not be read ({e})",
-                    s.deployment_id
-                )),
+                Ok(None) => Err(ConfigUnread::NotKept(s.deployment_id.clone())),
+                Err(cause) => Err(ConfigUnread::Unread {
+                    id: s.deployment_id.clone(),
+                    cause,
+                }),
             }
         }
-        (Err(why), _) => Err(why.clone()),
-        (Ok(_), None) => Err("the model does not exist yet".into()),
+        (Err(why), _) => Err(ConfigUnread::Serving(why.clone())),
+        (Ok(_), None) => Err(ConfigUnread::NoModel),
     };
     Theirs {
         environment: env.to_string(),
@@ -233,14 +251,17 @@ fn record_change(ctx: &Ctx<'_>, read: inform::Informed<Theirs>, what: &str, ours
         .as_ref()
         .ok()
         .and_then(|s| s.recorded.as_deref())
-        .filter(|r| super::is_hash(r))
+        .filter(|r| crate::content::is_hash(r))
         .map(|r| r == hash);
     let change = Change {
         environment: theirs.environment,
         serving: theirs.serving.ok().map(|s| s.deployment_id),
         what: diff::change(
             ours,
-            theirs.config.as_deref().map_err(Clone::clone),
+            theirs
+                .config
+                .as_deref()
+                .map_err(|e| e as &dyn std::fmt::Display),
             same_hash,
         ),
     };

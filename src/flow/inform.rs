@@ -36,9 +36,9 @@ use std::future::Future;
 use futures_util::FutureExt;
 use tokio::task::JoinHandle;
 
+use super::Ctx;
 use crate::baseten::Api;
 use crate::budget::{Phase, SHORT_READ_SECS};
-use crate::flow::Ctx;
 
 /// Why an informing read gave nothing; shown as `not read: {why}`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,13 +80,14 @@ fn joined<T>(r: Result<Informed<T>, tokio::task::JoinError>) -> Informed<T> {
 /// [`Phase::Inform`]'s deadline, and answers its outcome through `then`
 /// on that task. A read that fails at or past its deadline timed out,
 /// whatever the failure says.
-fn spawn<T, F, R>(
+fn spawn<T, E, F, R>(
     ctx: &Ctx<'_>,
     read: impl FnOnce(Api) -> F,
     then: impl FnOnce(Informed<T>) -> R + Send + 'static,
 ) -> JoinHandle<R>
 where
-    F: Future<Output = Result<T, String>> + Send + 'static,
+    F: Future<Output = Result<T, E>> + Send + 'static,
+    E: std::fmt::Display,
     T: Send + 'static,
     R: Send + 'static,
 {
@@ -99,7 +100,7 @@ where
         let out = match tokio::time::timeout(left, reading).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(_)) if clock.left(until).is_zero() => Err(NotRead::timed_out()),
-            Ok(Err(why)) => Err(NotRead(why)),
+            Ok(Err(why)) => Err(NotRead(why.to_string())),
             Err(_) => Err(NotRead::timed_out()),
         };
         then(out)
@@ -108,9 +109,10 @@ where
 
 /// Starts an informing read whose outcome is awaited in place
 /// ([`Informing::settle`]), where no mutation follows.
-pub(crate) fn start<T, F>(ctx: &Ctx<'_>, read: impl FnOnce(Api) -> F) -> Informing<T>
+pub(crate) fn start<T, E, F>(ctx: &Ctx<'_>, read: impl FnOnce(Api) -> F) -> Informing<T>
 where
-    F: Future<Output = Result<T, String>> + Send + 'static,
+    F: Future<Output = Result<T, E>> + Send + 'static,
+    E: std::fmt::Display,
     T: Send + 'static,
 {
     Informing {
@@ -144,13 +146,14 @@ impl std::fmt::Debug for Pending {
 /// report takes: `tell` gets it with the run's context, once it is in and
 /// the flow passes [`tell_finished`], or at [`settle_for_report`]. The
 /// flow gets nothing back, so nothing it does can wait for the read.
-pub(crate) fn for_report<T, F>(
+pub(crate) fn for_report<T, E, F>(
     ctx: &Ctx<'_>,
     what: &str,
     read: impl FnOnce(Api) -> F,
     tell: impl for<'a, 'b> FnOnce(Informed<T>, &'a Ctx<'b>) + Send + 'static,
 ) where
-    F: Future<Output = Result<T, String>> + Send + 'static,
+    F: Future<Output = Result<T, E>> + Send + 'static,
+    E: std::fmt::Display,
     T: Send + 'static,
 {
     let task = spawn(ctx, read, move |out| -> Tell {
