@@ -20,7 +20,7 @@
 //! - [`start`] and [`Informing::settle`], awaited in place: only where no
 //!   mutation follows (an unchanged run's line).
 //!
-//! `tests/it/structure/informing.rs` holds this: it lists where `settle`
+//! `tests/it/structure.rs` (`informing`) holds this: it lists where `settle`
 //! may be called and fails when a file that calls it names a platform
 //! mutation, and when the report's settle is called anywhere but in
 //! `execute`, after its cleanup. The black-box tests
