@@ -1,4 +1,6 @@
 //! The `truss-push` executable: parse, run, exit. Nothing else exits.
+//! A refused command line is salvaged (`Cli::salvage`), so its error is
+//! reported where `--json`/`--output-file` asked.
 
 use std::process::ExitCode;
 

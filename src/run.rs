@@ -1,5 +1,14 @@
 //! One run from inputs to exit code: validate, deploy (racing the
 //! cancellation signals), clean up, and write the outputs on every path.
+//!
+//! The signals are watched from the first moment (a plan races them too:
+//! every mode stops on one). The inputs are read once, here, the only
+//! place besides `main` that reads the process environment: first
+//! `settings::Preliminary` (what a run needs before validation), then
+//! `Settings`. The run value (`handles::Run`: reporter, state, clock and
+//! start, CI context, the network read once) is built here and handed to
+//! each `Mode`; a mode that makes requests resolves its `Platform` from
+//! it. A new command is a new mode taking that value.
 
 use std::sync::{Arc, Mutex};
 

@@ -4,6 +4,14 @@
 //! Documents keep the shapes the Python client sends so the platform reads
 //! them the same way; every string spliced into a document is escaped as a
 //! GraphQL string literal. Nothing here prints.
+//!
+//! Besides: promote and cancel for models and chains, environments typed
+//! as `promotion::Env` (`promote`); single-try evidence requests and
+//! metrics (`probe`); the stream's reading (`sse`); every id an answer
+//! carries checked once where it is parsed (`id`); JSON as Python writes
+//! it (`wire`); typed errors (`error`). Each phase's requests go through
+//! a handle of their own that carries that phase's deadline: no deadline
+//! is shared between phases.
 
 mod chains;
 mod error;

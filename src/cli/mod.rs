@@ -6,8 +6,12 @@
 //! that order and an empty value means "not given", because GitHub passes
 //! unset inputs as empty strings. Each input is declared once, in `INPUTS`:
 //! the clap definition, the environment names, the default and the kind of
-//! value all come from that table. This module only gathers raw strings;
-//! `crate::config` validates them.
+//! value all come from that table, and code names an input by the `Input`
+//! enum, so a misspelt one does not compile. This module only gathers raw
+//! strings (a value that is not UTF-8 is refused); `crate::config`
+//! validates them. A refused command line still says what it can
+//! (`Cli::salvage`: an unknown flag dropped with its value, so `--json`
+//! holds in every order).
 
 use std::collections::BTreeMap;
 use std::env::VarError;

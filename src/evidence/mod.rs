@@ -4,6 +4,12 @@
 //! are pure; `sampler` sends; this module wires them into the run from
 //! two hooks: after each smoke test ([`after_smoke`]) and during a gated
 //! promotion's wait ([`watch`]).
+//!
+//! A sample request is never retried (its errors are what the error rate
+//! counts); evidence never decides where traffic goes (the gate rolls
+//! back); nothing passes without a measurement (a skipped objective is
+//! said, a missing baseline fails). `side` is what `verdict` and
+//! `regression` both speak in; `power` is test only.
 
 pub(crate) mod cases;
 mod chart;

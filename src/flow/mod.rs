@@ -3,9 +3,11 @@
 //! (`upload`), creating exactly once (`create`), the one wait loop and
 //! promotion tracking (`wait`), the smoke test and what follows it
 //! (`smoke`), the cleanup decision (`cleanup`) and the gated promotion
-//! (`gate`). `model` and `chain` tell their own story with these steps and
-//! never use each other. Each phase makes its platform requests through
-//! its own `Api` handle (`Api::until`), so its budget is its own.
+//! (`gate`), deploy by content inside a model deploy (`content`) and reads
+//! that only inform (`inform`). `model` and `chain` tell their own story
+//! with these steps and never use each other. Each phase makes its
+//! platform requests through its own `Api` handle (`Api::until`), so its
+//! budget is its own.
 
 mod cleanup;
 pub(crate) mod content;

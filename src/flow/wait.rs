@@ -1,5 +1,11 @@
 //! The one wait loop for models and chains, and the reading of an
 //! environment's promotion while waiting.
+//!
+//! A wait ends only on READY, FAILED, a permanent API error, the deadline
+//! or a signal (with an environment: when the environment serves the
+//! deployment). A failed read never ends it early nor makes it hang:
+//! answers that are not the JSON expected become permanent only after
+//! `baseten::GARBLED_ANSWERS_MAX` in a row.
 
 use std::time::Duration;
 
