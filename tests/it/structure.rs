@@ -215,10 +215,11 @@ archive::(\{[^}]*)?\bplan\b = plan.rs:1 = the truss's files are checked through 
 \.settle\s*\(|\bsettle_for_report\s*\( = execute.rs:1 flow/content.rs:1 flow/inform.rs:1 = informing reads settled
 ";
 
+type Rule = fn(&Crate) -> Vec<String>;
 /// Each rule and what the real crate may show of it. Summed deadlines
 /// listed: `s3/mod.rs`, the drain's share of a deadline handed over as a
 /// timer; `s3/payload.rs`, one body's stall watchdog.
-const RULES: &[(&str, fn(&Crate) -> Vec<String>, &[&str])] = &[
+const RULES: &[(&str, Rule, &[&str])] = &[
     ("net", network, &[]),
     ("gh", github_reach, &[]),
     ("sum", sums, &["s3/mod.rs:1", "s3/payload.rs:3"]),
