@@ -6,9 +6,9 @@
 //! place besides `main` that reads the process environment: first
 //! `settings::Preliminary` (what a run needs before validation), then
 //! `Settings`. The run value (`handles::Run`: reporter, state, clock and
-//! start, CI context, the network read once) is built here and handed to
-//! each `Mode`; a mode that makes requests resolves its `Platform` from
-//! it. A new command is a new mode taking that value.
+//! start, CI context, signals, the network read once) is built here and
+//! handed to each `Mode`; a mode that makes requests resolves its
+//! `Platform` from it. A new command is a new mode taking that value.
 
 use std::sync::{Arc, Mutex};
 
