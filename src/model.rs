@@ -106,8 +106,11 @@ pub(crate) async fn deploy(
     } else {
         None
     };
-    // Every create records the source's content hash among the labels.
-    let labels_json = Some(content::labels_with(cfg.labels.as_ref(), &hash).dumps());
+    // Every create records the source's content hash among the labels, and
+    // a value unique to this run, by which it finds its own deployment when
+    // the create's answer is lost or the run is cancelled meanwhile.
+    let run = flow::run_label();
+    let labels_json = Some(content::labels_with(cfg.labels.as_ref(), &hash, &run).dumps());
     let raw_config_b64 = if raw_config.len() <= RAW_CONFIG_MAX_BYTES {
         Some(base64::engine::general_purpose::STANDARD.encode(raw_config))
     } else {
@@ -116,10 +119,14 @@ pub(crate) async fn deploy(
         ));
         None
     };
-    // What already carries this deployment name, so that a create whose
-    // answer is lost can tell its own deployment from earlier ones.
-    let list =
-        async |api: &Api, model_id: &str| api.deployment_ids(model_id, &cfg.deployment_name).await;
+    // What already carries this deployment name, so that a deployment of
+    // that name another run makes meanwhile can be named as such.
+    let list = async |api: &Api, model_id: &str| {
+        let named = api
+            .deployments_named(model_id, &cfg.deployment_name)
+            .await?;
+        Ok(named.into_iter().map(|d| d.id).collect())
+    };
     let before = std::cell::RefCell::new(
         ExistingDeployments::take(ctx.api, existing.as_ref().map(|m| m.id.as_str()), &list).await,
     );
@@ -149,7 +156,7 @@ pub(crate) async fn deploy(
     let find_model = async |api: &Api| {
         let team_id = team.as_ref().map(|t| t.id.as_str());
         let models = api.models(team_id).await?;
-        Ok(models.into_iter().find(|m| m.name == name).map(|m| m.id))
+        Ok::<_, ApiError>(models.into_iter().find(|m| m.name == name).map(|m| m.id))
     };
     let in_flight = InFlight {
         before: before.borrow().clone(),
@@ -157,7 +164,9 @@ pub(crate) async fn deploy(
         team_id: team.as_ref().map(|t| t.id.clone()),
         check,
         entrypoint: None,
+        run: Some(run),
     };
+    let lookup = in_flight.clone();
     let created = flow::create_once(
         ctx,
         "the deployment",
@@ -176,8 +185,8 @@ pub(crate) async fn deploy(
                 ctx.note(format!(
                     "model {name:?} was created meanwhile by another client; this deployment is a version of it"
                 ));
-                // What the model holds now, so that a lost answer to the
-                // version is never taken for the other run's deployment.
+                // What the model holds now, so that the other run's
+                // deployments are told apart after a lost answer.
                 let now = ExistingDeployments::take(api, Some(&model_id), &list).await;
                 if let Some(f) = ctx.state.lock().unwrap().in_flight.as_mut() {
                     f.before = now.clone();
@@ -192,8 +201,11 @@ pub(crate) async fn deploy(
             r => r,
         },
         async |api: &Api| {
-            let before = before.borrow().clone();
-            let found = before.find_new(api, find_model, &list).await?;
+            let f = InFlight {
+                before: before.borrow().clone(),
+                ..lookup.clone()
+            };
+            let found = find_own(ctx, api, &f).await?;
             Ok(found.map(|(model_id, deployment_id)| Created {
                 model_id,
                 deployment_id,
@@ -382,24 +394,12 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
     if ctx.state.lock().unwrap().by_content.unchanged == Some(true) {
         return Ok(());
     }
-    // A create in flight when the run was cancelled: found by name, as a
-    // lost answer is.
-    let list = async |api: &Api, model_id: &str| {
-        api.deployment_ids(model_id, &ctx.cfg.deployment_name).await
-    };
+    // A create in flight when the run was cancelled: found by the run's
+    // label, as a lost answer is.
     flow::find_cancelled_create(
         ctx,
         "deployment",
-        async |api: &Api, f: &InFlight| {
-            let find_model = async |api: &Api| {
-                let models = api.models(f.team_id.as_deref()).await?;
-                Ok(models.into_iter().find(|m| m.name == f.name).map(|m| m.id))
-            };
-            f.before
-                .find_new(api, find_model, &list)
-                .await
-                .map_err(|e| e.to_string())
-        },
+        async |api: &Api, f: &InFlight| find_own(ctx, api, f).await.map_err(|e| e.to_string()),
         |st, model_id, id| {
             st.model_id = Some(model_id);
             st.deployment_id = Some(id);
@@ -414,6 +414,75 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
         Api::deactivate,
     )
     .await
+}
+
+/// The deployment this run created, after a lost create answer or a cancel
+/// while the create was in flight: of the model's deployments with this
+/// run's deployment name, the one whose labels (read from the platform)
+/// carry this run's value under [`content::RUN_LABEL_KEY`]; `None` when the
+/// model or such a deployment does not exist. A new one of the same name
+/// without it is another run's (a re-run of the commit, the older run of a
+/// cancel-in-progress group): it is named, in the log and the summary, and
+/// left alone.
+async fn find_own(
+    ctx: &Ctx<'_>,
+    api: &Api,
+    f: &InFlight,
+) -> Result<Option<(String, String)>, ApiError> {
+    let run = f.run.as_deref().unwrap_or_default();
+    let model_id = match f.before.owner() {
+        Some(m) => m.to_string(),
+        None => {
+            let models = api.models(f.team_id.as_deref()).await?;
+            match models.into_iter().find(|m| m.name == f.name) {
+                Some(m) => m.id,
+                None => return Ok(None),
+            }
+        }
+    };
+    let named = api
+        .deployments_named(&model_id, &ctx.cfg.deployment_name)
+        .await?;
+    let (ours, others): (Vec<_>, Vec<_>) = named.into_iter().partition(|d| {
+        let label = d
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(content::RUN_LABEL_KEY));
+        !run.is_empty() && label.and_then(Value::as_str) == Some(run)
+    });
+    let others: Vec<String> = others
+        .into_iter()
+        .filter(|d| f.before.is_new(&d.id))
+        .map(|d| d.id)
+        .collect();
+    if !others.is_empty() {
+        let msg = match others.as_slice() {
+            [one] => format!(
+                "deployment {one} of the same name ({:?}), created by another run, was left alone",
+                ctx.cfg.deployment_name
+            ),
+            many => format!(
+                "deployments {} of the same name ({:?}), created by other runs, were left alone",
+                many.join(", "),
+                ctx.cfg.deployment_name
+            ),
+        };
+        ctx.warn(&msg);
+        ctx.note(msg);
+    }
+    match ours.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some((model_id, one.id.clone()))),
+        many => Err(ApiError::permanent(format!(
+            "{} deployments carry this run's label ({}: {run}): {}, so which one is this run's cannot be told",
+            many.len(),
+            content::RUN_LABEL_KEY,
+            many.iter()
+                .map(|d| d.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
 }
 
 /// The environment that serves this model deployment, if any: the

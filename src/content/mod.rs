@@ -35,6 +35,13 @@ pub(crate) mod skip;
 /// content hash (64 hex digits). Documented in docs/deploy-by-content.md.
 pub(crate) const LABEL_KEY: &str = "truss_push_content_hash";
 
+/// The label every model deployment this tool creates carries beside the
+/// content hash: a value unique to the run (`flow::run_label`), by which a
+/// run whose create answer was lost, or that was cancelled while the create
+/// was in flight, tells its own deployment from another run's of the same
+/// name. Documented in docs/deploy-by-content.md and docs/internals.md.
+pub(crate) const RUN_LABEL_KEY: &str = "truss_push_run";
+
 /// A truss's content hash and what went into it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ContentHash {
@@ -164,15 +171,16 @@ fn fold(mut entries: Vec<Entry>) -> String {
     hasher.finalize().to_hex().to_string()
 }
 
-/// The labels a create carries: the user's, in their order, then ours.
-/// (A user label under [`LABEL_KEY`] is refused as an input error.)
-pub(crate) fn labels_with(user: Option<&OrderedObject>, hash: &str) -> OrderedObject {
+/// The labels a create carries: the user's, in their order, then ours (the
+/// content hash, then the run's label `run`). (A user label under
+/// [`LABEL_KEY`] or [`RUN_LABEL_KEY`] is refused as an input error.)
+pub(crate) fn labels_with(user: Option<&OrderedObject>, hash: &str, run: &str) -> OrderedObject {
     let mut all = user.cloned().unwrap_or_default();
-    all.0.retain(|(k, _)| k != LABEL_KEY);
-    all.0.push((
-        LABEL_KEY.to_string(),
-        serde_json::Value::String(hash.into()),
-    ));
+    all.0.retain(|(k, _)| k != LABEL_KEY && k != RUN_LABEL_KEY);
+    for (key, value) in [(LABEL_KEY, hash), (RUN_LABEL_KEY, run)] {
+        all.0
+            .push((key.to_string(), serde_json::Value::String(value.into())));
+    }
     all
 }
 
@@ -326,15 +334,17 @@ mod tests {
     }
 
     #[test]
-    fn our_label_follows_the_users() {
+    fn our_labels_follow_the_users() {
         let user: OrderedObject = serde_json::from_str(r#"{"team": "ml", "a": 1}"#).unwrap();
         assert_eq!(
-            labels_with(Some(&user), VECTOR_HASH).dumps(),
-            format!(r#"{{"team": "ml", "a": 1, "truss_push_content_hash": "{VECTOR_HASH}"}}"#)
+            labels_with(Some(&user), VECTOR_HASH, "r1").dumps(),
+            format!(
+                r#"{{"team": "ml", "a": 1, "truss_push_content_hash": "{VECTOR_HASH}", "truss_push_run": "r1"}}"#
+            )
         );
         assert_eq!(
-            labels_with(None, VECTOR_HASH).dumps(),
-            format!(r#"{{"truss_push_content_hash": "{VECTOR_HASH}"}}"#)
+            labels_with(None, VECTOR_HASH, "r1").dumps(),
+            format!(r#"{{"truss_push_content_hash": "{VECTOR_HASH}", "truss_push_run": "r1"}}"#)
         );
     }
 

@@ -31,7 +31,9 @@ use crate::outcome::Failure;
 use crate::{evidence, git};
 
 pub(crate) use cleanup::{Serving, cleanup_created};
-pub(crate) use create::{ExistingDeployments, InFlight, create_once, find_cancelled_create};
+pub(crate) use create::{
+    ExistingDeployments, InFlight, create_once, find_cancelled_create, run_label,
+};
 pub(crate) use gate::{Candidate, check_gate_target, cleanup_gated, promote_after_predict};
 pub(crate) use smoke::{smoke_test, test_and_promote};
 pub(crate) use upload::{
@@ -524,6 +526,7 @@ mod tests {
             team_id: None,
             check: "the model's page".into(),
             entrypoint: None,
+            run: None,
         });
         assert_eq!(
             left(&unknown),
