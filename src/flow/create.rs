@@ -114,13 +114,9 @@ impl ExistingDeployments {
 /// process id hashed in. Two runs started in the same second on two
 /// machines draw independent 128-bit keys.
 pub(crate) fn run_label() -> String {
-    use std::hash::{BuildHasher, Hash, Hasher};
+    use std::hash::BuildHasher;
     let keys = std::collections::hash_map::RandomState::new();
-    let half = |part: u8| {
-        let mut h = keys.build_hasher();
-        (part, std::process::id()).hash(&mut h);
-        h.finish()
-    };
+    let half = |part: u8| keys.hash_one((part, std::process::id()));
     format!("{:016x}{:016x}", half(0), half(1))
 }
 

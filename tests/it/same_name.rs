@@ -223,6 +223,8 @@ fn a_cancelled_run_whose_create_was_applied_finds_its_own_beside_another_runs() 
     assert_eq!(b.code, 130, "{b:?}");
     let b_id = b.out("deployment-id").to_string();
     assert!(!b_id.is_empty() && b_id != a_id, "{b:?}");
+    // Each run's deployment carries its own run label.
+    assert_ne!(run_label_of(&fake, &a_id), run_label_of(&fake, &b_id));
     let all = fake.deployments();
     assert!(all.iter().find(|d| d.id == b_id).unwrap().deactivated);
     assert!(!all.iter().find(|d| d.id == a_id).unwrap().deactivated);
@@ -255,6 +257,8 @@ fn a_lost_answer_to_an_applied_create_adopts_its_own_beside_another_runs() {
         2,
         "one create each: {b:?}"
     );
+    // Each run's deployment carries its own run label.
+    assert_ne!(run_label_of(&fake, &a_id), run_label_of(&fake, &b_id));
     let all = fake.deployments();
     assert!(all.iter().find(|d| d.id == b_id).unwrap().deactivated);
     assert!(!all.iter().find(|d| d.id == a_id).unwrap().deactivated);
