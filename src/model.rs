@@ -420,10 +420,13 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
 /// while the create was in flight: of the model's deployments with this
 /// run's deployment name, the one whose labels (read from the platform)
 /// carry this run's value under [`content::RUN_LABEL_KEY`]; `None` when the
-/// model or such a deployment does not exist. A new one of the same name
-/// without it is another run's (a re-run of the commit, the older run of a
-/// cancel-in-progress group): it is named, in the log and the summary, and
-/// left alone.
+/// model does not exist, or when no deployment of the name is this run's and
+/// every new one is provably another's. A new one of the same name that is
+/// not this run's (a re-run of the commit, the older run of a
+/// cancel-in-progress group) is named, in the log and the summary, and left
+/// alone. A new one without any run label cannot be told from this run's
+/// (a platform that dropped the labels would show ours so): an error, so
+/// that nothing is resent, adopted or deactivated on it.
 async fn find_own(
     ctx: &Ctx<'_>,
     api: &Api,
@@ -443,20 +446,28 @@ async fn find_own(
     let named = api
         .deployments_named(&model_id, &ctx.cfg.deployment_name)
         .await?;
-    let (ours, others): (Vec<_>, Vec<_>) = named.into_iter().partition(|d| {
-        let label = d
-            .labels
+    let run_of = |d: &crate::baseten::Listed| {
+        d.labels
             .as_ref()
-            .and_then(|l| l.get(content::RUN_LABEL_KEY));
-        !run.is_empty() && label.and_then(Value::as_str) == Some(run)
-    });
-    let others: Vec<String> = others
-        .into_iter()
-        .filter(|d| f.before.is_new(&d.id))
-        .map(|d| d.id)
-        .collect();
-    if !others.is_empty() {
-        let msg = match others.as_slice() {
+            .and_then(|l| l.get(content::RUN_LABEL_KEY))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let (mut ours, mut theirs, mut unlabelled) = (vec![], vec![], vec![]);
+    for d in named.iter().filter(|d| f.before.is_new(&d.id)) {
+        match run_of(d) {
+            Some(r) if !run.is_empty() && r == run => ours.push(d.id.clone()),
+            Some(_) => theirs.push(d.id.clone()),
+            None => unlabelled.push(d.id.clone()),
+        }
+    }
+    // With ours read back carrying its label, the platform keeps labels: a
+    // new one without ours is another client's.
+    if !ours.is_empty() {
+        theirs.append(&mut unlabelled);
+    }
+    if !theirs.is_empty() {
+        let msg = match theirs.as_slice() {
             [one] => format!(
                 "deployment {one} of the same name ({:?}), created by another run, was left alone",
                 ctx.cfg.deployment_name
@@ -470,17 +481,18 @@ async fn find_own(
         ctx.warn(&msg);
         ctx.note(msg);
     }
-    match ours.as_slice() {
-        [] => Ok(None),
-        [one] => Ok(Some((model_id, one.id.clone()))),
-        many => Err(ApiError::permanent(format!(
-            "{} deployments carry this run's label ({}: {run}): {}, so which one is this run's cannot be told",
+    let key = content::RUN_LABEL_KEY;
+    match (ours.as_slice(), unlabelled.as_slice()) {
+        ([one], _) => Ok(Some((model_id, one.clone()))),
+        ([], []) => Ok(None),
+        ([], unknown) => Err(ApiError::permanent(format!(
+            "new deployments of the same name carry no {key} label ({}), so whether one is this run's cannot be told",
+            unknown.join(", ")
+        ))),
+        (many, _) => Err(ApiError::permanent(format!(
+            "{} deployments carry this run's label ({key}: {run}): {}, so which one is this run's cannot be told",
             many.len(),
-            content::RUN_LABEL_KEY,
-            many.iter()
-                .map(|d| d.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            many.join(", ")
         ))),
     }
 }
