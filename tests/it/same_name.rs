@@ -269,3 +269,77 @@ fn a_lost_answer_to_an_applied_create_adopts_its_own_beside_another_runs() {
     );
     said_left_alone(&b, &a_id);
 }
+
+/// A model holding a `ci-test` deployment with `labels` (another client's),
+/// whose deployments the run cannot list before its create (so every one
+/// counts as new), and whose create is reset before it reaches the
+/// platform (not applied, its outcome unknown to the run).
+fn unlisted_beside(labels: &str) -> (FakeBaseten, Outcome) {
+    let fake = fake(&format!(
+        "teams: [{{id: t1, name: ml, default: true}}]\nmodels:\n  - {{id: oldmodel, name: hello-truss-push, team: ml, deployments: [{{id: olddep, name: v1, status: ACTIVE, environment: production}}, {{id: other1, name: ci-test, status: ACTIVE, labels: {labels}}}]}}\ndeployments:\n  default: [[0, ACTIVE]]\n"
+    ));
+    let blind = Fault::Status {
+        status: 403,
+        retry_after: None,
+        body: Some(r#"{"message": "forbidden"}"#.into()),
+        content_type: Some("application/json".into()),
+    };
+    let proxy = FaultProxy::builder(fake.addr())
+        .rule(
+            Rule::new("blind", blind)
+                .method("GET")
+                .path("/v1/models/oldmodel/deployments")
+                .first(1),
+        )
+        .rule(
+            Rule::new("reset", Fault::ResetBeforeForward)
+                .graphql(CREATE)
+                .first(1),
+        )
+        .start_in_background()
+        .expect("proxy starts");
+    let b = run_b(&fake, &proxy).arg("cleanup", "true").run();
+    (fake, b)
+}
+
+#[test]
+fn a_deployment_of_the_same_name_with_another_runs_label_is_left_and_the_create_sent_again() {
+    let (fake, b) = unlisted_beside(r#"{truss_push_run: "0123456789abcdef0123456789abcdef"}"#);
+    assert_eq!(b.status(), "success", "{b:?}");
+    let b_id = b.out("deployment-id");
+    assert!(!b_id.is_empty() && b_id != "other1", "{b:?}");
+    assert!(
+        b.stdout
+            .contains("the deployment was not created: sending the request once more"),
+        "{b:?}"
+    );
+    said_left_alone(&b, "other1");
+    let touched = b_touched(&fake, "other1", 0);
+    assert!(touched.is_empty(), "B touched other1: {touched:?}");
+}
+
+#[test]
+fn a_new_deployment_of_the_same_name_without_a_run_label_is_neither_adopted_nor_sent_over() {
+    let (fake, b) = unlisted_beside(r#"{team: ml}"#);
+    // It may be this run's on a platform that dropped the labels: the run
+    // fails saying what to check, the create sent once, nothing touched.
+    assert_eq!(b.status(), "deploy_failed", "{b:?}");
+    assert_eq!(b.out("deployment-id"), "", "{b:?}");
+    let msg = b.out("error-message");
+    assert!(
+        msg.contains("carry no truss_push_run label (other1)")
+            && msg.contains("check the deployments of model"),
+        "{msg}"
+    );
+    let creates = fake
+        .requests()
+        .iter()
+        .filter(|e| e.endpoint == format!("graphql.{CREATE}"))
+        .count();
+    assert_eq!(
+        creates, 0,
+        "the reset create never reached it, and none was resent"
+    );
+    let touched = b_touched(&fake, "other1", 0);
+    assert!(touched.is_empty(), "B touched other1: {touched:?}");
+}
