@@ -243,6 +243,7 @@ pub(crate) async fn deploy(ctx: &Ctx<'_>, file: &Path) -> Result<(), Failure> {
         team_id: team.as_ref().map(|t| t.id.clone()),
         check,
         entrypoint: Some(entrypoint.display_name.clone()),
+        run: None,
     };
     let create = NewChainDeployment {
         request: &request,

@@ -252,6 +252,15 @@ fn ending(
             left: format!("{}; deactivate what is left in Baseten", left.join("; ")),
         });
     }
+    // A cleanup that failed without a signal says, as a cancelled one
+    // does, what it may have left running.
+    let cleaned = match cleaned {
+        Err(e) if !left.is_empty() => Err(e.context(format!(
+            "cleanup did not finish: {}; deactivate what is left in Baseten",
+            left.join("; ")
+        ))),
+        cleaned => cleaned,
+    };
     match (flow, cleaned) {
         (Ok(()), Err(e)) => Err(e),
         (Err(f), Err(c)) => {

@@ -106,8 +106,11 @@ pub(crate) async fn deploy(
     } else {
         None
     };
-    // Every create records the source's content hash among the labels.
-    let labels_json = Some(content::labels_with(cfg.labels.as_ref(), &hash).dumps());
+    // Every create records the source's content hash among the labels, and
+    // a value unique to this run, by which it finds its own deployment when
+    // the create's answer is lost or the run is cancelled meanwhile.
+    let run = flow::run_label();
+    let labels_json = Some(content::labels_with(cfg.labels.as_ref(), &hash, &run).dumps());
     let raw_config_b64 = if raw_config.len() <= RAW_CONFIG_MAX_BYTES {
         Some(base64::engine::general_purpose::STANDARD.encode(raw_config))
     } else {
@@ -116,10 +119,14 @@ pub(crate) async fn deploy(
         ));
         None
     };
-    // What already carries this deployment name, so that a create whose
-    // answer is lost can tell its own deployment from earlier ones.
-    let list =
-        async |api: &Api, model_id: &str| api.deployment_ids(model_id, &cfg.deployment_name).await;
+    // What already carries this deployment name, so that a deployment of
+    // that name another run makes meanwhile can be named as such.
+    let list = async |api: &Api, model_id: &str| {
+        let named = api
+            .deployments_named(model_id, &cfg.deployment_name)
+            .await?;
+        Ok(named.into_iter().map(|d| d.id).collect())
+    };
     let before = std::cell::RefCell::new(
         ExistingDeployments::take(ctx.api, existing.as_ref().map(|m| m.id.as_str()), &list).await,
     );
@@ -152,11 +159,13 @@ pub(crate) async fn deploy(
         team_id: team.as_ref().map(|t| t.id.clone()),
         check,
         entrypoint: None,
+        run: Some(run),
     };
     let create = NewDeployment {
         ctx,
         request,
         before,
+        lookup: in_flight.clone(),
     };
     let created = flow::create_once(ctx, "the deployment", in_flight, &create).await?;
     {
@@ -341,12 +350,17 @@ struct NewDeployment<'r, 'c> {
     /// lost answer's deployment is told from earlier ones: taken again
     /// when the model turns out to have been created meanwhile.
     before: std::cell::RefCell<ExistingDeployments>,
+    /// What a lookup after a lost answer needs: the name, the team and
+    /// this run's label value (its `before` is taken from the field above).
+    lookup: InFlight,
 }
 
 impl NewDeployment<'_, '_> {
     async fn list(&self, api: &Api, model_id: &str) -> Result<Vec<String>, ApiError> {
-        api.deployment_ids(model_id, self.request.deployment_name)
-            .await
+        let named = api
+            .deployments_named(model_id, self.request.deployment_name)
+            .await?;
+        Ok(named.into_iter().map(|d| d.id).collect())
     }
 
     /// The model of this name (in the team, when named), if one exists.
@@ -397,11 +411,11 @@ impl flow::Create for NewDeployment<'_, '_> {
     }
 
     async fn find(&self, api: &Api) -> Result<Option<Created>, ApiError> {
-        let before = self.before.borrow().clone();
-        let list = async |api: &Api, model_id: &str| self.list(api, model_id).await;
-        let found = before
-            .find_new(api, async |api: &Api| self.model(api).await, &list)
-            .await?;
+        let f = InFlight {
+            before: self.before.borrow().clone(),
+            ..self.lookup.clone()
+        };
+        let found = find_own(self.ctx, api, &f).await?;
         Ok(found.map(|(model_id, deployment_id)| Created {
             model_id,
             deployment_id,
@@ -417,23 +431,17 @@ pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
     if ctx.state.lock().unwrap().by_content.unchanged == Some(true) {
         return Ok(());
     }
-    flow::cleanup_created(
-        ctx,
-        &Model {
-            deployment_name: &ctx.cfg.deployment_name,
-        },
-    )
-    .await
+    flow::cleanup_created(ctx, &Model { ctx }).await
 }
 
 /// A model's deployments, as the flow's cleanup asks of them.
-struct Model<'a> {
-    /// The deployment's name, which a create in flight when the run was
-    /// cancelled is found by, as a lost answer is.
-    deployment_name: &'a str,
+struct Model<'r, 'c> {
+    /// The run, whose label a create in flight when it was cancelled is
+    /// found by, as a lost answer is.
+    ctx: &'r Ctx<'c>,
 }
 
-impl flow::Owner for Model<'_> {
+impl flow::Owner for Model<'_, '_> {
     const WHAT: &'static str = "deployment";
 
     fn owner(st: &flow::State) -> &Option<String> {
@@ -450,17 +458,7 @@ impl flow::Owner for Model<'_> {
         api: &Api,
         f: &InFlight,
     ) -> Result<Option<(String, String)>, String> {
-        let list = async |api: &Api, model_id: &str| {
-            api.deployment_ids(model_id, self.deployment_name).await
-        };
-        let find_model = async |api: &Api| {
-            let models = api.models(f.team_id.as_deref()).await?;
-            Ok(models.into_iter().find(|m| m.name == f.name).map(|m| m.id))
-        };
-        f.before
-            .find_new(api, find_model, &list)
-            .await
-            .map_err(|e| e.to_string())
+        find_own(self.ctx, api, f).await.map_err(|e| e.to_string())
     }
 
     async fn serving(&self, api: &Api, model_id: &str, id: &str) -> Serving {
@@ -469,6 +467,87 @@ impl flow::Owner for Model<'_> {
 
     async fn deactivate(&self, api: &Api, model_id: &str, id: &str) -> Result<(), ApiError> {
         api.deactivate(model_id, id).await
+    }
+}
+
+/// The deployment this run created, after a lost create answer or a cancel
+/// while the create was in flight: of the model's deployments with this
+/// run's deployment name, the one whose labels (read from the platform)
+/// carry this run's value under [`crate::label::RUN_LABEL_KEY`]; `None` when the
+/// model does not exist, or when no deployment of the name is this run's and
+/// every new one is provably another's. A new one of the same name that is
+/// not this run's (a re-run of the commit, the older run of a
+/// cancel-in-progress group) is named, in the log and the summary, and left
+/// alone. A new one without any run label cannot be told from this run's
+/// (a platform that dropped the labels would show ours so): an error, so
+/// that nothing is resent, adopted or deactivated on it.
+async fn find_own(
+    ctx: &Ctx<'_>,
+    api: &Api,
+    f: &InFlight,
+) -> Result<Option<(String, String)>, ApiError> {
+    let run = f.run.as_deref().unwrap_or_default();
+    let model_id = match f.before.owner() {
+        Some(m) => m.to_string(),
+        None => {
+            let models = api.models(f.team_id.as_deref()).await?;
+            match models.into_iter().find(|m| m.name == f.name) {
+                Some(m) => m.id,
+                None => return Ok(None),
+            }
+        }
+    };
+    let named = api
+        .deployments_named(&model_id, &ctx.cfg.deployment_name)
+        .await?;
+    let run_of = |d: &crate::baseten::Listed| {
+        d.labels
+            .as_ref()
+            .and_then(|l| l.get(crate::label::RUN_LABEL_KEY))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let (mut ours, mut theirs, mut unlabelled) = (vec![], vec![], vec![]);
+    for d in named.iter().filter(|d| f.before.is_new(&d.id)) {
+        match run_of(d) {
+            Some(r) if !run.is_empty() && r == run => ours.push(d.id.clone()),
+            Some(_) => theirs.push(d.id.clone()),
+            None => unlabelled.push(d.id.clone()),
+        }
+    }
+    // With ours read back carrying its label, the platform keeps labels: a
+    // new one without ours is another client's.
+    if !ours.is_empty() {
+        theirs.append(&mut unlabelled);
+    }
+    if !theirs.is_empty() {
+        let msg = match theirs.as_slice() {
+            [one] => format!(
+                "deployment {one} of the same name ({:?}), created by another run, was left alone",
+                ctx.cfg.deployment_name
+            ),
+            many => format!(
+                "deployments {} of the same name ({:?}), created by other runs, were left alone",
+                many.join(", "),
+                ctx.cfg.deployment_name
+            ),
+        };
+        ctx.warn(&msg);
+        ctx.note(msg);
+    }
+    let key = crate::label::RUN_LABEL_KEY;
+    match (ours.as_slice(), unlabelled.as_slice()) {
+        ([one], _) => Ok(Some((model_id, one.clone()))),
+        ([], []) => Ok(None),
+        ([], unknown) => Err(ApiError::permanent(format!(
+            "new deployments of the same name carry no {key} label ({}), so whether one is this run's cannot be told",
+            unknown.join(", ")
+        ))),
+        (many, _) => Err(ApiError::permanent(format!(
+            "{} deployments carry this run's label ({key}: {run}): {}, so which one is this run's cannot be told",
+            many.len(),
+            many.join(", ")
+        ))),
     }
 }
 

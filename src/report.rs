@@ -173,21 +173,15 @@ pub(crate) fn report(
         r.annotate(Level::Error, Some(status.as_str()), &f.to_string());
     }
     r.line(&format!("Final status: {status}"));
-    let mut lost = false;
-    let mut outputs_lost = |r: &mut Reporter, what: &str, e: anyhow::Error| {
-        lost = true;
-        r.annotate(
-            Level::Error,
-            Some("outputs not written"),
-            &format!(
-                "{what}: {e:#}. The run ended {status}, but later steps cannot read its outputs: point {what} at a writable file"
-            ),
-        );
-    };
-    if let Some(path) = &ci_env.github_output
-        && let Err(e) = ci::append_github_output(path, &outputs)
-    {
-        outputs_lost(&mut r, "GITHUB_OUTPUT", e);
+    // Where the outputs went and where they could not, told once both
+    // were tried: a failure names what did receive them.
+    let mut written: Vec<String> = Vec::new();
+    let mut failed: Vec<(&str, anyhow::Error)> = Vec::new();
+    if let Some(path) = &ci_env.github_output {
+        match ci::append_github_output(path, &outputs) {
+            Ok(()) => written.push("GITHUB_OUTPUT".into()),
+            Err(e) => failed.push(("GITHUB_OUTPUT", e)),
+        }
     }
     if let (Some(path), Some(f)) = (&ci_env.github_step_summary, fanout) {
         let table = TableSummary {
@@ -232,10 +226,28 @@ pub(crate) fn report(
             ));
         }
     }
-    if let Some((path, format)) = &out.file
-        && let Err(e) = ci::write_outputs_file(path, *format, &outputs)
-    {
-        outputs_lost(&mut r, "output-file", e);
+    if let Some((path, format)) = &out.file {
+        match ci::write_outputs_file(path, *format, &outputs) {
+            Ok(()) => written.push(format!("output-file ({})", path.display())),
+            Err(e) => failed.push(("output-file", e)),
+        }
+    }
+    let lost = !failed.is_empty();
+    for (what, e) in failed {
+        let readers = match written.as_slice() {
+            [] => "later steps cannot read its outputs".to_string(),
+            w => format!(
+                "its outputs were written to {} only: steps that read {what} see none",
+                w.join(" and ")
+            ),
+        };
+        r.annotate(
+            Level::Error,
+            Some("outputs not written"),
+            &format!(
+                "{what}: {e:#}. The run ended {status}, but {readers}: point {what} at a writable file"
+            ),
+        );
     }
     r.finish();
     let code = match result {

@@ -42,7 +42,7 @@ pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChain
 pub(crate) use error::ApiError;
 pub(crate) use models::{CreateRequest, Created};
 pub(crate) use promote::PromoteFlags;
-pub(crate) use rest::{AuditEntry, Deployment, Environment, LogLine};
+pub(crate) use rest::{AuditEntry, Deployment, Environment, Listed, LogLine};
 pub(crate) use urls::{Endpoints, is_loopback};
 pub(crate) use wire::{OrderedObject, dumps as python_json};
 

@@ -48,11 +48,14 @@ pub(crate) struct AuditEntry {
 
 /// A deployment as the lists name it.
 #[derive(Clone, Debug, Deserialize)]
-struct Listed {
+pub(crate) struct Listed {
     #[serde(deserialize_with = "super::id::checked")]
-    id: String,
+    pub(crate) id: String,
     #[serde(default)]
     name: Option<String>,
+    /// `labels` (object or null), as on [`Deployment`].
+    #[serde(default)]
+    pub(crate) labels: Option<serde_json::Map<String, Value>>,
 }
 
 #[derive(Deserialize)]
@@ -125,18 +128,18 @@ impl Api {
         Ok(page.items)
     }
 
-    /// Ids of the model's deployments named `name`, retried like every read.
-    pub(crate) async fn deployment_ids(
+    /// The model's deployments named `name` (ids and labels), retried like
+    /// every read.
+    pub(crate) async fn deployments_named(
         &self,
         model_id: &str,
         name: &str,
-    ) -> Result<Vec<String>, ApiError> {
+    ) -> Result<Vec<Listed>, ApiError> {
         let url = self.endpoints.rest(&["models", model_id, "deployments"]);
         let l: Deployments = self.rest_read("listing deployments", url).await?;
         Ok(l.deployments
             .into_iter()
             .filter(|d| d.name.as_deref() == Some(name))
-            .map(|d| d.id)
             .collect())
     }
 

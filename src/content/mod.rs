@@ -23,7 +23,7 @@ use anyhow::Context;
 
 use crate::archive;
 use crate::baseten::OrderedObject;
-use crate::label::LABEL_KEY;
+use crate::label::{LABEL_KEY, RUN_LABEL_KEY};
 
 pub(crate) mod diff;
 pub(crate) mod plan;
@@ -160,15 +160,16 @@ fn fold(mut entries: Vec<Entry>) -> String {
     hasher.finalize().to_hex().to_string()
 }
 
-/// The labels a create carries: the user's, in their order, then ours.
-/// (A user label under [`LABEL_KEY`] is refused as an input error.)
-pub(crate) fn labels_with(user: Option<&OrderedObject>, hash: &str) -> OrderedObject {
+/// The labels a create carries: the user's, in their order, then ours (the
+/// content hash, then the run's label `run`). (A user label under
+/// [`LABEL_KEY`] or [`RUN_LABEL_KEY`] is refused as an input error.)
+pub(crate) fn labels_with(user: Option<&OrderedObject>, hash: &str, run: &str) -> OrderedObject {
     let mut all = user.cloned().unwrap_or_default();
-    all.0.retain(|(k, _)| k != LABEL_KEY);
-    all.0.push((
-        LABEL_KEY.to_string(),
-        serde_json::Value::String(hash.into()),
-    ));
+    all.0.retain(|(k, _)| k != LABEL_KEY && k != RUN_LABEL_KEY);
+    for (key, value) in [(LABEL_KEY, hash), (RUN_LABEL_KEY, run)] {
+        all.0
+            .push((key.to_string(), serde_json::Value::String(value.into())));
+    }
     all
 }
 
@@ -322,15 +323,17 @@ mod tests {
     }
 
     #[test]
-    fn our_label_follows_the_users() {
+    fn our_labels_follow_the_users() {
         let user: OrderedObject = serde_json::from_str(r#"{"team": "ml", "a": 1}"#).unwrap();
         assert_eq!(
-            labels_with(Some(&user), VECTOR_HASH).dumps(),
-            format!(r#"{{"team": "ml", "a": 1, "truss_push_content_hash": "{VECTOR_HASH}"}}"#)
+            labels_with(Some(&user), VECTOR_HASH, "r1").dumps(),
+            format!(
+                r#"{{"team": "ml", "a": 1, "truss_push_content_hash": "{VECTOR_HASH}", "truss_push_run": "r1"}}"#
+            )
         );
         assert_eq!(
-            labels_with(None, VECTOR_HASH).dumps(),
-            format!(r#"{{"truss_push_content_hash": "{VECTOR_HASH}"}}"#)
+            labels_with(None, VECTOR_HASH, "r1").dumps(),
+            format!(r#"{{"truss_push_content_hash": "{VECTOR_HASH}", "truss_push_run": "r1"}}"#)
         );
     }
 

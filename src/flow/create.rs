@@ -94,29 +94,30 @@ impl ExistingDeployments {
         }
     }
 
-    /// After a lost answer: the owner and its only deployment id that was
-    /// not there before.
-    pub(crate) async fn find_new(
-        &self,
-        api: &Api,
-        find_owner: impl AsyncFnOnce(&Api) -> Result<Option<String>, ApiError>,
-        list: &impl AsyncFn(&Api, &str) -> Result<Vec<String>, ApiError>,
-    ) -> Result<Option<(String, String)>, ApiError> {
-        let Some((owner, new)) = self.new_since(api, find_owner, list).await? else {
-            return Ok(None);
-        };
-        match new.as_slice() {
-            [] => Ok(None),
-            [id] => Ok(Some((owner, id.clone()))),
-            // Another client created one with the same name meanwhile:
-            // which is ours cannot be told, so none is adopted.
-            _ => Err(ApiError::permanent(format!(
-                "{} new deployments carry this deployment's name ({}), so which one is this run's cannot be told",
-                new.len(),
-                new.join(", ")
-            ))),
-        }
+    /// The owner recorded before the create (`None` for a new one).
+    pub(crate) fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
     }
+
+    /// Whether `id` was not among the owner's deployments before the create
+    /// (any id is, when they could not be listed).
+    pub(crate) fn is_new(&self, id: &str) -> bool {
+        self.before
+            .as_ref()
+            .is_none_or(|before| !before.iter().any(|b| b == id))
+    }
+}
+
+/// A value for the run's label ([`crate::label::RUN_LABEL_KEY`]) that no
+/// other run carries: 32 hex digits from std's `RandomState`, whose keys the
+/// operating system's random source seeds for each process, with the
+/// process id hashed in. Two runs started in the same second on two
+/// machines draw independent 128-bit keys.
+pub(crate) fn run_label() -> String {
+    use std::hash::BuildHasher;
+    let keys = std::collections::hash_map::RandomState::new();
+    let half = |part: u8| keys.hash_one((part, std::process::id()));
+    format!("{:016x}{:016x}", half(0), half(1))
 }
 
 /// A create sent whose answer has not been read yet: what a run cancelled
@@ -134,6 +135,9 @@ pub(crate) struct InFlight {
     /// A chain's entrypoint chainlet: how a chain deployment, which has
     /// no name to be found by, is proven this run's.
     pub(crate) entrypoint: Option<String>,
+    /// A model deployment's run label value: how it is proven this run's
+    /// when another run created one of the same name.
+    pub(crate) run: Option<String>,
 }
 
 /// One create, as [`create_once`] asks of it: implemented by `model` and
@@ -282,6 +286,16 @@ pub(crate) async fn find_cancelled_create(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_labels_differ_and_are_32_hex_digits() {
+        let (a, b) = (run_label(), run_label());
+        assert_ne!(a, b);
+        assert!(
+            a.len() == 32 && a.bytes().all(|c| c.is_ascii_hexdigit()),
+            "{a}"
+        );
+    }
 
     #[test]
     fn only_failures_after_the_request_arrived_may_have_been_applied() {

@@ -35,7 +35,7 @@ use crate::outcome::Failure;
 use crate::{evidence, git};
 
 pub(crate) use cleanup::{Owner, Serving, cleanup_created};
-pub(crate) use create::{Create, ExistingDeployments, InFlight, create_once};
+pub(crate) use create::{Create, ExistingDeployments, InFlight, create_once, run_label};
 pub(crate) use gate::{Candidate, check_gate_target, cleanup_gated, promote_after_predict};
 pub(crate) use smoke::{smoke_test, test_and_promote};
 pub(crate) use upload::{
@@ -528,6 +528,7 @@ mod tests {
             team_id: None,
             check: "the model's page".into(),
             entrypoint: None,
+            run: None,
         });
         assert_eq!(
             left(&unknown),

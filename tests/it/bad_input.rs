@@ -100,6 +100,11 @@ fn every_bad_input_is_refused_before_any_upload_or_mutation() {
             "labels must be a JSON object",
         ),
         (
+            "labels setting the run's own label",
+            vec![("labels", r#"{"truss_push_run": "mine"}"#.into())],
+            "labels may not set \"truss_push_run\"",
+        ),
+        (
             "payload with an integer past 64 bits",
             vec![("predict-payload", r#"{"n": 18446744073709551616}"#.into())],
             "predict-payload holds the integer 18446744073709551616",

@@ -360,6 +360,25 @@ fn deactivating(fake: &FakeBaseten) -> Outcome {
         .run()
 }
 
+/// A cleanup that failed without a signal says, where people look (the
+/// error message, the error annotation), what it may have left running and
+/// to deactivate it, and names it in `deployment-id`.
+fn said_left_running(run: &Outcome) {
+    assert_eq!(run.code, 5, "{run:?}");
+    let id = run.out("deployment-id");
+    assert!(!id.is_empty(), "{run:?}");
+    let said = format!(
+        "cleanup did not finish: deployment {id} may be left running (no deactivation of it was confirmed); deactivate what is left in Baseten: deactivating the deployment"
+    );
+    assert!(run.out("error-message").contains(&said), "{run:?}");
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.starts_with("error: cleanup_failed: ") && l.contains(&said)),
+        "{run:?}"
+    );
+}
+
 #[test]
 fn a_deactivation_answered_500_fails_cleanup_at_once() {
     let scenario = Scenario::from_yaml(ACTIVE)
@@ -373,11 +392,38 @@ fn a_deactivation_answered_500_fails_cleanup_at_once() {
     let run = deactivating(&fake);
     assert_eq!(run.status(), "cleanup_failed", "{run:?}");
     assert!(run.out("error-message").contains("500"), "{run:?}");
+    said_left_running(&run);
     let tries = endpoints(&fake)
         .iter()
         .filter(|e| *e == "rest.deactivate_deployment")
         .count();
     assert_eq!(tries, 1, "a 500 is the platform's answer, not a blip");
+}
+
+/// The deactivate hangs past cleanup's allowance, no signal: the scripted
+/// clock (debug builds) leaves it 3 s of its 60.
+#[test]
+fn a_hung_deactivation_without_a_signal_says_what_may_be_left_running() {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let fake = fake(ACTIVE);
+    let proxy = through(
+        &fake,
+        Rule::new("stuck", Fault::Hang).path_like("/v1/models/*/deployments/*/deactivate"),
+    );
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("api-url", proxy.rest_base())
+        .arg("cleanup", "true")
+        .env("TRUSS_PUSH_TEST_CLOCK", "Cleanup#1+57")
+        .run();
+    assert_eq!(run.status(), "cleanup_failed", "{run:?}");
+    assert!(
+        !proxy.faulted().is_empty(),
+        "the deactivate was held: {run:?}"
+    );
+    said_left_running(&run);
 }
 
 #[test]

@@ -258,10 +258,13 @@ const EXIT_MEANINGS: &[(&str, &str)] = &[
     ),
     ("EXIT_DEPLOY_TIMEOUT", "`deploy_timeout`"),
     ("EXIT_PREDICT_FAILED", "`predict_failed`"),
-    ("EXIT_CLEANUP_FAILED", "`cleanup_failed`"),
+    (
+        "EXIT_CLEANUP_FAILED",
+        "`cleanup_failed`: the deactivate failed (without a signal); `deployment-id` names what may be left running, `error-message` and the error annotation say to deactivate it in Baseten",
+    ),
     (
         "EXIT_OUTPUTS_NOT_WRITTEN",
-        "the deploy succeeded but `GITHUB_OUTPUT` or the outputs file could not be written (a failed run keeps its own code; `status` keeps the deploy's word)",
+        "the deploy succeeded but `GITHUB_OUTPUT` or the outputs file could not be written; the error names which failed and which received the outputs (a failed run keeps its own code; `status` keeps the deploy's word)",
     ),
     (
         "EXIT_CLEANUP_UNFINISHED",

@@ -428,7 +428,7 @@ impl<'a> Invocation<'a> {
         running.finish()
     }
 
-    fn start(self) -> Running {
+    pub fn start(self) -> Running {
         let dir = tempfile::tempdir().unwrap();
         let gh_out = dir.path().join("github_output");
         let summary = dir.path().join("summary.md");
@@ -500,7 +500,7 @@ const RUN_LIMIT: Duration = Duration::from_secs(600);
 const READY_LIMIT: Duration = Duration::from_secs(60);
 
 /// A started run of the binary.
-struct Running {
+pub struct Running {
     /// Holds the run's HOME, working directory and output files until the
     /// outcome has been read.
     _dir: tempfile::TempDir,
@@ -520,7 +520,7 @@ struct Running {
 }
 
 impl Running {
-    fn exited(&mut self) -> bool {
+    pub fn exited(&mut self) -> bool {
         if self.exit.is_none() {
             // Read before the exit check: a process that has exited has no
             // memory figures left.
@@ -550,7 +550,7 @@ impl Running {
         self.finish()
     }
 
-    fn finish(mut self) -> Outcome {
+    pub fn finish(mut self) -> Outcome {
         while !self.exited() {
             if self.started.elapsed() > RUN_LIMIT {
                 let _ = self.child.kill();

@@ -39,6 +39,7 @@ mod props;
 mod proxy_matrix;
 mod published_api;
 mod s3_answers;
+mod same_name;
 mod scope;
 mod ship;
 mod skip_unchanged;

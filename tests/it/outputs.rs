@@ -94,8 +94,16 @@ fn an_unwritable_outputs_file_fails_the_step_and_the_summary_only_warns() {
         .run();
     assert_eq!(run.code, EXIT_OUTPUTS_NOT_WRITTEN, "{run:?}");
     assert!(run.stderr.contains(full), "{run:?}");
-    // GITHUB_OUTPUT was fine: it tells the deploy's truth.
+    // GITHUB_OUTPUT was fine: it tells the deploy's truth, and the error
+    // says which file failed and which was written.
     assert_eq!(run.status(), "success");
+    assert!(
+        run.stderr.lines().any(|l| l.contains("output-file: ")
+            && l.contains(full)
+            && l.contains("its outputs were written to GITHUB_OUTPUT only: steps that read output-file see none")),
+        "{run:?}"
+    );
+    assert!(!run.stderr.contains("later steps cannot read"), "{run:?}");
 
     // The step summary is a convenience: losing it is a warning only.
     let run = Invocation::new(&fake)

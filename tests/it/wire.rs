@@ -70,14 +70,16 @@ fn labels_reach_the_platform_in_the_users_order_as_python_writes_them() {
         .run();
     assert_eq!(run.status(), "success", "{run:?}");
     let args = graphql_calls(&fake, "create_model_from_truss");
-    // The user's labels in their order, then the content hash truss-push
-    // records on every deployment it creates.
+    // The user's labels in their order, then the content hash and the
+    // run's own label truss-push records on every deployment it creates.
     let sent = args[0]["user_deploy_metadata"].as_str().unwrap();
-    let hash = sent
+    let (hash, run_label) = sent
         .strip_prefix(r#"{"zeta": "1", "alpha": "\u00e9", "mid": 2, "truss_push_content_hash": ""#)
         .and_then(|rest| rest.strip_suffix(r#""}"#))
+        .and_then(|rest| rest.split_once(r#"", "truss_push_run": ""#))
         .unwrap_or_else(|| panic!("{sent}"));
     assert_eq!(hash.len(), 64, "{sent}");
+    assert_eq!(run_label.len(), 32, "{sent}");
     assert!(
         run.stdout.contains(&format!("Content hash {hash}")),
         "{run:?}"
