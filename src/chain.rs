@@ -395,39 +395,34 @@ fn chain_serving(answer: Result<Value, ApiError>) -> Serving {
 /// by, so it must be the only one new since the create was sent, and read
 /// back it must run this run's entrypoint (`f.entrypoint`). Anything else
 /// names the candidates (the error) and touches none.
-async fn find_own(api: &Api, f: &InFlight) -> Result<Option<(String, String)>, String> {
+async fn find_own(api: &Api, f: &InFlight) -> Result<Option<(String, String)>, ApiError> {
     let entrypoint = f.entrypoint.as_deref().unwrap_or_default();
     let find_chain = async |api: &Api| {
         let chains = api.chains(f.team_id.as_deref()).await?;
         Ok(chains.into_iter().find(|c| c.name == f.name).map(|c| c.id))
     };
     let list = async |api: &Api, chain_id: &str| api.chain_deployment_ids(chain_id).await;
-    let Some((chain_id, new)) = f
-        .before
-        .new_since(api, find_chain, &list)
-        .await
-        .map_err(|e| e.to_string())?
-    else {
+    let Some((chain_id, new)) = f.before.new_since(api, find_chain, &list).await? else {
         return Ok(None);
     };
     match new.as_slice() {
         [] => Ok(None),
         [id] => {
             let read = api.chain_deployment(&chain_id, id).await.map_err(|e| {
-                format!("chain deployment {id} is new, but it could not be read back ({e}) to prove it this run's")
+                ApiError::permanent(format!("chain deployment {id} is new, but it could not be read back ({e}) to prove it this run's"))
             })?;
             match runs_entrypoint(&read, entrypoint) {
                 true => Ok(Some((chain_id, id.clone()))),
-                false => Err(format!(
+                false => Err(ApiError::permanent(format!(
                     "chain deployment {id} is new, but read back it shows no chainlet {entrypoint:?}, this run's entrypoint, so it cannot be proven this run's"
-                )),
+                ))),
             }
         }
-        many => Err(format!(
+        many => Err(ApiError::permanent(format!(
             "{} new chain deployments ({}) appeared meanwhile and none can be proven this run's",
             many.len(),
             many.join(", ")
-        )),
+        ))),
     }
 }
 
@@ -462,9 +457,7 @@ impl flow::Create for NewChainDeployment<'_> {
     }
 
     async fn find(&self, api: &Api) -> Result<Option<ChainDeployed>, ApiError> {
-        let found = find_own(api, &self.lookup)
-            .await
-            .map_err(ApiError::permanent)?;
+        let found = find_own(api, &self.lookup).await?;
         Ok(found.map(|(chain_id, chain_deployment_id)| ChainDeployed {
             chain_id,
             chain_deployment_id,
@@ -492,7 +485,7 @@ impl flow::Owner for Chain {
         &self,
         api: &Api,
         f: &InFlight,
-    ) -> Result<Option<(String, String)>, String> {
+    ) -> Result<Option<(String, String)>, ApiError> {
         find_own(api, f).await
     }
 

@@ -457,8 +457,8 @@ impl flow::Owner for Model<'_, '_> {
         &self,
         api: &Api,
         f: &InFlight,
-    ) -> Result<Option<(String, String)>, String> {
-        find_own(self.ctx, api, f).await.map_err(|e| e.to_string())
+    ) -> Result<Option<(String, String)>, ApiError> {
+        find_own(self.ctx, api, f).await
     }
 
     async fn serving(&self, api: &Api, model_id: &str, id: &str) -> Serving {

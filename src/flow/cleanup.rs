@@ -5,7 +5,7 @@
 
 use anyhow::anyhow;
 
-use super::create::{InFlight, find_cancelled_create};
+use super::create::InFlight;
 use super::{Ctx, State};
 use crate::baseten::{Api, ApiError};
 use crate::budget::Phase;
@@ -180,10 +180,64 @@ pub(crate) trait Owner {
         &self,
         api: &Api,
         in_flight: &InFlight,
-    ) -> Result<Option<(String, String)>, String>;
+    ) -> Result<Option<(String, String)>, ApiError>;
     /// What serves deployment `id` of `owner`.
     async fn serving(&self, api: &Api, owner: &str, id: &str) -> Serving;
     async fn deactivate(&self, api: &Api, owner: &str, id: &str) -> Result<(), ApiError>;
+}
+
+/// A run cancelled while its create was in flight: finds what the create
+/// made, within the lookup's allowance (the signal's seconds), by `find`
+/// over what was recorded before it was sent (`Owner::find_cancelled`
+/// answers the owner and the deployment this run can prove is its own,
+/// none, or why it cannot tell). What it finds goes into the state through
+/// `Owner::adopt`, for cleanup
+/// to deactivate (or keep, with cleanup off) and the outputs to name; the
+/// log and the summary say which. When it cannot tell, nothing is touched
+/// and cleanup is recorded as unfinished.
+async fn find_cancelled_create<T: Owner>(ctx: &Ctx<'_>, target: &T) {
+    let kind = T::WHAT;
+    // Kept in the state until the lookup ends: a second signal that cuts
+    // it short leaves it there, for the run to say what may be left.
+    let Some(in_flight) = ctx.state.lock().unwrap().in_flight.clone() else {
+        return;
+    };
+    ctx.say(&format!(
+        "the run was cancelled while its {kind} was being created: reading what the platform holds now"
+    ));
+    let api = ctx.api_for(Phase::Lookup);
+    let found = target.find_cancelled(&api, &in_flight).await;
+    ctx.state.lock().unwrap().in_flight = None;
+    match found {
+        Ok(Some((owner, id))) => {
+            let then = match ctx.cfg.cleanup.enabled {
+                true => "its cleanup follows",
+                false => "cleanup is off: it is kept, running",
+            };
+            let msg = format!(
+                "cancelled while the {kind} was being created: the platform shows {kind} {id}, created by this run; {then}"
+            );
+            ctx.say(&msg);
+            ctx.note(msg);
+            ctx.event("", &format!("{kind} created (read after the cancel)"));
+            T::adopt(&mut ctx.state.lock().unwrap(), owner, id);
+        }
+        Ok(None) => {
+            let msg = format!(
+                "cancelled while the {kind} was being created: the platform showed no {kind} created by this run when read"
+            );
+            ctx.say(&msg);
+            ctx.note(msg);
+        }
+        Err(why) => {
+            let msg = format!(
+                "cancelled while the {kind} was being created, and whether the platform created it cannot be told ({why}), so nothing was deactivated: check {} and deactivate any deployment this run left",
+                in_flight.check
+            );
+            ctx.warn(&msg);
+            ctx.state.lock().unwrap().unsettled.push(msg);
+        }
+    }
 }
 
 /// Cleanup of what this run created of `target`: first a create in flight
@@ -192,13 +246,7 @@ pub(crate) trait Owner {
 /// tested one and the one the platform promoted), once one was: each
 /// decided by [`cleanup_deployment`].
 pub(crate) async fn cleanup_created<T: Owner>(ctx: &Ctx<'_>, target: &T) -> Result<(), Failure> {
-    find_cancelled_create(
-        ctx,
-        T::WHAT,
-        async |api: &Api, f: &InFlight| target.find_cancelled(api, f).await,
-        T::adopt,
-    )
-    .await;
+    find_cancelled_create(ctx, target).await;
     let Some((owner_id, ids)) = ctx.created_all(T::owner) else {
         return Ok(());
     };

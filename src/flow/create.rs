@@ -121,7 +121,7 @@ pub(crate) fn run_label() -> String {
 }
 
 /// A create sent whose answer has not been read yet: what a run cancelled
-/// meanwhile needs to find what it made ([`find_cancelled_create`]), the
+/// meanwhile needs to find what it made (`cleanup::find_cancelled_create`), the
 /// way a lost answer is looked up.
 #[derive(Clone, Debug)]
 pub(crate) struct InFlight {
@@ -165,31 +165,28 @@ pub(crate) async fn create_once<C: Create>(
     in_flight: InFlight,
     create: &C,
 ) -> Result<C::Made, Failure> {
-    let mut send = async |api: &Api| create.send(api).await;
-    let mut find = async |api: &Api| create.find(api).await;
     let check = in_flight.check.clone();
     ctx.state.lock().unwrap().in_flight = Some(in_flight);
-    let r = create_rounds(ctx, what, &check, &mut send, &mut find).await;
+    let r = create_rounds(ctx, what, &check, create).await;
     // Answered, adopted or failed (saying what to check): nothing is in
     // flight any more.
     ctx.state.lock().unwrap().in_flight = None;
     r
 }
 
-async fn create_rounds<T>(
+async fn create_rounds<C: Create>(
     ctx: &Ctx<'_>,
     what: &str,
     check: &str,
-    send: &mut impl AsyncFnMut(&Api) -> Result<T, ApiError>,
-    find: &mut impl AsyncFnMut(&Api) -> Result<Option<T>, ApiError>,
-) -> Result<T, Failure> {
+    create: &C,
+) -> Result<C::Made, Failure> {
     // `send` makes its requests through this handle: the deploy budget,
     // stretched to the create's grace when less is left.
     let api = &ctx.api_for(Phase::Create);
     let mut round = 0;
     loop {
         round += 1;
-        let lost = match send(api).await {
+        let lost = match create.send(api).await {
             Ok(t) => return Ok(t),
             Err(e) if maybe_applied(&e) => e,
             Err(e) => return Err(deploy_error(e)),
@@ -200,7 +197,7 @@ async fn create_rounds<T>(
         ctx.event("", &format!("creating {what}: outcome unknown"));
         // The lookup's own allowance, from now: whatever the create used.
         let lookup = ctx.api_for(Phase::Lookup);
-        match find(&lookup).await {
+        match create.find(&lookup).await {
             Ok(Some(t)) => {
                 let msg = format!("{what} was created although its answer was lost: adopted it");
                 ctx.say(&msg);
@@ -222,63 +219,6 @@ async fn create_rounds<T>(
                     "creating {what}: the answer was lost ({lost}) and whether it was created could not be checked ({e}); check {check} and deactivate any deployment this run left"
                 )));
             }
-        }
-    }
-}
-
-/// A run cancelled while its create was in flight: finds what the create
-/// made, within the lookup's allowance (the signal's seconds), by `find`
-/// over what was recorded before it was sent (`find` answers the owner and
-/// the deployment this run can prove is its own, none, or why it cannot
-/// tell). What it finds goes into the state through `adopt`, for cleanup
-/// to deactivate (or keep, with cleanup off) and the outputs to name; the
-/// log and the summary say which. When it cannot tell, nothing is touched
-/// and cleanup is recorded as unfinished.
-pub(crate) async fn find_cancelled_create(
-    ctx: &Ctx<'_>,
-    kind: &str,
-    find: impl AsyncFnOnce(&Api, &InFlight) -> Result<Option<(String, String)>, String>,
-    adopt: impl FnOnce(&mut super::State, String, String),
-) {
-    // Kept in the state until the lookup ends: a second signal that cuts
-    // it short leaves it there, for the run to say what may be left.
-    let Some(in_flight) = ctx.state.lock().unwrap().in_flight.clone() else {
-        return;
-    };
-    ctx.say(&format!(
-        "the run was cancelled while its {kind} was being created: reading what the platform holds now"
-    ));
-    let api = ctx.api_for(Phase::Lookup);
-    let found = find(&api, &in_flight).await;
-    ctx.state.lock().unwrap().in_flight = None;
-    match found {
-        Ok(Some((owner, id))) => {
-            let then = match ctx.cfg.cleanup.enabled {
-                true => "its cleanup follows",
-                false => "cleanup is off: it is kept, running",
-            };
-            let msg = format!(
-                "cancelled while the {kind} was being created: the platform shows {kind} {id}, created by this run; {then}"
-            );
-            ctx.say(&msg);
-            ctx.note(msg);
-            ctx.event("", &format!("{kind} created (read after the cancel)"));
-            adopt(&mut ctx.state.lock().unwrap(), owner, id);
-        }
-        Ok(None) => {
-            let msg = format!(
-                "cancelled while the {kind} was being created: the platform showed no {kind} created by this run when read"
-            );
-            ctx.say(&msg);
-            ctx.note(msg);
-        }
-        Err(why) => {
-            let msg = format!(
-                "cancelled while the {kind} was being created, and whether the platform created it cannot be told ({why}), so nothing was deactivated: check {} and deactivate any deployment this run left",
-                in_flight.check
-            );
-            ctx.warn(&msg);
-            ctx.state.lock().unwrap().unsettled.push(msg);
         }
     }
 }
