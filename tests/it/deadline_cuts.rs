@@ -1,0 +1,108 @@
+//! Requests cut by their phase's deadline while in flight (sent, the
+//! platform applied them, their answer dripping): the run looks up what
+//! happened under the look-up's own allowance and cleans up under its
+//! own minute, whatever the cut request used up. Each test asserts what
+//! the fake holds afterwards and the fake's request log.
+
+use fake_baseten::FakeBaseten;
+use fake_baseten::proxy::{Fault, FaultProxy, Rule};
+
+use crate::harness::*;
+
+/// The platform applies the request, then its answer comes one byte every
+/// 400 ms: in flight for minutes.
+fn dripping() -> Fault {
+    Fault::Drip {
+        bytes: 1,
+        interval_ms: 400,
+    }
+}
+
+/// A proxy in front of `fake` with `rule`.
+fn proxy_with(fake: &FakeBaseten, rule: Rule) -> FaultProxy {
+    FaultProxy::builder(fake.addr())
+        .rule(rule)
+        .start_in_background()
+        .expect("proxy starts")
+}
+
+/// A run of the example model through `proxy` (GraphQL and REST).
+fn through<'a>(fake: &'a FakeBaseten, proxy: &FaultProxy) -> Invocation<'a> {
+    Invocation::new(fake)
+        .model(example_model())
+        .arg("app-url", proxy.graphql_base())
+        .arg("api-url", proxy.rest_base())
+}
+
+/// The deployment the run created (named `ci-test` by the harness).
+fn created(fake: &FakeBaseten) -> fake_baseten::state::DeploymentSnapshot {
+    let [d] = fake
+        .deployments()
+        .into_iter()
+        .filter(|d| d.name == "ci-test")
+        .collect::<Vec<_>>()
+        .try_into()
+        .expect("created once");
+    d
+}
+
+/// The example model exists and `v1dep001` serves production; a
+/// promotion settles within 4 scenario seconds (0.2 s).
+const GATED: &str = "time_scale: 20
+models:
+  - id: gatedmdl
+    name: hello-truss-push
+    deployments: [{id: v1dep001, name: v1, environment: production}]
+deployments:
+  default: [[0, BUILDING], [1, DEPLOYING], [2, ACTIVE]]
+promote:
+  default:
+    steps:
+      - [0, {status: RELEASING}]
+      - [1, {status: RAMPING_UP, percent: 25}]
+      - [4, {status: SUCCEEDED, percent: 100}]
+  ramp_down_seconds: 2
+";
+
+/// The gated promote is applied, but its answer drips past the run's end
+/// (wait budget 20 s plus `predict-timeout` 3 s, in real time): the cut
+/// answer is a lost one, not a refusal. The look-up reads production
+/// under its own allowance, finds ours serving, and the gate's rollback
+/// puts the previous deployment back; cleanup deactivates ours.
+#[test]
+fn a_promote_cut_by_the_runs_end_is_looked_up_and_rolled_back() {
+    let fake = fake(GATED);
+    let proxy = proxy_with(
+        &fake,
+        Rule::new("drip", dripping())
+            .path_like("/v1/models/*/environments/*/promote")
+            .first(1),
+    );
+    let run = through(&fake, &proxy)
+        .arg("promotion", "after-predict")
+        .arg("environment", "production")
+        .arg("wait-timeout-seconds", "20")
+        .arg("predict-timeout", "3")
+        .run();
+    let tested = created(&fake);
+    assert_eq!(run.out("tested-deployment-id"), tested.id, "{run:?}");
+    // Read, then report: production serves the previous deployment again.
+    let env = fake.environment("hello-truss-push", "production").unwrap();
+    assert_eq!(env.current.as_deref(), Some("v1dep001"), "{run:?}");
+    assert_eq!(env.candidate, None, "{env:?}");
+    assert_eq!(run.out("rolled-back"), "true", "{run:?}");
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(!run.stdout.contains("nothing was promoted"), "{run:?}");
+    // The cut promote was sent once, then the rollback's promote of the
+    // previous deployment; ours, serving nothing, was deactivated.
+    let promotes: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|e| e.endpoint == "rest.promote")
+        .map(|e| format!("{:?}", e.body))
+        .collect();
+    assert_eq!(promotes.len(), 2, "{promotes:?}");
+    assert!(promotes[0].contains(&tested.id), "{promotes:?}");
+    assert!(promotes[1].contains("v1dep001"), "{promotes:?}");
+    assert!(created(&fake).deactivated, "{run:?}");
+}
