@@ -106,3 +106,49 @@ fn a_promote_cut_by_the_runs_end_is_looked_up_and_rolled_back() {
     assert!(promotes[1].contains("v1dep001"), "{promotes:?}");
     assert!(created(&fake).deactivated, "{run:?}");
 }
+
+/// Fail-fast halts a slow target whose deactivate hangs: its cleanup, cut
+/// by the halt's seconds, could not finish. The step exits 8 with what is
+/// left named, wherever that target stands in the list (a failure before
+/// it in the list used to speak for the step, exit 1).
+#[test]
+fn fail_fast_with_a_cleanup_that_could_not_finish_exits_8_naming_what_is_left() {
+    let fake = fake(
+        // Both exist (so the new deployments serve no environment); the
+        // slow one would build for an hour: only fail-fast ends it.
+        "models:
+  - {id: brokenmd, name: broken, deployments: [{id: brokenv1, name: v1, status: ACTIVE, environment: production}]}
+  - {id: slowmodl, name: slow, deployments: [{id: slowv1, name: v1, status: ACTIVE, environment: production}]}
+deployments:
+  default: [[0, BUILDING], [3600, ACTIVE]]
+  by_model:
+    broken: [[0, BUILDING], [0.2, BUILD_FAILED]]
+",
+    );
+    let proxy = proxy_with(
+        &fake,
+        Rule::new("hung", Fault::Hang).path_like("/v1/models/slowmodl/deployments/*/deactivate"),
+    );
+    let (_root, dirs) = model_dirs(&["broken", "slow"]);
+    let run = Invocation::new(&fake)
+        .arg("truss-directory", target_list(&dirs))
+        .arg("fail-fast", "true")
+        .arg("app-url", proxy.graphql_base())
+        .arg("api-url", proxy.rest_base())
+        .run();
+    assert!(
+        run.elapsed < std::time::Duration::from_secs(120),
+        "{:?}",
+        run.elapsed
+    );
+    let slow = fake
+        .deployments()
+        .into_iter()
+        .find(|d| d.model_name == "slow" && d.name == "ci-test")
+        .expect("slow was created");
+    assert!(!slow.deactivated, "its deactivate hung");
+    assert_eq!(run.code, 8, "{run:?}");
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    let msg = run.out("error-message");
+    assert!(msg.contains("slow") && msg.contains(&slow.id), "{msg}");
+}
