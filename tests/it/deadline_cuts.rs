@@ -152,3 +152,63 @@ deployments:
     let msg = run.out("error-message");
     assert!(msg.contains("slow") && msg.contains(&slow.id), "{msg}");
 }
+
+/// A create the platform applied whose answer drips until its grace ends
+/// (wait budget 20 s, `predict-timeout` 2 s: the run ends at +22 s and
+/// its cleanup minute at +82 s). The scripted clock (debug builds) leaves
+/// the create 2 s when it is sent, then jumps past +82 s as the lookup
+/// starts and 30 s more as cleanup sends: the lookup still has its own
+/// allowance and the cleanup after it its own minute, so the deployment
+/// is found and deactivated; no request goes past its deadline, nor past
+/// the run's last second (+22 s, a minute, the lookup's 30 s, a minute).
+#[test]
+fn a_lookup_and_cleanup_past_the_runs_end_keep_their_own_time() {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let fake = fake(crate::cancel::EXISTING);
+    let proxy = proxy_with(
+        &fake,
+        Rule::new("drip", dripping()).graphql("create_model_version_from_truss"),
+    );
+    let run = through(&fake, &proxy)
+        .arg("wait-timeout-seconds", "20")
+        .arg("predict-timeout", "2")
+        .env(
+            "TRUSS_PUSH_TEST_CLOCK",
+            "Create#1+58,Lookup#1+25,Cleanup#1+30",
+        )
+        .run();
+    let created = created(&fake);
+    assert_eq!(run.out("deployment-id"), created.id, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("the deployment was created although its answer was lost: adopted it"),
+        "{run:?}"
+    );
+    assert!(created.deactivated, "{run:?}");
+    // Each request by its deadline (the scripted clock's record: phase,
+    // sent or refused, the clock then, the deadline, in milliseconds).
+    let record = format!("{}{}", run.stdout, run.stderr);
+    let lines: Vec<Vec<&str>> = record
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("test-clock: "))
+        .map(|l| l.splitn(5, ' ').collect())
+        .collect();
+    let ms = |w: &str, key: &str| -> u64 { w.trim_start_matches(key).parse().unwrap() };
+    let last_ms = (22 + 60 + 30 + 60) * 1000;
+    for l in &lines {
+        let (at, due) = (ms(l[2], "at="), ms(l[3], "due="));
+        if l[1] == "sent" || l[1] == "ended" {
+            assert!(at <= due, "{l:?}");
+        }
+        assert!(due <= last_ms, "{l:?}");
+    }
+    let sent_past_end = |phase: &str| {
+        lines
+            .iter()
+            .any(|l| l[0] == phase && l[1] == "sent" && ms(l[2], "at=") > 82_000)
+    };
+    assert!(sent_past_end("Lookup"), "{lines:?}");
+    assert!(sent_past_end("Cleanup"), "{lines:?}");
+}
