@@ -7,7 +7,10 @@
 //!   start plus the wait budget (a create may run up to
 //!   [`CREATE_GRACE_SECS`] past it); the lookup after a lost create answer
 //!   has [`LOOKUP_ALLOWANCE_SECS`] of its own from when it starts, and the
-//!   cleanup after it its own minute, whatever the create used up;
+//!   cleanup after it its own minute, whatever the create used up: both
+//!   may run past the run's end ([`Budget::end`]), the lookup by at most
+//!   its allowance and cleanup by at most its minute after that
+//!   ([`Budget::last`]);
 //! - the smoke tests (each at most `predict-timeout`), the evidence, a
 //!   gated promotion and its rollback end by that plus `predict-timeout`
 //!   (the evidence before a gated promotion by half of what is left of
@@ -15,12 +18,13 @@
 //!   spent still gets [`ROLLBACK_FLOOR_SECS`], taken from cleanup's
 //!   minute);
 //! - cleanup has [`CLEANUP_ALLOWANCE_SECS`] and ends by the run's end
-//!   plus that;
+//!   plus that, or, after a lookup, by the lookup's deadline plus that
+//!   (never past [`Budget::last`]);
 //! - after a signal, what is left (a rollback, every cleanup) shares the
 //!   seconds the runner leaves before it kills the job;
 //! - GitHub hears of the start within [`ANNOUNCE_MAX_SECS`] and by the end
 //!   of the deploy's budget, and of the end within [`REPORT_MAX_SECS`] out
-//!   of what cleanup left of its minute: never past the run's end;
+//!   of what cleanup left of its minute: never past cleanup's end;
 //! - a short read — one that only informs (`crate::flow::inform`: the config
 //!   diff, the "promoted at" words, the secrets pre-check), and the
 //!   metrics a gate judges at each poll — gets [`SHORT_READ_SECS`] from its
@@ -280,6 +284,9 @@ pub(crate) struct Budget {
     wait: Duration,
     predict: Duration,
     cancelled_at: Mutex<Option<Instant>>,
+    /// The latest deadline a lookup was given: the cleanup after it keeps
+    /// its own minute past that ([`Budget::cleanup_end`]).
+    looked_up: Mutex<Option<Instant>>,
     clock: Clock,
 }
 
@@ -292,6 +299,7 @@ impl Budget {
             wait,
             predict,
             cancelled_at: Mutex::new(None),
+            looked_up: Mutex::new(None),
             clock: Clock::default(),
         }
     }
@@ -337,10 +345,33 @@ impl Budget {
         self.deploy_end() + self.predict
     }
 
-    /// Nothing of the run goes past this: the run's end plus cleanup's
-    /// minute.
+    /// The run's end plus cleanup's minute: no phase goes past this but
+    /// the lookup after a lost answer, the cleanup after it and GitHub's
+    /// report of the end (their own allowances, by [`Self::last`]).
     pub(crate) fn end(&self) -> Instant {
         self.run_end() + Duration::from_secs(CLEANUP_ALLOWANCE_SECS)
+    }
+
+    /// Nothing of the run goes past this: [`Self::end`] plus a lookup's
+    /// allowance and cleanup's minute after it, so that a lookup started
+    /// at the run's end, and the cleanup after it, keep their own time.
+    pub(crate) fn last(&self) -> Instant {
+        self.end() + Duration::from_secs(LOOKUP_ALLOWANCE_SECS + CLEANUP_ALLOWANCE_SECS)
+    }
+
+    /// Cleanup and the report after it end here: the run's end, or, after
+    /// a lookup, its deadline plus cleanup's minute (never past
+    /// [`Self::last`]). A rollback's floor, without a lookup, still comes
+    /// out of cleanup's minute.
+    fn cleanup_end(&self) -> Instant {
+        let looked_up = *self.looked_up.lock().unwrap_or_else(|p| p.into_inner());
+        match looked_up {
+            Some(l) => self
+                .end()
+                .max(l + Duration::from_secs(CLEANUP_ALLOWANCE_SECS))
+                .min(self.last()),
+            None => self.end(),
+        }
     }
 
     /// The flow was stopped at `at` (a signal, a several-target halt):
@@ -358,7 +389,9 @@ impl Budget {
         }
     }
 
-    /// When `phase`, asking at `now`, must end; never past [`Self::end`].
+    /// When `phase`, asking at `now`, must end; never past [`Self::end`]
+    /// but the lookup (by `end` plus its allowance), cleanup and the
+    /// report (by [`Self::last`]).
     pub(crate) fn until(&self, phase: Phase, now: Instant) -> Instant {
         let s = Duration::from_secs;
         let deploy = self.deploy_end();
@@ -368,7 +401,13 @@ impl Budget {
             (Phase::Create, _) => deploy
                 .max(now + s(CREATE_GRACE_SECS))
                 .min(deploy + s(CREATE_GRACE_SECS)),
-            (Phase::Lookup, Allowance::Run) => now + s(LOOKUP_ALLOWANCE_SECS),
+            (Phase::Lookup, Allowance::Run) => {
+                let until =
+                    (now + s(LOOKUP_ALLOWANCE_SECS)).min(self.end() + s(LOOKUP_ALLOWANCE_SECS));
+                let mut l = self.looked_up.lock().unwrap_or_else(|p| p.into_inner());
+                *l = Some(l.map_or(until, |was| was.max(until)));
+                return until;
+            }
             (Phase::Lookup, Allowance::Signal { at }) => (now + s(CANCELLED_LOOKUP_SECS))
                 .min(at + Duration::from_millis(CANCELLED_TAIL_MILLIS)),
             (Phase::LastLook { grace }, _) => (now + grace).min(run),
@@ -379,11 +418,15 @@ impl Budget {
             }
             (Phase::Rollback, Allowance::Run) => run.max(now + s(ROLLBACK_FLOOR_SECS)),
             (Phase::Rollback, Allowance::Signal { at }) => at + s(CANCELLED_ROLLBACK_SECS),
-            (Phase::Cleanup, Allowance::Run) => now + s(CLEANUP_ALLOWANCE_SECS),
+            (Phase::Cleanup, Allowance::Run) => {
+                return (now + s(CLEANUP_ALLOWANCE_SECS)).min(self.cleanup_end());
+            }
             (Phase::Cleanup, Allowance::Signal { at }) => (now + s(CANCELLED_CLEANUP_SECS))
                 .min(at + Duration::from_millis(CANCELLED_TAIL_MILLIS)),
             (Phase::Announce, _) => (now + s(ANNOUNCE_MAX_SECS)).min(deploy),
-            (Phase::Report, Allowance::Run) => now + s(REPORT_MAX_SECS),
+            (Phase::Report, Allowance::Run) => {
+                return (now + s(REPORT_MAX_SECS)).min(self.cleanup_end());
+            }
             (Phase::Report, Allowance::Signal { at }) => (now + s(CANCELLED_REPORT_SECS))
                 .min(at + Duration::from_millis(CANCELLED_TAIL_MILLIS)),
             (Phase::Inform, _) => now + s(SHORT_READ_SECS),
@@ -436,8 +479,11 @@ mod tests {
             | Phase::Promotion => b.run_end(),
             Phase::Smoke => (now + b.predict).min(b.run_end()),
             Phase::Announce => (now + s(ANNOUNCE_MAX_SECS)).min(b.deploy_end()),
-            Phase::Lookup => (now + s(LOOKUP_ALLOWANCE_SECS)).min(b.end()),
-            Phase::Rollback | Phase::Cleanup | Phase::Report => b.end(),
+            Phase::Lookup => {
+                (now + s(LOOKUP_ALLOWANCE_SECS)).min(b.end() + s(LOOKUP_ALLOWANCE_SECS))
+            }
+            Phase::Rollback => b.end(),
+            Phase::Cleanup | Phase::Report => b.last(),
             Phase::Inform => (now + s(SHORT_READ_SECS)).min(b.end()),
             Phase::Metrics => (now + s(SHORT_READ_SECS)).min(b.run_end()),
         }
@@ -455,6 +501,7 @@ mod tests {
         assert_eq!(b.deploy_end(), t0 + s(600));
         assert_eq!(b.run_end(), t0 + s(630));
         assert_eq!(b.end(), t0 + s(690));
+        assert_eq!(b.last(), t0 + s(780));
         let jumps = [
             0, 1, 300, 599, 600, 601, 620, 629, 630, 631, 650, 689, 690, 700, 86_400,
         ];
@@ -468,7 +515,10 @@ mod tests {
                 for phase in ALL {
                     let until = b.until(phase, now);
                     let why = format!("{phase:?} at +{j}s, cancelled {cancelled:?}");
-                    assert!(until <= b.end(), "{why}: past the run's end");
+                    assert!(until <= b.last(), "{why}: past the run's last second");
+                    if !matches!(phase, Phase::Lookup | Phase::Cleanup | Phase::Report) {
+                        assert!(until <= b.end(), "{why}: past the run's end");
+                    }
                     assert!(until <= bound(&b, phase, now), "{why}: past its bound");
                     if let (
                         Some(at),
@@ -495,11 +545,6 @@ mod tests {
             (Phase::Create, 10, 100),
             (Phase::Create, 90, 150),
             (Phase::Create, 200, 160),
-            // The lookup after a lost answer: its own time, even once the
-            // create's is spent.
-            (Phase::Lookup, 10, 40),
-            (Phase::Lookup, 160, 180),
-            (Phase::Lookup, 145, 175),
             (Phase::Smoke, 100, 120),
             (Phase::Smoke, 110, 120),
             (Phase::Smoke, 10, 30),
@@ -511,6 +556,8 @@ mod tests {
             (Phase::Rollback, 115, 125),
             (Phase::Rollback, 175, 180),
             (Phase::Cleanup, 50, 110),
+            // Without a lookup, cleanup ends by the run's end (+180): a
+            // rollback's floor comes out of its minute.
             (Phase::Cleanup, 150, 180),
             (Phase::Announce, 0, 20),
             (Phase::Announce, 90, 100),
@@ -527,6 +574,34 @@ mod tests {
                 b.until(phase, t0 + s(at)),
                 t0 + s(want),
                 "{phase:?} at +{at}s"
+            );
+        }
+        // The lookup after a lost answer: its own time, even once the
+        // create's is spent, past the run's end (+180) too, by its
+        // allowance at most; the cleanup and the report after it keep
+        // cleanup's minute from the lookup's deadline, by `last` (+270).
+        let after_lookup = [
+            (Phase::Lookup, 10, 40, 100),
+            (Phase::Lookup, 145, 175, 235),
+            (Phase::Lookup, 160, 190, 250),
+            (Phase::Lookup, 185, 210, 270),
+            (Phase::Lookup, 250, 210, 270),
+        ];
+        for (phase, at, want, cleanup_end) in after_lookup {
+            let b = Budget::new(t0, s(100), s(20));
+            assert_eq!(b.last(), t0 + s(270));
+            assert_eq!(b.until(phase, t0 + s(at)), t0 + s(want), "lookup at +{at}s");
+            let cleanup_end = t0 + s(cleanup_end.max(180));
+            let cleanup_at = t0 + s(want);
+            assert_eq!(
+                b.until(Phase::Cleanup, cleanup_at),
+                (cleanup_at + s(CLEANUP_ALLOWANCE_SECS)).min(cleanup_end),
+                "cleanup after a lookup at +{at}s"
+            );
+            assert_eq!(
+                b.until(Phase::Report, cleanup_at + s(50)),
+                (cleanup_at + s(50 + REPORT_MAX_SECS)).min(cleanup_end),
+                "report after a lookup at +{at}s"
             );
         }
         assert!(b.past_run(b.until(Phase::Rollback, t0 + s(115))));

@@ -347,13 +347,14 @@ fn finish(
         .filter(|(_, d)| d.result.is_err())
         .collect();
     let n = done.len();
-    // A target whose cleanup could not finish speaks for a halted step:
-    // what it left running is named, with its own exit code.
+    // A target whose cleanup could not finish speaks for the step, whatever
+    // halted it (a signal or fail-fast) and wherever it stands in the
+    // list: what it left running is named, with its own exit code (8).
     let unfinished = done.iter().find_map(|d| match &d.result {
         Err(f @ Failure::CleanupUnfinished { .. }) => Some(f),
         _ => None,
     });
-    let result = if let (Some(_), Some(w)) = (halt_signal, unfinished) {
+    let result = if let Some(w) = unfinished {
         let left: Vec<String> = done
             .iter()
             .filter_map(|d| match &d.result {

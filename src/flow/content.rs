@@ -127,11 +127,15 @@ async fn promoted_words(ctx: &Ctx<'_>, model_id: &str, env: &str, serving: Servi
 }
 
 /// What serves the environment a deploy goes into, read to show what the
-/// deploy changes: the serving deployment and its raw config, or why not.
+/// deploy changes: the serving deployment, and its raw config compared
+/// with ours (in the read's own task, so nothing of it runs on the
+/// deploy's path), or why not.
 pub(crate) struct Theirs {
     environment: String,
     serving: Result<Read, Why>,
-    config: Result<String, ConfigUnread>,
+    /// Our config against the serving one's, before our content hash is
+    /// known ([`with_hash`] adds it when the configs are the same).
+    compared: diff::What,
 }
 
 /// Why the serving deployment's raw config is not there to compare with.
@@ -179,7 +183,7 @@ pub(crate) fn compare_later(
                 Some(s) => s,
                 None => skip::serving(&api, model_id.as_deref(), &environment).await,
             };
-            let theirs = config_of(&api, model_id.as_deref(), &environment, serving).await;
+            let theirs = config_of(&api, model_id.as_deref(), &environment, serving, &ours).await;
             // A read cut by its deadline is not read (its error, folded
             // into the comparison, would say less).
             match api
@@ -190,16 +194,18 @@ pub(crate) fn compare_later(
                 false => Ok(theirs),
             }
         },
-        move |read, ctx| record_change(ctx, read, &what, &ours),
+        move |read, ctx| record_change(ctx, read, &what),
     );
 }
 
-/// The serving deployment's raw config, once it was read.
+/// The serving deployment's raw config, once it was read, compared with
+/// `ours`.
 async fn config_of(
     api: &Api,
     model_id: Option<&str>,
     env: &str,
     serving: Result<Read, Why>,
+    ours: &str,
 ) -> Theirs {
     let config = match (&serving, model_id) {
         (Ok(s), Some(model_id)) => {
@@ -215,10 +221,15 @@ async fn config_of(
         (Err(why), _) => Err(ConfigUnread::Serving(why.clone())),
         (Ok(_), None) => Err(ConfigUnread::NoModel),
     };
+    let compared = diff::change(
+        ours,
+        config.as_deref().map_err(|e| e as &dyn std::fmt::Display),
+        None,
+    );
     Theirs {
         environment: env.to_string(),
         serving,
-        config,
+        compared,
     }
 }
 
@@ -226,7 +237,7 @@ async fn config_of(
 /// summary and the pull-request comment once our content hash is known
 /// (a run stopped before it knew nothing to compare). A read that timed
 /// out or failed leaves the comparison empty, saying so.
-fn record_change(ctx: &Ctx<'_>, read: inform::Informed<Theirs>, what: &str, ours: &str) {
+fn record_change(ctx: &Ctx<'_>, read: inform::Informed<Theirs>, what: &str) {
     let Some(hash) = ctx.state.lock().unwrap().by_content.hash.clone() else {
         return;
     };
@@ -256,16 +267,20 @@ fn record_change(ctx: &Ctx<'_>, read: inform::Informed<Theirs>, what: &str, ours
     let change = Change {
         environment: theirs.environment,
         serving: theirs.serving.ok().map(|s| s.deployment_id),
-        what: diff::change(
-            ours,
-            theirs
-                .config
-                .as_deref()
-                .map_err(|e| e as &dyn std::fmt::Display),
-            same_hash,
-        ),
+        what: with_hash(theirs.compared, same_hash),
     };
     ctx.state.lock().unwrap().by_content.change = Some(change);
+}
+
+/// What `diff::change` decided without a hash (`same_hash` `None`), once
+/// `same_hash` is known: the same answer but for the same config, which
+/// the hashes tell apart.
+fn with_hash(what: diff::What, same_hash: Option<bool>) -> diff::What {
+    match (what, same_hash) {
+        (diff::What::ConfigSame, Some(true)) => diff::What::Same,
+        (diff::What::ConfigSame, Some(false)) => diff::What::CodeOnly,
+        (what, _) => what,
+    }
 }
 
 fn capitalized(s: &str) -> String {
@@ -323,4 +338,30 @@ async fn unchanged(
     let r = smoke_test(ctx, "predict", &url, payload, streaming).await;
     ctx.end_group();
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The comparison made in the read's task, without our hash, then the
+    /// hash added when it is told, decides as one `diff::change` with it.
+    #[test]
+    fn comparing_before_the_hash_is_known_decides_the_same() {
+        let configs = [
+            ("model_name: a\n", "model_name: a\n"),
+            ("model_name: a\r\n", "model_name: a\n"),
+            ("model_name: a\n", "model_name: b\n"),
+        ];
+        for (ours, theirs) in configs {
+            for same_hash in [None, Some(true), Some(false)] {
+                let late = with_hash(diff::change(ours, Ok(theirs), None), same_hash);
+                assert_eq!(
+                    late,
+                    diff::change(ours, Ok(theirs), same_hash),
+                    "{ours:?} {theirs:?} {same_hash:?}"
+                );
+            }
+        }
+    }
 }

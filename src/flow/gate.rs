@@ -306,7 +306,10 @@ async fn promote_once(
                 // client's promotion in flight names both deployments).
                 // After a lost answer, the refusal may be our own first
                 // promote, applied late: looked up by identity once more.
-                let now = ctx.api.read_environment(owner, owner_id, env).await;
+                // The read has its own allowance: the promotion's deadline
+                // may be what ended the promote.
+                let lookup = ctx.api_for(budget::Phase::Lookup);
+                let now = lookup.read_environment(owner, owner_id, env).await;
                 if rules::refusal_is_ours(lost_before, now.as_ref().ok(), target, before) {
                     ctx.say(&format!(
                         "the promotion did start: {env} is taking {target}"
@@ -315,6 +318,13 @@ async fn promote_once(
                 }
                 let place = match now {
                     Ok(n) => format!("nothing was promoted; {}", n.describe(env)),
+                    // Unread after an earlier lost answer: that promote
+                    // may have been applied.
+                    Err(_) if lost_before => {
+                        format!(
+                            "whether it was promoted is unknown: look at {env} in the Baseten UI"
+                        )
+                    }
                     Err(_) => "nothing was promoted".to_string(),
                 };
                 return Err(deploy_error(e).context(place));
@@ -324,9 +334,12 @@ async fn promote_once(
         ctx.say(&format!(
             "the promote request got no usable answer ({e}); looking at {env}"
         ));
-        let now = ctx.api.read_environment(owner, owner_id, env).await.map_err(|r| {
+        // The look-up has its own allowance (`Phase::Lookup`): a promote
+        // cut by the promotion's deadline is looked up all the same.
+        let lookup = ctx.api_for(budget::Phase::Lookup);
+        let now = lookup.read_environment(owner, owner_id, env).await.map_err(|r| {
             deploy_error(r).context(format!(
-                "the promote request got no usable answer ({e}) and whether it started is unknown: look at {env} in the Baseten UI"
+                "the promote request got no usable answer ({e}) and whether it was promoted is unknown: look at {env} in the Baseten UI"
             ))
         })?;
         match rules::lookup(&now, target, before) {
@@ -346,7 +359,7 @@ async fn promote_once(
         }
     }
     let now = ctx
-        .api
+        .api_for(budget::Phase::Lookup)
         .read_environment(owner, owner_id, env)
         .await
         .map(|n| n.describe(env))

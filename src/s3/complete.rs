@@ -8,7 +8,10 @@
 //! completion runs in a task of its own, which a dropped upload (a signal,
 //! a spent deadline) leaves running, and nothing is aborted until S3 has
 //! answered it: then either the object is read back (HEAD), or S3 refused
-//! the completion and the upload is aborted until no part is left. With
+//! the completion and the upload is aborted until no part is left (a
+//! refusal of a retry, once an earlier try may have reached S3 unanswered,
+//! is no refusal: S3 may refuse it because it is completing the upload,
+//! so the object is read back). With
 //! no answer, or one that cannot settle it, the archive may be stored, and
 //! the run says so rather than "nothing is left".
 
@@ -43,6 +46,22 @@ pub(super) enum Answered {
 }
 
 impl Answered {
+    /// What the tries of one CompleteMultipartUpload settled: the `last`
+    /// try's failure, after `earlier`, why an earlier try left S3 maybe
+    /// completing the upload (no answer, a server error). S3 may refuse a
+    /// later try because it is completing the upload (s3s-fs answers 403
+    /// `AccessDenied`): after such a try a refusal settles nothing.
+    fn after(earlier: Option<String>, last: &AttemptError) -> Answered {
+        match (Answered::of(last), earlier) {
+            (Answered::Refused, Some(why)) => Answered::Unsure {
+                why: format!(
+                    "an earlier try of its CompleteMultipartUpload left S3 maybe completing it ({why}), and S3 answered a later try {last}"
+                ),
+            },
+            (answered, _) => answered,
+        }
+    }
+
     fn of(failure: &AttemptError) -> Answered {
         match (failure.s3_status(), failure.s3_code()) {
             (Some(_), Some("NoSuchUpload")) => Answered::Unsure {
@@ -172,10 +191,19 @@ impl Uploader {
         let job = Arc::clone(job);
         let call = Call::complete_multipart(upload_id, stored);
         let task = tokio::spawn(async move {
-            let (answered, result) = match inner.call_failing(&job, &call).await {
+            // Why an earlier try may have left S3 completing the upload.
+            let mut earlier: Option<String> = None;
+            let sent = inner
+                .call_failing_seen(&job, &call, |failure| {
+                    if let (None, Answered::Unsure { why }) = (&earlier, Answered::of(failure)) {
+                        earlier = Some(why);
+                    }
+                })
+                .await;
+            let (answered, result) = match sent {
                 Ok(_) => (Answered::Completed, Ok(())),
                 Err((failure, tries)) => (
-                    Answered::of(&failure),
+                    Answered::after(earlier, &failure),
                     Err(failure.into_error(call.operation, tries)),
                 ),
             };
@@ -307,5 +335,38 @@ mod tests {
             std::io::Error::other("reset")
         ))));
         assert!(!refused(AttemptError::NotItsAnswer("a gateway's page")));
+    }
+
+    /// A retried completion: once an earlier try may have reached S3 and
+    /// got no answer (or a server error), a later try's 4xx may be S3
+    /// refusing it because it is completing the upload (s3s-fs: 403
+    /// `AccessDenied`): unsure, never a refusal that lets it be aborted.
+    #[test]
+    fn a_refusal_after_a_try_that_may_have_reached_s3_is_unsure() {
+        let unanswered = || match Answered::of(&AttemptError::Wire(wire::Error::Exchange(
+            std::io::Error::other("reset"),
+        ))) {
+            Answered::Unsure { why } => Some(why),
+            other => panic!("{other:?}"),
+        };
+        let denied = s3(403, Some("AccessDenied"));
+        assert_eq!(Answered::after(None, &denied), Answered::Refused);
+        let after = Answered::after(unanswered(), &denied);
+        let Answered::Unsure { why } = after else {
+            panic!("{after:?}")
+        };
+        assert!(
+            why.contains("AccessDenied") && why.contains("reset"),
+            "{why}"
+        );
+        assert!(matches!(
+            Answered::after(unanswered(), &s3(400, Some("InvalidPart"))),
+            Answered::Unsure { .. }
+        ));
+        // What settles on its own stays settled.
+        assert_eq!(
+            Answered::after(unanswered(), &s3(404, Some("NoSuchUpload"))),
+            Answered::of(&s3(404, Some("NoSuchUpload")))
+        );
     }
 }

@@ -54,6 +54,18 @@ impl Inner {
         job: &Job,
         call: &Call,
     ) -> Result<Reply, (AttemptError, u32)> {
+        self.call_failing_seen(job, call, |_| {}).await
+    }
+
+    /// [`Self::call_failing`], showing `seen` each failed try that is
+    /// retried (the last failure is the answer's): a completion's outcome
+    /// depends on every try's, not only the last one's.
+    pub(super) async fn call_failing_seen(
+        &self,
+        job: &Job,
+        call: &Call,
+        mut seen: impl FnMut(&AttemptError),
+    ) -> Result<Reply, (AttemptError, u32)> {
         if call.payload.carries_data() && self.regions.known(&job.bucket).is_none() {
             self.probe_region(job)
                 .await
@@ -61,6 +73,7 @@ impl Inner {
         }
         let policy = &self.options.retry;
         let note = |failed: u32, wait: Duration, failure: &AttemptError| {
+            seen(failure);
             tracing::warn!(
                 "S3 {} failed ({failure}); retrying in {} ms (attempt {} of {})",
                 call.operation,

@@ -294,3 +294,57 @@ fn a_second_signal_during_the_wait_for_the_completion_still_says_the_archive_may
     assert!(mutations(&fake).is_empty(), "nothing was created");
     fake.s3().release_held();
 }
+
+/// A retried completion: S3 completes the first try but its answer is
+/// lost (the connection drops after the request reached S3), and the
+/// retry is answered 403 `AccessDenied` (as s3s-fs answers a request on
+/// an upload it is completing). That refusal settles nothing: the run
+/// reads the object back, finds it whole, says so and goes on; nothing is
+/// aborted.
+#[test]
+fn a_refusal_after_a_completion_try_that_got_no_answer_reads_the_object_back() {
+    use fake_baseten::proxy::{Fault, FaultProxy, Rule};
+    let fake = fake(NEW);
+    let truss = truss_with_victim();
+    // POSTs: CreateMultipartUpload signed for us-east-1 (answered with the
+    // bucket's region), again for that region, then the completion twice.
+    let proxy = FaultProxy::builder(fake.addr())
+        .rule(
+            Rule::new("lost-complete", Fault::DropAfterForward)
+                .method("POST")
+                .nth(3),
+        )
+        .rule(
+            Rule::new(
+                "denied-retry",
+                Fault::Status {
+                    status: 403,
+                    retry_after: None,
+                    body: Some(
+                        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>".to_owned(),
+                    ),
+                    content_type: Some("application/xml".to_owned()),
+                },
+            )
+            .method("POST")
+            .nth(4),
+        )
+        .start_in_background()
+        .unwrap();
+    let run = deploy(&fake, truss.path())
+        .arg("s3-endpoint", proxy.s3_endpoint())
+        .run();
+    let output = all_output(&run);
+    assert_eq!(proxy.faulted().len(), 2, "both faults hit: {output}");
+    assert!(
+        output.contains("but S3 holds the archive whole"),
+        "{output}"
+    );
+    let events = fake.s3().events();
+    assert!(
+        !events.iter().any(|e| e.operation.contains("abort")),
+        "nothing aborted: {events:#?}"
+    );
+    assert_eq!(fake.s3().objects().len(), 1, "{events:#?}");
+    assert_eq!(run.code, 0, "{output}");
+}

@@ -397,7 +397,9 @@ JSON object on stdout (see [GitHub reporting](github-reporting.md#the---json-res
 {exits}
 With several targets the step's `status` is the worst of the targets'
 (`deploy_failed`, `deploy_timeout`, `predict_failed`, `cleanup_failed`,
-`success`, worst first) and the exit code is that target's.
+`success`, worst first) and the exit code is that target's, but 8 (what
+is left named) whenever any target's cleanup could not finish, whether a
+signal or fail-fast halted the run.
 ",
         inputs = inputs_section(),
         wrappers = wrapper_inputs_section(),

@@ -22,6 +22,7 @@ mod ci_reads;
 mod cli;
 mod complete_window;
 mod config_parity;
+mod deadline_cuts;
 mod docs_reference;
 mod environment;
 mod evidence;

@@ -180,3 +180,34 @@ fn a_proxy_variable_that_is_not_utf8_is_refused_not_bypassed() {
     assert!(stderr.contains("HTTP_PROXY is not valid UTF-8"), "{stderr}");
     assert!(fake.requests().is_empty(), "{:?}", endpoints(&fake));
 }
+
+/// With several targets, a bad network setting fails the step once, before
+/// any target: exit 2, one clear message naming the variable (not one per
+/// target), the outputs written, and no request sent.
+#[test]
+fn a_bad_network_setting_with_several_targets_fails_once_before_any_target() {
+    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    let (_models, dirs) = model_dirs(&["one", "two"]);
+    let run = Invocation::new(&fake)
+        .arg("truss-directory", target_list(&dirs))
+        .env("HTTPS_PROXY", "http://[::1")
+        .run();
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    let said = run.everything();
+    assert_eq!(
+        run.stderr.matches("HTTPS_PROXY is not a proxy URL").count(),
+        1,
+        "one message, not one per target: {said}"
+    );
+    // The outputs are written, and say it.
+    assert!(
+        run.out("error-message")
+            .contains("HTTPS_PROXY is not a proxy URL"),
+        "{run:?}"
+    );
+    // Before any target: none started, none has a result row.
+    assert!(!said.contains("deploying \"one\""), "{said}");
+    assert!(!said.contains("deploying \"two\""), "{said}");
+    assert!(fake.requests().is_empty(), "{:?}", endpoints(&fake));
+}

@@ -64,11 +64,16 @@ pub(super) fn lookup(e: &Env, target: &str, before: Option<&str>) -> Lookup {
 }
 
 /// A promote that failed: was its answer lost (so it may have been
-/// applied and is looked up), rather than refused?
+/// applied and is looked up), rather than refused? An answer cut by the
+/// deadline after the request was sent is lost, not a refusal: the
+/// platform may have applied it.
 pub(super) fn answer_lost(e: &ApiError) -> bool {
     matches!(
         e,
-        ApiError::Ambiguous { .. } | ApiError::Transient { .. } | ApiError::NotSent { .. }
+        ApiError::Ambiguous { .. }
+            | ApiError::Transient { .. }
+            | ApiError::NotSent { .. }
+            | ApiError::OutOfTime { sent: true, .. }
     )
 }
 
@@ -224,10 +229,21 @@ mod tests {
                 true,
             ),
             (ApiError::permanent(String::new()), false),
+            // Cut by the deadline after it was sent: the platform may have
+            // applied it, so it is looked up (treating it as refused let
+            // production move unseen, with no rollback armed).
             (
                 ApiError::OutOfTime {
                     message: String::new(),
                     sent: true,
+                },
+                true,
+            ),
+            // Never sent: nothing can have been applied.
+            (
+                ApiError::OutOfTime {
+                    message: String::new(),
+                    sent: false,
                 },
                 false,
             ),
