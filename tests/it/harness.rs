@@ -345,22 +345,9 @@ impl<'a> Invocation<'a> {
     /// milliseconds; a run that exits first is returned as it is).
     pub fn run_signalled_when(self, ready: impl Fn() -> bool, signal: &str) -> Outcome {
         let mut running = self.start();
-        while !ready() {
-            if running.exited() {
-                return running.finish();
-            }
-            if running.started.elapsed() > READY_LIMIT {
-                let _ = running.child.kill();
-                panic!("the run never reached the moment to signal it");
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        if !running.signal_when(&ready, signal) {
+            return running.finish();
         }
-        let sent = Command::new("kill")
-            .args([format!("-{signal}"), running.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(sent.success());
-        running.signalled = Some(Instant::now());
         running.finish()
     }
 
@@ -377,22 +364,9 @@ impl<'a> Invocation<'a> {
         act: impl FnOnce(u32),
     ) -> Outcome {
         let mut running = self.start();
-        while !ready() {
-            if running.exited() {
-                return running.finish();
-            }
-            if running.started.elapsed() > READY_LIMIT {
-                let _ = running.child.kill();
-                panic!("the run never reached the moment to signal it");
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        if !running.signal_when(&ready, signal) {
+            return running.finish();
         }
-        let sent = Command::new("kill")
-            .args([format!("-{signal}"), running.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(sent.success());
-        running.signalled = Some(Instant::now());
         running.act_when_said(said, act)
     }
 
@@ -408,22 +382,9 @@ impl<'a> Invocation<'a> {
     pub fn run_signalled_in_turn(self, steps: &[(&dyn Fn() -> bool, &str)]) -> Outcome {
         let mut running = self.start();
         for (ready, signal) in steps {
-            while !ready() {
-                if running.exited() {
-                    return running.finish();
-                }
-                if running.started.elapsed() > READY_LIMIT {
-                    let _ = running.child.kill();
-                    panic!("the run never reached the moment to send {signal}");
-                }
-                std::thread::sleep(Duration::from_millis(5));
+            if !running.signal_when(ready, signal) {
+                break;
             }
-            let sent = Command::new("kill")
-                .args([format!("-{signal}"), running.child.id().to_string()])
-                .status()
-                .expect("kill runs");
-            assert!(sent.success());
-            running.signalled = Some(Instant::now());
         }
         running.finish()
     }
@@ -520,6 +481,28 @@ pub struct Running {
 }
 
 impl Running {
+    /// Sends `signal` once `ready` holds (checked every few
+    /// milliseconds); `false` when the run exited first.
+    fn signal_when(&mut self, ready: &dyn Fn() -> bool, signal: &str) -> bool {
+        while !ready() {
+            if self.exited() {
+                return false;
+            }
+            if self.started.elapsed() > READY_LIMIT {
+                let _ = self.child.kill();
+                panic!("the run never reached the moment to send {signal}");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let sent = Command::new("kill")
+            .args([format!("-{signal}"), self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+        self.signalled = Some(Instant::now());
+        true
+    }
+
     pub fn exited(&mut self) -> bool {
         if self.exit.is_none() {
             // Read before the exit check: a process that has exited has no
