@@ -203,8 +203,9 @@ fn a_signal_while_the_plan_reads_stops_it_with_outputs_written() {
 }
 
 /// The example model exists and `v1dep001` serves production; a
-/// promotion ramps over 4 scenario seconds (0.2 s).
-const GATED: &str = "time_scale: 20
+/// promotion ramps over 4 scenario seconds (0.2 s). `deadline_cuts` uses
+/// it too.
+pub(crate) const GATED: &str = "time_scale: 20
 models:
   - id: gatedmdl
     name: hello-truss-push

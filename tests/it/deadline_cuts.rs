@@ -7,6 +7,7 @@
 use fake_baseten::FakeBaseten;
 use fake_baseten::proxy::{Fault, FaultProxy, Rule};
 
+use crate::cancel_windows::GATED;
 use crate::harness::*;
 
 /// The platform applies the request, then its answer comes one byte every
@@ -45,24 +46,6 @@ fn created(fake: &FakeBaseten) -> fake_baseten::state::DeploymentSnapshot {
         .expect("created once");
     d
 }
-
-/// The example model exists and `v1dep001` serves production; a
-/// promotion settles within 4 scenario seconds (0.2 s).
-const GATED: &str = "time_scale: 20
-models:
-  - id: gatedmdl
-    name: hello-truss-push
-    deployments: [{id: v1dep001, name: v1, environment: production}]
-deployments:
-  default: [[0, BUILDING], [1, DEPLOYING], [2, ACTIVE]]
-promote:
-  default:
-    steps:
-      - [0, {status: RELEASING}]
-      - [1, {status: RAMPING_UP, percent: 25}]
-      - [4, {status: SUCCEEDED, percent: 100}]
-  ramp_down_seconds: 2
-";
 
 /// The gated promote is applied, but its answer drips past the run's end
 /// (wait budget 20 s plus `predict-timeout` 3 s, in real time): the cut
