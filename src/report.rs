@@ -54,6 +54,7 @@ pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Ou
         tested_deployment_id: text(&st.tested_deployment_id),
         rolled_back: st.rolled_back,
         unchanged: st.by_content.unchanged,
+        reused: st.by_content.reused,
         matrix: None,
         targets_count: None,
         results: None,

@@ -14,7 +14,9 @@ pub(crate) mod content;
 mod create;
 mod gate;
 pub(crate) mod inform;
+mod reuse;
 mod smoke;
+pub(crate) mod switch;
 mod upload;
 mod wait;
 
@@ -97,9 +99,12 @@ impl State {
     pub(crate) fn left_running(&self) -> Vec<String> {
         // An unchanged source created nothing: the deployment in the state
         // serves the environment and was never this run's.
-        let mut created: Vec<&String> = match self.by_content.unchanged {
-            Some(true) => Vec::new(),
-            _ => self
+        // Nor did a reused one (reuse by content).
+        let made_nothing =
+            self.by_content.unchanged == Some(true) || self.by_content.reused == Some(true);
+        let mut created: Vec<&String> = match made_nothing {
+            true => Vec::new(),
+            false => self
                 .tested_deployment_id
                 .iter()
                 .chain(&self.deployment_id)

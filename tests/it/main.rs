@@ -39,6 +39,7 @@ mod outputs;
 mod props;
 mod proxy_matrix;
 mod published_api;
+mod reuse;
 mod s3_answers;
 mod same_name;
 mod scope;

@@ -86,6 +86,9 @@ pub(crate) struct Outputs {
     /// With `skip-unchanged`: `true` when the source already served the
     /// environment and nothing was deployed. Written only when set.
     pub(crate) unchanged: Option<bool>,
+    /// With `skip-unchanged`: `true` when an older deployment made from
+    /// this source was promoted instead of building. Written only when set.
+    pub(crate) reused: Option<bool>,
     /// Plan mode: the targets as a CI matrix (`{"include": [...]}`).
     /// Written only when set, like the next two, so a single-target run's
     /// outputs stay exactly as they were.
@@ -118,6 +121,7 @@ impl Outputs {
             tested_deployment_id: String::new(),
             rolled_back: None,
             unchanged: None,
+            reused: None,
             matrix: None,
             targets_count: None,
             results: None,
@@ -201,6 +205,9 @@ impl Outputs {
         ];
         if let Some(u) = self.unchanged {
             entries.push(("unchanged", u.to_string()));
+        }
+        if let Some(r) = self.reused {
+            entries.push(("reused", r.to_string()));
         }
         if let Some(m) = &self.matrix {
             entries.push(("matrix", m.clone()));

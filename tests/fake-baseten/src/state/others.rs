@@ -167,16 +167,25 @@ impl Platform {
     }
 
     /// `POST …/deployments/{id}/activate`: an inactive deployment is
+    /// still INACTIVE for `activation_inactive_seconds` (waking), then
     /// DEPLOYING for `activation_seconds`, then ACTIVE; an active one is
     /// left as it is. False when there is no such deployment.
     pub fn activate(&mut self, dep_id: &str, now: f64) -> bool {
         let secs = self.scenario.activation_seconds.max(0.0);
+        let lag = self.scenario.activation_inactive_seconds.max(0.0);
         let Some(d) = self.deployments.iter_mut().find(|d| d.id == dep_id) else {
             return false;
         };
         if matches!(d.public_status(now).as_str(), "INACTIVE" | "DEACTIVATING") {
             d.deactivated_at = None;
-            d.rewrite_from(now, &[(now, "DEPLOYING"), (now + secs, "ACTIVE")]);
+            d.rewrite_from(
+                now,
+                &[
+                    (now, "INACTIVE"),
+                    (now + lag, "DEPLOYING"),
+                    (now + lag + secs, "ACTIVE"),
+                ],
+            );
         }
         true
     }
