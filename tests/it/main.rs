@@ -40,6 +40,7 @@ mod props;
 mod proxy_matrix;
 mod published_api;
 mod reuse;
+mod rollback;
 mod s3_answers;
 mod same_name;
 mod scope;

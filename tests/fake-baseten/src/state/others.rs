@@ -178,14 +178,13 @@ impl Platform {
         };
         if matches!(d.public_status(now).as_str(), "INACTIVE" | "DEACTIVATING") {
             d.deactivated_at = None;
-            d.rewrite_from(
-                now,
-                &[
-                    (now, "INACTIVE"),
-                    (now + lag, "DEPLOYING"),
-                    (now + lag + secs, "ACTIVE"),
-                ],
-            );
+            // Its history before the activate no longer decides whether a
+            // promotion of it can succeed (an INACTIVE read before it
+            // would count as a failure to become ready).
+            let waking = [(now, "INACTIVE")];
+            let waking = if lag > 0.0 { &waking[..] } else { &[] };
+            let up = [(now + lag, "DEPLOYING"), (now + lag + secs, "ACTIVE")];
+            d.rewrite_from(f64::NEG_INFINITY, &[waking, &up[..]].concat());
         }
         true
     }
