@@ -247,3 +247,34 @@ fn one_model_target_with_an_environment() {
     assert_eq!(changes(&fake), vec![]);
     assert!(fake.requests().is_empty(), "no request at all");
 }
+
+#[test]
+fn the_environments_github_deployment_records_the_rollback() {
+    let gh = fake_baseten::github::FakeGitHub::builder("ghs_canary_rollback")
+        .start_in_background()
+        .expect("the fake GitHub starts");
+    let fake = platform(HISTORY, "");
+    let dir = truss();
+    let run = rollback(&fake, dir.path())
+        .arg("to-deployment", "old01")
+        .arg("github-deployment", "true")
+        .arg("github-token", "ghs_canary_rollback")
+        .env("GITHUB_API_URL", gh.api_url())
+        .env("GITHUB_REPOSITORY", gh.repository())
+        .env("GITHUB_SHA", "0123456789abcdef0123456789abcdef01234567")
+        .env("GITHUB_REF", "refs/heads/main")
+        .env("GITHUB_SERVER_URL", "https://github.com")
+        .env("GITHUB_RUN_ID", "77")
+        .run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let deps = gh.deployments();
+    assert_eq!(deps.len(), 1, "{deps:#?}");
+    assert_eq!(deps[0].environment, "production");
+    assert_eq!(deps[0].states(), ["in_progress", "success"]);
+    let last = deps[0].statuses.last().unwrap();
+    assert_eq!(
+        last.description, "rolled back to deployment old01",
+        "{last:?}"
+    );
+    assert_eq!(last.environment_url, run.out("environment-url"));
+}

@@ -80,8 +80,9 @@ pub(crate) struct Outputs {
     /// The deployment the first smoke test ran on, when a promotion
     /// created another one that serves now.
     pub(crate) tested_deployment_id: String,
-    /// `true` when this run moved the environment back to the previous
-    /// deployment; empty when no promotion was gated.
+    /// `true` when this run moved the environment back: a gated promotion
+    /// that put the previous deployment back, or `command: rollback` that
+    /// put its target in; empty when neither applies.
     pub(crate) rolled_back: Option<bool>,
     /// With `skip-unchanged`: `true` when the source already served the
     /// environment and nothing was deployed. Written only when set.
