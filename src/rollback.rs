@@ -248,7 +248,13 @@ async fn roll_back(ctx: &Ctx<'_>, r: &Rollback) -> Result<(), Failure> {
         }
     };
     let read = ctx.api.deployment(model_id, &target).await;
-    let todo = plan(&target, name, read.as_ref(), current.as_deref())?;
+    let todo = plan(&target, name, read.as_ref(), current.as_deref()).map_err(|f| match (&r.to, f) {
+        // The log named it; the platform no longer has it.
+        (None, Failure::InvalidInput(_)) if read.as_ref().is_err() => Failure::InvalidInput(format!(
+            "the audit log names deployment {target} as what served {env} before, but the platform no longer has it (deleted): nothing to go back to; nothing was changed (to-deployment names another)"
+        )),
+        (_, f) => f,
+    })?;
     let status = read.as_ref().map(|d| d.status.clone()).unwrap_or_default();
     {
         let mut st = ctx.state.lock().unwrap();

@@ -1,17 +1,79 @@
-//! The rollback target from the model's audit log (lands with the
-//! lead's `history::previous_serving`).
+//! The rollback target from the model's audit log: its
+//! `MODEL_DEPLOYMENT_PROMOTED` entries read whole (`Api::audit_log`, every
+//! page or an error) and `history::previous_serving`, the one derivation
+//! of what served an environment before the current deployment. A read
+//! that fails, or a log that does not decide, refuses before any
+//! mutation and says why.
 
-use crate::flow::Ctx;
+use crate::baseten::AuditEntry;
+use crate::flow::{Ctx, deploy_error};
+use crate::history::{Previous, previous_serving};
 use crate::outcome::Failure;
 
 /// The deployment that served `env` before `current`, per the audit log.
 pub(super) async fn target(
-    _ctx: &Ctx<'_>,
-    _model_id: &str,
+    ctx: &Ctx<'_>,
+    model_id: &str,
     env: &str,
     current: &str,
 ) -> Result<String, Failure> {
-    Err(Failure::InvalidInput(format!(
-        "what served {env} before {current} is not derived yet: name it with to-deployment"
-    )))
+    let entries = ctx
+        .api
+        .audit_log(model_id, &["PROMOTED"])
+        .await
+        .map_err(|e| {
+            deploy_error(e).context(format!(
+                "what served {env} before {current} could not be read from the model's audit log; nothing was changed (to-deployment names a deployment without it)"
+            ))
+        })?;
+    let promotions: Vec<_> = entries.iter().filter_map(AuditEntry::promotion).collect();
+    // A promotion in flight was refused before: there is no candidate.
+    decided(
+        previous_serving(&promotions, env, current, None),
+        env,
+        current,
+    )
+    .inspect(|id| {
+        ctx.say(&format!(
+            "The audit log names deployment {id} as what served {env} before {current}"
+        ))
+    })
+}
+
+/// The log's answer as the rollback's target, or the refusal.
+fn decided(previous: Previous, env: &str, current: &str) -> Result<String, Failure> {
+    match previous {
+        Previous::Decided(Some(id)) => Ok(id),
+        Previous::Decided(None) => Err(Failure::InvalidInput(format!(
+            "the audit log shows nothing that served {env} before {current}: nothing to go back to; nothing was changed (to-deployment names a deployment to put in)"
+        ))),
+        Previous::Undecided(why) => Err(Failure::InvalidInput(format!(
+            "the audit log does not decide what served {env} before {current} ({why}); nothing was changed: name the deployment with to-deployment"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_decided_log_names_a_target() {
+        let ok = decided(Previous::Decided(Some("d1".into())), "production", "d2");
+        assert_eq!(ok.unwrap(), "d1");
+        let none = decided(Previous::Decided(None), "production", "d2").unwrap_err();
+        assert!(matches!(none, Failure::InvalidInput(_)));
+        assert!(
+            none.to_string()
+                .contains("nothing that served production before d2")
+        );
+        let why = decided(
+            Previous::Undecided("two at once".into()),
+            "production",
+            "d2",
+        )
+        .unwrap_err();
+        assert!(matches!(why, Failure::InvalidInput(_)));
+        assert!(why.to_string().contains("(two at once)"), "{why}");
+    }
 }

@@ -278,3 +278,73 @@ fn the_environments_github_deployment_records_the_rollback() {
     );
     assert_eq!(last.environment_url, run.out("environment-url"));
 }
+
+/// The log as a hostile platform may serve it: entries out of order, a
+/// promotion of a deployment deleted since, two at the same instant, or
+/// none explaining what serves. The order never decides; anything the log
+/// does not decide is refused before any change, saying why.
+#[test]
+fn the_audit_log_decides_or_the_rollback_refuses() {
+    let dir = truss();
+    // Served out of order: the time the action occurred decides.
+    let shuffled = "  order: recorded\n  entries:\n    - {at: -150, event_type: MODEL_DEPLOYMENT_PROMOTED, model: rb-model, deployment: cur01, environment: production}\n    - {at: -250, event_type: MODEL_DEPLOYMENT_PROMOTED, model: rb-model, deployment: old01, environment: production}\n    - {at: -260, event_type: MODEL_DEPLOYMENT_PROMOTED, model: rb-model, deployment: new01, environment: production}\n";
+    let fake = fake(&format!(
+        "name: rb\nmanual_clock: true\nactivation_seconds: 0\nmodels:\n  - name: {MODEL}\n    environments: [production]\n    deployments:\n      - {{id: old01, name: v1, status: INACTIVE, created_at: -300}}\n      - {{id: cur01, name: v2, environment: production, created_at: -200}}\n      - {{id: new01, name: v0, created_at: -400}}\naudit_log:\n{shuffled}"
+    ));
+    let run = rollback(&fake, dir.path()).arg("dry-run", "true").run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert!(
+        run.stdout
+            .contains("would activate and promote deployment old01 (INACTIVE)"),
+        "{run:?}"
+    );
+
+    let refused = |entries: &str, want: &str| {
+        let fake = platform(entries, "");
+        let run = rollback(&fake, dir.path()).run();
+        assert_eq!(run.code, 2, "{want}: {run:?}");
+        assert!(run.out("error-message").contains(want), "{want}: {run:?}");
+        assert_eq!(changes(&fake), vec![], "{want}: no mutation");
+    };
+    // What served before was deleted since.
+    refused(
+        "    - {at: -250, event_type: MODEL_DEPLOYMENT_PROMOTED, model: rb-model, deployment: gone01, environment: production}\n    - {at: -150, event_type: MODEL_DEPLOYMENT_PROMOTED, model: rb-model, deployment: cur01, environment: production}\n",
+        "names deployment gone01 as what served production before, but the platform no longer has it (deleted)",
+    );
+    // Two deployments promoted at the same instant before cur01.
+    refused(
+        "    - {at: -250, event_type: MODEL_DEPLOYMENT_PROMOTED, model: rb-model, deployment: old01, environment: production}\n    - {at: -250, event_type: MODEL_DEPLOYMENT_PROMOTED, model: rb-model, deployment: new01, environment: production}\n    - {at: -150, event_type: MODEL_DEPLOYMENT_PROMOTED, model: rb-model, deployment: cur01, environment: production}\n",
+        "the audit log does not decide what served production before cur01",
+    );
+    // The log's newest promotion is not of what serves (it was made by a
+    // create straight into production, or by something the log does not show).
+    refused(
+        "    - {at: -250, event_type: MODEL_DEPLOYMENT_PROMOTED, model: rb-model, deployment: old01, environment: production}\n",
+        "the audit log does not decide what served production before cur01",
+    );
+    // Only cur01 was ever promoted: nothing to go back to.
+    refused(
+        "    - {at: -150, event_type: MODEL_DEPLOYMENT_PROMOTED, model: rb-model, deployment: cur01, environment: production}\n",
+        "shows nothing that served production before cur01",
+    );
+}
+
+#[test]
+fn an_audit_log_that_cannot_be_read_changes_nothing() {
+    let fake = platform(HISTORY, "");
+    fake.add_fault(fake_baseten::scenario::Fault::status("rest.get_audit_logs", 500).times(1000));
+    let dir = truss();
+    let run = rollback(&fake, dir.path())
+        .arg("wait-timeout-seconds", "3")
+        .run();
+    assert!(
+        matches!(run.status(), "deploy_failed" | "deploy_timeout"),
+        "{run:?}"
+    );
+    assert!(
+        run.out("error-message")
+            .contains("could not be read from the model's audit log; nothing was changed"),
+        "{run:?}"
+    );
+    assert_eq!(changes(&fake), vec![]);
+}
