@@ -30,7 +30,6 @@ use crate::flow::{self, Ctx, deploy_error, smoke_test, switch};
 use crate::handles::Run;
 use crate::kind::Kind;
 use crate::outcome::Failure;
-use crate::plan::check_files;
 use crate::secret::Secret;
 use crate::settings::{CommandSettings, Promotion};
 
@@ -97,7 +96,8 @@ fn config(run: &Run, cs: &CommandSettings) -> Result<Config, String> {
             "command rollback takes a model: a chain cannot be rolled back by this tool (the published API has no chain activate); promote the chain deployment in the Baseten UI".into(),
         );
     }
-    check_files(&cfg)?;
+    // Only config.yaml is read (the model's name): nothing is packaged,
+    // so the truss's other files are not checked.
     if cfg.environment.is_none() {
         return Err(
             "command rollback needs an environment: set environment (or promote: true for production)".into(),
