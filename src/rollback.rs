@@ -15,7 +15,7 @@
 //! changed). Nothing is uploaded, created or deactivated, and no third
 //! deployment is tried when the promote or the smoke test fails: the run
 //! says what serves, from a read. The decisions are pure functions
-//! ([`plan`], [`still_on`]) with table tests; `run` performs them through
+//! ([`plan`], and `flow::switch`'s) with table tests; `run` performs them through
 //! `execute`'s one-target machinery (budget, signals, GitHub).
 
 mod audit;
@@ -128,9 +128,16 @@ impl Work for Rollback {
         r
     }
 
-    /// Nothing: a rollback creates nothing, and what it promoted is what
-    /// the user asked to serve.
-    async fn cleanup(&self, _ctx: &Ctx<'_>, _cancelled: bool) -> Result<(), Failure> {
+    /// Nothing is cleaned up: a rollback creates nothing, and what it
+    /// promoted is what the user asked to serve. Stopped by a signal, it
+    /// reads what serves, so the outputs say it.
+    async fn cleanup(&self, ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
+        let model_id = ctx.state.lock().unwrap().model_id.clone();
+        if let (true, Some(model_id)) = (cancelled, model_id) {
+            let now = switch::what_serves(ctx, &model_id, &self.env).await;
+            ctx.state.lock().unwrap().deployment_id = now.settled;
+            ctx.note(format!("stopped during the rollback: {}", now.words));
+        }
         Ok(())
     }
 }
@@ -177,19 +184,6 @@ fn plan(
     Ok(Plan::Promote {
         activate: status == "INACTIVE",
     })
-}
-
-/// The environment read again just before the promote: still on what the
-/// rollback replaces, nothing in flight.
-fn still_on(env: &str, before: Option<&str>, now: &crate::promotion::Env) -> Result<(), Failure> {
-    if now.moving() || now.current.as_deref() != before {
-        return Err(Failure::Deploy(anyhow!(
-            "{env} moved while the rollback was prepared (it served {} when read first; now {}): nothing was promoted; run the rollback again if it is still wanted",
-            before.unwrap_or("no deployment"),
-            now.describe(env)
-        )));
-    }
-    Ok(())
 }
 
 async fn roll_back(ctx: &Ctx<'_>, r: &Rollback) -> Result<(), Failure> {
@@ -301,7 +295,7 @@ async fn roll_back(ctx: &Ctx<'_>, r: &Rollback) -> Result<(), Failure> {
         woke.map_err(|f| f.context(format!("{env} still serves {from}")))?;
     }
     ctx.group(&format!("Promote into {env}"));
-    let promoted = promote(ctx, model_id, env, &target, current.as_deref()).await;
+    let promoted = switch::promote_and_wait(ctx, model_id, env, &target, current.as_deref()).await;
     ctx.end_group();
     let serving = match promoted {
         Ok(s) => s,
@@ -324,24 +318,6 @@ async fn roll_back(ctx: &Ctx<'_>, r: &Rollback) -> Result<(), Failure> {
     ctx.note(line);
     ctx.event("", &format!("{env} rolled back to {serving}"));
     smoke(ctx, model_id, env).await
-}
-
-/// The environment read again (it must not have moved since the first
-/// read), then the promote and its wait: the deployment that serves.
-async fn promote(
-    ctx: &Ctx<'_>,
-    model_id: &str,
-    env: &str,
-    target: &str,
-    current: Option<&str>,
-) -> Result<String, Failure> {
-    let now = ctx
-        .api
-        .read_environment(Kind::Model, model_id, env)
-        .await
-        .map_err(|e| deploy_error(e).context("nothing was promoted"))?;
-    still_on(env, current, &now)?;
-    switch::promote_and_wait(ctx, model_id, env, target, current).await
 }
 
 /// The summary's line for a rollback that moved the environment.
@@ -446,24 +422,6 @@ mod tests {
             matches!(e, Failure::Deploy(_)),
             "a failed read fails closed: {e}"
         );
-    }
-
-    #[test]
-    fn the_environment_must_not_move_before_the_promote() {
-        let env = |v: Value| crate::promotion::Env::parse(&v);
-        let on = |id: &str| env(json!({"name": "production", "current_deployment": {"id": id}}));
-        assert!(still_on("production", Some("d0"), &on("d0")).is_ok());
-        let e = still_on("production", Some("d0"), &on("d9"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("served d0 when read first; now production serves deployment d9"),
-            "{e}"
-        );
-        let flying = env(
-            json!({"name": "production", "current_deployment": {"id": "d0"}, "candidate_deployment": {"id": "d9"}, "in_progress_promotion": {"status": "RELEASING"}}),
-        );
-        assert!(still_on("production", Some("d0"), &flying).is_err());
     }
 
     #[test]

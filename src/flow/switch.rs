@@ -72,10 +72,13 @@ pub(crate) async fn wake(ctx: &Ctx<'_>, model_id: &str, id: &str) -> Result<(), 
     .await
 }
 
-/// Promotes `id` into `env` (once in effect; `previous` is what served it
-/// when read) and waits until a read of the environment shows it serving,
-/// within the promotion's deadline. Answers the deployment that serves:
-/// `id`, or the copy the platform made of it on promotion.
+/// Promotes `id` into `env` in place of `previous` (what served it when
+/// the run read it first) and waits until a read of the environment shows
+/// it serving, within the promotion's deadline. The environment is read
+/// again first: if it moved meanwhile (another run's deploy or promotion),
+/// nothing is promoted — this never replaces a deployment the run did not
+/// see. The promote is sent once in effect. Answers the deployment that
+/// serves: `id`, or the copy the platform made of it on promotion.
 pub(crate) async fn promote_and_wait(
     ctx: &Ctx<'_>,
     model_id: &str,
@@ -85,6 +88,12 @@ pub(crate) async fn promote_and_wait(
 ) -> Result<String, Failure> {
     let api = ctx.api_for(Phase::Promotion);
     let ctx = &ctx.with_api(&api);
+    let now = ctx
+        .api
+        .read_environment(Kind::Model, model_id, env)
+        .await
+        .map_err(|e| super::deploy_error(e).context("nothing was promoted"))?;
+    still_on(env, previous, &now)?;
     let promoted = promote_once(ctx, Kind::Model, model_id, env, id, previous).await?;
     if promoted != id {
         let msg = format!(
@@ -108,14 +117,28 @@ pub(crate) async fn promote_and_wait(
     Ok(promoted)
 }
 
+/// The environment read again just before a promote: still on what the
+/// promote replaces, nothing in flight.
+fn still_on(env: &str, before: Option<&str>, now: &crate::promotion::Env) -> Result<(), Failure> {
+    if now.moving() || now.current.as_deref() != before {
+        return Err(Failure::Deploy(anyhow!(
+            "{env} moved since it was first read (it served {} then; now {}): nothing was promoted; run again if it is still wanted",
+            before.unwrap_or("no deployment"),
+            now.describe(env)
+        )));
+    }
+    Ok(())
+}
+
 /// What serves `env` now, from a read with its own allowance (the run's
-/// deadline may be what ended the step before): the deployment's id when
-/// one serves and nothing is in flight, and the read in words.
+/// deadline may be what ended the step before): the environment's current
+/// deployment (during a promotion in flight too: it still takes traffic,
+/// and the words say what is in flight), and the read in words.
 pub(crate) async fn what_serves(ctx: &Ctx<'_>, model_id: &str, env: &str) -> Serves {
     let api = ctx.api_for(Phase::Lookup);
     match api.read_environment(Kind::Model, model_id, env).await {
         Ok(e) => Serves {
-            settled: (!e.moving()).then(|| e.current.clone()).flatten(),
+            settled: e.current.clone(),
             words: e.describe(env),
         },
         Err(err) => Serves {
@@ -130,7 +153,7 @@ pub(crate) async fn what_serves(ctx: &Ctx<'_>, model_id: &str, env: &str) -> Ser
 /// What a read of an environment showed.
 #[derive(Debug)]
 pub(crate) struct Serves {
-    /// The deployment serving, when the read showed one and nothing moving.
+    /// The environment's current deployment, when the read showed one.
     pub(crate) settled: Option<String>,
     pub(crate) words: String,
 }
@@ -138,6 +161,28 @@ pub(crate) struct Serves {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_environment_must_not_move_before_the_promote() {
+        use serde_json::json;
+        let env = |v: serde_json::Value| crate::promotion::Env::parse(&v);
+        let on = |id: &str| env(json!({"name": "production", "current_deployment": {"id": id}}));
+        assert!(still_on("production", Some("d0"), &on("d0")).is_ok());
+        let e = still_on("production", Some("d0"), &on("d9"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("it served d0 then; now production serves deployment d9"),
+            "{e}"
+        );
+        let flying = env(
+            json!({"name": "production", "current_deployment": {"id": "d0"}, "candidate_deployment": {"id": "d9"}, "in_progress_promotion": {"status": "RELEASING"}}),
+        );
+        assert!(still_on("production", Some("d0"), &flying).is_err());
+        let empty = env(json!({"name": "production", "current_deployment": null}));
+        assert!(still_on("production", None, &empty).is_ok());
+        assert!(still_on("production", Some("d0"), &empty).is_err());
+    }
 
     #[test]
     fn inactive_is_waking_only_after_our_activate() {

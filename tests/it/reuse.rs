@@ -230,3 +230,32 @@ fn a_hash_label_written_by_hand_on_a_foreign_deployment() {
     );
     assert_eq!(count(&fake.requests(), "s3."), 0);
 }
+
+/// Another run moves the environment while the reused deployment wakes:
+/// the environment is read again before the promote, and nothing is
+/// promoted over a deployment this run did not see.
+#[test]
+fn a_deploy_racing_the_reuse_is_never_promoted_over() {
+    let fake = platform(
+        "activation_inactive_seconds: 0\nmodels:\n  - name: by-content\n    environments: [production]\n    deployments: [{id: other01, name: other, created_at: -500}]\nothers:\n  - on: rest.activate_deployment\n    nth: 1\n    action: {promote: {deployment: other01, environment: production}}\n",
+    );
+    let dir = a_truss();
+    deploy_then_change(&fake, dir.path(), &[]);
+    let before = fake.requests().len();
+    let run = push(&fake, dir.path(), "v1-again").run();
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    assert!(
+        run.out("error-message")
+            .contains("production moved since it was first read"),
+        "{run:?}"
+    );
+    assert_eq!(
+        run.out("deployment-id"),
+        "other01",
+        "what serves, read: {run:?}"
+    );
+    let log = since(&fake, before);
+    assert_eq!(count(&log, "rest.promote"), 0, "{log:#?}");
+    assert_eq!(count(&log, "rest.deactivate"), 0, "{log:#?}");
+    assert_eq!(count(&log, "s3."), 0, "{log:#?}");
+}

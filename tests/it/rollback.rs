@@ -209,7 +209,7 @@ fn a_deploy_moving_the_environment_meanwhile_stops_the_rollback() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
         run.out("error-message")
-            .contains("production moved while the rollback was prepared"),
+            .contains("production moved since it was first read"),
         "{run:?}"
     );
     assert_eq!(run.out("rolled-back"), "false");
@@ -232,6 +232,20 @@ fn one_model_target_with_an_environment() {
     assert_eq!(run.code, 2, "{run:?}");
     assert!(
         run.out("error-message").contains("takes one model target"),
+        "{run:?}"
+    );
+    let chain = tempfile::tempdir().unwrap();
+    let file = chain.path().join("chain.py");
+    std::fs::write(&file, "import truss_chains as chains\n").unwrap();
+    let run = Invocation::new(&fake)
+        .arg("truss-directory", file.to_str().unwrap())
+        .command("rollback")
+        .arg("environment", "production")
+        .run();
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.out("error-message")
+            .contains("a chain cannot be rolled back"),
         "{run:?}"
     );
     let dir = truss();
@@ -347,4 +361,53 @@ fn an_audit_log_that_cannot_be_read_changes_nothing() {
         "{run:?}"
     );
     assert_eq!(changes(&fake), vec![]);
+}
+
+/// An environment that re-deploys on promotion serves a copy of the
+/// target: `deployment-id` is the copy, `tested-deployment-id` the target.
+#[test]
+fn a_copy_made_on_promotion_is_what_serves() {
+    let fake = platform(
+        HISTORY,
+        "promote:\n  redeploy_on_promotion: [production]\n  new_deployment_timeline: [[0, ACTIVE]]\n",
+    );
+    let dir = truss();
+    let run = rollback(&fake, dir.path()).run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    let copy = run.out("deployment-id");
+    assert!(!copy.is_empty() && copy != "old01", "{run:?}");
+    assert_eq!(run.out("tested-deployment-id"), "old01");
+    assert_eq!(run.out("rolled-back"), "true");
+    let env = fake.environment(MODEL, "production").unwrap();
+    assert!(format!("{env:?}").contains(copy), "{env:?}");
+    assert!(
+        run.summary.contains("the platform's copy of old01"),
+        "{}",
+        run.summary
+    );
+}
+
+/// Stopped by a signal while the promotion is in flight: nothing is
+/// cleaned up or undone, and the outputs say what serves, from a read.
+#[test]
+fn a_signal_during_the_promotion_reports_what_serves() {
+    let fake = platform(
+        HISTORY,
+        "promote:\n  default:\n    steps:\n      - [0, {status: RELEASING}]\n",
+    );
+    let dir = truss();
+    let run = rollback(&fake, dir.path()).run_signalled_at("rest.promote", "TERM");
+    assert_eq!(run.code, 130, "{run:?}");
+    assert_eq!(run.out("deployment-id"), "cur01", "{run:?}");
+    assert!(
+        run.summary.contains("stopped during the rollback: production serves deployment cur01, with a promotion of old01"),
+        "{}",
+        run.summary
+    );
+    let log = fake.requests();
+    assert!(
+        !log.iter()
+            .any(|e| e.endpoint.contains("deactivate") || e.endpoint.contains("cancel")),
+        "{log:#?}"
+    );
 }
