@@ -15,7 +15,7 @@
 //! changed). Nothing is uploaded, created or deactivated, and no third
 //! deployment is tried when the promote or the smoke test fails: the run
 //! says what serves, from a read. The decisions are pure functions
-//! ([`plan`], and `flow::switch`'s) with table tests; `run` performs them through
+//! ([`needs`], and `flow::switch`'s) with table tests; `run` performs them through
 //! `execute`'s one-target machinery (budget, signals, GitHub).
 
 mod audit;
@@ -144,7 +144,7 @@ impl Work for Rollback {
 
 /// What the reads decided, before any mutation.
 #[derive(Clone, Debug, PartialEq)]
-enum Plan {
+enum Needs {
     /// The target already serves the environment.
     NothingToDo,
     /// Activate it (when `activate`), then promote it.
@@ -153,12 +153,12 @@ enum Plan {
 
 /// The target's reading: whether it can serve and what it needs. `read`
 /// is the target's read; `current`, what serves the environment.
-fn plan(
+fn needs(
     id: &str,
     model: &str,
     read: Result<&Deployment, &ApiError>,
     current: Option<&str>,
-) -> Result<Plan, Failure> {
+) -> Result<Needs, Failure> {
     let d = match read {
         Ok(d) => d,
         Err(e) if e.permanent_status() == Some(404) => {
@@ -173,7 +173,7 @@ fn plan(
         }
     };
     if current == Some(id) {
-        return Ok(Plan::NothingToDo);
+        return Ok(Needs::NothingToDo);
     }
     let status = d.status.trim();
     if !CAN_SERVE.contains(&status) {
@@ -181,7 +181,7 @@ fn plan(
             "deployment {id} is {status}: only a deployment that is ACTIVE, SCALED_TO_ZERO, WAKING_UP or INACTIVE can be put back; nothing was changed"
         )));
     }
-    Ok(Plan::Promote {
+    Ok(Needs::Promote {
         activate: status == "INACTIVE",
     })
 }
@@ -242,7 +242,7 @@ async fn roll_back(ctx: &Ctx<'_>, r: &Rollback) -> Result<(), Failure> {
         }
     };
     let read = ctx.api.deployment(model_id, &target).await;
-    let todo = plan(&target, name, read.as_ref(), current.as_deref()).map_err(|f| match (&r.to, f) {
+    let todo = needs(&target, name, read.as_ref(), current.as_deref()).map_err(|f| match (&r.to, f) {
         // The log named it; the platform no longer has it.
         (None, Failure::InvalidInput(_)) if read.as_ref().is_err() => Failure::InvalidInput(format!(
             "the audit log names deployment {target} as what served {env} before, but the platform no longer has it (deleted): nothing to go back to; nothing was changed (to-deployment names another)"
@@ -263,7 +263,7 @@ async fn roll_back(ctx: &Ctx<'_>, r: &Rollback) -> Result<(), Failure> {
         ));
     }
     let activate = match todo {
-        Plan::NothingToDo => {
+        Needs::NothingToDo => {
             let line = format!(
                 "Nothing to do: deployment {target} already serves {env}; nothing was changed"
             );
@@ -271,7 +271,7 @@ async fn roll_back(ctx: &Ctx<'_>, r: &Rollback) -> Result<(), Failure> {
             ctx.note(line);
             return Ok(());
         }
-        Plan::Promote { activate } => activate,
+        Needs::Promote { activate } => activate,
     };
     let from = current.as_deref().unwrap_or("no deployment");
     if r.dry {
@@ -378,21 +378,21 @@ mod tests {
     #[test]
     fn what_the_target_needs() {
         let ok = |status: &str, current: Option<&str>| {
-            plan("d1", "m", Ok(&dep(status)), current).map_err(|f| f.to_string())
+            needs("d1", "m", Ok(&dep(status)), current).map_err(|f| f.to_string())
         };
         assert_eq!(
             ok("ACTIVE", Some("d0")),
-            Ok(Plan::Promote { activate: false })
+            Ok(Needs::Promote { activate: false })
         );
         assert_eq!(
             ok("SCALED_TO_ZERO", None),
-            Ok(Plan::Promote { activate: false })
+            Ok(Needs::Promote { activate: false })
         );
         assert_eq!(
             ok("INACTIVE", Some("d0")),
-            Ok(Plan::Promote { activate: true })
+            Ok(Needs::Promote { activate: true })
         );
-        assert_eq!(ok("ACTIVE", Some("d1")), Ok(Plan::NothingToDo));
+        assert_eq!(ok("ACTIVE", Some("d1")), Ok(Needs::NothingToDo));
         for bad in [
             "BUILD_FAILED",
             "BUILDING",
@@ -400,7 +400,7 @@ mod tests {
             "DEPLOY_FAILED",
             "UNHEALTHY",
         ] {
-            let e = plan("d1", "m", Ok(&dep(bad)), Some("d0")).unwrap_err();
+            let e = needs("d1", "m", Ok(&dep(bad)), Some("d0")).unwrap_err();
             assert!(matches!(e, Failure::InvalidInput(_)), "{bad}");
             assert!(e.to_string().contains(&format!("is {bad}")), "{e}");
         }
@@ -408,7 +408,7 @@ mod tests {
             status: Some(404),
             message: "not found".into(),
         };
-        let e = plan("d1", "m", Err(&missing), Some("d0")).unwrap_err();
+        let e = needs("d1", "m", Err(&missing), Some("d0")).unwrap_err();
         assert!(matches!(e, Failure::InvalidInput(_)), "{e}");
         assert!(
             e.to_string().contains("is not a deployment of model m"),
@@ -417,7 +417,7 @@ mod tests {
         let lost = ApiError::Ambiguous {
             message: "reset".into(),
         };
-        let e = plan("d1", "m", Err(&lost), Some("d0")).unwrap_err();
+        let e = needs("d1", "m", Err(&lost), Some("d0")).unwrap_err();
         assert!(
             matches!(e, Failure::Deploy(_)),
             "a failed read fails closed: {e}"
