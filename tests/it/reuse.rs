@@ -219,6 +219,26 @@ fn a_hash_label_written_by_hand_on_a_foreign_deployment() {
     );
     assert_eq!(count(&fake.requests(), "rest.promote"), 0);
 
+    // Both labels, but the config.yaml the platform keeps for it is not
+    // this truss's: its labels do not describe it, and the run builds.
+    let forged = platform(&format!(
+        "models:\n  - name: by-content\n    environments: [production]\n    deployments:\n      - {{id: serving01, name: serving, environment: production, created_at: -100}}\n      - {{id: theirs01, name: theirs, created_at: -50, raw_config: \"model_name: something-else\\n\", labels: {{{LABEL}: '{hash}', truss_push_run: forged}}}}\n"
+    ));
+    let run = push(&forged, dir.path(), "v1").run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_eq!(run.out("reused"), "false", "{run:?}");
+    assert!(
+        run.everything().contains("deployment theirs01 carries this source's hash but the config.yaml the platform keeps for it differs"),
+        "{run:?}"
+    );
+    assert_eq!(count(&forged.requests(), "rest.promote"), 0);
+    let configs_read = forged
+        .requests()
+        .into_iter()
+        .filter(|e| e.endpoint == "rest.get_deployment_config" && e.path.contains("theirs01"))
+        .count();
+    assert_eq!(configs_read, 1);
+
     let fake = scenario(&format!("{{{LABEL}: '{hash}', truss_push_run: forged}}"));
     let run = push(&fake, dir.path(), "v1").run();
     assert_eq!(run.status(), "success", "{run:?}");

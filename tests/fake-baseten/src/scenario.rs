@@ -431,6 +431,10 @@ pub struct ExistingDeploymentSpec {
     /// Labels another client created it with (`truss push --labels`).
     #[serde(default)]
     pub labels: Option<Value>,
+    /// The `config.yaml` text the platform keeps for it (`GET …/config?
+    /// output_format=raw`); none by default.
+    #[serde(default)]
+    pub raw_config: Option<String>,
     /// When it was created, in scenario seconds (negative: before the run;
     /// default 0).
     #[serde(default)]

@@ -106,6 +106,7 @@ impl Platform {
                             environment: Some(super::PRODUCTION.into()),
                             is_draft: false,
                             labels: None,
+                            raw_config: None,
                             created_at: 0.0,
                             settings: None,
                         }],
