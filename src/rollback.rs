@@ -187,6 +187,26 @@ fn needs(
 }
 
 async fn roll_back(ctx: &Ctx<'_>, r: &Rollback) -> Result<(), Failure> {
+    match choose(ctx, r).await? {
+        Some(chosen) => put_in(ctx, &r.env, &chosen).await,
+        None => Ok(()),
+    }
+}
+
+/// What the reads chose: the model, what serves, the target and whether
+/// it must be woken first.
+struct Chosen {
+    model_id: String,
+    current: Option<String>,
+    target: String,
+    activate: bool,
+}
+
+/// Every read before a change, and every refusal: the model, the
+/// environment, the target and its state. `None` when there is nothing
+/// to change (the target serves already, or a dry run said what it would
+/// do).
+async fn choose(ctx: &Ctx<'_>, r: &Rollback) -> Result<Option<Chosen>, Failure> {
     let (cfg, env) = (ctx.cfg, r.env.as_str());
     let name = cfg.model_name.as_str();
     let team = flow::pick_team(ctx, async || {
@@ -269,7 +289,7 @@ async fn roll_back(ctx: &Ctx<'_>, r: &Rollback) -> Result<(), Failure> {
             );
             ctx.notice(&line);
             ctx.note(line);
-            return Ok(());
+            return Ok(None);
         }
         Needs::Promote { activate } => activate,
     };
@@ -281,23 +301,54 @@ async fn roll_back(ctx: &Ctx<'_>, r: &Rollback) -> Result<(), Failure> {
         );
         ctx.notice(&line);
         ctx.note(line);
-        return Ok(());
+        return Ok(None);
     }
+    Ok(Some(Chosen {
+        model_id: model_id.to_string(),
+        current,
+        target,
+        activate,
+    }))
+}
+
+/// The changes: wake the target when inactive, promote it, wait until it
+/// serves, smoke-test the environment. A failure says what serves, from a
+/// read, and tries no other deployment.
+async fn put_in(ctx: &Ctx<'_>, env: &str, chosen: &Chosen) -> Result<(), Failure> {
+    let Chosen {
+        model_id,
+        current,
+        target,
+        activate,
+    } = chosen;
+    let (model_id, target) = (model_id.as_str(), target.as_str());
+    let from = current.as_deref().unwrap_or("no deployment");
+    let status = ctx
+        .state
+        .lock()
+        .unwrap()
+        .last_status
+        .clone()
+        .unwrap_or_default();
     ctx.state.lock().unwrap().previous_deployment_id = current.clone();
     ctx.say(&format!(
         "Rolling {env} back from {from} to deployment {target} ({status})"
     ));
     ctx.end_group();
-    if activate {
-        ctx.group(&format!("Activate {target}"));
-        let woke = switch::wake(ctx, model_id, &target).await;
+    let promoted = async {
+        if *activate {
+            ctx.group(&format!("Activate {target}"));
+            let woke = switch::wake(ctx, model_id, target).await;
+            ctx.end_group();
+            woke?;
+        }
+        ctx.group(&format!("Promote into {env}"));
+        let promoted =
+            switch::promote_and_wait(ctx, model_id, env, target, current.as_deref()).await;
         ctx.end_group();
-        woke.map_err(|f| f.context(format!("{env} still serves {from}")))?;
-    }
-    ctx.group(&format!("Promote into {env}"));
-    let promoted = switch::promote_and_wait(ctx, model_id, env, &target, current.as_deref()).await;
-    ctx.end_group();
-    let serving = match promoted {
+        promoted
+    };
+    let serving = match promoted.await {
         Ok(s) => s,
         Err(f) => {
             let now = switch::what_serves(ctx, model_id, env).await;
@@ -309,11 +360,11 @@ async fn roll_back(ctx: &Ctx<'_>, r: &Rollback) -> Result<(), Failure> {
         let mut st = ctx.state.lock().unwrap();
         st.deployment_id = Some(serving.clone());
         if serving != target {
-            st.tested_deployment_id = Some(target.clone());
+            st.tested_deployment_id = Some(target.to_string());
         }
         st.rolled_back = Some(true);
     }
-    let line = summary_line(env, &serving, &target, from);
+    let line = summary_line(env, &serving, target, from);
     ctx.notice(&line);
     ctx.note(line);
     ctx.event("", &format!("{env} rolled back to {serving}"));

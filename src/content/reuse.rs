@@ -112,7 +112,12 @@ pub(crate) fn choose(listed: &[Deployment], ours: &str, serving: Option<&str>) -
             moment(&created),
             Reusable {
                 id: d.id.clone(),
-                name: d.name.clone().filter(|n| !n.is_empty()),
+                // The platform's answer: shown only when it is a name a
+                // deployment may have.
+                name: d
+                    .name
+                    .clone()
+                    .filter(|n| crate::settings::is_valid_deployment_name(n)),
                 created,
                 status,
             },

@@ -5,7 +5,9 @@
 //! that fails, or a log that does not decide, refuses before any
 //! mutation and says why.
 
-use crate::baseten::AuditEntry;
+use anyhow::anyhow;
+
+use crate::baseten::{AuditEntry, id};
 use crate::flow::{Ctx, deploy_error};
 use crate::history::{Previous, previous_serving};
 use crate::outcome::Failure;
@@ -27,6 +29,17 @@ pub(super) async fn target(
             ))
         })?;
     let promotions: Vec<_> = entries.iter().filter_map(AuditEntry::promotion).collect();
+    // Every id the derivation reads is the platform's answer: one that is
+    // not a deployment id decides nothing (and is never shown as it is).
+    if let Some(refused) = promotions
+        .iter()
+        .filter(|p| p.environment.as_deref() == Some(env))
+        .find_map(|p| id::check(&p.deployment).err())
+    {
+        return Err(Failure::Deploy(anyhow!(
+            "the model's audit log names a deployment promoted into {env} by an id that is not one ({refused}), so it does not decide what served before {current}; nothing was changed (to-deployment names a deployment without it)"
+        )));
+    }
     // A promotion in flight was refused before: there is no candidate.
     decided(
         previous_serving(&promotions, env, current, None),

@@ -411,3 +411,23 @@ fn a_signal_during_the_promotion_reports_what_serves() {
         "{log:#?}"
     );
 }
+
+/// An audit entry whose deployment id is not one decides nothing, and the
+/// id is never shown as the platform wrote it.
+#[test]
+fn an_audit_entry_with_an_id_that_is_not_one_decides_nothing() {
+    let fake = platform(
+        "    - {at: -250, event_type: MODEL_DEPLOYMENT_PROMOTED, model: rb-model, deployment: \"old01\\n::error::FORGED\", environment: production}\n    - {at: -150, event_type: MODEL_DEPLOYMENT_PROMOTED, model: rb-model, deployment: cur01, environment: production}\n",
+        "",
+    );
+    let dir = truss();
+    let run = rollback(&fake, dir.path()).run();
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    assert!(
+        run.out("error-message")
+            .contains("by an id that is not one"),
+        "{run:?}"
+    );
+    assert!(!run.everything().contains("::error::FORGED"), "{run:?}");
+    assert_eq!(changes(&fake), vec![]);
+}
