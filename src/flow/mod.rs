@@ -524,6 +524,10 @@ mod tests {
         let mut unchanged = st(None, Some("serving"), &[]);
         unchanged.by_content.unchanged = Some(true);
         assert_eq!(left(&unchanged), "");
+        // Nor did a reused one: promoted, never created.
+        let mut reused = st(Some("older"), Some("older"), &[]);
+        reused.by_content.reused = Some(true);
+        assert_eq!(left(&reused), "");
         // A create whose lookup never ended, and one that could not be told.
         let mut unknown = st(None, None, &[]);
         unknown.unsettled.push("could not be told".into());
