@@ -25,6 +25,7 @@ mod ci_context;
 pub mod cli;
 mod config;
 mod content;
+mod drift;
 pub mod env_vars;
 mod evidence;
 mod execute;

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 /// each other.
 const LAYERS: &[(&str, &[&str])] = &[
     ("entry", &["main", "lib", "run"]),
-    ("modes", &["multi", "execute", "plan"]),
+    ("modes", &["multi", "execute", "plan", "drift"]),
     ("the run value every mode takes", &["handles"]),
     (
         "targets and reporting",
