@@ -13,9 +13,10 @@
 //! a handle of their own that carries that phase's deadline: no deadline
 //! is shared between phases.
 
+pub(crate) mod audit;
 mod chains;
 mod error;
-mod id;
+pub(crate) mod id;
 mod inference;
 mod models;
 mod probe;
