@@ -187,13 +187,7 @@ mod tests {
 
     #[test]
     fn the_key_prefix_is_the_text_before_the_first_dot() {
-        assert_eq!(
-            key_prefix(&Secret::new("abcd1234.secretpart".into())),
-            "abcd1234"
-        );
-        assert_eq!(
-            key_prefix(&Secret::new("nodotsatallhere".into())),
-            "nodotsat"
-        );
+        assert_eq!(key_prefix(&Secret::new("abcd1234.secretpart")), "abcd1234");
+        assert_eq!(key_prefix(&Secret::new("nodotsatallhere")), "nodotsat");
     }
 }

@@ -213,8 +213,8 @@ pub(crate) fn outside<'a>(
 ) -> Option<&'a Touch> {
     let mut sorted: Vec<&Touch> = entries.iter().collect();
     sorted.sort_by_key(|t| t.at);
-    let anchor = sorted.iter().rposition(|t| t.places(env) && t.ours(prefix));
-    let after: Vec<&Touch> = match anchor {
+    let last_ours = sorted.iter().rposition(|t| t.places(env) && t.ours(prefix));
+    let after: Vec<&Touch> = match last_ours {
         Some(i) => {
             let at = sorted[i].at;
             sorted
