@@ -250,3 +250,90 @@ fn drift_without_an_environment_is_an_input_error_before_any_request() {
     );
     assert!(fake.requests().is_empty(), "{:#?}", fake.requests());
 }
+
+/// The measurement in BENCHMARKS.md ("Reading many targets"), not a
+/// check: 50 model targets, each with a 1 MiB file to hash, served in
+/// production, read through a link with a 100 ms round trip. Times a plan
+/// by content and a drift check of this build, and, when
+/// `TRUSS_PUSH_BASELINE` names an older binary, that binary's plan
+/// beside them. Run it with
+/// `TRUSS_PUSH_BASELINE=… cargo test --test it drift::bench -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement for BENCHMARKS.md, not a check"]
+fn bench_fifty_targets_through_a_100_ms_round_trip() {
+    use fake_baseten::proxy::{Shape, ShapedLink};
+    use std::time::Instant;
+
+    let fake = platform();
+    let names: Vec<String> = (0..50).map(|i| format!("m{i:02}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (root, dirs) = model_dirs(&refs);
+    let mut weights = vec![0u8; 1 << 20];
+    for d in &dirs {
+        fastrand::fill(&mut weights);
+        std::fs::write(d.join("model/weights.bin"), &weights).unwrap();
+    }
+    let run = Invocation::new(&fake)
+        .arg("truss-directory", target_list(&dirs))
+        .arg("environment", "production")
+        .arg("max-parallel", "8")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    let link = ShapedLink::start_in_background(
+        fake.addr(),
+        Shape::parse(&std::env::var("TRUSS_PUSH_BENCH_SHAPE").unwrap_or("rtt=100ms".into()))
+            .unwrap(),
+    )
+    .unwrap();
+    let targets = target_list(&dirs);
+    let timed = |bin: &str, args: &[&str]| {
+        let mut cmd = std::process::Command::new(bin);
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", root.path())
+            .current_dir(root.path())
+            .args([
+                format!("--baseten-api-key={API_KEY}"),
+                format!("--app-url={}", link.url()),
+                format!("--api-url={}", link.url()),
+                format!("--truss-directory={targets}"),
+                "--environment=production".into(),
+            ])
+            .args(args);
+        let started = Instant::now();
+        let out = cmd.output().unwrap();
+        let took = started.elapsed();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        (took, out.status.code(), stdout + &stderr)
+    };
+    let ours = env!("CARGO_BIN_EXE_truss-push");
+    let plan = ["--plan=true", "--skip-unchanged=true"];
+    let mut rows = Vec::new();
+    if let Ok(baseline) = std::env::var("TRUSS_PUSH_BASELINE") {
+        rows.push((
+            "plan by content, baseline (one target after another)",
+            timed(&baseline, &plan),
+        ));
+    }
+    rows.push(("plan by content, this build", timed(ours, &plan)));
+    rows.push(("drift, this build", timed(ours, &["--command=drift"])));
+    for (what, (took, code, out)) in &rows {
+        let unchanged = out.matches("  unchanged: ").count();
+        let in_sync = out.matches("  in-sync: ").count();
+        println!(
+            "| {what} | {:.2} s | exit {} | {} |",
+            took.as_secs_f64(),
+            code.unwrap_or(-1),
+            if in_sync > 0 {
+                format!("{in_sync} of 50 in sync")
+            } else {
+                format!("{unchanged} of 50 left out as unchanged")
+            }
+        );
+    }
+    println!(
+        "peak connections through the link: {}",
+        link.peak_connections()
+    );
+}
