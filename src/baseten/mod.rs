@@ -39,11 +39,12 @@ use crate::net::{self, BodyError};
 use crate::retry::{self, Classify, Policy};
 use crate::secret::Secret;
 
+pub(crate) use audit::AuditEntry;
 pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest};
 pub(crate) use error::ApiError;
 pub(crate) use models::{CreateRequest, Created};
 pub(crate) use promote::PromoteFlags;
-pub(crate) use rest::{AuditEntry, Deployment, Environment, Listed, LogLine};
+pub(crate) use rest::{Deployment, Environment, Listed, LogLine};
 pub(crate) use urls::{Endpoints, is_loopback};
 pub(crate) use wire::{OrderedObject, dumps as python_json};
 

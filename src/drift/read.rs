@@ -13,9 +13,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::verdict::{AUDIT_GROUPS, Reads, Serves, Touch, Who, when};
-use crate::baseten::Api;
-use crate::baseten::audit::AuditEntry;
+use super::verdict::{AUDIT_GROUPS, Reads, Serves, Touch, Who};
+use crate::baseten::{Api, AuditEntry};
 use crate::content::plan::Workspace;
 use crate::content::skip::{self, Why};
 use crate::secret::Secret;
@@ -93,13 +92,13 @@ async fn audit(api: &Api, model_id: &str) -> Result<Vec<Touch>, String> {
 /// The words an audit entry's `source` may be (`AuditLogSourceV1`).
 const SOURCES: [&str; 5] = ["UI", "API", "MCP", "SYSTEM", "OTHER"];
 
-/// One audit entry typed and checked: a time that is not RFC 3339 fails
-/// the read (the entry cannot be placed, so nothing after it can be
+/// One audit entry typed and checked: a time that is not the log's ISO
+/// 8601 (`history::instant`) fails the read (the entry cannot be placed, so nothing after it can be
 /// told); any other value that is not what its field may be is dropped.
 fn touch(e: &AuditEntry) -> Result<Touch, String> {
-    let at = when(&e.created).ok_or_else(|| {
+    let at = crate::history::instant(&e.created).ok_or_else(|| {
         format!(
-            "the audit log has an entry whose time is not RFC 3339 ({:?})",
+            "the audit log has an entry whose time is not an ISO 8601 UTC time ({:?})",
             e.created.chars().take(40).collect::<String>()
         )
     })?;
@@ -124,7 +123,7 @@ fn touch(e: &AuditEntry) -> Result<Touch, String> {
                     .to_string()
             }),
             kind: actor
-                .and_then(|a| a.kind.as_deref())
+                .map(|a| a.kind.as_str())
                 .filter(|k| word(k, 32, |c| c.is_ascii_uppercase() || c == '_'))
                 .map(str::to_string),
             key_prefix: actor

@@ -112,7 +112,7 @@ pub(crate) fn found(env: &str, checked: &[Checked]) -> DriftFound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drift::verdict::{Touch, Who, when};
+    use crate::drift::verdict::{Touch, Who};
 
     fn checked(shown: &str, drift: Drift, changed: Option<Touch>) -> Checked {
         Checked {
@@ -133,7 +133,7 @@ mod tests {
     #[test]
     fn the_report_and_the_table_name_every_target_in_order() {
         let by_hand = Touch {
-            at: when("2026-12-01T10:00:00Z").unwrap(),
+            at: crate::history::instant("2026-12-01T10:00:00Z").unwrap(),
             created: "2026-12-01T10:00:00Z".into(),
             event_type: "MODEL_DEPLOYMENT_PROMOTED".into(),
             deployment_id: Some("d1".into()),

@@ -44,71 +44,6 @@ impl Drift {
     }
 }
 
-/// A moment the audit log gave, as seconds and nanoseconds since the
-/// epoch: entries are ordered by it, never by the answer's order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct When(i64, u32);
-
-/// `created` as RFC 3339 (`2026-12-01T10:00:00Z`, `…00.123+02:00`), or
-/// `None` when it is not one.
-pub(crate) fn when(text: &str) -> Option<When> {
-    let b = text.as_bytes();
-    let digits = |from: usize, n: usize| -> Option<i64> {
-        let part = b.get(from..from + n)?;
-        part.iter().all(u8::is_ascii_digit).then(|| {
-            part.iter()
-                .fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0'))
-        })
-    };
-    let (y, mo, d) = (digits(0, 4)?, digits(5, 2)?, digits(8, 2)?);
-    let (h, mi, s) = (digits(11, 2)?, digits(14, 2)?, digits(17, 2)?);
-    let seps = [(4, b'-'), (7, b'-'), (13, b':'), (16, b':')];
-    if seps.iter().any(|&(i, c)| b[i] != c) || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
-        return None;
-    }
-    let mut at = 19;
-    let mut nanos = 0u32;
-    if b.get(at) == Some(&b'.') {
-        at += 1;
-        let start = at;
-        while b.get(at).is_some_and(u8::is_ascii_digit) {
-            at += 1;
-        }
-        let frac = &text[start..at];
-        if frac.is_empty() || frac.len() > 9 {
-            return None;
-        }
-        nanos = format!("{frac:0<9}").parse().ok()?;
-    }
-    let offset = match &b[at..] {
-        [b'Z' | b'z'] => 0,
-        [sign @ (b'+' | b'-'), ..] if b.len() == at + 6 && b[at + 3] == b':' => {
-            let (oh, om) = (digits(at + 1, 2)?, digits(at + 4, 2)?);
-            if oh > 23 || om > 59 {
-                return None;
-            }
-            let o = oh * 3600 + om * 60;
-            if *sign == b'+' { o } else { -o }
-        }
-        _ => return None,
-    };
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let (y, mo) = if mo <= 2 {
-        (y - 1, mo + 9)
-    } else {
-        (y, mo - 3)
-    };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * mo + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(When(days * 86_400 + h * 3600 + mi * 60 + s - offset, nanos))
-}
-
 /// Who an audit entry says acted, as read (each value checked by the
 /// caller before it is kept: see `read.rs`).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -138,7 +73,9 @@ impl Who {
 /// One audit entry, typed.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Touch {
-    pub(crate) at: When,
+    /// `created` as nanoseconds since 1970 (`history::instant`): entries
+    /// are ordered by it, never by the answer's order.
+    pub(crate) at: u128,
     /// `created` as the platform wrote it.
     pub(crate) created: String,
     pub(crate) event_type: String,
