@@ -41,6 +41,8 @@ pub(crate) enum Seen {
 /// (BENCHMARKS.md), and the platform never sees more than this many of
 /// our reads in flight.
 pub(crate) const TARGETS_AT_ONCE: usize = 16;
+// Issue 39: at least 8 targets at a time.
+const _: () = assert!(TARGETS_AT_ONCE >= 8);
 
 /// `read` over `items`, at most [`TARGETS_AT_ONCE`] under way at a time,
 /// answered in the items' order (so what is said of them reads in order).
@@ -254,4 +256,37 @@ async fn compare(
         },
     };
     Ok((verdict, hash.hex))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures_util::StreamExt;
+
+    use super::*;
+
+    /// `at_once` keeps exactly `TARGETS_AT_ONCE` reads under way while
+    /// there are more, and answers in the items' order.
+    #[tokio::test]
+    async fn reads_run_side_by_side_bounded_and_answer_in_order() {
+        let (now, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let answers: Vec<usize> = at_once(0..40, |i| {
+            let (now, most) = (&now, &most);
+            async move {
+                let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(n, Ordering::SeqCst);
+                // Later items finish first: the answers keep their order.
+                for _ in 0..(40 - i) {
+                    tokio::task::yield_now().await;
+                }
+                now.fetch_sub(1, Ordering::SeqCst);
+                i
+            }
+        })
+        .collect()
+        .await;
+        assert_eq!(answers, (0..40).collect::<Vec<_>>());
+        assert_eq!(most.load(Ordering::SeqCst), TARGETS_AT_ONCE);
+    }
 }

@@ -254,6 +254,72 @@ fn drift_without_an_environment_is_an_input_error_before_any_request() {
     assert!(fake.requests().is_empty(), "{:#?}", fake.requests());
 }
 
+/// Hostile: a deployment someone else made with another key, carrying a
+/// content label written by hand with this source's very hash, and an
+/// audit log served oldest first that names a deployment since deleted.
+/// The label matches; the log, ordered by time, shows another key put it
+/// into production after this key's last promotion: changed-outside, not
+/// in sync.
+#[test]
+fn a_label_copied_onto_a_deployment_made_with_another_key_is_changed_outside() {
+    // The source's hash, as a deploy records it.
+    let first = platform();
+    let (_root, dirs) = model_dirs(&["alpha"]);
+    let id = deploy(&first, &dirs, "first").remove(0);
+    let labels = first
+        .deployments()
+        .into_iter()
+        .find(|d| d.id == id)
+        .and_then(|d| d.labels)
+        .unwrap();
+    let hash = labels["truss_push_content_hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let fake = fake(&format!(
+        "name: drift\nmanual_clock: true\nmodels:\n  - name: alpha\n    deployments: [{{id: hand0001, name: by-hand, environment: production, labels: {{truss_push_content_hash: {hash}}}}}]\naudit_log:\n  order: recorded\n  entries:\n    - {{at: -3600, event_type: MODEL_DEPLOYMENT_PROMOTED, model: alpha, deployment: gone0001, environment: production}}\n    - {{at: -60, event_type: MODEL_DEPLOYED, model: alpha, deployment: hand0001, environment: production, by: {{api_key_prefix: otherkey}}}}\n"
+    ));
+    let run = drift(&fake, &target_list(&dirs)).run();
+    assert_eq!(run.code, 7, "{run:?}");
+    assert_eq!(states(&run), ["changed-outside"], "{run:?}");
+    let r = report(&run);
+    assert_eq!(r[0]["serving_hash"], r[0]["source_hash"], "{r:#?}");
+    assert_eq!(r[0]["changed_by"]["api_key_prefix"], "otherkey", "{r:#?}");
+    assert_eq!(r[0]["changed_by"]["event"], "MODEL_DEPLOYED");
+    assert_eq!(r[0]["changed_by"]["deployment_id"], "hand0001");
+}
+
+/// The targets are read side by side: through a link with a round trip,
+/// at least 8 connections carry drift's reads at once (the bound, 16
+/// targets at a time, is `content::plan::at_once`'s unit test: an open
+/// connection count can pass it, the pool keeping a connection it opened
+/// while another came free).
+#[test]
+fn targets_are_read_side_by_side_and_bounded() {
+    use fake_baseten::proxy::{Shape, ShapedLink};
+    let fake = platform();
+    let names: Vec<String> = (0..20).map(|i| format!("m{i:02}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (_root, dirs) = model_dirs(&refs);
+    let run = Invocation::new(&fake)
+        .arg("truss-directory", target_list(&dirs))
+        .arg("environment", "production")
+        .arg("max-parallel", "8")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    let link =
+        ShapedLink::start_in_background(fake.addr(), Shape::parse("rtt=200ms").unwrap()).unwrap();
+    let run = drift(&fake, &target_list(&dirs))
+        .arg("app-url", link.url())
+        .arg("api-url", link.url())
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(states(&run), vec!["in-sync"; 20], "{run:?}");
+    let peak = link.peak_connections();
+    assert!(peak >= 8, "peak {peak} connections");
+}
+
 /// The measurement in BENCHMARKS.md ("Reading many targets"), not a
 /// check: 50 model targets, each with a 1 MiB file to hash, served in
 /// production, read through a link with a 100 ms round trip. Times a plan
