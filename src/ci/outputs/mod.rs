@@ -86,6 +86,12 @@ pub(crate) struct Outputs {
     /// With `skip-unchanged`: `true` when the source already served the
     /// environment and nothing was deployed. Written only when set.
     pub(crate) unchanged: Option<bool>,
+    /// `command: drift`: `true` when any target drifted. Written only
+    /// then, like the next one.
+    pub(crate) drift: Option<bool>,
+    /// `command: drift`: a JSON array, one object per target (never in a
+    /// dotenv file: it is JSON, and the 5 KiB would cut it).
+    pub(crate) drift_report: Option<String>,
     /// Plan mode: the targets as a CI matrix (`{"include": [...]}`).
     /// Written only when set, like the next two, so a single-target run's
     /// outputs stay exactly as they were.
@@ -118,6 +124,8 @@ impl Outputs {
             tested_deployment_id: String::new(),
             rolled_back: None,
             unchanged: None,
+            drift: None,
+            drift_report: None,
             matrix: None,
             targets_count: None,
             results: None,
@@ -148,7 +156,9 @@ impl Outputs {
             &mut self.previous_deployment_id,
             &mut self.tested_deployment_id,
         ];
-        let optional = [&mut self.matrix, &mut self.results].into_iter().flatten();
+        let optional = [&mut self.matrix, &mut self.results, &mut self.drift_report]
+            .into_iter()
+            .flatten();
         let evidence = self.evidence.iter_mut().map(|(_, v)| v);
         for field in texts.into_iter().chain(optional).chain(evidence) {
             if let Cow::Owned(c) = clean(field) {
@@ -201,6 +211,12 @@ impl Outputs {
         ];
         if let Some(u) = self.unchanged {
             entries.push(("unchanged", u.to_string()));
+        }
+        if let Some(d) = self.drift {
+            entries.push(("drift", d.to_string()));
+        }
+        if let Some(r) = &self.drift_report {
+            entries.push(("drift-report", r.clone()));
         }
         if let Some(m) = &self.matrix {
             entries.push(("matrix", m.clone()));
