@@ -142,10 +142,16 @@ pub(crate) const EXIT_CLEANUP_FAILED: u8 = 5;
 /// would read nothing, so the step must not pass. A run that already failed
 /// keeps its own exit code.
 pub(crate) const EXIT_OUTPUTS_NOT_WRITTEN: u8 = 6;
+/// Exit code of `command: drift` when every read succeeded (status
+/// `success`) and some target's environment does not serve what the
+/// repository says (`drift: true`), as `terraform plan
+/// -detailed-exitcode` answers 2: a scheduled job fails on drift and
+/// only on drift. A read that failed is exit 1 instead, never 0 or 7.
+pub(crate) const EXIT_DRIFTED: u8 = 7;
 /// Exit code of a cancelled run whose cleanup could not finish (its
 /// deactivate hung past the signal's seconds, a second signal came, or
 /// what a create in flight made could not be looked up): `deployment-id`
-/// names what is left running. 7 is reserved.
+/// names what is left running.
 pub(crate) const EXIT_CLEANUP_UNFINISHED: u8 = 8;
 pub(crate) const EXIT_CANCELLED: u8 = 130;
 

@@ -8,7 +8,9 @@ use crate::ci::{self, Cell, CiEnv, Level, Outputs, Reporter, SummaryInput, Table
 use crate::config::Config;
 use crate::flow::State;
 use crate::kind::Kind;
-use crate::outcome::{EXIT_DEPLOY_FAILED, EXIT_OUTPUTS_NOT_WRITTEN, EXIT_SUCCESS, Failure, Status};
+use crate::outcome::{
+    EXIT_DEPLOY_FAILED, EXIT_DRIFTED, EXIT_OUTPUTS_NOT_WRITTEN, EXIT_SUCCESS, Failure, Status,
+};
 use crate::secret;
 use crate::settings::OutputSettings;
 
@@ -55,6 +57,8 @@ pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Ou
         rolled_back: st.rolled_back,
         unchanged: st.by_content.unchanged,
         reused: st.by_content.reused,
+        drift: st.drift.as_ref().map(|d| d.drifted),
+        drift_report: st.drift.as_ref().map(|d| d.report.clone()),
         matrix: None,
         targets_count: None,
         results: None,
@@ -197,6 +201,12 @@ pub(crate) fn report(
                 "could not write the step summary (GITHUB_STEP_SUMMARY): {e:#}"
             ));
         }
+    } else if let (Some(path), Some(d)) = (&ci_env.github_step_summary, &st.drift) {
+        if let Err(e) = drift_summary(path, d, status) {
+            r.warning(&format!(
+                "could not write the step summary (GITHUB_STEP_SUMMARY): {e:#}"
+            ));
+        }
     } else if let Some(path) = &ci_env.github_step_summary {
         let page = match (cfg, &st.model_id, &st.chain_id) {
             (Some(cfg), Some(m), _) => cfg.endpoints.model_page(m),
@@ -251,8 +261,10 @@ pub(crate) fn report(
         );
     }
     r.finish();
+    let drifted = st.drift.as_ref().is_some_and(|d| d.drifted);
     let code = match result {
         Ok(()) if lost => EXIT_OUTPUTS_NOT_WRITTEN,
+        Ok(()) if drifted => EXIT_DRIFTED,
         Ok(()) => EXIT_SUCCESS,
         Err(f) => f.exit_code(),
     };
@@ -268,6 +280,23 @@ pub(crate) fn report(
         ));
     }
     code
+}
+
+/// `command: drift`'s summary: one table, a row per target, "ok" only
+/// when every target is in sync and every read succeeded.
+fn drift_summary(
+    path: &std::path::Path,
+    d: &crate::content::record::DriftFound,
+    status: Status,
+) -> anyhow::Result<()> {
+    let table = TableSummary {
+        heading: &d.heading,
+        ok: status == Status::Success && !d.drifted,
+        columns: crate::content::record::DRIFT_COLUMNS,
+        rows: &d.rows,
+        details: &d.details,
+    };
+    ci::append_table_summary(path, &table)
 }
 
 #[cfg(test)]

@@ -61,7 +61,8 @@ pub(crate) fn command() -> Command {
         .version(env!("CARGO_PKG_VERSION"))
         .about(env!("CARGO_PKG_DESCRIPTION"))
         // Repeating a flag is not an error: the last value wins.
-        .args_override_self(true);
+        .args_override_self(true)
+        .after_help(exit_codes_help());
     for spec in INPUTS {
         let mut arg = Arg::new(spec.name)
             .long(spec.name)
@@ -78,6 +79,18 @@ pub(crate) fn command() -> Command {
         cmd = cmd.arg(arg);
     }
     cmd
+}
+
+/// The exit codes, under `--help` (docs/reference.md has each in full).
+fn exit_codes_help() -> String {
+    use crate::outcome::*;
+    format!(
+        "Exit codes: {EXIT_SUCCESS} success; {EXIT_DEPLOY_FAILED} deploy_failed (drift: a read failed); \
+         {EXIT_INVALID_INPUT} invalid input; {EXIT_DEPLOY_TIMEOUT} deploy_timeout; \
+         {EXIT_PREDICT_FAILED} predict_failed; {EXIT_CLEANUP_FAILED} cleanup_failed; \
+         {EXIT_OUTPUTS_NOT_WRITTEN} outputs not written; {EXIT_DRIFTED} drift found (command: drift); \
+         {EXIT_CLEANUP_UNFINISHED} cancelled, cleanup unfinished; {EXIT_CANCELLED} cancelled."
+    )
 }
 
 /// Whether the argument `arg` is the one clap refused: `bad` as clap names

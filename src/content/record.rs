@@ -23,3 +23,22 @@ impl ByContent {
         self.change.as_ref().map(diff::markdown)
     }
 }
+
+/// What `command: drift` found, kept in the run's state for the outputs,
+/// the exit code and the summary (`drift::run` fills it).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct DriftFound {
+    /// Any target drifted (`source-changed`, `changed-outside`,
+    /// `not-deployed`): the `drift` output, and exit 7 when every read
+    /// succeeded.
+    pub(crate) drifted: bool,
+    /// The `drift-report` output: a JSON array, one object per target.
+    pub(crate) report: String,
+    /// The summary's table.
+    pub(crate) heading: String,
+    pub(crate) rows: Vec<Vec<crate::ci::Cell>>,
+    pub(crate) details: Vec<String>,
+}
+
+/// The drift summary's columns.
+pub(crate) const DRIFT_COLUMNS: &[&str] = &["Target", "State", "Serving", "Why"];

@@ -79,6 +79,8 @@ pub(crate) struct State {
     pub(crate) uploaders: Vec<crate::s3::Uploader>,
     /// The content hash, the `unchanged` verdict and what changes.
     pub(crate) by_content: crate::content::record::ByContent,
+    /// What `command: drift` found.
+    pub(crate) drift: Option<crate::content::record::DriftFound>,
     /// The reads that only inform, under way, for the report
     /// (`inform::for_report`).
     pub(crate) informing: inform::Pending,

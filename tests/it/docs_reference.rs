@@ -273,6 +273,10 @@ const EXIT_MEANINGS: &[(&str, &str)] = &[
         "the deploy succeeded but `GITHUB_OUTPUT` or the outputs file could not be written; the error names which failed and which received the outputs (a failed run keeps its own code; `status` keeps the deploy's word)",
     ),
     (
+        "EXIT_DRIFTED",
+        "`success`: `command: drift` read every target and some environment does not serve what the repository says (`drift: true`, each target's state in `drift-report`); a read that failed is 1 instead, never 0 or 7",
+    ),
+    (
         "EXIT_CLEANUP_UNFINISHED",
         "`deploy_failed`: cancelled (a signal, or fail-fast), and cleanup could not finish — its deactivate outlasted the signal's seconds, a second signal came, or what a create in flight made could not be told; `deployment-id` names what may be left running, `error-message` says what to deactivate",
     ),

@@ -24,6 +24,7 @@ mod complete_window;
 mod config_parity;
 mod deadline_cuts;
 mod docs_reference;
+mod drift;
 mod environment;
 mod evidence;
 mod fanout;

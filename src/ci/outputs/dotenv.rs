@@ -87,6 +87,8 @@ fn compact_json(text: &str) -> Option<String> {
 /// Every rule GitLab enforces holds: one `NAME=value` line per output, names
 /// `TRUSS_PUSH_` + the output name upper-cased with `-` → `_`, no blank
 /// lines, no comments, no quoting, at most 20 variables, under 5 KiB.
+/// `drift-report` is left out (JSON, which the 5 KiB would cut: read it
+/// from a JSON outputs file or `--json`); `drift` is written.
 /// Values are single-line: `predict-response` is compact JSON when the
 /// response was JSON; it and every other value otherwise escape `\` as `\\`,
 /// LF as `\n` and CR as `\r`. GitLab strips leading and trailing whitespace
@@ -105,7 +107,9 @@ fn compact_json(text: &str) -> Option<String> {
 pub(super) fn render_dotenv(outputs: &Outputs) -> String {
     const PREDICT: &str = "predict-response";
     const PREDICT_TRUNCATED: &str = "predict-response-truncated";
-    let entries = outputs.entries();
+    let mut entries = outputs.entries();
+    // JSON the 5 KiB would cut: read from a JSON outputs file instead.
+    entries.retain(|(name, _)| *name != "drift-report");
     let line_for = |name: &str, value: &str| format!("{}={value}\n", dotenv_name(name));
 
     // The lines without their values; the flag is counted at its longer value.
@@ -210,6 +214,21 @@ mod tests {
 
     fn var<'a>(vars: &'a [(String, String)], name: &str) -> &'a str {
         &vars.iter().find(|(k, _)| k == name).unwrap().1
+    }
+
+    #[test]
+    fn drift_is_written_and_its_json_report_left_out() {
+        let mut outputs = full_outputs();
+        outputs.drift = Some(true);
+        outputs.drift_report = Some(format!("[{}]", "{\"state\": \"in-sync\"},".repeat(400)));
+        let text = render_dotenv(&outputs);
+        let vars = assert_gitlab_accepts(&text);
+        assert_eq!(var(&vars, "TRUSS_PUSH_DRIFT"), "true");
+        assert!(!text.contains("DRIFT_REPORT"), "{text}");
+        assert!(
+            !text.contains('…'),
+            "nothing else was cut to make room: {text}"
+        );
     }
 
     #[test]

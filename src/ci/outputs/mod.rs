@@ -90,6 +90,12 @@ pub(crate) struct Outputs {
     /// With `skip-unchanged`: `true` when an older deployment made from
     /// this source was promoted instead of building. Written only when set.
     pub(crate) reused: Option<bool>,
+    /// `command: drift`: `true` when any target drifted. Written only
+    /// then, like the next one.
+    pub(crate) drift: Option<bool>,
+    /// `command: drift`: a JSON array, one object per target (never in a
+    /// dotenv file: it is JSON, and the 5 KiB would cut it).
+    pub(crate) drift_report: Option<String>,
     /// Plan mode: the targets as a CI matrix (`{"include": [...]}`).
     /// Written only when set, like the next two, so a single-target run's
     /// outputs stay exactly as they were.
@@ -123,6 +129,8 @@ impl Outputs {
             rolled_back: None,
             unchanged: None,
             reused: None,
+            drift: None,
+            drift_report: None,
             matrix: None,
             targets_count: None,
             results: None,
@@ -153,7 +161,9 @@ impl Outputs {
             &mut self.previous_deployment_id,
             &mut self.tested_deployment_id,
         ];
-        let optional = [&mut self.matrix, &mut self.results].into_iter().flatten();
+        let optional = [&mut self.matrix, &mut self.results, &mut self.drift_report]
+            .into_iter()
+            .flatten();
         let evidence = self.evidence.iter_mut().map(|(_, v)| v);
         for field in texts.into_iter().chain(optional).chain(evidence) {
             if let Cow::Owned(c) = clean(field) {
@@ -209,6 +219,12 @@ impl Outputs {
         }
         if let Some(r) = self.reused {
             entries.push(("reused", r.to_string()));
+        }
+        if let Some(d) = self.drift {
+            entries.push(("drift", d.to_string()));
+        }
+        if let Some(r) = &self.drift_report {
+            entries.push(("drift-report", r.clone()));
         }
         if let Some(m) = &self.matrix {
             entries.push(("matrix", m.clone()));
