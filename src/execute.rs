@@ -127,9 +127,44 @@ pub(crate) fn without_requests(cfg: &Config, rep: &Arc<Mutex<Reporter>>) -> Resu
 /// client built here.
 pub(crate) async fn execute(
     target: Handles<'_>,
+    platform: Platform<'_>,
+    stop: &mut Stop<'_>,
+    gh: Option<&github::Session>,
+) -> Result<(), Failure> {
+    execute_work(target, platform, stop, gh, &Deploy).await
+}
+
+/// What one target's run does between the platform's client being built
+/// and the outputs: a deploy and its cleanup ([`Deploy`]), or a command
+/// that works on one target the same way (`rollback`), with the same
+/// budget, signals and GitHub reporting.
+pub(crate) trait Work {
+    /// The flow, raced against the signals.
+    async fn run(&self, ctx: &Ctx<'_>) -> Result<(), Failure>;
+    /// What follows it whatever happened (`cancelled`: a signal stopped it).
+    async fn cleanup(&self, ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure>;
+}
+
+/// A deploy: the model's or the chain's flow, then its cleanup.
+struct Deploy;
+
+impl Work for Deploy {
+    async fn run(&self, ctx: &Ctx<'_>) -> Result<(), Failure> {
+        deploy(ctx).await
+    }
+
+    async fn cleanup(&self, ctx: &Ctx<'_>, cancelled: bool) -> Result<(), Failure> {
+        cleanup(ctx, cancelled).await
+    }
+}
+
+/// [`execute`] with `work` in place of the deploy.
+pub(crate) async fn execute_work<W: Work>(
+    target: Handles<'_>,
     Platform { key, net }: Platform<'_>,
     stop: &mut Stop<'_>,
     gh: Option<&github::Session>,
+    work: &W,
 ) -> Result<(), Failure> {
     let Handles {
         cfg,
@@ -179,7 +214,7 @@ pub(crate) async fn execute(
                 gh.begin(&budget).await;
             }
         };
-        tokio::join!(begin, deploy(&ctx)).1
+        tokio::join!(begin, work.run(&ctx)).1
     };
     let (flow, cancelled) = tokio::select! {
         r = deploying => (r, false),
@@ -193,7 +228,7 @@ pub(crate) async fn execute(
     // during cleanup (a second one, after a cancel) stops it at once: the
     // outputs are still written.
     let (cleaned, interrupted) = tokio::select! {
-        r = cleanup(&ctx, cancelled) => (r, None),
+        r = work.cleanup(&ctx, cancelled) => (r, None),
         sig = stop.cleanup() => {
             rep.lock().unwrap().finish();
             if cancelled {

@@ -69,7 +69,11 @@ pub(crate) async fn deploy(
     if cfg.skip_unchanged {
         // `unchanged: false` until a read proves otherwise, whatever stops
         // the run.
-        ctx.state.lock().unwrap().by_content.unchanged = Some(false);
+        {
+            let mut st = ctx.state.lock().unwrap();
+            st.by_content.unchanged = Some(false);
+            st.by_content.reused = Some(false);
+        }
         let hash = flow::content::hash(ctx, dir).await?;
         let model_id = existing.as_ref().map(|m| m.id.as_str());
         if flow::content::skip_if_unchanged(ctx, model_id, &hash, raw_config).await? {
@@ -428,7 +432,9 @@ impl flow::Create for NewDeployment<'_, '_> {
 pub(crate) async fn cleanup(ctx: &Ctx<'_>) -> Result<(), Failure> {
     // An unchanged source created nothing: the deployment in the state is
     // the one serving the environment, never this run's to deactivate.
-    if ctx.state.lock().unwrap().by_content.unchanged == Some(true) {
+    // Nor did a reused one (reuse by content): promoted, never created.
+    let by_content = ctx.state.lock().unwrap().by_content.clone();
+    if by_content.unchanged == Some(true) || by_content.reused == Some(true) {
         return Ok(());
     }
     flow::cleanup_created(ctx, &Model { ctx }).await

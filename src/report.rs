@@ -56,6 +56,7 @@ pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Ou
         tested_deployment_id: text(&st.tested_deployment_id),
         rolled_back: st.rolled_back,
         unchanged: st.by_content.unchanged,
+        reused: st.by_content.reused,
         drift: st.drift.as_ref().map(|d| d.drifted),
         drift_report: st.drift.as_ref().map(|d| d.report.clone()),
         matrix: None,

@@ -133,6 +133,19 @@ impl Api {
             .collect())
     }
 
+    /// Every deployment of the model, whole (status, labels, `created_at`),
+    /// retried like every read: what reuse by content and a rollback choose
+    /// from.
+    pub(crate) async fn deployments(&self, model_id: &str) -> Result<Vec<Deployment>, ApiError> {
+        #[derive(Deserialize)]
+        struct Whole {
+            deployments: Vec<Deployment>,
+        }
+        let url = self.endpoints.rest(&["models", model_id, "deployments"]);
+        let l: Whole = self.rest_read("listing deployments", url).await?;
+        Ok(l.deployments)
+    }
+
     /// Ids of the chain's deployments, retried like every read.
     pub(crate) async fn chain_deployment_ids(
         &self,

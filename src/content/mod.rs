@@ -28,6 +28,7 @@ use crate::label::{LABEL_KEY, RUN_LABEL_KEY};
 pub(crate) mod diff;
 pub(crate) mod plan;
 pub(crate) mod record;
+pub(crate) mod reuse;
 pub(crate) mod secrets;
 pub(crate) mod skip;
 

@@ -7,6 +7,10 @@ use super::diff::{self, Change};
 pub(crate) struct ByContent {
     /// The `unchanged` output: `Some` only with `skip-unchanged`.
     pub(crate) unchanged: Option<bool>,
+    /// The `reused` output: `Some` only with `skip-unchanged`; `true` when
+    /// an older deployment made from this source was promoted instead of
+    /// building (`content::reuse`).
+    pub(crate) reused: Option<bool>,
     /// This truss's content hash, once computed.
     pub(crate) hash: Option<String>,
     /// What the deploy changes in the serving deployment's config.

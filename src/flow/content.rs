@@ -68,7 +68,9 @@ fn say(ctx: &Ctx<'_>, h: &crate::content::ContentHash, then: &str) {
 /// With `skip-unchanged`, before anything is packaged: reads the
 /// environment and decides. `Ok(true)` when the source already serves it
 /// (the environment then smoke-tested and the outputs those of the
-/// serving deployment); `Ok(false)` to deploy, the reason said, and what
+/// serving deployment), or when an older deployment made from this source
+/// was put into the environment instead of a build (`super::reuse`);
+/// `Ok(false)` to deploy, the reason said, and what
 /// the deploy changes read for the summary on the side.
 pub(crate) async fn skip_if_unchanged(
     ctx: &Ctx<'_>,
@@ -88,6 +90,19 @@ pub(crate) async fn skip_if_unchanged(
             Ok(true)
         }
         Verdict::Deploy { why, serving } => {
+            // The revert case: an older deployment made from this source
+            // goes in instead of a build.
+            if let (Some(model_id), true) = (model_id, crate::content::reuse::looked_for(&why)) {
+                ctx.say(&format!(
+                    "Not unchanged: {why}; looking for an older deployment made from this source"
+                ));
+                let current = serving.as_ref().ok().map(|r| r.deployment_id.as_str());
+                if super::reuse::reuse_if_built(ctx, model_id, env, hash, raw_config, &why, current)
+                    .await?
+                {
+                    return Ok(true);
+                }
+            }
             ctx.say(&format!("Deploying: {why}"));
             ctx.note(format!("skip-unchanged: deployed because {why}"));
             compare_later(ctx, model_id, env, Some(serving), raw_config);

@@ -283,7 +283,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
 /// took effect and it is sent again; any other deployment is never claimed
 /// (`rules::lookup`). `before` is what served the environment when it
 /// was sent. Answers the id the platform promotes.
-async fn promote_once(
+pub(super) async fn promote_once(
     ctx: &Ctx<'_>,
     owner: Kind,
     owner_id: &str,

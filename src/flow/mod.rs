@@ -14,7 +14,9 @@ pub(crate) mod content;
 mod create;
 mod gate;
 pub(crate) mod inform;
+mod reuse;
 mod smoke;
+pub(crate) mod switch;
 mod upload;
 mod wait;
 
@@ -99,9 +101,12 @@ impl State {
     pub(crate) fn left_running(&self) -> Vec<String> {
         // An unchanged source created nothing: the deployment in the state
         // serves the environment and was never this run's.
-        let mut created: Vec<&String> = match self.by_content.unchanged {
-            Some(true) => Vec::new(),
-            _ => self
+        // Nor did a reused one (reuse by content).
+        let made_nothing =
+            self.by_content.unchanged == Some(true) || self.by_content.reused == Some(true);
+        let mut created: Vec<&String> = match made_nothing {
+            true => Vec::new(),
+            false => self
                 .tested_deployment_id
                 .iter()
                 .chain(&self.deployment_id)
@@ -521,6 +526,10 @@ mod tests {
         let mut unchanged = st(None, Some("serving"), &[]);
         unchanged.by_content.unchanged = Some(true);
         assert_eq!(left(&unchanged), "");
+        // Nor did a reused one: promoted, never created.
+        let mut reused = st(Some("older"), Some("older"), &[]);
+        reused.by_content.reused = Some(true);
+        assert_eq!(left(&reused), "");
         // A create whose lookup never ended, and one that could not be told.
         let mut unknown = st(None, None, &[]);
         unknown.unsettled.push("could not be told".into());

@@ -56,6 +56,11 @@ pub(super) struct View<'a> {
 pub(super) fn verdict(outputs: &Outputs) -> String {
     match outputs.status {
         Status::Success if outputs.unchanged == Some(true) => "unchanged, already serving".into(),
+        // Only `command: rollback` succeeds having moved traffic back (a
+        // gate that rolls back has failed).
+        Status::Success if outputs.rolled_back == Some(true) => {
+            format!("rolled back to deployment {}", outputs.deployment_id)
+        }
         Status::Success => match outputs.deploy_time_seconds {
             Some(s) => format!("deployed and ready in {s:.1}s"),
             None => "deployed".to_string(),

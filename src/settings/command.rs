@@ -225,7 +225,6 @@ fn age(v: &str) -> Result<u64, String> {
 /// settings of its targets when `truss-directory` is given (teardown may
 /// have none).
 #[derive(Debug)]
-#[expect(dead_code, reason = "read by the lifecycle commands, which land next")]
 pub(crate) struct CommandSettings {
     pub(crate) command: Command,
     pub(crate) lifecycle: Lifecycle,

@@ -40,6 +40,8 @@ mod outputs;
 mod props;
 mod proxy_matrix;
 mod published_api;
+mod reuse;
+mod rollback;
 mod s3_answers;
 mod same_name;
 mod scope;

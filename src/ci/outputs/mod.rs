@@ -80,12 +80,16 @@ pub(crate) struct Outputs {
     /// The deployment the first smoke test ran on, when a promotion
     /// created another one that serves now.
     pub(crate) tested_deployment_id: String,
-    /// `true` when this run moved the environment back to the previous
-    /// deployment; empty when no promotion was gated.
+    /// `true` when this run moved the environment back: a gated promotion
+    /// that put the previous deployment back, or `command: rollback` that
+    /// put its target in; empty when neither applies.
     pub(crate) rolled_back: Option<bool>,
     /// With `skip-unchanged`: `true` when the source already served the
     /// environment and nothing was deployed. Written only when set.
     pub(crate) unchanged: Option<bool>,
+    /// With `skip-unchanged`: `true` when an older deployment made from
+    /// this source was promoted instead of building. Written only when set.
+    pub(crate) reused: Option<bool>,
     /// `command: drift`: `true` when any target drifted. Written only
     /// then, like the next one.
     pub(crate) drift: Option<bool>,
@@ -124,6 +128,7 @@ impl Outputs {
             tested_deployment_id: String::new(),
             rolled_back: None,
             unchanged: None,
+            reused: None,
             drift: None,
             drift_report: None,
             matrix: None,
@@ -211,6 +216,9 @@ impl Outputs {
         ];
         if let Some(u) = self.unchanged {
             entries.push(("unchanged", u.to_string()));
+        }
+        if let Some(r) = self.reused {
+            entries.push(("reused", r.to_string()));
         }
         if let Some(d) = self.drift {
             entries.push(("drift", d.to_string()));

@@ -45,6 +45,7 @@
 //!   - {on: rest.promote, nth: 1, before: false, action: {promote: {deployment: v2other, environment: production}}}
 //! omit_promotion_fields: false  # true: EnvironmentV1 without candidate_deployment/in_progress_promotion
 //! activation_seconds: 2    # an activated deployment is DEPLOYING this long, then ACTIVE
+//! activation_inactive_seconds: 0  # ... after still reading INACTIVE this long (waking)
 //! deactivation_seconds: 2  # DEACTIVATING lasts this long, then INACTIVE
 //! wake_seconds: 0          # a predict on a scaled-to-zero deployment waits this long
 //! truss_validation: {success: true, warnings: [], errors: []}
@@ -171,6 +172,9 @@ pub struct Scenario {
     pub others: Vec<OtherClient>,
     pub deactivation_seconds: f64,
     pub activation_seconds: f64,
+    /// How long an activated deployment still reads INACTIVE (waking)
+    /// before it is DEPLOYING.
+    pub activation_inactive_seconds: f64,
     pub wake_seconds: f64,
     pub truss_validation: ValidationSpec,
     pub predict: PredictSpec,
@@ -226,6 +230,7 @@ impl Default for Scenario {
             others: Vec::new(),
             deactivation_seconds: 2.0,
             activation_seconds: 2.0,
+            activation_inactive_seconds: 0.0,
             wake_seconds: 0.0,
             truss_validation: ValidationSpec::default(),
             predict: PredictSpec::default(),
@@ -426,6 +431,10 @@ pub struct ExistingDeploymentSpec {
     /// Labels another client created it with (`truss push --labels`).
     #[serde(default)]
     pub labels: Option<Value>,
+    /// The `config.yaml` text the platform keeps for it (`GET …/config?
+    /// output_format=raw`); none by default.
+    #[serde(default)]
+    pub raw_config: Option<String>,
     /// When it was created, in scenario seconds (negative: before the run;
     /// default 0).
     #[serde(default)]

@@ -211,7 +211,7 @@ impl Platform {
                 labels: d.labels.clone(),
                 s3_key: None,
                 config: json!({"model_name": m.name}),
-                raw_config: None,
+                raw_config: d.raw_config.clone(),
                 semver: "0.0.1".into(),
                 instance_type_name: setting.instance_type,
                 min_replica: setting.min_replica,

@@ -169,8 +169,13 @@ impl Deployment {
 
     pub(super) fn readiness(&self) -> Readiness {
         let mut r = Readiness::default();
-        for (t, s) in &self.steps {
+        for (i, (t, s)) in self.steps.iter().enumerate() {
             let p = status::as_public(s);
+            // INACTIVE with a later step is a deployment waking after an
+            // activate, not one that failed.
+            if p == "INACTIVE" && i + 1 < self.steps.len() {
+                continue;
+            }
             if r.ready_at.is_none() && status::is_ready(&p) && r.failed_at.is_none() {
                 r.ready_at = Some(*t);
             }

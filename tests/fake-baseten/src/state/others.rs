@@ -106,6 +106,7 @@ impl Platform {
                             environment: Some(super::PRODUCTION.into()),
                             is_draft: false,
                             labels: None,
+                            raw_config: None,
                             created_at: 0.0,
                             settings: None,
                         }],
@@ -167,16 +168,24 @@ impl Platform {
     }
 
     /// `POST …/deployments/{id}/activate`: an inactive deployment is
+    /// still INACTIVE for `activation_inactive_seconds` (waking), then
     /// DEPLOYING for `activation_seconds`, then ACTIVE; an active one is
     /// left as it is. False when there is no such deployment.
     pub fn activate(&mut self, dep_id: &str, now: f64) -> bool {
         let secs = self.scenario.activation_seconds.max(0.0);
+        let lag = self.scenario.activation_inactive_seconds.max(0.0);
         let Some(d) = self.deployments.iter_mut().find(|d| d.id == dep_id) else {
             return false;
         };
         if matches!(d.public_status(now).as_str(), "INACTIVE" | "DEACTIVATING") {
             d.deactivated_at = None;
-            d.rewrite_from(now, &[(now, "DEPLOYING"), (now + secs, "ACTIVE")]);
+            // Its history before the activate no longer decides whether a
+            // promotion of it can succeed (an INACTIVE read before it
+            // would count as a failure to become ready).
+            let waking = [(now, "INACTIVE")];
+            let waking = if lag > 0.0 { &waking[..] } else { &[] };
+            let up = [(now + lag, "DEPLOYING"), (now + lag + secs, "ACTIVE")];
+            d.rewrite_from(f64::NEG_INFINITY, &[waking, &up[..]].concat());
         }
         true
     }
