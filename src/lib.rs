@@ -35,6 +35,7 @@ mod github;
 mod handles;
 mod kind;
 mod label;
+mod lifecycle;
 mod model;
 mod multi;
 mod net;

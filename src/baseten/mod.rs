@@ -17,6 +17,7 @@ mod chains;
 mod error;
 mod id;
 mod inference;
+mod lifecycle;
 mod models;
 mod probe;
 mod promote;
@@ -40,6 +41,7 @@ use crate::secret::Secret;
 
 pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest};
 pub(crate) use error::ApiError;
+pub(crate) use lifecycle::{Deleted, Listed as ListedDeployment, ModelRef};
 pub(crate) use models::{CreateRequest, Created};
 pub(crate) use promote::PromoteFlags;
 pub(crate) use rest::{AuditEntry, Deployment, Environment, Listed, LogLine};
