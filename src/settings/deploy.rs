@@ -61,6 +61,10 @@ pub(crate) struct Settings {
     pub notices: Vec<String>,
     pub include_git_info: bool,
     pub labels: Option<OrderedObject>,
+    /// The `truss_push_pull_request` label's value every created model
+    /// deployment carries, when the run belongs to a pull request
+    /// (`super::pull_request`).
+    pub pull_request_label: Option<String>,
     pub cleanup: Cleanup,
     pub deploy_timeout_minutes: u32,
     pub wait_timeout: Duration,
@@ -196,6 +200,9 @@ impl Settings {
             check_name("model-name", n)?;
         }
         let labels = labels(inputs.trimmed(Input::Labels))?;
+        let pull_request_label = super::pull_request::event_number(ci)
+            .map(|n| super::pull_request::label_value(n, ci))
+            .transpose()?;
         let skip_unchanged = bool_input(Input::SkipUnchanged)?;
         if skip_unchanged && environment.is_none() {
             return Err(
@@ -266,6 +273,7 @@ impl Settings {
             notices,
             include_git_info,
             labels,
+            pull_request_label,
             cleanup,
             deploy_timeout_minutes,
             wait_timeout,
@@ -327,6 +335,10 @@ fn labels(raw: Option<&str>) -> Result<Option<OrderedObject>, String> {
         Ok(Value::Object(map)) if map.contains_key(crate::label::RUN_LABEL_KEY) => Err(format!(
             "labels may not set {:?}: truss-push writes that label itself (a value unique to the run, by which a run finds the deployment it created); remove it from labels",
             crate::label::RUN_LABEL_KEY
+        )),
+        Ok(Value::Object(map)) if map.contains_key(crate::label::PULL_REQUEST_LABEL_KEY) => Err(format!(
+            "labels may not set {:?}: truss-push writes that label itself (the pull request a preview belongs to, by which teardown finds it); remove it from labels",
+            crate::label::PULL_REQUEST_LABEL_KEY
         )),
         Ok(Value::Object(_)) => match inexact_integer(raw) {
             Some(n) => Err(format!(

@@ -10,6 +10,7 @@
 mod deploy;
 pub(crate) mod evidence;
 pub(crate) mod github;
+pub(crate) mod pull_request;
 
 #[cfg(test)]
 pub(crate) use deploy::Cleanup;
