@@ -1,0 +1,416 @@
+//! `command: teardown` and `command: prune` against the fake, asserting
+//! what it was asked (its request log, the deployments it deleted): a pull
+//! request's previews retired in every model the key sees and nothing
+//! else; old deployments pruned by `keep` and `older-than`; and, whatever
+//! the inputs, nothing retired that serves, is being promoted, served just
+//! before, is still building or is the development deployment.
+
+use fake_baseten::FakeBaseten;
+use fake_baseten::reqlog::LogEntry;
+use fake_baseten::scenario::Fault;
+use serde_json::Value;
+
+use crate::harness::*;
+
+const HASH: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+const DAY: i64 = 86_400;
+const REPO: &str = "acme/models";
+
+/// A run of `command` against `fake`, with only the key and the fake's
+/// hosts (no deploy input: a command that does not read one refuses it).
+fn command<'a>(fake: &'a FakeBaseten, command: &str) -> Invocation<'a> {
+    let mut inv = Invocation::bare().arg("command", command);
+    inv.fake = Some(fake);
+    inv.arg("baseten-api-key", API_KEY)
+}
+
+/// The run of a GitHub job on `event` (JSON) of repository [`REPO`].
+fn on_github(inv: Invocation<'_>, event: &str) -> (Invocation<'_>, tempfile::TempDir) {
+    let (dir, path) = file_in_temp_dir("event.json", event);
+    let inv = inv
+        .env("GITHUB_SHA", "0123456789abcdef0123456789abcdef01234567")
+        .env("GITHUB_REPOSITORY", REPO)
+        .env("GITHUB_EVENT_PATH", path.to_str().unwrap());
+    (inv, dir)
+}
+
+fn closed(n: u64) -> String {
+    format!(r#"{{"action": "closed", "number": {n}, "pull_request": {{"number": {n}, "head": {{"sha": "abc"}}}}}}"#)
+}
+
+/// A scenario deployment line: `id`, created `days` ago, with `labels`.
+fn dep(id: &str, days: i64, rest: &str) -> String {
+    format!(
+        "      - {{id: {id}, name: {id}, created_at: {}{rest}}}\n",
+        -days * DAY
+    )
+}
+
+fn labelled() -> String {
+    format!(", labels: {{truss_push_content_hash: \"{HASH}\"}}")
+}
+
+fn pr_label(value: &str) -> String {
+    format!(", labels: {{truss_push_content_hash: \"{HASH}\", truss_push_pull_request: \"{value}\"}}")
+}
+
+fn deleted(fake: &FakeBaseten) -> Vec<String> {
+    let mut d = fake.deleted_deployments();
+    d.sort();
+    d
+}
+
+fn mutations_of(fake: &FakeBaseten) -> Vec<LogEntry> {
+    fake.requests()
+        .into_iter()
+        .filter(|e| e.method != "GET" || e.mutation)
+        .collect()
+}
+
+fn retired(run: &Outcome) -> Vec<(String, String)> {
+    let v: Value = serde_json::from_str(run.out("retired")).expect("retired is JSON");
+    let mut out: Vec<(String, String)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["deployment-id"].as_str().unwrap().to_string(),
+                e["action"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn pairs(ids: &[&str], action: &str) -> Vec<(String, String)> {
+    ids.iter().map(|i| (i.to_string(), action.to_string())).collect()
+}
+
+// ------------------------------------------------------------- teardown
+
+/// Three models: `alpha` (in the checkout) and `gamma-renamed` (a model
+/// the pull request renamed: no checkout names it) each with a preview
+/// of acme/models#12; `alpha` also has #13's preview, a mirror's #12 and a
+/// #12 deployment that serves production (promoted by hand); `beta` only
+/// what other pull requests made.
+fn previews(extra: &str) -> FakeBaseten {
+    let mut y = String::from("manual_clock: true\nmodels:\n  - id: alpha001\n    name: alpha\n    deployments:\n");
+    y += &dep("ap000001", 9, &format!(", environment: production{}", pr_label("acme/models#12")));
+    y += &dep("ax000001", 2, &pr_label("acme/models#12"));
+    y += &dep("ay000001", 2, &pr_label("acme/models#13"));
+    y += &dep("am000001", 2, &pr_label("mirror/models#12"));
+    y += &dep("an000001", 2, &pr_label("#12"));
+    y += "  - id: gamma001\n    name: gamma-renamed\n    deployments:\n";
+    y += &dep("gp000001", 9, ", environment: production");
+    y += &dep("gx000001", 1, &pr_label("acme/models#12"));
+    y += "  - id: beta0001\n    name: beta\n    deployments:\n";
+    y += &dep("bp000001", 9, ", environment: production");
+    y += &dep("by000001", 1, &pr_label("acme/models#120"));
+    y += "audit_log:\n  entries:\n";
+    for (model, d) in [("alpha", "ap000001"), ("gamma-renamed", "gp000001"), ("beta", "bp000001")] {
+        y += &format!("    - {{at: -86400, event_type: MODEL_DEPLOYMENT_PROMOTED, model: {model}, deployment: {d}, environment: production}}\n");
+    }
+    y += extra;
+    fake(&y)
+}
+
+#[test]
+fn teardown_retires_a_pull_requests_previews_in_every_model_and_nothing_else() {
+    let fake = previews("");
+    // No checkout at all, as GitLab's on_stop job with GIT_STRATEGY: none.
+    let (inv, _event) = on_github(command(&fake, "teardown"), &closed(12));
+    let run = inv.run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.status(), "success");
+    assert_eq!(deleted(&fake), ["ax000001", "gx000001"]);
+    assert_eq!(retired(&run), pairs(&["ax000001", "gx000001"], "deleted"));
+    assert_eq!(run.out("retired-count"), "2");
+    // The #12 deployment that serves production is protected and said so.
+    assert_eq!(run.out("protected-count"), "1");
+    assert!(run.stdout.contains("ap000001"), "{run:?}");
+    // Only DELETEs were sent, and only of those two.
+    let muts = mutations_of(&fake);
+    assert!(muts.iter().all(|e| e.endpoint == "rest.delete_deployment"), "{muts:?}");
+    assert_eq!(muts.len(), 2);
+    // Each DELETE came after a fresh reading of its model's environments.
+    let log = fake.requests();
+    for d in ["ax000001", "gx000001"] {
+        let at = log.iter().position(|e| e.method == "DELETE" && e.path.ends_with(d)).unwrap();
+        let model = &log[at].path.split('/').nth(3).unwrap().to_string();
+        assert!(
+            log[..at].iter().rev().take(RECENT_READS).any(|e| e.endpoint == "rest.list_environments" && e.path.contains(model.as_str())),
+            "no environments read just before deleting {d}"
+        );
+    }
+    // beta had no #12 deployment: neither its environments nor its log were read.
+    assert!(!log.iter().any(|e| e.path.contains("beta0001/environments") || e.path.contains("beta0001/audit_logs")));
+}
+
+/// How far back the environments read before a DELETE may be in the log:
+/// other retirements run beside it.
+const RECENT_READS: usize = 2 * 8;
+
+#[test]
+fn teardown_with_retire_deactivate_deactivates_instead() {
+    let fake = previews("");
+    let (inv, _event) = on_github(command(&fake, "teardown").arg("retire", "deactivate"), &closed(12));
+    let run = inv.run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(deleted(&fake).is_empty());
+    let deactivated: Vec<String> = fake
+        .requests()
+        .into_iter()
+        .filter(|e| e.endpoint == "rest.deactivate_deployment")
+        .map(|e| e.path)
+        .collect();
+    assert_eq!(deactivated.len(), 2, "{deactivated:?}");
+    assert_eq!(retired(&run), pairs(&["ax000001", "gx000001"], "deactivated"));
+}
+
+#[test]
+fn teardown_takes_the_pull_request_input_outside_a_pull_request_event() {
+    let fake = previews("");
+    let (inv, _event) = on_github(command(&fake, "teardown").arg("pull-request", "13"), "{}");
+    let run = inv.run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(deleted(&fake), ["ay000001"]);
+}
+
+#[test]
+fn a_dry_run_changes_nothing_and_lists_what_it_would_retire() {
+    let fake = previews("");
+    let (inv, _event) = on_github(command(&fake, "teardown").arg("dry-run", "true"), &closed(12));
+    let run = inv.run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(mutations_of(&fake).is_empty(), "{:?}", mutations_of(&fake));
+    assert_eq!(retired(&run), pairs(&["ax000001", "gx000001"], "would-delete"));
+    assert_eq!(run.out("retired-count"), "2");
+}
+
+#[test]
+fn a_chain_teardown_is_refused_without_a_request() {
+    let fake = previews("");
+    let (dir, chain) = file_in_temp_dir("my_chain.py", "import truss_chains as chains\n");
+    let (inv, _event) = on_github(
+        command(&fake, "teardown").arg("truss-directory", chain.to_str().unwrap()),
+        &closed(12),
+    );
+    let run = inv.run();
+    drop(dir);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("chain deployments carry no labels"), "{run:?}");
+    assert!(fake.requests().is_empty(), "{:?}", fake.requests());
+}
+
+#[test]
+fn a_refused_delete_is_a_warning_the_others_go_on_and_the_run_fails_with_5() {
+    let fake = previews("faults: [{endpoint: rest.delete_deployment, status: 500, times: 1}]\n");
+    let (inv, _event) = on_github(command(&fake, "teardown"), &closed(12));
+    let run = inv.run();
+    assert_eq!(run.code, 5, "{run:?}");
+    assert_eq!(run.status(), "cleanup_failed");
+    // One of the two was refused, the other deleted.
+    assert_eq!(deleted(&fake).len(), 1);
+    assert_eq!(run.out("retired-count"), "1");
+    assert!(run.stdout.contains("was not retired") || run.stderr.contains("was not retired"), "{run:?}");
+}
+
+#[test]
+fn a_key_that_may_read_but_not_delete_retires_nothing_and_says_so() {
+    let fake = previews("refuse_deletes: [{deployment: ax000001, status: 403}, {deployment: gx000001, status: 403}]\n");
+    let (inv, _event) = on_github(command(&fake, "teardown"), &closed(12));
+    let run = inv.run();
+    assert_eq!(run.code, 5, "{run:?}");
+    assert!(deleted(&fake).is_empty());
+    assert_eq!(run.out("retired"), "[]");
+    assert_eq!(run.out("retired-count"), "0");
+}
+
+#[test]
+fn a_delete_answered_deleted_false_is_a_refusal() {
+    let fake = previews("refuse_deletes: [{deployment: ax000001}]\n");
+    let (inv, _event) = on_github(command(&fake, "teardown"), &closed(12));
+    let run = inv.run();
+    assert_eq!(run.code, 5, "{run:?}");
+    assert_eq!(deleted(&fake), ["gx000001"]);
+    assert!(format!("{}{}", run.stdout, run.stderr).contains("deleted: false"), "{run:?}");
+}
+
+#[test]
+fn a_preview_still_building_is_kept_so_a_racing_deploy_is_never_cut_down() {
+    let mut y = String::from("manual_clock: true\nmodels:\n  - id: alpha001\n    name: alpha\n    deployments:\n");
+    y += &dep("ab000001", 0, &format!(", status: BUILDING{}", pr_label("acme/models#12")));
+    y += &dep("ax000001", 1, &pr_label("acme/models#12"));
+    let fake = fake(&y);
+    let (inv, _event) = on_github(command(&fake, "teardown"), &closed(12));
+    let run = inv.run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(deleted(&fake), ["ax000001"]);
+    assert_eq!(run.out("protected-count"), "1");
+    assert!(run.stdout.contains("BUILDING"), "{run:?}");
+}
+
+#[test]
+fn a_deploy_on_a_closed_pull_request_is_refused() {
+    let fake = previews("");
+    let dir = model_dir("model_name: alpha\n");
+    let (inv, _event) = on_github(Invocation::new(&fake).model(dir.path()), &closed(12));
+    let run = inv.run();
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("being closed"), "{run:?}");
+    assert!(fake.requests().is_empty());
+}
+
+// ---------------------------------------------------------------- prune
+
+/// The issue's model: nine deployments — one serving production (made by
+/// truss-push), the previous production, one building, one unlabelled
+/// (made by hand), five labelled — and an old development deployment.
+fn nine(extra: &str) -> FakeBaseten {
+    let mut y = String::from("manual_clock: true\nmodels:\n  - id: prune001\n    name: pruned\n    deployments:\n");
+    y += &dep("prod0001", 3, &format!(", environment: production{}", labelled()));
+    y += &dep("prev0001", 30, &labelled());
+    y += &dep("bld00001", 0, &format!(", status: BUILDING{}", labelled()));
+    y += &dep("hand0001", 40, "");
+    y += &dep("devl0001", 60, &format!(", is_draft: true{}", labelled()));
+    for (id, days) in [("lab00001", 1), ("lab00002", 5), ("lab00003", 10), ("lab00004", 20), ("lab00005", 50)] {
+        y += &dep(id, days, &labelled());
+    }
+    y += "audit_log:\n  entries:\n";
+    y += "    - {at: -2592000, event_type: MODEL_DEPLOYMENT_PROMOTED, model: pruned, deployment: prev0001, environment: production}\n";
+    y += "    - {at: -259200, event_type: MODEL_DEPLOYMENT_PROMOTED, model: pruned, deployment: prod0001, environment: production}\n";
+    y += extra;
+    fake(&y)
+}
+
+fn prune<'a>(fake: &'a FakeBaseten, dir: &std::path::Path) -> Invocation<'a> {
+    command(fake, "prune").arg("truss-directory", dir.to_str().unwrap())
+}
+
+#[test]
+fn prune_keep_2_retires_exactly_the_three_oldest_labelled() {
+    let fake = nine("");
+    let dir = model_dir("model_name: pruned\n");
+    let run = prune(&fake, dir.path()).arg("keep", "2").run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(deleted(&fake), ["lab00003", "lab00004", "lab00005"]);
+    // Production, the previous production, the building one and the
+    // development deployment: kept by the safety rules.
+    assert_eq!(run.out("protected-count"), "4");
+    assert_eq!(run.out("retired-count"), "3");
+    for why in ["serves production", "rollback target", "BUILDING", "development deployment"] {
+        assert!(run.stdout.contains(why), "{why}: {run:?}");
+    }
+}
+
+#[test]
+fn prune_older_than_alone_and_with_keep() {
+    let fake = nine("");
+    let dir = model_dir("model_name: pruned\n");
+    let run = prune(&fake, dir.path()).arg("older-than", "7d").run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(deleted(&fake), ["lab00003", "lab00004", "lab00005"]);
+
+    let fake = nine("");
+    let run = prune(&fake, dir.path())
+        .arg("older-than", "7d")
+        .arg("keep", "4")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(deleted(&fake), ["lab00005"]);
+}
+
+#[test]
+fn prune_unlabelled_retires_the_unlabelled_one_too() {
+    let fake = nine("");
+    let dir = model_dir("model_name: pruned\n");
+    let run = prune(&fake, dir.path())
+        .arg("keep", "2")
+        .arg("prune-unlabelled", "true")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(deleted(&fake), ["hand0001", "lab00003", "lab00004", "lab00005"]);
+}
+
+#[test]
+fn an_unreadable_audit_log_retires_nothing_of_the_model_and_says_why() {
+    let fake = nine("faults: [{endpoint: rest.get_audit_logs, status: 403}]\n");
+    let dir = model_dir("model_name: pruned\n");
+    let run = prune(&fake, dir.path()).arg("keep", "2").run();
+    assert_eq!(run.code, 5, "{run:?}");
+    assert_eq!(run.status(), "cleanup_failed");
+    assert!(mutations_of(&fake).is_empty());
+    assert!(format!("{}{}", run.stdout, run.stderr).contains("nothing retired in model pruned"), "{run:?}");
+}
+
+#[test]
+fn a_promotion_started_after_the_listing_protects_its_candidate() {
+    // Another client promotes the oldest labelled deployment the moment
+    // the run has read the audit log: after the listing, before any
+    // retirement.
+    let fake = nine(
+        "others: [{on: rest.get_audit_logs, nth: 1, action: {promote: {deployment: lab00005, environment: production}}}]\n",
+    );
+    let dir = model_dir("model_name: pruned\n");
+    let run = prune(&fake, dir.path()).arg("keep", "2").run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(deleted(&fake), ["lab00003", "lab00004"]);
+    assert!(!fake.requests().iter().any(|e| e.method == "DELETE" && e.path.ends_with("lab00005")));
+    assert!(run.stdout.contains("read just before its retirement"), "{run:?}");
+}
+
+#[test]
+fn prune_dry_run_mutates_nothing() {
+    let fake = nine("");
+    let dir = model_dir("model_name: pruned\n");
+    let run = prune(&fake, dir.path())
+        .arg("keep", "2")
+        .arg("retire", "deactivate")
+        .arg("dry-run", "true")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(mutations_of(&fake).is_empty());
+    assert_eq!(
+        retired(&run),
+        pairs(&["lab00003", "lab00004", "lab00005"], "would-deactivate")
+    );
+}
+
+#[test]
+fn two_prunes_at_once_retire_each_deployment_once_and_both_succeed() {
+    let fake = nine("");
+    let dir = model_dir("model_name: pruned\n");
+    let a = prune(&fake, dir.path()).arg("keep", "2").start();
+    let b = prune(&fake, dir.path()).arg("keep", "2").start();
+    let (a, b) = (a.finish(), b.finish());
+    assert_eq!((a.code, b.code), (0, 0), "{a:?}\n{b:?}");
+    assert_eq!(deleted(&fake), ["lab00003", "lab00004", "lab00005"]);
+    // What one deleted, the other found gone (404) or never listed.
+    let n: usize = [&a, &b]
+        .iter()
+        .map(|r| r.out("retired-count").parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(n, 3, "{a:?}\n{b:?}");
+}
+
+#[test]
+fn prune_without_keep_or_older_than_is_an_input_error() {
+    let fake = nine("");
+    let dir = model_dir("model_name: pruned\n");
+    let run = prune(&fake, dir.path()).run();
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(fake.requests().is_empty());
+}
+
+#[test]
+fn odd_pull_request_numbers_are_refused_before_any_request() {
+    let fake = previews("");
+    for bad in ["#12", "0", "-1", "1e3", "12;rm", "\u{0661}\u{0662}", "99999999999999999999999"] {
+        let (inv, _event) = on_github(command(&fake, "teardown").arg("pull-request", bad), "{}");
+        let run = inv.run();
+        assert_eq!(run.code, 2, "{bad:?}: {run:?}");
+    }
+    assert!(fake.requests().is_empty());
+}
