@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use crate::budget::Clock;
 use crate::ci::{CiEnv, Reporter};
 use crate::ci_context::CiContext;
-use crate::cli::{Cli, EnvLookup};
+use crate::cli::{Cli, EnvLookup, Input};
 use crate::config::Config;
 use crate::env_vars::TRUSS_PUSH_PYTHON;
 use crate::execute::{self, Stop};
@@ -27,7 +27,8 @@ use crate::outcome::{CancelReason, Failure};
 use crate::plan::check_files;
 use crate::report::{Ended, install_panic_hook, report};
 use crate::secret::Secret;
-use crate::settings::{Preliminary, Settings};
+use crate::settings::command::Lifecycle;
+use crate::settings::{Command, CommandInput, CommandSettings, Preliminary, Settings};
 
 /// Runs the whole job and returns the process exit code. `parse_error` is a
 /// command-line error already found by clap: it is reported like any bad
@@ -83,30 +84,53 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         net,
     );
 
-    let plan = preliminary.plan.clone();
+    let command = preliminary.command.clone();
     // A malformed key is refused in every mode; a missing one only where
     // it is needed (a plan needs none).
     let key = preliminary.deploy_key();
     let malformed = preliminary.api_key.clone().err();
-    // A bad `plan` is an input error like the others found before validation.
+    // A bad `command` or `plan` is an input error like the others found
+    // before validation.
     let input_error = parse_error
         .or(preliminary.outputs_error)
-        .or_else(|| plan.clone().err())
+        .or_else(|| command.clone().err())
         .or(malformed)
         .or(clock_error);
     // A plan, several targets or change detection each run in their own
-    // mode; one target named plainly runs as it always has.
-    let mode = match input_error {
-        Some(e) => Err(e),
-        // The key is used by a plan only to read (skip-unchanged).
-        None if plan == Ok(true) => Ok(Mode::Plan(key.clone().ok())),
-        None => Settings::parse(&inputs, &run.ci).and_then(|s| {
-            let key = key?;
-            let s = s.with_chain_python(chain_python);
-            Ok(match crate::multi::wanted(&s) {
-                true => Mode::Several(s, key),
-                false => Mode::One(s, key),
-            })
+    // mode; one target named plainly runs as it always has; every other
+    // command is a mode of its own.
+    let mode = match (input_error, command) {
+        (Some(e), _) | (None, Err(e)) => Err(e),
+        (None, Ok(c)) => c.check_unread(&inputs).and_then(|()| {
+            // Every command's lifecycle inputs checked (a deploy reads
+            // `pull-request` for its label).
+            let lifecycle = Lifecycle::parse(&inputs, &run.ci)?;
+            match c {
+                // The key is used by a plan only to read (skip-unchanged).
+                Command::Plan => Ok(Mode::Plan(key.clone().ok())),
+                Command::Deploy => Settings::parse(&inputs, &run.ci).and_then(|s| {
+                    let key = key?;
+                    let s = s.with_chain_python(chain_python);
+                    Ok(match crate::multi::wanted(&s) {
+                        true => Mode::Several(s, key),
+                        false => Mode::One(s, key),
+                    })
+                }),
+                command => {
+                    let settings = match (command, inputs.trimmed(Input::TrussDirectory)) {
+                        (Command::Teardown, None) => None,
+                        _ => {
+                            Some(Settings::parse(&inputs, &run.ci)?.with_chain_python(chain_python))
+                        }
+                    };
+                    let cs = CommandSettings {
+                        command,
+                        lifecycle,
+                        settings,
+                    };
+                    Ok(Mode::Command(cs, key?))
+                }
+            }
         }),
     };
     let (result, kind, cfg, fanout) = match mode {
@@ -127,6 +151,18 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         Ok(Mode::Several(s, key)) => {
             let (r, fanout) = crate::multi::run(&run, &s, &key).await;
             (r, Kind::Model, None, fanout)
+        }
+        Ok(Mode::Command(cs, key)) => {
+            let result = match cs.command {
+                Command::Teardown => crate::lifecycle::teardown::run(&run, &cs, &key).await,
+                Command::Prune => crate::lifecycle::prune::run(&run, &cs, &key).await,
+                Command::Rollback => crate::rollback::run(&run, &cs, &key).await,
+                Command::Drift => crate::drift::run(&run, &cs, &key).await,
+                Command::Deploy | Command::Plan => {
+                    unreachable!("deploy and plan have modes of their own")
+                }
+            };
+            (result, Kind::Model, None, None)
         }
         Ok(Mode::One(s, key)) => match one(&run, &s, &key).await {
             Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
@@ -184,4 +220,6 @@ enum Mode {
     Several(Settings, Secret),
     /// One target named plainly.
     One(Settings, Secret),
+    /// `teardown`, `prune`, `rollback` or `drift`.
+    Command(CommandSettings, Secret),
 }

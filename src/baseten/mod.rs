@@ -15,7 +15,7 @@
 
 mod chains;
 mod error;
-mod id;
+pub(crate) mod id;
 mod inference;
 mod lifecycle;
 mod models;

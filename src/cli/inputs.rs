@@ -17,6 +17,8 @@ pub(crate) enum Unit {
     Share,
     /// A factor, e.g. 1.2 for 20 % more.
     Times,
+    /// A count of deployments.
+    Deployments,
 }
 
 impl Unit {
@@ -30,6 +32,7 @@ impl Unit {
             Unit::Milliseconds => "milliseconds",
             Unit::Share => "(a share of requests)",
             Unit::Times => "times",
+            Unit::Deployments => "deployments",
         }
     }
 }
@@ -84,7 +87,7 @@ impl ValueKind {
             ValueKind::Number(r) => match r.unit {
                 Unit::Seconds => "SECONDS",
                 Unit::Minutes => "MINUTES",
-                Unit::Targets | Unit::Requests => "N",
+                Unit::Targets | Unit::Requests | Unit::Deployments => "N",
                 Unit::Milliseconds => "MS",
                 Unit::Share => "SHARE",
                 Unit::Times => "FACTOR",
@@ -118,6 +121,7 @@ const PROMOTION: Option<&str> = Some("Promotion");
 const GITHUB: Option<&str> = Some("GitHub");
 const TARGETS: Option<&str> = Some("Several targets");
 const EVIDENCE: Option<&str> = Some("Evidence");
+const LIFECYCLE: Option<&str> = Some("Lifecycle");
 
 const fn number(unit: Unit, min: f64, max: f64, whole: bool) -> ValueKind {
     ValueKind::Number(Range {
@@ -558,6 +562,62 @@ pub const INPUTS: &[InputSpec] = &[
         help: "Models with an environment: when the serving deployment's recorded content hash equals this truss's and it is ready, upload and create nothing (output unchanged: true); plan leaves such targets out",
         heading: BEHAVIOUR,
     },
+    InputSpec {
+        name: "command",
+        plain_env: "TRUSS_PUSH_COMMAND",
+        kind: ValueKind::Name,
+        default: Some("deploy"),
+        help: "What the step does: deploy, plan (as plan: true), teardown (a pull request's previews), prune (old deployments), rollback (what served before), drift (does what serves match the repository)",
+        heading: LIFECYCLE,
+    },
+    InputSpec {
+        name: "pull-request",
+        plain_env: "TRUSS_PUSH_PULL_REQUEST",
+        kind: ValueKind::Name,
+        default: None,
+        help: "The pull or merge request number whose previews teardown retires and whose label a deploy writes (default: the event's)",
+        heading: LIFECYCLE,
+    },
+    InputSpec {
+        name: "retire",
+        plain_env: "TRUSS_PUSH_RETIRE",
+        kind: ValueKind::Name,
+        default: Some("delete"),
+        help: "How teardown and prune retire a deployment: delete, or deactivate",
+        heading: LIFECYCLE,
+    },
+    InputSpec {
+        name: "keep",
+        plain_env: "TRUSS_PUSH_KEEP",
+        kind: number(Unit::Deployments, 1.0, 1000.0, true),
+        default: None,
+        help: "prune: the newest retirable deployments of each model never retired",
+        heading: LIFECYCLE,
+    },
+    InputSpec {
+        name: "older-than",
+        plain_env: "TRUSS_PUSH_OLDER_THAN",
+        kind: ValueKind::Name,
+        default: None,
+        help: "prune: retire deployments created longer ago than this (whole hours or days: 36h, 14d; at least 1h)",
+        heading: LIFECYCLE,
+    },
+    InputSpec {
+        name: "prune-unlabelled",
+        plain_env: "TRUSS_PUSH_PRUNE_UNLABELLED",
+        kind: ValueKind::Bool,
+        default: Some("false"),
+        help: "prune: deployments truss-push did not label are candidates too (what serves stays protected)",
+        heading: LIFECYCLE,
+    },
+    InputSpec {
+        name: "to-deployment",
+        plain_env: "TRUSS_PUSH_TO_DEPLOYMENT",
+        kind: ValueKind::Name,
+        default: None,
+        help: "rollback: the deployment id of the same model to put back (default: what served the environment before, from the audit log)",
+        heading: LIFECYCLE,
+    },
 ];
 
 /// Every input, in the order of [`INPUTS`]: code names an input by its
@@ -613,11 +673,18 @@ pub enum Input {
     AnalysisFile,
     UploadConcurrency,
     SkipUnchanged,
+    Command,
+    PullRequest,
+    Retire,
+    Keep,
+    OlderThan,
+    PruneUnlabelled,
+    ToDeployment,
 }
 
 impl Input {
     /// Every variant, in declaration order.
-    pub const ALL: [Input; 49] = [
+    pub const ALL: [Input; 56] = [
         Input::TrussDirectory,
         Input::BasetenApiKey,
         Input::ModelName,
@@ -667,6 +734,13 @@ impl Input {
         Input::AnalysisFile,
         Input::UploadConcurrency,
         Input::SkipUnchanged,
+        Input::Command,
+        Input::PullRequest,
+        Input::Retire,
+        Input::Keep,
+        Input::OlderThan,
+        Input::PruneUnlabelled,
+        Input::ToDeployment,
     ];
 
     /// The input's declaration.

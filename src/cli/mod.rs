@@ -19,6 +19,7 @@ use std::ffi::OsString;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
+pub mod commands;
 mod inputs;
 
 /// Reads one environment variable the way `std::env::var` does, so that a

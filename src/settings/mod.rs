@@ -7,11 +7,13 @@
 //! outputs go, which secrets to mask, the name to report), so that even a
 //! bad input gets its outputs.
 
+pub(crate) mod command;
 mod deploy;
 pub(crate) mod evidence;
 pub(crate) mod github;
 pub(crate) mod pull_request;
 
+pub(crate) use command::{Command, CommandInput, CommandSettings};
 #[cfg(test)]
 pub(crate) use deploy::Cleanup;
 pub(crate) use deploy::{Promotion, Settings};
@@ -53,8 +55,8 @@ pub(crate) struct Preliminary {
     pub(crate) api_key: Result<Option<Secret>, String>,
     /// `model-name`, or `model_name` from config.yaml, or empty.
     pub(crate) model_name: String,
-    /// `plan` parsed; its error is an input error of the run.
-    pub(crate) plan: Result<bool, String>,
+    /// `command` (and `plan`) parsed; its error is an input error of the run.
+    pub(crate) command: Result<Command, String>,
 }
 
 impl Preliminary {
@@ -71,9 +73,7 @@ impl Preliminary {
                 .collect(),
             api_key: api_key(inputs),
             model_name: best_effort_model_name(inputs),
-            plan: inputs
-                .trimmed(Input::Plan)
-                .map_or(Ok(false), |v| parse_bool("plan", v)),
+            command: Command::parse(inputs),
         }
     }
 }
@@ -147,11 +147,12 @@ pub(crate) fn output_settings(inputs: &Inputs) -> (OutputSettings, Option<String
 /// the log: then every log line, `::add-mask::` included, goes to stderr.
 /// A value that is not a boolean is refused later; here it counts as off.
 pub(crate) fn stdout_is_data(inputs: &Inputs) -> bool {
-    [Input::PrintConfig, Input::Plan].iter().any(|&input| {
+    let switched = [Input::PrintConfig, Input::Plan].iter().any(|&input| {
         inputs
             .trimmed(input)
             .is_some_and(|v| parse_bool(input.name(), v) == Ok(true))
-    })
+    });
+    switched || Command::parse(inputs) == Ok(Command::Plan)
 }
 
 fn output_file_settings(inputs: &Inputs) -> (OutputSettings, Option<String>) {

@@ -184,12 +184,68 @@ fn every_bad_input_is_refused_before_any_upload_or_mutation() {
             vec![("poll-interval-seconds", "0".into())],
             "poll-interval-seconds must be between 0.05 and 600 seconds",
         ),
+        (
+            "unknown command",
+            vec![("command", "destroy".into())],
+            "command must be one of deploy, plan, teardown, prune, rollback, drift",
+        ),
+        (
+            "plan with another command",
+            vec![("plan", "true".into()), ("command", "prune".into())],
+            "plan: true means command: plan",
+        ),
+        (
+            "pull request with a hash",
+            vec![("pull-request", "#12".into())],
+            "pull-request must be a pull or merge request number",
+        ),
+        (
+            "pull request zero",
+            vec![("command", "teardown".into()), ("pull-request", "0".into())],
+            "pull-request must be a pull or merge request number",
+        ),
+        (
+            "keep zero",
+            vec![("command", "prune".into()), ("keep", "0".into())],
+            "keep must be between 1 and 1000 deployments",
+        ),
+        (
+            "older-than in weeks",
+            vec![("command", "prune".into()), ("older-than", "2w".into())],
+            "older-than must be whole hours or days",
+        ),
+        (
+            "a deploy-only input given to prune",
+            vec![
+                ("command", "prune".into()),
+                ("keep", "2".into()),
+                ("cleanup", "true".into()),
+            ],
+            "command prune does not read cleanup",
+        ),
+        (
+            "a lifecycle input given to deploy",
+            vec![("keep", "2".into())],
+            "command deploy does not read keep",
+        ),
+        (
+            "to-deployment that is not an id",
+            vec![
+                ("command", "rollback".into()),
+                ("promote", "true".into()),
+                ("to-deployment", "../x".into()),
+            ],
+            "to-deployment must be a deployment id",
+        ),
     ];
     assert!(cases.len() >= 20);
     for (why, overrides, expect) in &cases {
         let mut inv = Invocation::new(&fake).arg("truss-directory", good_s);
         for (k, v) in overrides {
-            inv = inv.arg(k, v);
+            inv = match *k {
+                "command" => inv.command(v),
+                _ => inv.arg(k, v),
+            };
         }
         if *why == "output format" {
             inv = inv.outputs_file("o.env");

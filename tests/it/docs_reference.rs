@@ -28,7 +28,13 @@ use crate::harness::{PYTHON_ACTION_OUTPUTS, truss_push};
 #[path = "../../src/cli/inputs.rs"]
 mod table;
 
-use table::{INPUTS, InputSpec, Unit, ValueKind};
+/// The commands and the inputs each reads, compiled here the same way.
+#[allow(unreachable_pub, reason = "the crate's own visibility")]
+#[path = "../../src/cli/commands.rs"]
+mod commands;
+
+use commands::Command as Cmd;
+use table::{INPUTS, Input, InputSpec, Unit, ValueKind};
 
 const REGENERATE: &str = "UPDATE_DOCS=1 cargo test --test it docs_reference";
 
@@ -391,6 +397,7 @@ bad input included, empty when unknown. The others are written only in the
 mode that produces them. `truss-push --json` prints the same values as one
 JSON object on stdout (see [GitHub reporting](github-reporting.md#the---json-result)).
 
+{commands}
 {outputs}
 ## Exit codes
 
@@ -405,7 +412,42 @@ signal or fail-fast halted the run.
         wrappers = wrapper_inputs_section(),
         outputs = outputs_section(every_run),
         exits = exit_section(),
+        commands = commands_section(),
     )
+}
+
+/// Which inputs each command reads, from `Command::reads`: an input given
+/// to a command that does not read it is exit 2.
+fn commands_section() -> String {
+    let every: Vec<Input> = Input::ALL
+        .into_iter()
+        .filter(|&i| Cmd::ALL.iter().all(|c| c.reads(i)))
+        .collect();
+    let mut out = String::from(
+        "## Which inputs each command reads\n\n`command` selects what the step does. Every command reads ",
+    );
+    let names = |v: &[Input]| {
+        v.iter()
+            .map(|i| format!("`{}`", i.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    out += &names(&every);
+    out += ". Beyond those, an input given a value other than its default to a command that does not read it is an error (exit 2), never silently ignored.\n\n| command | also reads |\n|---|---|\n";
+    for c in Cmd::ALL {
+        let own: Vec<Input> = Input::ALL
+            .into_iter()
+            .filter(|&i| c.reads(i) && !every.contains(&i))
+            .collect();
+        let unread: Vec<Input> = Input::ALL.into_iter().filter(|&i| !c.reads(i)).collect();
+        let cell = if unread.len() < own.len() {
+            format!("every input but {}", names(&unread))
+        } else {
+            names(&own)
+        };
+        out += &format!("| `{}` | {} |\n", c.word(), cell);
+    }
+    out
 }
 
 #[test]

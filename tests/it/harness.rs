@@ -234,6 +234,15 @@ impl<'a> Invocation<'a> {
         }
     }
 
+    /// Runs `command` (e.g. "prune"): a command other than deploy and plan
+    /// reads no deployment name, so the default one is dropped.
+    pub fn command(mut self, command: &str) -> Self {
+        if !matches!(command, "deploy" | "plan") {
+            self.args.retain(|a| !a.starts_with("--deployment-name="));
+        }
+        self.arg("command", command)
+    }
+
     pub fn arg(mut self, flag: &str, value: impl AsRef<str>) -> Self {
         // `--flag=value`, so values starting with '-' stay values.
         self.args.push(format!("--{flag}={}", value.as_ref()));
