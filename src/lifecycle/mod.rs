@@ -22,19 +22,11 @@ use std::collections::BTreeMap;
 use crate::label::{LABEL_KEY, PULL_REQUEST_LABEL_KEY};
 use crate::promotion::Env;
 
+pub(crate) use crate::settings::command::Retire;
 pub(crate) use when::epoch_seconds;
 
 /// Longest deployment or model name shown; a longer one is cut.
 const NAME_MAX_CHARS: usize = 128;
-
-/// How a deployment is retired (`retire`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Retire {
-    /// `DELETE /v1/models/{id}/deployments/{id}` (the default).
-    Delete,
-    /// `POST …/deactivate`: kept, at zero cost, restorable.
-    Deactivate,
-}
 
 /// What was done (or, in a dry run, would be done) to one deployment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,11 +8,70 @@
 //! is retired, and with `prune-unlabelled` the run says why and ends
 //! `cleanup_failed`.
 
-use super::retire::{Job, Model};
+use super::retire::{self, Job, Model};
 use super::{Age, Scope, Seen, shown_name};
 use crate::baseten::ModelRef;
+use crate::handles::Run;
 use crate::kind::Kind;
+use crate::outcome::Failure;
+use crate::secret::Secret;
+use crate::settings::CommandSettings;
 use crate::targets::Found;
+
+/// Runs `command: prune`: the targets (every one `truss-directory` names,
+/// or what `changed-since` touched), the age rules checked, then each
+/// target's model.
+pub(crate) async fn run(run: &Run, cs: &CommandSettings, key: &Secret) -> Result<(), Failure> {
+    let Some(settings) = &cs.settings else {
+        return Err(Failure::InvalidInput(
+            "prune retires old deployments of the targets' models: set truss-directory".into(),
+        ));
+    };
+    let l = &cs.lifecycle;
+    if l.keep.is_none() && l.older_than_secs.is_none() {
+        return Err(Failure::InvalidInput(
+            "prune needs keep (the newest retirable deployments to keep, e.g. keep: 5), older-than (e.g. older-than: 14d) or both: without either it would retire everything it may".into(),
+        ));
+    }
+    let chosen = crate::plan::select(settings, &run.ci).map_err(Failure::InvalidInput)?;
+    let found: Vec<Found> = chosen.chosen.into_iter().map(|(f, _)| f).collect();
+    let scope = match l.prune_unlabelled {
+        true => Scope::Everything,
+        false => Scope::Labelled,
+    };
+    let job = retire::job(run, "prune", settings, l.retire, key)?;
+    let age = Age {
+        keep: l.keep,
+        older_than_secs: l.older_than_secs,
+        now: job.now,
+    };
+    run.rep.lock().unwrap().line(&format!(
+        "Prune of {} target(s): {}{}{}",
+        found.len(),
+        match scope {
+            Scope::Everything => "every deployment (prune-unlabelled)",
+            _ => "deployments truss-push labelled",
+        },
+        [
+            l.keep.map(|k| format!(", keeping the {k} newest retirable")),
+            l.older_than_secs.map(|s| format!(", older than {}", age_words(s))),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<String>(),
+        if settings.dry_run { " (dry run: nothing is changed)" } else { "" }
+    ));
+    let team = settings.team.as_deref();
+    retire::finish(run, prune(&job, &found, team, &scope, age)).await
+}
+
+/// `older-than` as the user wrote it: whole days, else hours.
+fn age_words(secs: u64) -> String {
+    match secs % 86_400 {
+        0 => format!("{}d", secs / 86_400),
+        _ => format!("{}h", secs / 3600),
+    }
+}
 
 /// The model of each target's name among the models the key sees, with
 /// `team` when given: `Err` (why) when two teams have a model of that name

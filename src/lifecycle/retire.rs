@@ -12,10 +12,15 @@ use futures_util::StreamExt;
 
 use super::{Action, Age, Retire, Scope, Seen, Verdict};
 use crate::baseten::{Api, Deleted};
+use crate::budget::{Budget, Phase};
 use crate::ci::Reporter;
 use crate::flow::State;
 use crate::flow::retired::{Kept, RetiredEntry, Retirements};
+use crate::handles::Run;
+use crate::outcome::{CancelReason, Failure};
 use crate::promotion::Env;
+use crate::secret::Secret;
+use crate::settings::Settings;
 
 /// Retirements in flight at once: a few, so 500 deployments through a
 /// 100 ms round trip (a fresh environments read and the retirement each)
@@ -27,13 +32,87 @@ pub(crate) const MODELS_AT_ONCE: usize = 4;
 /// What a command's retirements run with.
 pub(crate) struct Job<'a> {
     /// Its requests end by the run's deadline for them.
-    pub(crate) api: &'a Api,
+    pub(crate) api: Api,
     pub(crate) rep: &'a Arc<Mutex<Reporter>>,
     pub(crate) state: &'a Arc<Mutex<State>>,
     pub(crate) retire: Retire,
     pub(crate) dry_run: bool,
     /// The run's start, in seconds since the epoch: ages are measured to it.
     pub(crate) now: i64,
+}
+
+/// The job a teardown or a prune runs with: the platform's client for
+/// `key`, its requests ending by the run's deadline for them, and the
+/// run's record started.
+pub(crate) fn job<'a>(
+    run: &'a Run,
+    command: &'static str,
+    settings: &Settings,
+    retire: Retire,
+    key: &Secret,
+) -> Result<Job<'a>, Failure> {
+    let net = run.platform(key)?.net;
+    if let Some(w) = net.take_roots_warning() {
+        run.rep.lock().unwrap().warning(&w);
+    }
+    let retry_log = Arc::clone(&run.rep);
+    let budget = Budget::new(run.started, settings.wait_timeout, settings.predict_timeout)
+        .on(run.clock.clone());
+    let api = Api::new(net.api_client(), settings.endpoints.clone(), key.clone())
+        .with_retry_notes(Arc::new(move |line: &str| {
+            retry_log.lock().unwrap().line(line)
+        }))
+        .on(run.clock.clone())
+        .within(Phase::Setup, budget.deadline(Phase::Setup));
+    run.state.lock().unwrap().retirements = Some(Retirements {
+        command,
+        ..Retirements::default()
+    });
+    Ok(Job {
+        api,
+        rep: &run.rep,
+        state: &run.state,
+        retire,
+        dry_run: settings.dry_run,
+        now: i64::try_from(crate::baseten::now_epoch_millis() / 1000).unwrap_or(i64::MAX),
+    })
+}
+
+/// Runs `work` (a teardown's or a prune's) raced against the run's
+/// signals, and ends it: `cleanup_failed` when a retirement failed or a
+/// model's deciding read did not decide; a signal is a cancel (exit 130)
+/// whose `retired` lists what landed before it.
+pub(crate) async fn finish(
+    run: &Run,
+    work: impl Future<Output = Result<(), String>>,
+) -> Result<(), Failure> {
+    let mut signals = run.signals().await;
+    let done = tokio::select! {
+        r = work => r.map_err(|e| Failure::Cleanup(anyhow::anyhow!(e))),
+        sig = signals.next() => {
+            run.rep.lock().unwrap().finish();
+            Err(Failure::Cancelled(CancelReason::Signal(sig)))
+        }
+    };
+    let mut st = run.state.lock().unwrap();
+    let r = st.retirements.clone().unwrap_or_default();
+    st.notes.extend(r.protected_lines());
+    done?;
+    let mut problems: Vec<String> = r.failed.clone();
+    problems.extend(
+        r.undecided
+            .iter()
+            .map(|(m, why)| format!("nothing retired in model {m}: {why}")),
+    );
+    match problems.as_slice() {
+        [] => Ok(()),
+        p => Err(Failure::Cleanup(anyhow::anyhow!(
+            "{}: {} retired, but not everything it selected: {}",
+            r.command,
+            r.retired.len(),
+            p.join("; ")
+        ))),
+    }
 }
 
 /// One model the command looks at.
@@ -121,7 +200,7 @@ impl Job<'_> {
             .iter()
             .any(|d| scope.selects(d) && super::protection(d, &first).is_none());
         let previous = match open {
-            true => match previous_serving(self.api, &model.id, &envs).await {
+            true => match previous_serving(&self.api, &model.id, &envs).await {
                 Ok(p) => p,
                 Err(why) => {
                     self.undecided(model, why);

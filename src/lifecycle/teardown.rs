@@ -9,9 +9,45 @@
 
 use futures_util::StreamExt;
 
-use super::retire::{Job, MODELS_AT_ONCE, Model, Pick};
+use super::retire::{self, Job, MODELS_AT_ONCE, Model, Pick};
 use super::{Scope, Seen, shown_name};
-use crate::targets::Found;
+use crate::handles::Run;
+use crate::kind::Kind;
+use crate::outcome::Failure;
+use crate::secret::Secret;
+use crate::settings::CommandSettings;
+use crate::targets::{self, Found};
+
+/// Runs `command: teardown`: the pull request and its label's value, a
+/// chain target refused, then every model the key sees.
+pub(crate) async fn run(run: &Run, cs: &CommandSettings, key: &Secret) -> Result<(), Failure> {
+    let Some(settings) = &cs.settings else {
+        return Err(Failure::InvalidInput(
+            "teardown reads the hosts and the budget from its settings, and none were parsed".into(),
+        ));
+    };
+    let Some(number) = cs.lifecycle.pull_request else {
+        return Err(Failure::InvalidInput(
+            "teardown retires a pull request's previews, and this run belongs to none: set pull-request (e.g. pull-request: 12), or run it on the pull request's event (GitHub: on: pull_request: types: [closed]; GitLab: the merge request's environment on_stop job)".into(),
+        ));
+    };
+    let value =
+        crate::settings::pull_request::label_value(number, &run.ci).map_err(Failure::InvalidInput)?;
+    if !settings.truss_directory.trim().is_empty() {
+        let found = targets::resolve(&settings.truss_directory, settings.given_model_name.as_deref())
+            .map_err(Failure::InvalidInput)?;
+        let chains: Vec<&Found> = found.iter().filter(|f| f.kind == Kind::Chain).collect();
+        if let Some(why) = chain_refusal(&chains) {
+            return Err(Failure::InvalidInput(why));
+        }
+    }
+    run.rep.lock().unwrap().line(&format!(
+        "Teardown of {value}: every deployment labelled truss_push_pull_request={value}, in every model the key sees{}",
+        if settings.dry_run { " (dry run: nothing is changed)" } else { "" }
+    ));
+    let job = retire::job(run, "teardown", settings, cs.lifecycle.retire, key)?;
+    retire::finish(run, tear_down(&job, &value)).await
+}
 
 /// Why a teardown refuses a chain target, before any request.
 pub(crate) fn chain_refusal(chains: &[&Found]) -> Option<String> {

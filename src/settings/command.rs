@@ -222,10 +222,10 @@ fn age(v: &str) -> Result<u64, String> {
 }
 
 /// A command with its inputs parsed: the lifecycle values, and the deploy
-/// settings of its targets when `truss-directory` is given (teardown may
-/// have none).
+/// settings of its targets (teardown's may name none: an empty
+/// `truss_directory`, from `Settings::parse_targets_optional`, whose hosts,
+/// team, budget and `dry-run` it still reads).
 #[derive(Debug)]
-#[expect(dead_code, reason = "read by the lifecycle commands, which land next")]
 pub(crate) struct CommandSettings {
     pub(crate) command: Command,
     pub(crate) lifecycle: Lifecycle,

@@ -98,12 +98,31 @@ impl Settings {
     /// Parses every deploy input. `ci` tells the GitHub settings where
     /// reports go.
     pub(crate) fn parse(inputs: &Inputs, ci: &CiContext) -> Result<Settings, String> {
+        Self::parse_with(inputs, ci, true)
+    }
+
+    /// The same settings for a command that needs no targets (`teardown`:
+    /// its previews may be of a model the pull request renamed, and an
+    /// `on_stop` job may have no checkout): without `truss-directory`,
+    /// `truss_directory` is empty.
+    pub(crate) fn parse_targets_optional(
+        inputs: &Inputs,
+        ci: &CiContext,
+    ) -> Result<Settings, String> {
+        Self::parse_with(inputs, ci, false)
+    }
+
+    fn parse_with(inputs: &Inputs, ci: &CiContext, targets: bool) -> Result<Settings, String> {
         if let Some(problem) = inputs.problems().first() {
             return Err(problem.clone());
         }
-        let truss_directory = inputs.trimmed(Input::TrussDirectory).ok_or(
-            "truss-directory is required: set it to your model directory (with config.yaml) or your chain's .py file",
-        )?;
+        let truss_directory = match inputs.trimmed(Input::TrussDirectory) {
+            Some(t) => t,
+            None if !targets => "",
+            None => return Err(
+                "truss-directory is required: set it to your model directory (with config.yaml) or your chain's .py file".into(),
+            ),
+        };
 
         let bool_input = |input: Input| -> Result<bool, String> {
             parse_bool(input.name(), inputs.or_default(input).unwrap_or("false"))
@@ -200,7 +219,10 @@ impl Settings {
             check_name("model-name", n)?;
         }
         let labels = labels(inputs.trimmed(Input::Labels))?;
-        let pull_request_label = super::pull_request::event_number(ci)
+        // The pull request a create's label names: the `pull-request`
+        // input, else the event's (parsed once, in `command::Lifecycle`).
+        let pull_request_label = super::command::Lifecycle::parse(inputs, ci)?
+            .pull_request
             .map(|n| super::pull_request::label_value(n, ci))
             .transpose()?;
         let skip_unchanged = bool_input(Input::SkipUnchanged)?;

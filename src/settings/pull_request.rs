@@ -1,28 +1,12 @@
-//! The pull (or merge) request a run belongs to, and the value of the
-//! `truss_push_pull_request` label its deployments carry (`label`):
-//! `<owner>/<repo>#<n>` on GitHub (`GITHUB_REPOSITORY`), the project path
-//! on GitLab (`CI_PROJECT_PATH`), `#<n>` elsewhere. The number is the
-//! `pull-request` input when given, else the event's: GitHub's `refs/pull/<n>/…`
-//! or the payload's `pull_request.number` (a closed pull request's event
-//! included), GitLab's `CI_MERGE_REQUEST_IID`.
+//! The value of the `truss_push_pull_request` label a run's deployments
+//! carry (`label`): `<owner>/<repo>#<n>` on GitHub (`GITHUB_REPOSITORY`),
+//! the project path on GitLab (`CI_PROJECT_PATH`), `#<n>` elsewhere; the
+//! number is `command::Lifecycle`'s (the `pull-request` input, else the
+//! event's). And the refusal of a deploy whose event closes a pull request.
 
 use serde_json::Value;
 
 use crate::ci_context::{self, CiContext};
-
-/// The event's pull or merge request number, when the run has one.
-pub(crate) fn event_number(ci: &CiContext) -> Option<u64> {
-    ci.github
-        .pull_ref_number()
-        .or_else(|| ci.event_for_reporting().and_then(ci_context::event_pr_number))
-        .or_else(|| {
-            ci.gitlab
-                .merge_request_iid
-                .as_deref()
-                .and_then(|n| n.parse().ok())
-                .filter(|&n| n > 0)
-        })
-}
 
 /// The repository the label names: GitHub's on a GitHub run, GitLab's
 /// project path on a GitLab one, none elsewhere.
@@ -79,19 +63,16 @@ mod tests {
     }
 
     #[test]
-    fn the_number_and_repository_come_from_the_ci() {
+    fn the_repository_comes_from_the_ci() {
         let gh = [("GITHUB_SHA", "abc"), ("GITHUB_REPOSITORY", "acme/models")];
         let closed = r#"{"action": "closed", "pull_request": {"number": 12}}"#;
         let (_d, c) = ci(&gh, Some(closed));
-        assert_eq!(event_number(&c), Some(12));
         assert_eq!(label_value(12, &c).unwrap(), "acme/models#12");
         assert!(closed_event_refusal(&c).unwrap().contains("#12 being closed"));
 
         let opened = r#"{"action": "synchronize", "pull_request": {"number": 12}}"#;
         let (_d, c) = ci(&gh, Some(opened));
         assert_eq!(closed_event_refusal(&c), None);
-        let (_d, c) = ci(&[("GITHUB_SHA", "abc"), ("GITHUB_REF", "refs/pull/7/merge")], None);
-        assert_eq!(event_number(&c), Some(7));
         // A closed issue is not a closed pull request.
         let (_d, c) = ci(&gh, Some(r#"{"action": "closed", "issue": {"number": 3}}"#));
         assert_eq!(closed_event_refusal(&c), None);
@@ -102,11 +83,9 @@ mod tests {
             ("CI_MERGE_REQUEST_IID", "9"),
         ];
         let (_d, c) = ci(&gl, None);
-        assert_eq!(event_number(&c), Some(9));
         assert_eq!(label_value(9, &c).unwrap(), "group/sub/project#9");
 
         let (_d, c) = ci(&[], None);
-        assert_eq!(event_number(&c), None);
         assert_eq!(label_value(3, &c).unwrap(), "#3");
         let (_d, c) = ci(&[("GITHUB_SHA", "a"), ("GITHUB_REPOSITORY", "a/b;rm")], None);
         assert!(label_value(3, &c).is_err());

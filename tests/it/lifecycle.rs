@@ -7,7 +7,6 @@
 
 use fake_baseten::FakeBaseten;
 use fake_baseten::reqlog::LogEntry;
-use fake_baseten::scenario::Fault;
 use serde_json::Value;
 
 use crate::harness::*;
@@ -25,7 +24,7 @@ fn command<'a>(fake: &'a FakeBaseten, command: &str) -> Invocation<'a> {
 }
 
 /// The run of a GitHub job on `event` (JSON) of repository [`REPO`].
-fn on_github(inv: Invocation<'_>, event: &str) -> (Invocation<'_>, tempfile::TempDir) {
+fn on_github<'a>(inv: Invocation<'a>, event: &str) -> (Invocation<'a>, tempfile::TempDir) {
     let (dir, path) = file_in_temp_dir("event.json", event);
     let inv = inv
         .env("GITHUB_SHA", "0123456789abcdef0123456789abcdef01234567")
@@ -192,7 +191,10 @@ fn a_dry_run_changes_nothing_and_lists_what_it_would_retire() {
 #[test]
 fn a_chain_teardown_is_refused_without_a_request() {
     let fake = previews("");
-    let (dir, chain) = file_in_temp_dir("my_chain.py", "import truss_chains as chains\n");
+    let (dir, chain) = file_in_temp_dir(
+        "my_chain.py",
+        "import truss_chains as chains\n\n@chains.mark_entrypoint\nclass Hello(chains.ChainletBase):\n    def run_remote(self) -> str:\n        return 'hi'\n",
+    );
     let (inv, _event) = on_github(
         command(&fake, "teardown").arg("truss-directory", chain.to_str().unwrap()),
         &closed(12),
