@@ -6,7 +6,8 @@
 //! GraphQL string literal. Nothing here prints.
 //!
 //! Besides: promote and cancel for models and chains, environments typed
-//! as `promotion::Env` (`promote`); single-try evidence requests and
+//! as `promotion::Env` (`promote`); the reads and the `DELETE` teardown and
+//! prune make (`lifecycle`); single-try evidence requests and
 //! metrics (`probe`); the stream's reading (`sse`); every id an answer
 //! carries checked once where it is parsed (`id`); JSON as Python writes
 //! it (`wire`); typed errors (`error`). Each phase's requests go through
