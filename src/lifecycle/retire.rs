@@ -33,6 +33,9 @@ pub(crate) const MODELS_AT_ONCE: usize = 4;
 pub(crate) struct Job<'a> {
     /// Its requests end by the run's deadline for them.
     pub(crate) api: Api,
+    /// The run's budget, built once: the GitHub report after a teardown
+    /// asks it for its deadline too.
+    pub(crate) budget: Budget,
     pub(crate) rep: &'a Arc<Mutex<Reporter>>,
     pub(crate) state: &'a Arc<Mutex<State>>,
     pub(crate) retire: Retire,
@@ -70,6 +73,7 @@ pub(crate) fn job<'a>(
     });
     Ok(Job {
         api,
+        budget,
         rep: &run.rep,
         state: &run.state,
         retire,

@@ -46,7 +46,24 @@ pub(crate) async fn run(run: &Run, cs: &CommandSettings, key: &Secret) -> Result
         if settings.dry_run { " (dry run: nothing is changed)" } else { "" }
     ));
     let job = retire::job(run, "teardown", settings, cs.lifecycle.retire, key)?;
-    retire::finish(run, tear_down(&job, &value)).await
+    retire::finish(run, tear_down(&job, &value)).await?;
+    // GitHub hears of it only once every preview is retired (not in a dry
+    // run): a deployment shown inactive must not still run.
+    if settings.github.deployment && !settings.dry_run {
+        let gh = crate::github::Job {
+            settings: settings.github.clone(),
+            kind: Kind::Model,
+            name: String::new(),
+            environment: None,
+            endpoints: settings.endpoints.clone(),
+            pull_request: Some(value.clone()),
+        };
+        let net = run.platform(key)?.net;
+        if let Some(session) = crate::github::Session::open(gh, net, &run.rep) {
+            session.retire_pull_request(&value, &job.budget).await;
+        }
+    }
+    Ok(())
 }
 
 /// Why a teardown refuses a chain target, before any request.

@@ -484,3 +484,82 @@ fn bench_prune_500_through_a_100ms_round_trip() {
     assert_eq!(run.out("retired-count"), (N - 2).to_string());
     assert!(total <= Duration::from_secs(60), "{total:?}");
 }
+
+// --------------------------------------------- end to end, with GitHub
+
+/// Two pull requests deploy previews of the same model (the deploy labels
+/// each and records the label in its GitHub deployment's payload); the
+/// teardown of #12 deletes #12's preview only, and marks only #12's
+/// GitHub deployment inactive.
+#[test]
+fn a_deploy_labels_its_preview_and_teardown_retires_only_that_pull_requests() {
+    use fake_baseten::github::FakeGitHub;
+    const TOKEN: &str = "ghs_canary_lifecycle_0a1b2c";
+    let gh = FakeGitHub::builder(TOKEN).start_in_background().unwrap();
+    let repo = gh.repository().to_string();
+    let fake = fake(&format!(
+        "deployments:\n  default: [[0, ACTIVE]]\nmodels:\n  - id: hello001\n    name: hello-truss-push\n    deployments:\n{}audit_log:\n  entries:\n    - {{at: -86400, event_type: MODEL_DEPLOYMENT_PROMOTED, model: hello-truss-push, deployment: prod0001, environment: production}}\n",
+        dep("prod0001", 9, ", environment: production")
+    ));
+    let github = |inv: Invocation<'_>, event: &str| {
+        let (dir, path) = file_in_temp_dir("event.json", event);
+        let inv = inv
+            .env("GITHUB_API_URL", gh.api_url())
+            .env("GITHUB_REPOSITORY", &repo)
+            .env("GITHUB_SHA", "0123456789abcdef0123456789abcdef01234567")
+            .env("GITHUB_EVENT_PATH", path.to_str().unwrap())
+            .arg("github-token", TOKEN)
+            .arg("github-deployment", "true");
+        let run = inv.run();
+        drop(dir);
+        run
+    };
+    let opened = |n: u64| {
+        format!(r#"{{"action": "synchronize", "pull_request": {{"number": {n}, "head": {{"sha": "0123456789abcdef0123456789abcdef01234567"}}}}}}"#)
+    };
+    for n in [12, 13] {
+        let deploy = Invocation::new(&fake)
+            .model(example_model())
+            .arg("cleanup", "false");
+        let run = github(deploy, &opened(n));
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let label = |id: &str| {
+        fake.deployments()
+            .into_iter()
+            .find(|d| d.id == id)
+            .and_then(|d| d.labels)
+            .and_then(|l| l.get("truss_push_pull_request").cloned())
+    };
+    let previews: Vec<String> = fake
+        .deployments()
+        .into_iter()
+        .filter(|d| d.id != "prod0001")
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(previews.len(), 2);
+    assert_eq!(label(&previews[0]), Some(Value::from(format!("{repo}#12"))));
+    assert_eq!(label(&previews[1]), Some(Value::from(format!("{repo}#13"))));
+
+    let run = github(command(&fake, "teardown"), &closed(12));
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(deleted(&fake), [previews[0].clone()]);
+    let states: Vec<(Value, String)> = gh
+        .deployments()
+        .into_iter()
+        .map(|d| {
+            (
+                d.payload["truss_push"]["pull_request"].clone(),
+                d.states().last().cloned().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (Value::from(format!("{repo}#12")), "inactive".to_string()),
+            (Value::from(format!("{repo}#13")), "success".to_string()),
+        ],
+        "{run:?}"
+    );
+}
