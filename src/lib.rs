@@ -34,6 +34,7 @@ mod flow;
 mod git;
 mod github;
 mod handles;
+mod history;
 mod kind;
 mod label;
 mod lifecycle;

@@ -14,6 +14,7 @@
 //! a handle of their own that carries that phase's deadline: no deadline
 //! is shared between phases.
 
+pub(crate) mod audit;
 mod chains;
 mod error;
 pub(crate) mod id;
@@ -40,12 +41,13 @@ use crate::net::{self, BodyError};
 use crate::retry::{self, Classify, Policy};
 use crate::secret::Secret;
 
+pub(crate) use audit::AuditEntry;
 pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest};
 pub(crate) use error::ApiError;
 pub(crate) use lifecycle::{Deleted, Listed as ListedDeployment, ModelRef};
 pub(crate) use models::{CreateRequest, Created};
 pub(crate) use promote::PromoteFlags;
-pub(crate) use rest::{AuditEntry, Deployment, Environment, Listed, LogLine};
+pub(crate) use rest::{Deployment, Environment, Listed, LogLine};
 pub(crate) use urls::{Endpoints, is_loopback};
 pub(crate) use wire::{OrderedObject, dumps as python_json};
 

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::audit::AuditEntry;
 use super::{Api, ApiError};
 use crate::retry::Policy;
 
@@ -33,17 +34,6 @@ pub(crate) struct Environment {
     pub(crate) name: String,
     #[serde(default)]
     pub(crate) current_deployment: Option<Deployment>,
-}
-
-/// One audit-log entry (AuditLogEntryV1), what deploy by content reads.
-#[derive(Clone, Debug, Deserialize)]
-pub(crate) struct AuditEntry {
-    /// When the action occurred, ISO 8601.
-    pub(crate) created: String,
-    pub(crate) event_type: String,
-    /// Details by `event_type` (`deployment_id`, `environment_name`, …).
-    #[serde(default)]
-    pub(crate) event_data: Value,
 }
 
 /// A deployment as the lists name it.

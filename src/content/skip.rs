@@ -531,6 +531,7 @@ mod tests {
             created: t.into(),
             event_type: ty.into(),
             event_data: json!({"deployment_id": dep, "environment_name": env}),
+            ..AuditEntry::default()
         };
         let p = "MODEL_DEPLOYMENT_PROMOTED";
         let log = [

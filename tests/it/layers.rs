@@ -40,6 +40,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "status",
             "promotion",
+            "history",
             "label",
             "truss_config",
             "files",

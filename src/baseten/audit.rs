@@ -1,0 +1,129 @@
+//! A model's audit log (`GET /v1/models/{id}/audit_logs`), read whole:
+//! every page, following the cursor, as the published API pages it
+//! (`ListAuditLogsResponseV1`: `items` and `pagination {has_more,
+//! cursor}`). The log is what decides a rollback's target, what prune and
+//! teardown protect, and whether production drifted, so a partial read is
+//! never returned as the log: a page that fails fails the read, and a log
+//! longer than [`AUDIT_MAX_PAGES`] pages is an error, not its first pages.
+
+#![expect(
+    dead_code,
+    reason = "read by rollback, prune, teardown and drift, which land next"
+)]
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Api, ApiError};
+
+/// Entries per page: the published maximum.
+const AUDIT_PAGE_LIMIT: u32 = 200;
+/// Pages read at most (40,000 entries): past this the log is refused
+/// rather than read in part.
+pub(crate) const AUDIT_MAX_PAGES: usize = 200;
+
+/// One audit-log entry (`AuditLogEntryV1`).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub(crate) struct AuditEntry {
+    /// The entry's id (`id`; empty when the answer has none).
+    #[serde(default)]
+    pub(crate) id: String,
+    /// When the action occurred, ISO 8601.
+    pub(crate) created: String,
+    pub(crate) event_type: String,
+    /// Details by `event_type` (`deployment_id`, `environment_name`, …).
+    #[serde(default)]
+    pub(crate) event_data: Value,
+    /// The surface that issued the action (`UI`, `API`, `MCP`, `SYSTEM`,
+    /// `OTHER`), when the answer says.
+    #[serde(default)]
+    pub(crate) source: Option<String>,
+    /// Who did it, when the answer says.
+    #[serde(default)]
+    pub(crate) actor: Option<Actor>,
+}
+
+/// The actor of an entry (`AuditLogActorV1`).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub(crate) struct Actor {
+    /// `USER`, `API_KEY`, `BASETEN_USER`, `BASETEN_SYSTEM`, `TOMBSTONE_USER`.
+    #[serde(rename = "type", default)]
+    pub(crate) kind: String,
+    #[serde(default)]
+    pub(crate) api_key_prefix: Option<String>,
+    #[serde(default)]
+    pub(crate) email: Option<String>,
+}
+
+impl AuditEntry {
+    /// A text field of `event_data`.
+    pub(crate) fn data(&self, field: &str) -> Option<&str> {
+        self.event_data.get(field)?.as_str()
+    }
+
+    /// A `MODEL_DEPLOYMENT_PROMOTED` entry as `history` reads it: when,
+    /// which deployment, into which environment.
+    pub(crate) fn promotion(&self) -> Option<crate::history::Promoted> {
+        (self.event_type == "MODEL_DEPLOYMENT_PROMOTED").then(|| crate::history::Promoted {
+            at: self.created.clone(),
+            deployment: self.data("deployment_id").unwrap_or_default().to_string(),
+            environment: self.data("environment_name").map(str::to_string),
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct Page {
+    items: Vec<AuditEntry>,
+    pagination: Pagination,
+}
+
+#[derive(Deserialize)]
+struct Pagination {
+    has_more: bool,
+    #[serde(default)]
+    cursor: Option<String>,
+}
+
+impl Api {
+    /// The model's whole audit log in the event-type `groups` given (all
+    /// of them when empty), every page read under the read policy. The
+    /// entries come in the answer's order; readers sort by `created`
+    /// themselves.
+    pub(crate) async fn audit_log(
+        &self,
+        model_id: &str,
+        groups: &[&str],
+    ) -> Result<Vec<AuditEntry>, ApiError> {
+        let mut entries = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..AUDIT_MAX_PAGES {
+            let mut url = self.endpoints.rest(&["models", model_id, "audit_logs"]);
+            {
+                let mut q = url.query_pairs_mut();
+                q.append_pair("limit", &AUDIT_PAGE_LIMIT.to_string());
+                for g in groups {
+                    q.append_pair("event_type_groups", g);
+                }
+                if let Some(c) = &cursor {
+                    q.append_pair("cursor", c);
+                }
+            }
+            let page: Page = self.rest_read("reading the model's audit log", url).await?;
+            entries.extend(page.items);
+            match (page.pagination.has_more, page.pagination.cursor) {
+                (true, Some(next)) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+                (true, _) => {
+                    return Err(ApiError::permanent(
+                        "reading the model's audit log: the platform said more entries follow but gave no new cursor to read them"
+                            .into(),
+                    ));
+                }
+                (false, _) => return Ok(entries),
+            }
+        }
+        Err(ApiError::permanent(format!(
+            "reading the model's audit log: more than {AUDIT_MAX_PAGES} pages of {AUDIT_PAGE_LIMIT} entries; not read in part"
+        )))
+    }
+}
