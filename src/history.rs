@@ -20,14 +20,6 @@
 //! A deployment the entry names may since have been deleted: the caller
 //! reads it before acting on it.
 
-#![cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "read by rollback, prune, teardown and drift, which land next"
-    )
-)]
-
 use std::cmp::Reverse;
 
 /// One promotion as the audit log records it.

@@ -6,11 +6,6 @@
 //! never returned as the log: a page that fails fails the read, and a log
 //! longer than [`AUDIT_MAX_PAGES`] pages is an error, not its first pages.
 
-#![expect(
-    dead_code,
-    reason = "read by rollback, prune, teardown and drift, which land next"
-)]
-
 use serde::Deserialize;
 use serde_json::Value;
 

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use futures_util::StreamExt;
 
 use super::{Action, Age, Retire, Scope, Seen, Verdict};
-use crate::baseten::{Api, Deleted};
+use crate::baseten::{Api, AuditEntry, Deleted};
+use crate::history::{self, Previous, Promoted};
 use crate::budget::{Budget, Phase};
 use crate::ci::Reporter;
 use crate::flow::State;
@@ -223,6 +224,13 @@ impl Job<'_> {
                     seen: d,
                 }),
                 Verdict::Protected(p) => {
+                    self.say(&format!(
+                        "Protected: deployment {} of model {} ({}): it {}",
+                        shown(&d),
+                        model.name,
+                        d.status,
+                        p.describe()
+                    ));
                     let k = self.kept(model, &d, p.describe());
                     self.record(|r| r.protected.push(k));
                 }
@@ -264,10 +272,7 @@ impl Job<'_> {
             status: d.status.clone(),
             age_seconds: self.age(d),
         };
-        let shown = match d.name.is_empty() {
-            true => d.id.clone(),
-            false => format!("{} ({})", d.id, d.name),
-        };
+        let shown = shown(d);
         if self.dry_run {
             self.say(&format!(
                 "Dry run: {} deployment {shown} of model {}",
@@ -341,6 +346,14 @@ impl Job<'_> {
     }
 }
 
+/// A deployment in a line: its id, and its name when it has another.
+fn shown(d: &Seen) -> String {
+    match d.name.is_empty() || d.name == d.id {
+        true => d.id.clone(),
+        false => format!("{} ({})", d.id, d.name),
+    }
+}
+
 /// `1st`, `2nd`, … for "kept: the 2nd newest".
 fn ordinal(n: u32) -> String {
     let suffix = match (n % 10, n % 100) {
@@ -362,8 +375,24 @@ async fn previous_serving(
     model_id: &str,
     envs: &[(String, Env)],
 ) -> Result<Vec<(String, String)>, String> {
-    let _ = (api, model_id, envs);
-    Err("the audit log's reading is not built yet".into())
+    let entries = api.audit_log(model_id, &["PROMOTED"]).await.map_err(|e| {
+        format!(
+            "its audit log could not be read, so what served each environment before its current deployment (the rollback target) is not known: {e}"
+        )
+    })?;
+    let promoted: Vec<Promoted> = entries.iter().filter_map(AuditEntry::promotion).collect();
+    let mut out = Vec::new();
+    for (name, env) in envs {
+        let Some(current) = &env.current else {
+            continue;
+        };
+        match history::previous_serving(&promoted, name, current, env.candidate.as_deref()) {
+            Previous::Decided(Some(id)) => out.push((name.clone(), id)),
+            Previous::Decided(None) => {}
+            Previous::Undecided(why) => return Err(why),
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
