@@ -50,6 +50,13 @@ pub(crate) struct Listed {
     /// ISO 8601 as the platform writes it.
     #[serde(default)]
     pub(crate) created_at: Option<String>,
+    /// `instance_type_name` (null until known).
+    #[serde(default)]
+    pub(crate) instance_type_name: Option<String>,
+    /// `autoscaling_settings` (null until the deployment first became
+    /// ready): its `min_replica` is what the deployment costs at rest.
+    #[serde(default)]
+    pub(crate) autoscaling_settings: Option<Value>,
 }
 
 /// What a `DELETE` of a deployment says happened.

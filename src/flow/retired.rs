@@ -20,6 +20,12 @@ pub(crate) struct RetiredEntry {
     pub(crate) status: String,
     /// Seconds from its creation to the run's start, when known.
     pub(crate) age_seconds: Option<i64>,
+    /// What it ran on and the replicas it kept at rest, as listed: what
+    /// its retirement freed, for a price read to weigh (not an output).
+    #[serde(skip)]
+    pub(crate) instance_type: Option<String>,
+    #[serde(skip)]
+    pub(crate) min_replica: Option<u32>,
 }
 
 /// A deployment in the command's scope that a safety rule kept, or that
@@ -201,6 +207,8 @@ mod tests {
                 action: "deleted",
                 status: "ACTIVE".into(),
                 age_seconds: Some(60),
+                instance_type: Some("A10Gx4x16".into()),
+                min_replica: Some(1),
             }],
             ..Retirements::default()
         };

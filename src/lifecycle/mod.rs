@@ -8,6 +8,8 @@
 //! [`select`]), which ones a safety rule protects and why
 //! ([`Protected`], [`protection`]), and what a fresh reading of the
 //! environments says just before each retirement ([`still_free`]).
+//! Ages come from `created_at` read as the audit log's times are
+//! ([`epoch_seconds`]).
 //! `teardown` and `prune` read and list; `retire` performs the
 //! retirements a few at a time and records each as it lands, so a
 //! cancelled run reports what it did.
@@ -15,7 +17,6 @@
 pub(crate) mod prune;
 mod retire;
 pub(crate) mod teardown;
-mod when;
 
 use std::collections::BTreeMap;
 
@@ -23,7 +24,14 @@ use crate::label::{LABEL_KEY, PULL_REQUEST_LABEL_KEY};
 use crate::promotion::Env;
 
 pub(crate) use crate::settings::command::Retire;
-pub(crate) use when::epoch_seconds;
+
+/// `created_at` (ISO 8601, UTC, as the platform writes it) in seconds
+/// since the epoch: the audit log's one reading of a time
+/// (`history::instant`). `None` for anything else: a deployment whose age
+/// cannot be told is never retired by age.
+pub(crate) fn epoch_seconds(at: &str) -> Option<i64> {
+    crate::history::instant(at.trim()).and_then(|n| i64::try_from(n / 1_000_000_000).ok())
+}
 
 /// Longest deployment or model name shown; a longer one is cut.
 const NAME_MAX_CHARS: usize = 128;
@@ -74,6 +82,10 @@ pub(crate) struct Seen {
     pub(crate) development: bool,
     /// The environment the listing says it belongs to, when any.
     pub(crate) environment: Option<String>,
+    /// What it runs on and how many replicas it keeps at rest, when the
+    /// listing says (what its retirement frees, for a price to weigh).
+    pub(crate) instance_type: Option<String>,
+    pub(crate) min_replica: Option<u32>,
 }
 
 impl Seen {
@@ -95,6 +107,13 @@ impl Seen {
                 .as_deref()
                 .filter(|e| !e.is_empty())
                 .map(shown_name),
+            instance_type: d.instance_type_name.as_deref().map(shown_name),
+            min_replica: d
+                .autoscaling_settings
+                .as_ref()
+                .and_then(|a| a.get("min_replica"))
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok()),
         }
     }
 }

@@ -271,6 +271,8 @@ impl Job<'_> {
             action: action.word(),
             status: d.status.clone(),
             age_seconds: self.age(d),
+            instance_type: d.instance_type.clone(),
+            min_replica: d.min_replica,
         };
         let shown = shown(d);
         if self.dry_run {

@@ -16,6 +16,8 @@ fn dep(id: &str, days: i64) -> Seen {
         pull_request: None,
         development: false,
         environment: None,
+        instance_type: None,
+        min_replica: None,
     }
 }
 
@@ -267,4 +269,21 @@ fn actions_are_words() {
     assert_eq!(Action::of(Retire::Deactivate, false).word(), "deactivated");
     assert_eq!(Action::of(Retire::Delete, true).word(), "would-delete");
     assert_eq!(Action::of(Retire::Deactivate, true).word(), "would-deactivate");
+}
+
+#[test]
+fn creation_times_as_the_platform_writes_them() {
+    for (text, want) in [
+        ("1970-01-01T00:00:00Z", Some(0)),
+        ("2026-12-01T10:00:00Z", Some(1_796_119_200)),
+        ("2026-12-01T10:00:00.123456Z", Some(1_796_119_200)),
+        ("2026-12-01T10:00:00+00:00", Some(1_796_119_200)),
+        ("2026-12-01T12:00:00+02:00", None),
+        ("2026-13-01T10:00:00Z", None),
+        ("2026-12-01", None),
+        ("yesterday", None),
+        ("", None),
+    ] {
+        assert_eq!(epoch_seconds(text), want, "{text}");
+    }
 }
