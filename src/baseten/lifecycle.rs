@@ -61,9 +61,9 @@ pub(crate) struct Listed {
 
 /// What a `DELETE` of a deployment says happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Deleted {
+pub(crate) enum Deletion {
     /// `deleted: true`.
-    Deleted,
+    Done,
     /// 404: it is gone already (another run, a person).
     Gone,
     /// An answer saying the delete did not happen (`deleted: false`), in
@@ -115,13 +115,16 @@ impl Api {
         let l: List = self.rest_read(what, url).await?;
         let mut out = Vec::with_capacity(l.environments.len());
         for e in &l.environments {
-            let name = e
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| ApiError::permanent(format!("{what}: an environment has no name")))?;
+            let name = e.get("name").and_then(Value::as_str).ok_or_else(|| {
+                ApiError::permanent(format!("{what}: an environment has no name"))
+            })?;
             for field in ["current_deployment", "candidate_deployment"] {
                 if let Some(d) = e.get(field).filter(|d| !d.is_null()) {
-                    id::field(what, &format!("{field}.id"), d.get("id").unwrap_or(&Value::Null))?;
+                    id::field(
+                        what,
+                        &format!("{field}.id"),
+                        d.get("id").unwrap_or(&Value::Null),
+                    )?;
                 }
             }
             out.push((name.to_string(), Env::parse(e)));
@@ -137,7 +140,7 @@ impl Api {
         &self,
         model_id: &str,
         deployment_id: &str,
-    ) -> Result<Deleted, ApiError> {
+    ) -> Result<Deletion, ApiError> {
         #[derive(Deserialize)]
         struct Tombstone {
             deleted: bool,
@@ -160,11 +163,11 @@ impl Api {
             })
             .await;
         match answer {
-            Ok(Tombstone { deleted: true }) => Ok(Deleted::Deleted),
-            Ok(Tombstone { deleted: false }) => Ok(Deleted::Refused(
+            Ok(Tombstone { deleted: true }) => Ok(Deletion::Done),
+            Ok(Tombstone { deleted: false }) => Ok(Deletion::Refused(
                 "the platform answered deleted: false".into(),
             )),
-            Err(e) if e.permanent_status() == Some(404) => Ok(Deleted::Gone),
+            Err(e) if e.permanent_status() == Some(404) => Ok(Deletion::Gone),
             Err(e) => Err(e),
         }
     }

@@ -44,7 +44,7 @@ use crate::secret::Secret;
 pub(crate) use audit::AuditEntry;
 pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest};
 pub(crate) use error::ApiError;
-pub(crate) use lifecycle::{Deleted, Listed as ListedDeployment, ModelRef};
+pub(crate) use lifecycle::{Deletion, Listed as ListedDeployment, ModelRef};
 pub(crate) use models::{CreateRequest, Created};
 pub(crate) use promote::PromoteFlags;
 pub(crate) use rest::{Deployment, Environment, Listed, LogLine};

@@ -90,7 +90,9 @@ impl Session {
                 .send(&REPEATABLE, Method::POST, &path, &[], Some(&body))
                 .await
             {
-                Ok(_) => self.say(&format!("GitHub: deployment {id} is inactive ({value} closed)")),
+                Ok(_) => self.say(&format!(
+                    "GitHub: deployment {id} is inactive ({value} closed)"
+                )),
                 Err(e) => self.warn(
                     Feature::Deployment,
                     "mark the pull request's deployment inactive",

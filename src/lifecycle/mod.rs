@@ -146,7 +146,9 @@ impl Protected {
             Protected::PreviousServing(e) => {
                 format!("served {e} before the current deployment (the rollback target)")
             }
-            Protected::Unsettled(s) => format!("is {s} (not settled: another run may be making it)"),
+            Protected::Unsettled(s) => {
+                format!("is {s} (not settled: another run may be making it)")
+            }
             Protected::Development => "is the development deployment".into(),
             Protected::NoCreationTime => "has no readable creation time to order it by".into(),
         }
@@ -300,7 +302,10 @@ pub(crate) fn select(
         out[i].1 = match (age.keep, age.older_than_secs) {
             (Some(keep), _) if rank <= keep => Verdict::Kept(rank),
             (_, Some(secs))
-                if created > age.now.saturating_sub(i64::try_from(secs).unwrap_or(i64::MAX)) =>
+                if created
+                    > age
+                        .now
+                        .saturating_sub(i64::try_from(secs).unwrap_or(i64::MAX)) =>
             {
                 Verdict::TooRecent
             }

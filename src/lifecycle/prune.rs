@@ -53,13 +53,19 @@ pub(crate) async fn run(run: &Run, cs: &CommandSettings, key: &Secret) -> Result
             _ => "deployments truss-push labelled",
         },
         [
-            l.keep.map(|k| format!(", keeping the {k} newest retirable")),
-            l.older_than_secs.map(|s| format!(", older than {}", age_words(s))),
+            l.keep
+                .map(|k| format!(", keeping the {k} newest retirable")),
+            l.older_than_secs
+                .map(|s| format!(", older than {}", age_words(s))),
         ]
         .into_iter()
         .flatten()
         .collect::<String>(),
-        if settings.dry_run { " (dry run: nothing is changed)" } else { "" }
+        if settings.dry_run {
+            " (dry run: nothing is changed)"
+        } else {
+            ""
+        }
     ));
     let team = settings.team.as_deref();
     retire::finish(run, prune(&job, &found, team, &scope, age)).await
@@ -83,9 +89,7 @@ pub(crate) fn model_named<'a>(
 ) -> Result<Option<&'a ModelRef>, String> {
     let same: Vec<&ModelRef> = models
         .iter()
-        .filter(|m| {
-            m.name == name && team.is_none_or(|want| m.team_name.as_deref() == Some(want))
-        })
+        .filter(|m| m.name == name && team.is_none_or(|want| m.team_name.as_deref() == Some(want)))
         .collect();
     match same.as_slice() {
         [] => Ok(None),
@@ -105,11 +109,9 @@ pub(crate) async fn prune(
     scope: &Scope,
     age: Age,
 ) -> Result<(), String> {
-    let models = job
-        .api
-        .models_seen()
-        .await
-        .map_err(|e| format!("the team's models could not be listed, so nothing was retired: {e}"))?;
+    let models = job.api.models_seen().await.map_err(|e| {
+        format!("the team's models could not be listed, so nothing was retired: {e}")
+    })?;
     let mut picks = Vec::new();
     for t in targets {
         let named = Model {
@@ -132,7 +134,10 @@ pub(crate) async fn prune(
         let m = match model_named(&models, &t.name, team) {
             Ok(Some(m)) => m,
             Ok(None) => {
-                job.note(format!("model {}: the key sees no model of that name, nothing to prune", named.name));
+                job.note(format!(
+                    "model {}: the key sees no model of that name, nothing to prune",
+                    named.name
+                ));
                 continue;
             }
             Err(why) => {
@@ -170,10 +175,21 @@ mod tests {
 
     #[test]
     fn a_targets_model_is_found_by_name_and_team() {
-        let models = [m("a1", "a", Some("ml")), m("a2", "a", Some("web")), m("b1", "b", None)];
+        let models = [
+            m("a1", "a", Some("ml")),
+            m("a2", "a", Some("web")),
+            m("b1", "b", None),
+        ];
         assert_eq!(model_named(&models, "b", None).unwrap().unwrap().id, "b1");
-        assert_eq!(model_named(&models, "a", Some("web")).unwrap().unwrap().id, "a2");
-        assert!(model_named(&models, "a", None).unwrap_err().contains("set team"));
+        assert_eq!(
+            model_named(&models, "a", Some("web")).unwrap().unwrap().id,
+            "a2"
+        );
+        assert!(
+            model_named(&models, "a", None)
+                .unwrap_err()
+                .contains("set team")
+        );
         assert!(model_named(&models, "c", None).unwrap().is_none());
         assert!(model_named(&models, "b", Some("ml")).unwrap().is_none());
     }

@@ -11,13 +11,13 @@ use std::sync::{Arc, Mutex};
 use futures_util::StreamExt;
 
 use super::{Action, Age, Retire, Scope, Seen, Verdict};
-use crate::baseten::{Api, AuditEntry, Deleted};
-use crate::history::{self, Previous, Promoted};
+use crate::baseten::{Api, AuditEntry, Deletion};
 use crate::budget::{Budget, Phase};
 use crate::ci::Reporter;
 use crate::flow::State;
 use crate::flow::retired::{Kept, RetiredEntry, Retirements};
 use crate::handles::Run;
+use crate::history::{self, Previous, Promoted};
 use crate::outcome::{CancelReason, Failure};
 use crate::promotion::Env;
 use crate::secret::Secret;
@@ -235,7 +235,11 @@ impl Job<'_> {
                     self.record(|r| r.protected.push(k));
                 }
                 Verdict::Kept(rank) => {
-                    let k = self.kept(model, &d, format!("kept: the {} newest retirable", ordinal(rank)));
+                    let k = self.kept(
+                        model,
+                        &d,
+                        format!("kept: the {} newest retirable", ordinal(rank)),
+                    );
                     self.record(|r| r.kept.push(k));
                 }
                 Verdict::TooRecent => {
@@ -305,7 +309,11 @@ impl Job<'_> {
                 model.name,
                 p.describe()
             ));
-            let k = self.kept(model, d, format!("{} (read just before its retirement)", p.describe()));
+            let k = self.kept(
+                model,
+                d,
+                format!("{} (read just before its retirement)", p.describe()),
+            );
             self.record(|r| r.protected.push(k));
             return;
         }
@@ -315,10 +323,10 @@ impl Job<'_> {
                 .api
                 .deactivate(&model.id, &d.id)
                 .await
-                .map(|()| Deleted::Deleted),
+                .map(|()| Deletion::Done),
         };
         match done {
-            Ok(Deleted::Deleted) => {
+            Ok(Deletion::Done) => {
                 self.say(&format!(
                     "Retired: {} deployment {shown} of model {}",
                     action.word(),
@@ -326,7 +334,7 @@ impl Job<'_> {
                 ));
                 self.record(|r| r.retired.push(entry()));
             }
-            Ok(Deleted::Gone) => {
+            Ok(Deletion::Gone) => {
                 self.say(&format!(
                     "Gone already: deployment {shown} of model {} (another run or a person retired it first)",
                     model.name
@@ -334,13 +342,19 @@ impl Job<'_> {
                 let k = self.kept(model, d, "gone already (404)".into());
                 self.record(|r| r.gone.push(k));
             }
-            Ok(Deleted::Refused(why)) => {
-                let why = format!("deployment {shown} of model {} was not retired: {why}", model.name);
+            Ok(Deletion::Refused(why)) => {
+                let why = format!(
+                    "deployment {shown} of model {} was not retired: {why}",
+                    model.name
+                );
                 self.warn(&why);
                 self.record(|r| r.failed.push(why));
             }
             Err(e) => {
-                let why = format!("deployment {shown} of model {} was not retired: {e}", model.name);
+                let why = format!(
+                    "deployment {shown} of model {} was not retired: {e}",
+                    model.name
+                );
                 self.warn(&why);
                 self.record(|r| r.failed.push(why));
             }
@@ -403,7 +417,16 @@ mod tests {
 
     #[test]
     fn ordinals() {
-        for (n, s) in [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th"), (12, "12th"), (21, "21st"), (102, "102nd")] {
+        for (n, s) in [
+            (1, "1st"),
+            (2, "2nd"),
+            (3, "3rd"),
+            (4, "4th"),
+            (11, "11th"),
+            (12, "12th"),
+            (21, "21st"),
+            (102, "102nd"),
+        ] {
             assert_eq!(ordinal(n), s);
         }
     }

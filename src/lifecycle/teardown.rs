@@ -23,7 +23,8 @@ use crate::targets::{self, Found};
 pub(crate) async fn run(run: &Run, cs: &CommandSettings, key: &Secret) -> Result<(), Failure> {
     let Some(settings) = &cs.settings else {
         return Err(Failure::InvalidInput(
-            "teardown reads the hosts and the budget from its settings, and none were parsed".into(),
+            "teardown reads the hosts and the budget from its settings, and none were parsed"
+                .into(),
         ));
     };
     let Some(number) = cs.lifecycle.pull_request else {
@@ -31,11 +32,14 @@ pub(crate) async fn run(run: &Run, cs: &CommandSettings, key: &Secret) -> Result
             "teardown retires a pull request's previews, and this run belongs to none: set pull-request (e.g. pull-request: 12), or run it on the pull request's event (GitHub: on: pull_request: types: [closed]; GitLab: the merge request's environment on_stop job)".into(),
         ));
     };
-    let value =
-        crate::settings::pull_request::label_value(number, &run.ci).map_err(Failure::InvalidInput)?;
+    let value = crate::settings::pull_request::label_value(number, &run.ci)
+        .map_err(Failure::InvalidInput)?;
     if !settings.truss_directory.trim().is_empty() {
-        let found = targets::resolve(&settings.truss_directory, settings.given_model_name.as_deref())
-            .map_err(Failure::InvalidInput)?;
+        let found = targets::resolve(
+            &settings.truss_directory,
+            settings.given_model_name.as_deref(),
+        )
+        .map_err(Failure::InvalidInput)?;
         let chains: Vec<&Found> = found.iter().filter(|f| f.kind == Kind::Chain).collect();
         if let Some(why) = chain_refusal(&chains) {
             return Err(Failure::InvalidInput(why));
@@ -79,11 +83,9 @@ pub(crate) fn chain_refusal(chains: &[&Found]) -> Option<String> {
 /// pull-request label is `value`. Returns `Err` only when the models
 /// could not be listed (nothing was retired).
 pub(crate) async fn tear_down(job: &Job<'_>, value: &str) -> Result<(), String> {
-    let models = job
-        .api
-        .models_seen()
-        .await
-        .map_err(|e| format!("the team's models could not be listed, so nothing was retired: {e}"))?;
+    let models = job.api.models_seen().await.map_err(|e| {
+        format!("the team's models could not be listed, so nothing was retired: {e}")
+    })?;
     let scope = Scope::PullRequest(value.to_string());
     let picks: Vec<Vec<Pick>> = futures_util::stream::iter(models)
         .map(|m| {

@@ -155,7 +155,10 @@ fn each_safety_rule_protects_and_says_why() {
             ("dev", Protected::Development),
             ("listed-in-env", Protected::Serving("canary".into())),
             ("deploying", Protected::Unsettled("DEPLOYING".into())),
-            ("unknown-status", Protected::Unsettled("SOMETHING_NEW".into())),
+            (
+                "unknown-status",
+                Protected::Unsettled("SOMETHING_NEW".into()),
+            ),
             ("waking", Protected::Unsettled("WAKING_UP".into())),
         ] {
             assert_eq!(verdict_of(&v, id), &Verdict::Protected(want), "{id}");
@@ -168,9 +171,11 @@ fn each_safety_rule_protects_and_says_why() {
         }
         assert_eq!(verdict_of(&v, "free"), &Verdict::Retire);
     }
-    assert!(Protected::PreviousServing("production".into())
-        .describe()
-        .contains("rollback target"));
+    assert!(
+        Protected::PreviousServing("production".into())
+            .describe()
+            .contains("rollback target")
+    );
 }
 
 #[test]
@@ -214,20 +219,38 @@ fn deactivate_skips_what_is_inactive_and_keep_counts_only_what_it_can_retire() {
         dep("c", 3),
     ];
     let g = BTreeMap::new();
-    let v = select(&ds, &Scope::Labelled, Retire::Deactivate, age(Some(2), None), &g);
+    let v = select(
+        &ds,
+        &Scope::Labelled,
+        Retire::Deactivate,
+        age(Some(2), None),
+        &g,
+    );
     assert_eq!(verdict_of(&v, "old-inactive"), &Verdict::AlreadyInactive);
     assert_eq!(verdict_of(&v, "a"), &Verdict::Kept(1));
     assert_eq!(verdict_of(&v, "b"), &Verdict::Kept(2));
     assert_eq!(retired(&v), ["c"]);
     // Deleting: an inactive deployment is retired like any other.
-    let v = select(&ds, &Scope::Labelled, Retire::Delete, age(Some(2), None), &g);
+    let v = select(
+        &ds,
+        &Scope::Labelled,
+        Retire::Delete,
+        age(Some(2), None),
+        &g,
+    );
     assert_eq!(retired(&v), ["old-inactive", "c"]);
 }
 
 #[test]
 fn ties_in_age_are_ordered_by_id_so_two_runs_agree() {
     let ds = [dep("b", 3), dep("a", 3), dep("c", 3)];
-    let v = select(&ds, &Scope::Labelled, Retire::Delete, age(Some(1), None), &BTreeMap::new());
+    let v = select(
+        &ds,
+        &Scope::Labelled,
+        Retire::Delete,
+        age(Some(1), None),
+        &BTreeMap::new(),
+    );
     assert_eq!(verdict_of(&v, "a"), &Verdict::Kept(1));
     assert_eq!(retired(&v), ["b", "c"]);
 }
@@ -268,7 +291,10 @@ fn actions_are_words() {
     assert_eq!(Action::of(Retire::Delete, false).word(), "deleted");
     assert_eq!(Action::of(Retire::Deactivate, false).word(), "deactivated");
     assert_eq!(Action::of(Retire::Delete, true).word(), "would-delete");
-    assert_eq!(Action::of(Retire::Deactivate, true).word(), "would-deactivate");
+    assert_eq!(
+        Action::of(Retire::Deactivate, true).word(),
+        "would-deactivate"
+    );
 }
 
 #[test]

@@ -358,10 +358,12 @@ fn labels(raw: Option<&str>) -> Result<Option<OrderedObject>, String> {
             "labels may not set {:?}: truss-push writes that label itself (a value unique to the run, by which a run finds the deployment it created); remove it from labels",
             crate::label::RUN_LABEL_KEY
         )),
-        Ok(Value::Object(map)) if map.contains_key(crate::label::PULL_REQUEST_LABEL_KEY) => Err(format!(
-            "labels may not set {:?}: truss-push writes that label itself (the pull request a preview belongs to, by which teardown finds it); remove it from labels",
-            crate::label::PULL_REQUEST_LABEL_KEY
-        )),
+        Ok(Value::Object(map)) if map.contains_key(crate::label::PULL_REQUEST_LABEL_KEY) => {
+            Err(format!(
+                "labels may not set {:?}: truss-push writes that label itself (the pull request a preview belongs to, by which teardown finds it); remove it from labels",
+                crate::label::PULL_REQUEST_LABEL_KEY
+            ))
+        }
         Ok(Value::Object(_)) => match inexact_integer(raw) {
             Some(n) => Err(format!(
                 "labels holds the integer {n}, which does not fit in 64 bits and would reach the platform rounded: write it as a string (\"{n}\")"

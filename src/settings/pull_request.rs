@@ -56,9 +56,8 @@ mod tests {
             std::fs::write(&path, e).unwrap();
             vars.push(("GITHUB_EVENT_PATH".into(), path.display().to_string()));
         }
-        let ctx = CiContext::from_lookup(&|k| {
-            vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
-        });
+        let ctx =
+            CiContext::from_lookup(&|k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()));
         (dir, ctx)
     }
 
@@ -68,7 +67,11 @@ mod tests {
         let closed = r#"{"action": "closed", "pull_request": {"number": 12}}"#;
         let (_d, c) = ci(&gh, Some(closed));
         assert_eq!(label_value(12, &c).unwrap(), "acme/models#12");
-        assert!(closed_event_refusal(&c).unwrap().contains("#12 being closed"));
+        assert!(
+            closed_event_refusal(&c)
+                .unwrap()
+                .contains("#12 being closed")
+        );
 
         let opened = r#"{"action": "synchronize", "pull_request": {"number": 12}}"#;
         let (_d, c) = ci(&gh, Some(opened));
@@ -87,7 +90,10 @@ mod tests {
 
         let (_d, c) = ci(&[], None);
         assert_eq!(label_value(3, &c).unwrap(), "#3");
-        let (_d, c) = ci(&[("GITHUB_SHA", "a"), ("GITHUB_REPOSITORY", "a/b;rm")], None);
+        let (_d, c) = ci(
+            &[("GITHUB_SHA", "a"), ("GITHUB_REPOSITORY", "a/b;rm")],
+            None,
+        );
         assert!(label_value(3, &c).is_err());
     }
 }

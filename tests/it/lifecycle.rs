@@ -34,7 +34,9 @@ fn on_github<'a>(inv: Invocation<'a>, event: &str) -> (Invocation<'a>, tempfile:
 }
 
 fn closed(n: u64) -> String {
-    format!(r#"{{"action": "closed", "number": {n}, "pull_request": {{"number": {n}, "head": {{"sha": "abc"}}}}}}"#)
+    format!(
+        r#"{{"action": "closed", "number": {n}, "pull_request": {{"number": {n}, "head": {{"sha": "abc"}}}}}}"#
+    )
 }
 
 /// A scenario deployment line: `id`, created `days` ago, with `labels`.
@@ -50,7 +52,9 @@ fn labelled() -> String {
 }
 
 fn pr_label(value: &str) -> String {
-    format!(", labels: {{truss_push_content_hash: \"{HASH}\", truss_push_pull_request: \"{value}\"}}")
+    format!(
+        ", labels: {{truss_push_content_hash: \"{HASH}\", truss_push_pull_request: \"{value}\"}}"
+    )
 }
 
 fn deleted(fake: &FakeBaseten) -> Vec<String> {
@@ -84,7 +88,9 @@ fn retired(run: &Outcome) -> Vec<(String, String)> {
 }
 
 fn pairs(ids: &[&str], action: &str) -> Vec<(String, String)> {
-    ids.iter().map(|i| (i.to_string(), action.to_string())).collect()
+    ids.iter()
+        .map(|i| (i.to_string(), action.to_string()))
+        .collect()
 }
 
 // ------------------------------------------------------------- teardown
@@ -95,8 +101,14 @@ fn pairs(ids: &[&str], action: &str) -> Vec<(String, String)> {
 /// #12 deployment that serves production (promoted by hand); `beta` only
 /// what other pull requests made.
 fn previews(extra: &str) -> FakeBaseten {
-    let mut y = String::from("manual_clock: true\nmodels:\n  - id: alpha001\n    name: alpha\n    deployments:\n");
-    y += &dep("ap000001", 9, &format!(", environment: production{}", pr_label("acme/models#12")));
+    let mut y = String::from(
+        "manual_clock: true\nmodels:\n  - id: alpha001\n    name: alpha\n    deployments:\n",
+    );
+    y += &dep(
+        "ap000001",
+        9,
+        &format!(", environment: production{}", pr_label("acme/models#12")),
+    );
     y += &dep("ax000001", 2, &pr_label("acme/models#12"));
     y += &dep("ay000001", 2, &pr_label("acme/models#13"));
     y += &dep("am000001", 2, &pr_label("mirror/models#12"));
@@ -108,8 +120,14 @@ fn previews(extra: &str) -> FakeBaseten {
     y += &dep("bp000001", 9, ", environment: production");
     y += &dep("by000001", 1, &pr_label("acme/models#120"));
     y += "audit_log:\n  entries:\n";
-    for (model, d) in [("alpha", "ap000001"), ("gamma-renamed", "gp000001"), ("beta", "bp000001")] {
-        y += &format!("    - {{at: -86400, event_type: MODEL_DEPLOYMENT_PROMOTED, model: {model}, deployment: {d}, environment: production}}\n");
+    for (model, d) in [
+        ("alpha", "ap000001"),
+        ("gamma-renamed", "gp000001"),
+        ("beta", "bp000001"),
+    ] {
+        y += &format!(
+            "    - {{at: -86400, event_type: MODEL_DEPLOYMENT_PROMOTED, model: {model}, deployment: {d}, environment: production}}\n"
+        );
     }
     y += extra;
     fake(&y)
@@ -131,20 +149,32 @@ fn teardown_retires_a_pull_requests_previews_in_every_model_and_nothing_else() {
     assert!(run.stdout.contains("ap000001"), "{run:?}");
     // Only DELETEs were sent, and only of those two.
     let muts = mutations_of(&fake);
-    assert!(muts.iter().all(|e| e.endpoint == "rest.delete_deployment"), "{muts:?}");
+    assert!(
+        muts.iter().all(|e| e.endpoint == "rest.delete_deployment"),
+        "{muts:?}"
+    );
     assert_eq!(muts.len(), 2);
     // Each DELETE came after a fresh reading of its model's environments.
     let log = fake.requests();
     for d in ["ax000001", "gx000001"] {
-        let at = log.iter().position(|e| e.method == "DELETE" && e.path.ends_with(d)).unwrap();
+        let at = log
+            .iter()
+            .position(|e| e.method == "DELETE" && e.path.ends_with(d))
+            .unwrap();
         let model = &log[at].path.split('/').nth(3).unwrap().to_string();
         assert!(
-            log[..at].iter().rev().take(RECENT_READS).any(|e| e.endpoint == "rest.list_environments" && e.path.contains(model.as_str())),
+            log[..at]
+                .iter()
+                .rev()
+                .take(RECENT_READS)
+                .any(|e| e.endpoint == "rest.list_environments" && e.path.contains(model.as_str())),
             "no environments read just before deleting {d}"
         );
     }
     // beta had no #12 deployment: neither its environments nor its log were read.
-    assert!(!log.iter().any(|e| e.path.contains("beta0001/environments") || e.path.contains("beta0001/audit_logs")));
+    assert!(!log.iter().any(
+        |e| e.path.contains("beta0001/environments") || e.path.contains("beta0001/audit_logs")
+    ));
 }
 
 /// How far back the environments read before a DELETE may be in the log:
@@ -154,7 +184,10 @@ const RECENT_READS: usize = 2 * 8;
 #[test]
 fn teardown_with_retire_deactivate_deactivates_instead() {
     let fake = previews("");
-    let (inv, _event) = on_github(command(&fake, "teardown").arg("retire", "deactivate"), &closed(12));
+    let (inv, _event) = on_github(
+        command(&fake, "teardown").arg("retire", "deactivate"),
+        &closed(12),
+    );
     let run = inv.run();
     assert_eq!(run.code, 0, "{run:?}");
     assert!(deleted(&fake).is_empty());
@@ -165,7 +198,10 @@ fn teardown_with_retire_deactivate_deactivates_instead() {
         .map(|e| e.path)
         .collect();
     assert_eq!(deactivated.len(), 2, "{deactivated:?}");
-    assert_eq!(retired(&run), pairs(&["ax000001", "gx000001"], "deactivated"));
+    assert_eq!(
+        retired(&run),
+        pairs(&["ax000001", "gx000001"], "deactivated")
+    );
 }
 
 #[test]
@@ -180,11 +216,17 @@ fn teardown_takes_the_pull_request_input_outside_a_pull_request_event() {
 #[test]
 fn a_dry_run_changes_nothing_and_lists_what_it_would_retire() {
     let fake = previews("");
-    let (inv, _event) = on_github(command(&fake, "teardown").arg("dry-run", "true"), &closed(12));
+    let (inv, _event) = on_github(
+        command(&fake, "teardown").arg("dry-run", "true"),
+        &closed(12),
+    );
     let run = inv.run();
     assert_eq!(run.code, 0, "{run:?}");
     assert!(mutations_of(&fake).is_empty(), "{:?}", mutations_of(&fake));
-    assert_eq!(retired(&run), pairs(&["ax000001", "gx000001"], "would-delete"));
+    assert_eq!(
+        retired(&run),
+        pairs(&["ax000001", "gx000001"], "would-delete")
+    );
     assert_eq!(run.out("retired-count"), "2");
 }
 
@@ -202,7 +244,10 @@ fn a_chain_teardown_is_refused_without_a_request() {
     let run = inv.run();
     drop(dir);
     assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("chain deployments carry no labels"), "{run:?}");
+    assert!(
+        run.stderr.contains("chain deployments carry no labels"),
+        "{run:?}"
+    );
     assert!(fake.requests().is_empty(), "{:?}", fake.requests());
 }
 
@@ -216,12 +261,17 @@ fn a_refused_delete_is_a_warning_the_others_go_on_and_the_run_fails_with_5() {
     // One of the two was refused, the other deleted.
     assert_eq!(deleted(&fake).len(), 1);
     assert_eq!(run.out("retired-count"), "1");
-    assert!(run.stdout.contains("was not retired") || run.stderr.contains("was not retired"), "{run:?}");
+    assert!(
+        run.stdout.contains("was not retired") || run.stderr.contains("was not retired"),
+        "{run:?}"
+    );
 }
 
 #[test]
 fn a_key_that_may_read_but_not_delete_retires_nothing_and_says_so() {
-    let fake = previews("refuse_deletes: [{deployment: ax000001, status: 403}, {deployment: gx000001, status: 403}]\n");
+    let fake = previews(
+        "refuse_deletes: [{deployment: ax000001, status: 403}, {deployment: gx000001, status: 403}]\n",
+    );
     let (inv, _event) = on_github(command(&fake, "teardown"), &closed(12));
     let run = inv.run();
     assert_eq!(run.code, 5, "{run:?}");
@@ -237,13 +287,22 @@ fn a_delete_answered_deleted_false_is_a_refusal() {
     let run = inv.run();
     assert_eq!(run.code, 5, "{run:?}");
     assert_eq!(deleted(&fake), ["gx000001"]);
-    assert!(format!("{}{}", run.stdout, run.stderr).contains("deleted: false"), "{run:?}");
+    assert!(
+        format!("{}{}", run.stdout, run.stderr).contains("deleted: false"),
+        "{run:?}"
+    );
 }
 
 #[test]
 fn a_preview_still_building_is_kept_so_a_racing_deploy_is_never_cut_down() {
-    let mut y = String::from("manual_clock: true\nmodels:\n  - id: alpha001\n    name: alpha\n    deployments:\n");
-    y += &dep("ab000001", 0, &format!(", status: BUILDING{}", pr_label("acme/models#12")));
+    let mut y = String::from(
+        "manual_clock: true\nmodels:\n  - id: alpha001\n    name: alpha\n    deployments:\n",
+    );
+    y += &dep(
+        "ab000001",
+        0,
+        &format!(", status: BUILDING{}", pr_label("acme/models#12")),
+    );
     y += &dep("ax000001", 1, &pr_label("acme/models#12"));
     let fake = fake(&y);
     let (inv, _event) = on_github(command(&fake, "teardown"), &closed(12));
@@ -271,13 +330,25 @@ fn a_deploy_on_a_closed_pull_request_is_refused() {
 /// truss-push), the previous production, one building, one unlabelled
 /// (made by hand), five labelled — and an old development deployment.
 fn nine(extra: &str) -> FakeBaseten {
-    let mut y = String::from("manual_clock: true\nmodels:\n  - id: prune001\n    name: pruned\n    deployments:\n");
-    y += &dep("prod0001", 3, &format!(", environment: production{}", labelled()));
+    let mut y = String::from(
+        "manual_clock: true\nmodels:\n  - id: prune001\n    name: pruned\n    deployments:\n",
+    );
+    y += &dep(
+        "prod0001",
+        3,
+        &format!(", environment: production{}", labelled()),
+    );
     y += &dep("prev0001", 30, &labelled());
     y += &dep("bld00001", 0, &format!(", status: BUILDING{}", labelled()));
     y += &dep("hand0001", 40, "");
     y += &dep("devl0001", 60, &format!(", is_draft: true{}", labelled()));
-    for (id, days) in [("lab00001", 1), ("lab00002", 5), ("lab00003", 10), ("lab00004", 20), ("lab00005", 50)] {
+    for (id, days) in [
+        ("lab00001", 1),
+        ("lab00002", 5),
+        ("lab00003", 10),
+        ("lab00004", 20),
+        ("lab00005", 50),
+    ] {
         y += &dep(id, days, &labelled());
     }
     y += "audit_log:\n  entries:\n";
@@ -302,7 +373,12 @@ fn prune_keep_2_retires_exactly_the_three_oldest_labelled() {
     // development deployment: kept by the safety rules.
     assert_eq!(run.out("protected-count"), "4");
     assert_eq!(run.out("retired-count"), "3");
-    for why in ["serves production", "rollback target", "BUILDING", "development deployment"] {
+    for why in [
+        "serves production",
+        "rollback target",
+        "BUILDING",
+        "development deployment",
+    ] {
         assert!(run.stdout.contains(why), "{why}: {run:?}");
     }
 }
@@ -333,7 +409,10 @@ fn prune_unlabelled_retires_the_unlabelled_one_too() {
         .arg("prune-unlabelled", "true")
         .run();
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(deleted(&fake), ["hand0001", "lab00003", "lab00004", "lab00005"]);
+    assert_eq!(
+        deleted(&fake),
+        ["hand0001", "lab00003", "lab00004", "lab00005"]
+    );
 }
 
 #[test]
@@ -344,7 +423,10 @@ fn an_unreadable_audit_log_retires_nothing_of_the_model_and_says_why() {
     assert_eq!(run.code, 5, "{run:?}");
     assert_eq!(run.status(), "cleanup_failed");
     assert!(mutations_of(&fake).is_empty());
-    assert!(format!("{}{}", run.stdout, run.stderr).contains("nothing retired in model pruned"), "{run:?}");
+    assert!(
+        format!("{}{}", run.stdout, run.stderr).contains("nothing retired in model pruned"),
+        "{run:?}"
+    );
 }
 
 #[test]
@@ -359,8 +441,16 @@ fn a_promotion_started_after_the_listing_protects_its_candidate() {
     let run = prune(&fake, dir.path()).arg("keep", "2").run();
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(deleted(&fake), ["lab00003", "lab00004"]);
-    assert!(!fake.requests().iter().any(|e| e.method == "DELETE" && e.path.ends_with("lab00005")));
-    assert!(run.stdout.contains("read just before its retirement"), "{run:?}");
+    assert!(
+        !fake
+            .requests()
+            .iter()
+            .any(|e| e.method == "DELETE" && e.path.ends_with("lab00005"))
+    );
+    assert!(
+        run.stdout.contains("read just before its retirement"),
+        "{run:?}"
+    );
 }
 
 #[test]
@@ -409,7 +499,15 @@ fn prune_without_keep_or_older_than_is_an_input_error() {
 #[test]
 fn odd_pull_request_numbers_are_refused_before_any_request() {
     let fake = previews("");
-    for bad in ["#12", "0", "-1", "1e3", "12;rm", "\u{0661}\u{0662}", "99999999999999999999999"] {
+    for bad in [
+        "#12",
+        "0",
+        "-1",
+        "1e3",
+        "12;rm",
+        "\u{0661}\u{0662}",
+        "99999999999999999999999",
+    ] {
         let (inv, _event) = on_github(command(&fake, "teardown").arg("pull-request", bad), "{}");
         let run = inv.run();
         assert_eq!(run.code, 2, "{bad:?}: {run:?}");
@@ -430,8 +528,14 @@ fn odd_pull_request_numbers_are_refused_before_any_request() {
 fn bench_prune_500_through_a_100ms_round_trip() {
     use std::time::{Duration, Instant};
     const N: usize = 500;
-    let mut y = String::from("manual_clock: true\nmodels:\n  - id: many0001\n    name: many\n    deployments:\n");
-    y += &dep("prod0001", 600, &format!(", environment: production{}", labelled()));
+    let mut y = String::from(
+        "manual_clock: true\nmodels:\n  - id: many0001\n    name: many\n    deployments:\n",
+    );
+    y += &dep(
+        "prod0001",
+        600,
+        &format!(", environment: production{}", labelled()),
+    );
     for i in 1..N {
         y += &format!(
             "      - {{id: d{i:07}, name: d{i:07}, created_at: {}{}}}\n",
@@ -515,7 +619,9 @@ fn a_deploy_labels_its_preview_and_teardown_retires_only_that_pull_requests() {
         run
     };
     let opened = |n: u64| {
-        format!(r#"{{"action": "synchronize", "pull_request": {{"number": {n}, "head": {{"sha": "0123456789abcdef0123456789abcdef01234567"}}}}}}"#)
+        format!(
+            r#"{{"action": "synchronize", "pull_request": {{"number": {n}, "head": {{"sha": "0123456789abcdef0123456789abcdef01234567"}}}}}}"#
+        )
     };
     for n in [12, 13] {
         let deploy = Invocation::new(&fake)

@@ -371,7 +371,9 @@ pub(super) fn plausible(input: &str, model: &Path, fake_url: &str) -> BoxedStrat
         | "fail-fast"
         | "skip-unchanged"
         | "prune-unlabelled" => texts(BOOLS),
-        "command" => texts(&["deploy", "plan", "teardown", "prune", "Prune", "rollback", "drift"]),
+        "command" => texts(&[
+            "deploy", "plan", "teardown", "prune", "Prune", "rollback", "drift",
+        ]),
         "pull-request" => texts(&["1", "12", "4294967295", "0"]),
         "retire" => texts(&["delete", "deactivate", "DEACTIVATE"]),
         "keep" => texts(&["1", "5", "1000", "0"]),
