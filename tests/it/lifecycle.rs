@@ -669,3 +669,26 @@ fn a_deploy_labels_its_preview_and_teardown_retires_only_that_pull_requests() {
         "{run:?}"
     );
 }
+
+#[test]
+fn a_cancel_reports_what_was_retired_before_it() {
+    // The first DELETE is answered at once, the others are held: the
+    // signal comes once the run has said it retired one.
+    let fake = nine("faults: [{endpoint: rest.delete_deployment, after: 1, delay_ms: 20000}]\n");
+    let dir = model_dir("model_name: pruned\n");
+    let run = prune(&fake, dir.path())
+        .arg("keep", "2")
+        .run_acting_when_said("Retired: deleted", |pid| {
+            let sent = std::process::Command::new("kill")
+                .args(["-INT", &pid.to_string()])
+                .status()
+                .unwrap();
+            assert!(sent.success());
+        });
+    assert_eq!(run.code, 130, "{run:?}");
+    let retired = retired(&run);
+    assert_eq!(retired.len(), 1, "{run:?}");
+    assert_eq!(run.out("retired-count"), "1");
+    // What it reports is what the platform deleted, answered.
+    assert!(fake.deleted_deployments().contains(&retired[0].0), "{run:?}");
+}
