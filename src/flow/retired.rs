@@ -63,6 +63,14 @@ pub(crate) struct Retirements {
 }
 
 impl Retirements {
+    /// Puts what landed in a stable order (by model, then deployment id),
+    /// whatever order the retirements finished in.
+    pub(crate) fn sort(&mut self) {
+        self.retired.sort_by(|a, b| {
+            (&a.model_name, &a.deployment_id).cmp(&(&b.model_name, &b.deployment_id))
+        });
+    }
+
     /// The `retired` output: one compact JSON array.
     pub(crate) fn retired_json(&self) -> String {
         serde_json::to_string(&self.retired).expect("plain data serializes")
@@ -93,7 +101,7 @@ impl Retirements {
                 format!(
                     "protected: deployment {}{} of model {} ({}, {}): it {}",
                     k.deployment_id,
-                    named(&k.deployment_name),
+                    named(&k.deployment_id, &k.deployment_name),
                     k.model_name,
                     k.status,
                     match age_words(k.age_seconds) {
@@ -171,8 +179,9 @@ impl Retirements {
     }
 }
 
-fn named(name: &str) -> String {
-    match name.is_empty() {
+/// ` (name)` after an id, when the name says something the id does not.
+fn named(id: &str, name: &str) -> String {
+    match name.is_empty() || name == id {
         true => String::new(),
         false => format!(" ({name})"),
     }

@@ -100,6 +100,9 @@ pub(crate) async fn finish(
         }
     };
     let mut st = run.state.lock().unwrap();
+    if let Some(r) = st.retirements.as_mut() {
+        r.sort();
+    }
     let r = st.retirements.clone().unwrap_or_default();
     st.notes.extend(r.protected_lines());
     done?;
@@ -238,7 +241,7 @@ impl Job<'_> {
                     let k = self.kept(
                         model,
                         &d,
-                        format!("kept: the {} newest retirable", ordinal(rank)),
+                        format!("kept: the {} newest retirable (keep)", ordinal(rank)),
                     );
                     self.record(|r| r.kept.push(k));
                 }

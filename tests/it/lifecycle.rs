@@ -690,5 +690,8 @@ fn a_cancel_reports_what_was_retired_before_it() {
     assert_eq!(retired.len(), 1, "{run:?}");
     assert_eq!(run.out("retired-count"), "1");
     // What it reports is what the platform deleted, answered.
-    assert!(fake.deleted_deployments().contains(&retired[0].0), "{run:?}");
+    assert!(
+        fake.deleted_deployments().contains(&retired[0].0),
+        "{run:?}"
+    );
 }
