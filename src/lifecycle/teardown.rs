@@ -50,7 +50,8 @@ pub(crate) async fn run(run: &Run, cs: &CommandSettings, key: &Secret) -> Result
         if settings.dry_run { " (dry run: nothing is changed)" } else { "" }
     ));
     let job = retire::job(run, "teardown", settings, cs.lifecycle.retire, key)?;
-    retire::finish(run, tear_down(&job, &value)).await?;
+    let team = settings.team.as_deref();
+    retire::finish(run, tear_down(&job, &value, team)).await?;
     // GitHub hears of it only once every preview is retired (not in a dry
     // run): a deployment shown inactive must not still run.
     if settings.github.deployment && !settings.dry_run {
@@ -79,13 +80,21 @@ pub(crate) fn chain_refusal(chains: &[&Found]) -> Option<String> {
     ))
 }
 
-/// Retires every deployment, in every model the key sees, whose
-/// pull-request label is `value`. Returns `Err` only when the models
-/// could not be listed (nothing was retired).
-pub(crate) async fn tear_down(job: &Job<'_>, value: &str) -> Result<(), String> {
+/// Retires every deployment, in every model the key sees (of `team`
+/// only, when given), whose pull-request label is `value`. Returns `Err`
+/// only when the models could not be listed (nothing was retired).
+pub(crate) async fn tear_down(
+    job: &Job<'_>,
+    value: &str,
+    team: Option<&str>,
+) -> Result<(), String> {
     let models = job.api.models_seen().await.map_err(|e| {
         format!("the team's models could not be listed, so nothing was retired: {e}")
     })?;
+    let models: Vec<_> = models
+        .into_iter()
+        .filter(|m| team.is_none_or(|t| m.team_name.as_deref() == Some(t)))
+        .collect();
     let scope = Scope::PullRequest(value.to_string());
     let picks: Vec<Vec<Pick>> = futures_util::stream::iter(models)
         .map(|m| {

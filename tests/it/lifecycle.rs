@@ -695,3 +695,18 @@ fn a_cancel_reports_what_was_retired_before_it() {
         "{run:?}"
     );
 }
+
+#[test]
+fn teardown_with_team_looks_only_at_that_teams_models() {
+    let mut y = String::from(
+        "manual_clock: true\nteams: [{name: ml, default: true}, {name: web}]\nmodels:\n  - id: alpha001\n    name: alpha\n    team: ml\n    deployments:\n",
+    );
+    y += &dep("ax000001", 2, &pr_label("acme/models#12"));
+    y += "  - id: webm0001\n    name: web-model\n    team: web\n    deployments:\n";
+    y += &dep("wx000001", 2, &pr_label("acme/models#12"));
+    let fake = fake(&y);
+    let (inv, _event) = on_github(command(&fake, "teardown").arg("team", "web"), &closed(12));
+    let run = inv.run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(deleted(&fake), ["wx000001"]);
+}
