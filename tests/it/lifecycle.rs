@@ -705,8 +705,22 @@ fn teardown_with_team_looks_only_at_that_teams_models() {
     y += "  - id: webm0001\n    name: web-model\n    team: web\n    deployments:\n";
     y += &dep("wx000001", 2, &pr_label("acme/models#12"));
     let fake = fake(&y);
-    let (inv, _event) = on_github(command(&fake, "teardown").arg("team", "web"), &closed(12));
+    let (inv, _event) = on_github(
+        command(&fake, "teardown")
+            .arg("team", "web")
+            .outputs_file("truss-push.env"),
+        &closed(12),
+    );
     let run = inv.run();
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(deleted(&fake), ["wx000001"]);
+    // GitLab's dotenv report carries the three outputs.
+    let dotenv = run.outputs_file.clone().unwrap_or_default();
+    for line in [
+        "TRUSS_PUSH_RETIRED_COUNT=1",
+        "TRUSS_PUSH_PROTECTED_COUNT=0",
+        "TRUSS_PUSH_RETIRED=[{",
+    ] {
+        assert!(dotenv.contains(line), "{line}: {dotenv}");
+    }
 }
