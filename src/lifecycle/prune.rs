@@ -2,11 +2,11 @@
 //! default only deployments carrying truss-push's labels are candidates
 //! (`prune-unlabelled` widens it to every deployment of the model); `keep`
 //! keeps the newest retirable ones, `older-than` retires only what is
-//! older. Chains: their deployments carry no labels and the published
-//! audit log is the models' only, so which chain deployment served an
-//! environment before the current one cannot be read: nothing of a chain
-//! is retired, and with `prune-unlabelled` the run says why and ends
-//! `cleanup_failed`.
+//! older. Chains: their deployments carry no labels, and this version
+//! does not read a chain's audit log (`GET /v1/chains/{id}/audit_logs`),
+//! so which chain deployment served an environment before the current one
+//! is not known: nothing of a chain is retired, and with
+//! `prune-unlabelled` the run says why and ends `cleanup_failed`.
 
 use super::retire::{self, Job, Model};
 use super::{Age, Scope, Seen, shown_name};
@@ -122,7 +122,7 @@ pub(crate) async fn prune(
             match scope {
                 Scope::Everything => job.undecided(
                     &named,
-                    "a chain's previous serving deployment cannot be read (the published audit log is the models' only), so none of its deployments is retired".into(),
+                    "which chain deployment served each environment before the current one is not known (this version does not read a chain's audit log), so none of its deployments is retired".into(),
                 ),
                 _ => job.note(format!(
                     "chain {}: chain deployments carry no labels in the published API, so none is a candidate without prune-unlabelled",

@@ -724,3 +724,23 @@ fn teardown_with_team_looks_only_at_that_teams_models() {
         assert!(dotenv.contains(line), "{line}: {dotenv}");
     }
 }
+
+#[test]
+fn prune_retires_nothing_of_a_chain_and_says_why() {
+    let fake = nine("");
+    let (dir, chain) = file_in_temp_dir(
+        "my_chain.py",
+        "import truss_chains as chains\n\n@chains.mark_entrypoint\nclass Hello(chains.ChainletBase):\n    def run_remote(self) -> str:\n        return 'hi'\n",
+    );
+    let run = prune(&fake, &chain).arg("keep", "1").run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("carry no labels"), "{run:?}");
+    let run = prune(&fake, &chain)
+        .arg("keep", "1")
+        .arg("prune-unlabelled", "true")
+        .run();
+    drop(dir);
+    assert_eq!(run.code, 5, "{run:?}");
+    assert!(run.stderr.contains("chain's audit log"), "{run:?}");
+    assert!(mutations_of(&fake).is_empty());
+}
