@@ -136,6 +136,10 @@ pub(crate) enum Protected {
     /// `keep`/`older-than` order by creation time, and the answer gave
     /// none this build can read.
     NoCreationTime,
+    /// What serves this environment changed between the listing and the
+    /// retirement: the previous serving deployment is no longer the one
+    /// the run read.
+    Changed(String),
 }
 
 impl Protected {
@@ -151,6 +155,9 @@ impl Protected {
             }
             Protected::Development => "is the development deployment".into(),
             Protected::NoCreationTime => "has no readable creation time to order it by".into(),
+            Protected::Changed(e) => format!(
+                "may have served {e} before what serves it now, which changed during the run, and the audit log does not say otherwise"
+            ),
         }
     }
 }
@@ -316,9 +323,29 @@ pub(crate) fn select(
 }
 
 /// Just before a retirement: what a fresh reading of the environments
-/// says of `id` (`None`: nothing serves from it or moves traffic to it).
-pub(crate) fn still_free(id: &str, fresh: &[(String, Env)]) -> Option<Protected> {
-    guards(fresh, &[]).remove(id)
+/// says of `id`, next to the reading the decision was made from
+/// (`listed`). `id` is protected when it serves or is being promoted now,
+/// and when what serves an environment changed since the listing: what
+/// served before the new one is then known only to the audit log as it is
+/// now, which this run did not read. `None`: it may be retired.
+pub(crate) fn still_free(
+    id: &str,
+    listed: &[(String, Env)],
+    fresh: &[(String, Env)],
+) -> Option<Protected> {
+    if let Some(p) = guards(fresh, &[]).remove(id) {
+        return Some(p);
+    }
+    let before = |name: &str| {
+        listed
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, e)| e.current.as_ref())
+    };
+    fresh
+        .iter()
+        .find(|(name, env)| before(name) != env.current.as_ref())
+        .map(|(name, _)| Protected::Changed(shown_name(name)))
 }
 
 /// A name from the platform as outputs and the summary may show it: ASCII

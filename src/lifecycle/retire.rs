@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 
-use super::{Action, Age, Retire, Scope, Seen, Verdict};
+use super::{Action, Age, Protected, Retire, Scope, Seen, Verdict};
 use crate::baseten::{Api, AuditEntry, Deletion};
 use crate::budget::{Budget, Phase};
 use crate::ci::Reporter;
@@ -136,6 +136,8 @@ pub(crate) struct Model {
 pub(crate) struct Pick {
     pub(crate) model: Model,
     pub(crate) seen: Seen,
+    /// The reading of the model's environments the decision was made from.
+    pub(crate) listed: Arc<Vec<(String, Env)>>,
 }
 
 impl Job<'_> {
@@ -218,6 +220,7 @@ impl Job<'_> {
             false => Vec::new(),
         };
         let guards = super::guards(&envs, &previous);
+        let listed = Arc::new(envs);
         let verdicts = super::select(deployments, scope, self.retire, age, &guards);
         let mut picks = Vec::new();
         for (d, v) in verdicts {
@@ -225,6 +228,7 @@ impl Job<'_> {
                 Verdict::Retire => picks.push(Pick {
                     model: model.clone(),
                     seen: d,
+                    listed: Arc::clone(&listed),
                 }),
                 Verdict::Protected(p) => {
                     self.say(&format!(
@@ -268,7 +272,11 @@ impl Job<'_> {
     }
 
     async fn retire_one(&self, p: &Pick) {
-        let Pick { model, seen: d } = p;
+        let Pick {
+            model,
+            seen: d,
+            listed,
+        } = p;
         let action = Action::of(self.retire, self.dry_run);
         let entry = || RetiredEntry {
             model_name: model.name.clone(),
@@ -306,16 +314,37 @@ impl Job<'_> {
                 return;
             }
         };
-        if let Some(p) = super::still_free(&d.id, &fresh) {
+        let kept = match super::still_free(&d.id, listed, &fresh) {
+            // What serves changed since the listing: the audit log, read
+            // again, says what served before the new one (undecided or
+            // unreadable: kept).
+            Some(Protected::Changed(env)) => {
+                match previous_serving(&self.api, &model.id, &fresh).await {
+                    Ok(previous) => previous
+                        .into_iter()
+                        .find(|(_, id)| *id == d.id)
+                        .map(|(e, _)| Protected::PreviousServing(super::shown_name(&e))),
+                    Err(why) => {
+                        self.say(&format!(
+                            "What serves {env} in model {} changed during the run, and the audit log read again does not say what served before it: {why}",
+                            model.name
+                        ));
+                        Some(Protected::Changed(env))
+                    }
+                }
+            }
+            other => other,
+        };
+        if let Some(p) = kept {
             self.say(&format!(
-                "Kept deployment {shown} of model {}: it {} now (read just before its retirement)",
+                "Kept deployment {shown} of model {}, read again just before its retirement: it {}",
                 model.name,
                 p.describe()
             ));
             let k = self.kept(
                 model,
                 d,
-                format!("{} (read just before its retirement)", p.describe()),
+                format!("{} (read again just before its retirement)", p.describe()),
             );
             self.record(|r| r.protected.push(k));
             return;

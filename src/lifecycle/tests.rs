@@ -257,19 +257,59 @@ fn ties_in_age_are_ordered_by_id_so_two_runs_agree() {
 
 #[test]
 fn a_fresh_reading_protects_a_promotion_started_since_the_listing() {
+    let listed = [
+        ("production".to_string(), env(Some("p"), None)),
+        ("staging".to_string(), env(None, None)),
+    ];
     let fresh = [
         ("production".to_string(), env(Some("p"), Some("x"))),
         ("staging".to_string(), env(None, None)),
     ];
     assert_eq!(
-        still_free("x", &fresh),
+        still_free("x", &listed, &fresh),
         Some(Protected::Candidate("production".into()))
     );
     assert_eq!(
-        still_free("p", &fresh),
+        still_free("p", &listed, &fresh),
         Some(Protected::Serving("production".into()))
     );
-    assert_eq!(still_free("y", &fresh), None);
+    assert_eq!(still_free("y", &listed, &fresh), None);
+    // What serves changed since the listing (two promotions, or one that
+    // ended): the previous serving one is not the one the run read.
+    for fresh in [
+        [
+            ("production".to_string(), env(Some("q"), None)),
+            ("staging".to_string(), env(None, None)),
+        ],
+        [
+            ("production".to_string(), env(Some("p"), None)),
+            ("staging".to_string(), env(Some("s"), None)),
+        ],
+    ] {
+        assert!(
+            matches!(
+                still_free("y", &listed, &fresh),
+                Some(Protected::Changed(_))
+            ),
+            "{fresh:?}"
+        );
+    }
+    // An environment created since, serving something: changed too.
+    let more = [
+        ("production".to_string(), env(Some("p"), None)),
+        ("staging".to_string(), env(None, None)),
+        ("canary".to_string(), env(Some("c"), None)),
+    ];
+    assert_eq!(
+        still_free("y", &listed, &more),
+        Some(Protected::Changed("canary".into()))
+    );
+    let empty_new = [
+        ("production".to_string(), env(Some("p"), None)),
+        ("staging".to_string(), env(None, None)),
+        ("canary".to_string(), env(None, None)),
+    ];
+    assert_eq!(still_free("y", &listed, &empty_new), None);
 }
 
 #[test]

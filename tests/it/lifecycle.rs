@@ -448,7 +448,7 @@ fn a_promotion_started_after_the_listing_protects_its_candidate() {
             .any(|e| e.method == "DELETE" && e.path.ends_with("lab00005"))
     );
     assert!(
-        run.stdout.contains("read just before its retirement"),
+        run.stdout.contains("read again just before its retirement"),
         "{run:?}"
     );
 }
@@ -743,4 +743,26 @@ fn prune_retires_nothing_of_a_chain_and_says_why() {
     assert_eq!(run.code, 5, "{run:?}");
     assert!(run.stderr.contains("chain's audit log"), "{run:?}");
     assert!(mutations_of(&fake).is_empty());
+}
+
+#[test]
+fn two_promotions_during_the_run_keep_the_one_that_served_in_between() {
+    // With keep 4 the run picks only lab00005. After its audit read another
+    // client promotes lab00005, then lab00004: lab00005 may then have served
+    // production just before what serves now, which only the audit log
+    // read again could say (here it cannot: the fake's clock stands still,
+    // so the two promotions tie). No DELETE of it is sent.
+    let fake = nine(
+        "others:\n  - {on: rest.get_audit_logs, nth: 1, action: {promote: {deployment: lab00005, environment: production}}}\n  - {on: rest.get_audit_logs, nth: 1, action: {promote: {deployment: lab00004, environment: production}}}\n",
+    );
+    let dir = model_dir("model_name: pruned\n");
+    let run = prune(&fake, dir.path()).arg("keep", "4").run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(deleted(&fake).is_empty(), "{run:?}");
+    assert!(mutations_of(&fake).iter().all(|e| e.method != "DELETE"));
+    assert_eq!(run.out("retired-count"), "0");
+    assert!(
+        run.stdout.contains("Kept deployment lab00005 of model pruned, read again just before its retirement: it may have served production"),
+        "{run:?}"
+    );
 }
