@@ -60,6 +60,9 @@ pub(crate) struct Retirements {
     pub(crate) undecided: Vec<(String, String)>,
     /// Other things the run says (chains it cannot tell apart, …).
     pub(crate) notes: Vec<String>,
+    /// Retirements sent and not yet answered, in words: what a cancel
+    /// meanwhile may have left done.
+    pub(crate) in_flight: Vec<String>,
 }
 
 impl Retirements {

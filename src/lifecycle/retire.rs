@@ -105,6 +105,13 @@ pub(crate) async fn finish(
     }
     let r = st.retirements.clone().unwrap_or_default();
     st.notes.extend(r.protected_lines());
+    if let Err(Failure::Cancelled(_)) = &done {
+        // Sent, unanswered when the signal came: the platform may have
+        // carried them out; `retired` lists only what it confirmed.
+        st.notes.extend(r.in_flight.iter().map(|f| {
+            format!("{f}: its retirement was sent when the run was cancelled and may have happened; check it in Baseten")
+        }));
+    }
     done?;
     let mut problems: Vec<String> = r.failed.clone();
     problems.extend(
@@ -349,6 +356,10 @@ impl Job<'_> {
             self.record(|r| r.protected.push(k));
             return;
         }
+        // Until its answer comes, this retirement may or may not happen: a
+        // cancel meanwhile says so rather than leaving it out.
+        let in_flight = format!("deployment {shown} of model {}", model.name);
+        self.record(|r| r.in_flight.push(in_flight.clone()));
         let done = match self.retire {
             Retire::Delete => self.api.delete_deployment(&model.id, &d.id).await,
             Retire::Deactivate => self
@@ -357,6 +368,7 @@ impl Job<'_> {
                 .await
                 .map(|()| Deletion::Done),
         };
+        self.record(|r| r.in_flight.retain(|f| *f != in_flight));
         match done {
             Ok(Deletion::Done) => {
                 self.say(&format!(
