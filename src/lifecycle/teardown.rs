@@ -45,6 +45,11 @@ pub(crate) async fn run(run: &Run, cs: &CommandSettings, key: &Secret) -> Result
             return Err(Failure::InvalidInput(why));
         }
     }
+    if settings.github.pr_comment || settings.github.commit_status {
+        run.rep.lock().unwrap().notice(
+            "pr-comment and commit-status have no effect on teardown: it writes no comment and no commit status (github-deployment marks the pull request's GitHub deployments inactive)",
+        );
+    }
     run.rep.lock().unwrap().line(&format!(
         "Teardown of {value}: every deployment labelled truss_push_pull_request={value}, in every model the key sees{}",
         if settings.dry_run { " (dry run: nothing is changed)" } else { "" }
