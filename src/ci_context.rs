@@ -76,6 +76,8 @@ pub(crate) struct GitLab {
     pub(crate) commit_sha: Option<String>,
     /// `CI_MERGE_REQUEST_IID` (merge request pipelines only).
     pub(crate) merge_request_iid: Option<String>,
+    /// `CI_PROJECT_PATH`: `group/sub/project`.
+    pub(crate) project_path: Option<String>,
     /// `CI_MERGE_REQUEST_SOURCE_BRANCH_SHA` (merged-results pipelines).
     pub(crate) merge_request_source_branch_sha: Option<String>,
     /// `CI_MERGE_REQUEST_DIFF_BASE_SHA`.
@@ -149,6 +151,7 @@ impl CiContext {
                 ci: get(ev::GITLAB_CI).is_some(),
                 commit_sha: get(ev::CI_COMMIT_SHA),
                 merge_request_iid: get(ev::CI_MERGE_REQUEST_IID),
+                project_path: get(ev::CI_PROJECT_PATH),
                 merge_request_source_branch_sha: get(ev::CI_MERGE_REQUEST_SOURCE_BRANCH_SHA),
                 merge_request_diff_base_sha: get(ev::CI_MERGE_REQUEST_DIFF_BASE_SHA),
                 commit_before_sha: get(ev::CI_COMMIT_BEFORE_SHA),

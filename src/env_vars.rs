@@ -37,6 +37,9 @@ pub const GITLAB_CI: &str = "GITLAB_CI";
 pub const CI_COMMIT_SHA: &str = "CI_COMMIT_SHA";
 /// The tag of a tag pipeline.
 pub const CI_COMMIT_TAG: &str = "CI_COMMIT_TAG";
+/// The project's path with its namespace (`group/sub/project`): the
+/// repository part of the pull-request label on GitLab.
+pub const CI_PROJECT_PATH: &str = "CI_PROJECT_PATH";
 /// The merge request's project-level number (MR pipelines only).
 pub const CI_MERGE_REQUEST_IID: &str = "CI_MERGE_REQUEST_IID";
 /// The MR head commit in merged-results pipelines (empty otherwise).

@@ -101,6 +101,7 @@ pub(crate) fn github_job(cfg: &Config) -> Option<github::Job> {
         name,
         environment: cfg.environment.clone(),
         endpoints: cfg.endpoints.clone(),
+        pull_request: cfg.pull_request_label.clone(),
     })
 }
 

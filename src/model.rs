@@ -114,7 +114,15 @@ pub(crate) async fn deploy(
     // a value unique to this run, by which it finds its own deployment when
     // the create's answer is lost or the run is cancelled meanwhile.
     let run = flow::run_label();
-    let labels_json = Some(content::labels_with(cfg.labels.as_ref(), &hash, &run).dumps());
+    let labels_json = Some(
+        content::labels_with(
+            cfg.labels.as_ref(),
+            &hash,
+            &run,
+            cfg.pull_request_label.as_deref(),
+        )
+        .dumps(),
+    );
     let raw_config_b64 = if raw_config.len() <= RAW_CONFIG_MAX_BYTES {
         Some(base64::engine::general_purpose::STANDARD.encode(raw_config))
     } else {

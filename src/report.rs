@@ -63,6 +63,9 @@ pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Ou
         targets_count: None,
         results: None,
         evidence: crate::evidence::output_entries(&st.evidence),
+        retired: st.retirements.as_ref().map(|r| r.retired_json()),
+        retired_count: st.retirements.as_ref().map(|r| r.retired.len()),
+        protected_count: st.retirements.as_ref().map(|r| r.protected.len()),
     }
 }
 
@@ -229,6 +232,10 @@ pub(crate) fn report(
                     .map(|m| format!("\n{m}"))
                     .unwrap_or_default(),
                 crate::evidence::markdown(&st.evidence),
+                st.retirements
+                    .as_ref()
+                    .map(|r| r.markdown())
+                    .unwrap_or_default(),
             ],
         };
         if let Err(e) = ci::append_step_summary(path, &input) {

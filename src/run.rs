@@ -28,6 +28,7 @@ use crate::plan::check_files;
 use crate::report::{Ended, install_panic_hook, report};
 use crate::secret::Secret;
 use crate::settings::command::Lifecycle;
+use crate::settings::pull_request::closed_event_refusal;
 use crate::settings::{Command, CommandInput, CommandSettings, Preliminary, Settings};
 
 /// Runs the whole job and returns the process exit code. `parse_error` is a
@@ -108,17 +109,28 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
             match c {
                 // The key is used by a plan only to read (skip-unchanged).
                 Command::Plan => Ok(Mode::Plan(key.clone().ok())),
-                Command::Deploy => Settings::parse(&inputs, &run.ci).and_then(|s| {
-                    let key = key?;
-                    let s = s.with_chain_python(chain_python);
-                    Ok(match crate::multi::wanted(&s) {
-                        true => Mode::Several(s, key),
-                        false => Mode::One(s, key),
+                Command::Deploy => {
+                    // A deploy on a pull request being closed would leave
+                    // a preview behind its teardown.
+                    if let Some(why) = closed_event_refusal(&run.ci) {
+                        return Err(why);
+                    }
+                    Settings::parse(&inputs, &run.ci).and_then(|s| {
+                        let key = key?;
+                        let s = s.with_chain_python(chain_python);
+                        Ok(match crate::multi::wanted(&s) {
+                            true => Mode::Several(s, key),
+                            false => Mode::One(s, key),
+                        })
                     })
-                }),
+                }
                 command => {
                     let settings = match (command, inputs.trimmed(Input::TrussDirectory)) {
-                        (Command::Teardown, None) => None,
+                        // Teardown needs no targets, but reads the hosts,
+                        // team, budget and dry-run.
+                        (Command::Teardown, None) => {
+                            Some(Settings::parse_targets_optional(&inputs, &run.ci)?)
+                        }
                         _ => {
                             Some(Settings::parse(&inputs, &run.ci)?.with_chain_python(chain_python))
                         }

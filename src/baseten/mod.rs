@@ -6,7 +6,8 @@
 //! GraphQL string literal. Nothing here prints.
 //!
 //! Besides: promote and cancel for models and chains, environments typed
-//! as `promotion::Env` (`promote`); single-try evidence requests and
+//! as `promotion::Env` (`promote`); the reads and the `DELETE` teardown and
+//! prune make (`lifecycle`); single-try evidence requests and
 //! metrics (`probe`); the stream's reading (`sse`); every id an answer
 //! carries checked once where it is parsed (`id`); JSON as Python writes
 //! it (`wire`); typed errors (`error`). Each phase's requests go through
@@ -18,6 +19,7 @@ mod chains;
 mod error;
 pub(crate) mod id;
 mod inference;
+mod lifecycle;
 mod models;
 mod probe;
 mod promote;
@@ -42,6 +44,7 @@ use crate::secret::Secret;
 pub(crate) use audit::AuditEntry;
 pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest};
 pub(crate) use error::ApiError;
+pub(crate) use lifecycle::{Deletion, Listed as ListedDeployment, ModelRef};
 pub(crate) use models::{CreateRequest, Created};
 pub(crate) use promote::PromoteFlags;
 pub(crate) use rest::{Deployment, Environment, Listed, LogLine};

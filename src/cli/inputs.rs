@@ -367,7 +367,7 @@ pub const INPUTS: &[InputSpec] = &[
         plain_env: "TRUSS_PUSH_DRY_RUN",
         kind: ValueKind::Switch,
         default: Some("false"),
-        help: "Validate and package only; nothing is uploaded or created",
+        help: "Validate and package only; nothing is uploaded or created (teardown and prune: list what would be retired, change nothing)",
         heading: BEHAVIOUR,
     },
     InputSpec {

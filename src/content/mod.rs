@@ -23,7 +23,7 @@ use anyhow::Context;
 
 use crate::archive;
 use crate::baseten::OrderedObject;
-use crate::label::{LABEL_KEY, RUN_LABEL_KEY};
+use crate::label::{LABEL_KEY, PULL_REQUEST_LABEL_KEY, RUN_LABEL_KEY};
 
 pub(crate) mod diff;
 pub(crate) mod plan;
@@ -162,14 +162,24 @@ fn fold(mut entries: Vec<Entry>) -> String {
 }
 
 /// The labels a create carries: the user's, in their order, then ours (the
-/// content hash, then the run's label `run`). (A user label under
-/// [`LABEL_KEY`] or [`RUN_LABEL_KEY`] is refused as an input error.)
-pub(crate) fn labels_with(user: Option<&OrderedObject>, hash: &str, run: &str) -> OrderedObject {
+/// content hash, the run's label `run`, then the pull request's, when the
+/// run belongs to one). (A user label under any of our keys is refused as
+/// an input error.)
+pub(crate) fn labels_with(
+    user: Option<&OrderedObject>,
+    hash: &str,
+    run: &str,
+    pull_request: Option<&str>,
+) -> OrderedObject {
+    let ours = [LABEL_KEY, RUN_LABEL_KEY, PULL_REQUEST_LABEL_KEY];
     let mut all = user.cloned().unwrap_or_default();
-    all.0.retain(|(k, _)| k != LABEL_KEY && k != RUN_LABEL_KEY);
-    for (key, value) in [(LABEL_KEY, hash), (RUN_LABEL_KEY, run)] {
-        all.0
-            .push((key.to_string(), serde_json::Value::String(value.into())));
+    all.0.retain(|(k, _)| !ours.contains(&k.as_str()));
+    let values = [Some(hash), Some(run), pull_request];
+    for (key, value) in ours.into_iter().zip(values) {
+        if let Some(v) = value {
+            all.0
+                .push((key.to_string(), serde_json::Value::String(v.into())));
+        }
     }
     all
 }
@@ -327,14 +337,20 @@ mod tests {
     fn our_labels_follow_the_users() {
         let user: OrderedObject = serde_json::from_str(r#"{"team": "ml", "a": 1}"#).unwrap();
         assert_eq!(
-            labels_with(Some(&user), VECTOR_HASH, "r1").dumps(),
+            labels_with(Some(&user), VECTOR_HASH, "r1", None).dumps(),
             format!(
                 r#"{{"team": "ml", "a": 1, "truss_push_content_hash": "{VECTOR_HASH}", "truss_push_run": "r1"}}"#
             )
         );
         assert_eq!(
-            labels_with(None, VECTOR_HASH, "r1").dumps(),
+            labels_with(None, VECTOR_HASH, "r1", None).dumps(),
             format!(r#"{{"truss_push_content_hash": "{VECTOR_HASH}", "truss_push_run": "r1"}}"#)
+        );
+        assert_eq!(
+            labels_with(Some(&user), VECTOR_HASH, "r1", Some("acme/m#3")).dumps(),
+            format!(
+                r#"{{"team": "ml", "a": 1, "truss_push_content_hash": "{VECTOR_HASH}", "truss_push_run": "r1", "truss_push_pull_request": "acme/m#3"}}"#
+            )
         );
     }
 

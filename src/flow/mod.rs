@@ -14,6 +14,7 @@ pub(crate) mod content;
 mod create;
 mod gate;
 pub(crate) mod inform;
+pub(crate) mod retired;
 mod reuse;
 mod smoke;
 pub(crate) mod switch;
@@ -92,6 +93,8 @@ pub(crate) struct State {
     /// What cleanup could not settle, in words: a create whose outcome a
     /// cancelled run could not learn.
     pub(crate) unsettled: Vec<String>,
+    /// `teardown` and `prune`: what was retired and what was kept.
+    pub(crate) retirements: Option<retired::Retirements>,
 }
 
 impl State {

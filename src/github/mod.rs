@@ -13,6 +13,7 @@ mod client;
 mod comment;
 mod pr_comment;
 mod replaced;
+mod teardown;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -116,6 +117,10 @@ pub(crate) struct Job {
     pub(crate) environment: Option<String>,
     /// The platform's pages, for the links in statuses and the comment.
     pub(crate) endpoints: Endpoints,
+    /// The pull-request label's value (`<owner>/<repo>#<n>`), recorded in
+    /// the deployment's payload so a teardown marks only this pull
+    /// request's deployments inactive.
+    pub(crate) pull_request: Option<String>,
 }
 
 /// One run's GitHub reporting.
@@ -132,6 +137,8 @@ pub(crate) struct Session {
     /// The name known when the run starts (a chain's may come later).
     early_name: String,
     endpoints: Endpoints,
+    /// The pull-request label's value, for the deployment's payload.
+    pull_request: Option<String>,
     /// The GitHub deployment, once created.
     deployment_id: Mutex<Option<u64>>,
     /// Whether GitHub counts its environment as production (its answer's
@@ -230,6 +237,7 @@ impl Session {
             environment: job.environment.clone(),
             early_name: job.name.clone(),
             endpoints: job.endpoints.clone(),
+            pull_request: job.pull_request.clone(),
             deployment_id: Mutex::new(None),
             production: Mutex::new(false),
             begun: Mutex::new(false),
@@ -301,7 +309,10 @@ impl Session {
                 "auto_merge": false,
                 "required_contexts": [],
                 "description": comment::cut(&format!("Baseten: {name}"), comment::DESCRIPTION_MAX_CHARS),
-                "payload": {"truss_push": {"name": name}},
+                "payload": {"truss_push": match &self.pull_request {
+                    Some(pr) => json!({"name": name, "pull_request": pr}),
+                    None => json!({"name": name}),
+                }},
             });
             match self
                 .client

@@ -222,8 +222,9 @@ fn age(v: &str) -> Result<u64, String> {
 }
 
 /// A command with its inputs parsed: the lifecycle values, and the deploy
-/// settings of its targets when `truss-directory` is given (teardown may
-/// have none).
+/// settings of its targets (teardown's may name none: an empty
+/// `truss_directory`, from `Settings::parse_targets_optional`, whose hosts,
+/// team, budget and `dry-run` it still reads).
 #[derive(Debug)]
 pub(crate) struct CommandSettings {
     pub(crate) command: Command,

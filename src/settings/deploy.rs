@@ -61,6 +61,10 @@ pub(crate) struct Settings {
     pub notices: Vec<String>,
     pub include_git_info: bool,
     pub labels: Option<OrderedObject>,
+    /// The `truss_push_pull_request` label's value every created model
+    /// deployment carries, when the run belongs to a pull request
+    /// (`super::pull_request`).
+    pub pull_request_label: Option<String>,
     pub cleanup: Cleanup,
     pub deploy_timeout_minutes: u32,
     pub wait_timeout: Duration,
@@ -94,12 +98,31 @@ impl Settings {
     /// Parses every deploy input. `ci` tells the GitHub settings where
     /// reports go.
     pub(crate) fn parse(inputs: &Inputs, ci: &CiContext) -> Result<Settings, String> {
+        Self::parse_with(inputs, ci, true)
+    }
+
+    /// The same settings for a command that needs no targets (`teardown`:
+    /// its previews may be of a model the pull request renamed, and an
+    /// `on_stop` job may have no checkout): without `truss-directory`,
+    /// `truss_directory` is empty.
+    pub(crate) fn parse_targets_optional(
+        inputs: &Inputs,
+        ci: &CiContext,
+    ) -> Result<Settings, String> {
+        Self::parse_with(inputs, ci, false)
+    }
+
+    fn parse_with(inputs: &Inputs, ci: &CiContext, targets: bool) -> Result<Settings, String> {
         if let Some(problem) = inputs.problems().first() {
             return Err(problem.clone());
         }
-        let truss_directory = inputs.trimmed(Input::TrussDirectory).ok_or(
-            "truss-directory is required: set it to your model directory (with config.yaml) or your chain's .py file",
-        )?;
+        let truss_directory = match inputs.trimmed(Input::TrussDirectory) {
+            Some(t) => t,
+            None if !targets => "",
+            None => return Err(
+                "truss-directory is required: set it to your model directory (with config.yaml) or your chain's .py file".into(),
+            ),
+        };
 
         let bool_input = |input: Input| -> Result<bool, String> {
             parse_bool(input.name(), inputs.or_default(input).unwrap_or("false"))
@@ -196,6 +219,12 @@ impl Settings {
             check_name("model-name", n)?;
         }
         let labels = labels(inputs.trimmed(Input::Labels))?;
+        // The pull request a create's label names: the `pull-request`
+        // input, else the event's (parsed once, in `command::Lifecycle`).
+        let pull_request_label = super::command::Lifecycle::parse(inputs, ci)?
+            .pull_request
+            .map(|n| super::pull_request::label_value(n, ci))
+            .transpose()?;
         let skip_unchanged = bool_input(Input::SkipUnchanged)?;
         if skip_unchanged && environment.is_none() {
             return Err(
@@ -266,6 +295,7 @@ impl Settings {
             notices,
             include_git_info,
             labels,
+            pull_request_label,
             cleanup,
             deploy_timeout_minutes,
             wait_timeout,
@@ -328,6 +358,12 @@ fn labels(raw: Option<&str>) -> Result<Option<OrderedObject>, String> {
             "labels may not set {:?}: truss-push writes that label itself (a value unique to the run, by which a run finds the deployment it created); remove it from labels",
             crate::label::RUN_LABEL_KEY
         )),
+        Ok(Value::Object(map)) if map.contains_key(crate::label::PULL_REQUEST_LABEL_KEY) => {
+            Err(format!(
+                "labels may not set {:?}: truss-push writes that label itself (the pull request a preview belongs to, by which teardown finds it); remove it from labels",
+                crate::label::PULL_REQUEST_LABEL_KEY
+            ))
+        }
         Ok(Value::Object(_)) => match inexact_integer(raw) {
             Some(n) => Err(format!(
                 "labels holds the integer {n}, which does not fit in 64 bits and would reach the platform rounded: write it as a string (\"{n}\")"

@@ -11,6 +11,7 @@ pub(crate) mod command;
 mod deploy;
 pub(crate) mod evidence;
 pub(crate) mod github;
+pub(crate) mod pull_request;
 
 pub(crate) use command::{Command, CommandInput, CommandSettings};
 #[cfg(test)]

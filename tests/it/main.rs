@@ -33,6 +33,7 @@ mod gated;
 mod github;
 mod informing;
 mod layers;
+mod lifecycle;
 mod model_deploy;
 mod network;
 mod official_client;

@@ -106,6 +106,12 @@ pub(crate) struct Outputs {
     pub(crate) results: Option<String>,
     /// The evidence outputs (`cases-passed` …), only when evidence ran.
     pub(crate) evidence: Vec<(&'static str, String)>,
+    /// `teardown` and `prune`: a JSON array of what was retired (or would
+    /// be, in a dry run), how many, and how many a safety rule kept.
+    /// Written only by those commands.
+    pub(crate) retired: Option<String>,
+    pub(crate) retired_count: Option<usize>,
+    pub(crate) protected_count: Option<usize>,
 }
 
 impl Outputs {
@@ -135,6 +141,9 @@ impl Outputs {
             targets_count: None,
             results: None,
             evidence: Vec::new(),
+            retired: None,
+            retired_count: None,
+            protected_count: None,
         }
     }
 
@@ -161,9 +170,14 @@ impl Outputs {
             &mut self.previous_deployment_id,
             &mut self.tested_deployment_id,
         ];
-        let optional = [&mut self.matrix, &mut self.results, &mut self.drift_report]
-            .into_iter()
-            .flatten();
+        let optional = [
+            &mut self.matrix,
+            &mut self.results,
+            &mut self.drift_report,
+            &mut self.retired,
+        ]
+        .into_iter()
+        .flatten();
         let evidence = self.evidence.iter_mut().map(|(_, v)| v);
         for field in texts.into_iter().chain(optional).chain(evidence) {
             if let Cow::Owned(c) = clean(field) {
@@ -236,6 +250,15 @@ impl Outputs {
             entries.push(("results", r.clone()));
         }
         entries.extend(self.evidence.iter().cloned());
+        if let Some(r) = &self.retired {
+            entries.push(("retired", r.clone()));
+        }
+        if let Some(n) = self.retired_count {
+            entries.push(("retired-count", n.to_string()));
+        }
+        if let Some(n) = self.protected_count {
+            entries.push(("protected-count", n.to_string()));
+        }
         entries
     }
 }

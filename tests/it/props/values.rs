@@ -369,7 +369,16 @@ pub(super) fn plausible(input: &str, model: &Path, fake_url: &str) -> BoxedStrat
         | "commit-status"
         | "plan"
         | "fail-fast"
-        | "skip-unchanged" => texts(BOOLS),
+        | "skip-unchanged"
+        | "prune-unlabelled" => texts(BOOLS),
+        "command" => texts(&[
+            "deploy", "plan", "teardown", "prune", "Prune", "rollback", "drift",
+        ]),
+        "pull-request" => texts(&["1", "12", "4294967295", "0"]),
+        "retire" => texts(&["delete", "deactivate", "DEACTIVATE"]),
+        "keep" => texts(&["1", "5", "1000", "0"]),
+        "older-than" => texts(&["1h", "14d", "36H", "2w"]),
+        "to-deployment" => texts(&["abc123", "d1", "../x"]),
         "promotion" => texts(&["at-create", "after-predict", "AFTER-PREDICT"]),
         "github-token" => texts(&["ghs_canary0123456789", " ghs_x\n"]),
         "changed-since" => texts(&["HEAD", "HEAD~1", "auto", "origin/main", "no-such-ref"]),

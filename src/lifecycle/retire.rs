@@ -1,0 +1,477 @@
+//! The part `teardown` and `prune` share once they know their models: for
+//! each model, the reads that decide (its environments, then its audit
+//! log's promotions when anything in scope is not protected already), the
+//! verdicts of the pure rules recorded in the run's state, and the
+//! retirements performed [`RETIRE_AT_ONCE`] at a time, each after its own
+//! fresh reading of the model's environments. Every retirement is recorded
+//! the moment it lands, so a cancelled run reports what it did.
+
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+
+use super::{Action, Age, Protected, Retire, Scope, Seen, Verdict};
+use crate::baseten::{Api, AuditEntry, Deletion};
+use crate::budget::{Budget, Phase};
+use crate::ci::Reporter;
+use crate::flow::State;
+use crate::flow::retired::{Kept, RetiredEntry, Retirements};
+use crate::handles::Run;
+use crate::history::{self, Previous, Promoted};
+use crate::outcome::{CancelReason, Failure};
+use crate::promotion::Env;
+use crate::secret::Secret;
+use crate::settings::Settings;
+
+/// Retirements in flight at once: a few, so 500 deployments through a
+/// 100 ms round trip (a fresh environments read and the retirement each)
+/// take about 500 × 0.2 s / 8 ≈ 13 s, and the platform never sees a burst.
+pub(crate) const RETIRE_AT_ONCE: usize = 8;
+/// Models read at once (their deployments, environments, audit log).
+pub(crate) const MODELS_AT_ONCE: usize = 4;
+
+/// What a command's retirements run with.
+pub(crate) struct Job<'a> {
+    /// Its requests end by the run's deadline for them.
+    pub(crate) api: Api,
+    /// The run's budget, built once: the GitHub report after a teardown
+    /// asks it for its deadline too.
+    pub(crate) budget: Budget,
+    pub(crate) rep: &'a Arc<Mutex<Reporter>>,
+    pub(crate) state: &'a Arc<Mutex<State>>,
+    pub(crate) retire: Retire,
+    pub(crate) dry_run: bool,
+    /// The run's start, in seconds since the epoch: ages are measured to it.
+    pub(crate) now: i64,
+}
+
+/// The job a teardown or a prune runs with: the platform's client for
+/// `key`, its requests ending by the run's deadline for them, and the
+/// run's record started.
+pub(crate) fn job<'a>(
+    run: &'a Run,
+    command: &'static str,
+    settings: &Settings,
+    retire: Retire,
+    key: &Secret,
+) -> Result<Job<'a>, Failure> {
+    let net = run.platform(key)?.net;
+    if let Some(w) = net.take_roots_warning() {
+        run.rep.lock().unwrap().warning(&w);
+    }
+    let retry_log = Arc::clone(&run.rep);
+    let budget = Budget::new(run.started, settings.wait_timeout, settings.predict_timeout)
+        .on(run.clock.clone());
+    let api = Api::new(net.api_client(), settings.endpoints.clone(), key.clone())
+        .with_retry_notes(Arc::new(move |line: &str| {
+            retry_log.lock().unwrap().line(line)
+        }))
+        .on(run.clock.clone())
+        .within(Phase::Setup, budget.deadline(Phase::Setup));
+    run.state.lock().unwrap().retirements = Some(Retirements {
+        command,
+        ..Retirements::default()
+    });
+    Ok(Job {
+        api,
+        budget,
+        rep: &run.rep,
+        state: &run.state,
+        retire,
+        dry_run: settings.dry_run,
+        now: i64::try_from(crate::baseten::now_epoch_millis() / 1000).unwrap_or(i64::MAX),
+    })
+}
+
+/// Runs `work` (a teardown's or a prune's) raced against the run's
+/// signals, and ends it: `cleanup_failed` when a retirement failed or a
+/// model's deciding read did not decide; a signal is a cancel (exit 130)
+/// whose `retired` lists what landed before it.
+pub(crate) async fn finish(
+    run: &Run,
+    work: impl Future<Output = Result<(), String>>,
+) -> Result<(), Failure> {
+    let mut signals = run.signals().await;
+    let done = tokio::select! {
+        r = work => r.map_err(|e| Failure::Cleanup(anyhow::anyhow!(e))),
+        sig = signals.next() => {
+            run.rep.lock().unwrap().finish();
+            Err(Failure::Cancelled(CancelReason::Signal(sig)))
+        }
+    };
+    let mut st = run.state.lock().unwrap();
+    if let Some(r) = st.retirements.as_mut() {
+        r.sort();
+    }
+    let r = st.retirements.clone().unwrap_or_default();
+    st.notes.extend(r.protected_lines());
+    if let Err(Failure::Cancelled(_)) = &done {
+        // Sent, unanswered when the signal came: the platform may have
+        // carried them out; `retired` lists only what it confirmed.
+        st.notes.extend(r.in_flight.iter().map(|f| {
+            format!("{f}: its retirement was sent when the run was cancelled and may have happened; check it in Baseten")
+        }));
+    }
+    done?;
+    let mut problems: Vec<String> = r.failed.clone();
+    problems.extend(
+        r.undecided
+            .iter()
+            .map(|(m, why)| format!("nothing retired in model {m}: {why}")),
+    );
+    match problems.as_slice() {
+        [] => Ok(()),
+        p => Err(Failure::Cleanup(anyhow::anyhow!(
+            "{}: {} retired, but not everything it selected: {}",
+            r.command,
+            r.retired.len(),
+            p.join("; ")
+        ))),
+    }
+}
+
+/// One model the command looks at.
+#[derive(Clone, Debug)]
+pub(crate) struct Model {
+    pub(crate) id: String,
+    /// As [`super::shown_name`] made it.
+    pub(crate) name: String,
+}
+
+/// A deployment the rules chose to retire.
+#[derive(Clone, Debug)]
+pub(crate) struct Pick {
+    pub(crate) model: Model,
+    pub(crate) seen: Seen,
+    /// The reading of the model's environments the decision was made from.
+    pub(crate) listed: Arc<Vec<(String, Env)>>,
+}
+
+impl Job<'_> {
+    fn record(&self, f: impl FnOnce(&mut Retirements)) {
+        let mut st = self.state.lock().unwrap();
+        f(st.retirements.get_or_insert_with(Retirements::default));
+    }
+
+    fn say(&self, line: &str) {
+        self.rep.lock().unwrap().line(line);
+    }
+
+    fn warn(&self, line: &str) {
+        self.rep.lock().unwrap().warning(line);
+    }
+
+    fn age(&self, d: &Seen) -> Option<i64> {
+        d.created.map(|c| self.now.saturating_sub(c).max(0))
+    }
+
+    fn kept(&self, model: &Model, d: &Seen, why: String) -> Kept {
+        Kept {
+            model_name: model.name.clone(),
+            deployment_id: d.id.clone(),
+            deployment_name: d.name.clone(),
+            status: d.status.clone(),
+            age_seconds: self.age(d),
+            why,
+        }
+    }
+
+    /// Something the run says about what it did not look at.
+    pub(crate) fn note(&self, line: String) {
+        self.say(&line);
+        self.record(|r| r.notes.push(line));
+    }
+
+    /// A model whose deciding read failed or did not decide: nothing of it
+    /// is retired, and the run says why.
+    pub(crate) fn undecided(&self, model: &Model, why: String) {
+        self.warn(&format!(
+            "nothing retired in model {} ({}): {why}",
+            model.name, model.id
+        ));
+        self.record(|r| r.undecided.push((model.name.clone(), why)));
+    }
+
+    /// Reads what decides for `model` and records the verdicts on its
+    /// `deployments`; returns what to retire. A failed or undeciding read
+    /// records the model as undecided and returns nothing.
+    pub(crate) async fn assess(
+        &self,
+        model: &Model,
+        deployments: &[Seen],
+        scope: &Scope,
+        age: Option<Age>,
+    ) -> Vec<Pick> {
+        if !deployments.iter().any(|d| scope.selects(d)) {
+            return Vec::new();
+        }
+        let envs = match self.api.environment_readings(&model.id).await {
+            Ok(e) => e,
+            Err(e) => {
+                self.undecided(model, format!("its environments could not be read: {e}"));
+                return Vec::new();
+            }
+        };
+        let first = super::guards(&envs, &[]);
+        let open = deployments
+            .iter()
+            .any(|d| scope.selects(d) && super::protection(d, &first).is_none());
+        let previous = match open {
+            true => match previous_serving(&self.api, &model.id, &envs).await {
+                Ok(p) => p,
+                Err(why) => {
+                    self.undecided(model, why);
+                    return Vec::new();
+                }
+            },
+            false => Vec::new(),
+        };
+        let guards = super::guards(&envs, &previous);
+        let listed = Arc::new(envs);
+        let verdicts = super::select(deployments, scope, self.retire, age, &guards);
+        let mut picks = Vec::new();
+        for (d, v) in verdicts {
+            match v {
+                Verdict::Retire => picks.push(Pick {
+                    model: model.clone(),
+                    seen: d,
+                    listed: Arc::clone(&listed),
+                }),
+                Verdict::Protected(p) => {
+                    self.say(&format!(
+                        "Protected: deployment {} of model {} ({}): it {}",
+                        shown(&d),
+                        model.name,
+                        d.status,
+                        p.describe()
+                    ));
+                    let k = self.kept(model, &d, p.describe());
+                    self.record(|r| r.protected.push(k));
+                }
+                Verdict::Kept(rank) => {
+                    let k = self.kept(
+                        model,
+                        &d,
+                        format!("kept: the {} newest retirable (keep)", ordinal(rank)),
+                    );
+                    self.record(|r| r.kept.push(k));
+                }
+                Verdict::TooRecent => {
+                    let k = self.kept(model, &d, "kept: not older than older-than".into());
+                    self.record(|r| r.kept.push(k));
+                }
+                Verdict::AlreadyInactive => {
+                    let k = self.kept(model, &d, "inactive already".into());
+                    self.record(|r| r.kept.push(k));
+                }
+            }
+        }
+        picks
+    }
+
+    /// Retires every pick, [`RETIRE_AT_ONCE`] at a time.
+    pub(crate) async fn retire_all(&self, picks: Vec<Pick>) {
+        futures_util::stream::iter(picks)
+            .map(|p| async move { self.retire_one(&p).await })
+            .buffer_unordered(RETIRE_AT_ONCE)
+            .collect::<Vec<()>>()
+            .await;
+    }
+
+    async fn retire_one(&self, p: &Pick) {
+        let Pick {
+            model,
+            seen: d,
+            listed,
+        } = p;
+        let action = Action::of(self.retire, self.dry_run);
+        let entry = || RetiredEntry {
+            model_name: model.name.clone(),
+            model_id: model.id.clone(),
+            deployment_id: d.id.clone(),
+            deployment_name: d.name.clone(),
+            action: action.word(),
+            status: d.status.clone(),
+            age_seconds: self.age(d),
+            instance_type: d.instance_type.clone(),
+            min_replica: d.min_replica,
+        };
+        let shown = shown(d);
+        if self.dry_run {
+            self.say(&format!(
+                "Dry run: {} deployment {shown} of model {}",
+                action.word(),
+                model.name
+            ));
+            self.record(|r| r.retired.push(entry()));
+            return;
+        }
+        // Just before the retirement: what serves and what is being
+        // promoted, read again (a promotion started since the listing
+        // protects its deployments).
+        let fresh: Vec<(String, Env)> = match self.api.environment_readings(&model.id).await {
+            Ok(f) => f,
+            Err(e) => {
+                let why = format!(
+                    "deployment {shown} of model {} not retired: its environments could not be read again just before ({e})",
+                    model.name
+                );
+                self.warn(&why);
+                self.record(|r| r.failed.push(why));
+                return;
+            }
+        };
+        let kept = match super::still_free(&d.id, listed, &fresh) {
+            // What serves changed since the listing: the audit log, read
+            // again, says what served before the new one (undecided or
+            // unreadable: kept).
+            Some(Protected::Changed(env)) => {
+                match previous_serving(&self.api, &model.id, &fresh).await {
+                    Ok(previous) => previous
+                        .into_iter()
+                        .find(|(_, id)| *id == d.id)
+                        .map(|(e, _)| Protected::PreviousServing(super::shown_name(&e))),
+                    Err(why) => {
+                        self.say(&format!(
+                            "What serves {env} in model {} changed during the run, and the audit log read again does not say what served before it: {why}",
+                            model.name
+                        ));
+                        Some(Protected::Changed(env))
+                    }
+                }
+            }
+            other => other,
+        };
+        if let Some(p) = kept {
+            self.say(&format!(
+                "Kept deployment {shown} of model {}, read again just before its retirement: it {}",
+                model.name,
+                p.describe()
+            ));
+            let k = self.kept(
+                model,
+                d,
+                format!("{} (read again just before its retirement)", p.describe()),
+            );
+            self.record(|r| r.protected.push(k));
+            return;
+        }
+        // Until its answer comes, this retirement may or may not happen: a
+        // cancel meanwhile says so rather than leaving it out.
+        let in_flight = format!("deployment {shown} of model {}", model.name);
+        self.record(|r| r.in_flight.push(in_flight.clone()));
+        let done = match self.retire {
+            Retire::Delete => self.api.delete_deployment(&model.id, &d.id).await,
+            Retire::Deactivate => self
+                .api
+                .deactivate(&model.id, &d.id)
+                .await
+                .map(|()| Deletion::Done),
+        };
+        self.record(|r| r.in_flight.retain(|f| *f != in_flight));
+        match done {
+            Ok(Deletion::Done) => {
+                self.say(&format!(
+                    "Retired: {} deployment {shown} of model {}",
+                    action.word(),
+                    model.name
+                ));
+                self.record(|r| r.retired.push(entry()));
+            }
+            Ok(Deletion::Gone) => {
+                self.say(&format!(
+                    "Gone already: deployment {shown} of model {} (another run or a person retired it first)",
+                    model.name
+                ));
+                let k = self.kept(model, d, "gone already (404)".into());
+                self.record(|r| r.gone.push(k));
+            }
+            Ok(Deletion::Refused(why)) => {
+                let why = format!(
+                    "deployment {shown} of model {} was not retired: {why}",
+                    model.name
+                );
+                self.warn(&why);
+                self.record(|r| r.failed.push(why));
+            }
+            Err(e) => {
+                let why = format!(
+                    "deployment {shown} of model {} was not retired: {e}",
+                    model.name
+                );
+                self.warn(&why);
+                self.record(|r| r.failed.push(why));
+            }
+        }
+    }
+}
+
+/// A deployment in a line: its id, and its name when it has another.
+fn shown(d: &Seen) -> String {
+    match d.name.is_empty() || d.name == d.id {
+        true => d.id.clone(),
+        false => format!("{} ({})", d.id, d.name),
+    }
+}
+
+/// `1st`, `2nd`, … for "kept: the 2nd newest".
+fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// The deployment that served each environment just before its current
+/// one, from the model's audit log (`history::previous_serving`): `(env,
+/// id)`. A log that cannot be read, or that does not decide one
+/// environment, is the reason nothing of the model is retired.
+async fn previous_serving(
+    api: &Api,
+    model_id: &str,
+    envs: &[(String, Env)],
+) -> Result<Vec<(String, String)>, String> {
+    let entries = api.audit_log(model_id, &["PROMOTED"]).await.map_err(|e| {
+        format!(
+            "its audit log could not be read, so what served each environment before its current deployment (the rollback target) is not known: {e}"
+        )
+    })?;
+    let promoted: Vec<Promoted> = entries.iter().filter_map(AuditEntry::promotion).collect();
+    let mut out = Vec::new();
+    for (name, env) in envs {
+        let Some(current) = &env.current else {
+            continue;
+        };
+        match history::previous_serving(&promoted, name, current, env.candidate.as_deref()) {
+            Previous::Decided(Some(id)) => out.push((name.clone(), id)),
+            Previous::Decided(None) => {}
+            Previous::Undecided(why) => return Err(why),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinals() {
+        for (n, s) in [
+            (1, "1st"),
+            (2, "2nd"),
+            (3, "3rd"),
+            (4, "4th"),
+            (11, "11th"),
+            (12, "12th"),
+            (21, "21st"),
+            (102, "102nd"),
+        ] {
+            assert_eq!(ordinal(n), s);
+        }
+    }
+}
