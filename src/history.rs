@@ -3,14 +3,20 @@
 //!
 //! The derivation, for environment `E` now served by deployment `C`:
 //!
-//! 1. Take the `MODEL_DEPLOYMENT_PROMOTED` entries whose environment is
-//!    `E`, sorted by the time the action occurred, newest first. A time
-//!    that does not parse as the log's ISO 8601 makes the log undecided.
-//! 2. Leave out the newest entries promoting the candidate of a promotion
-//!    in flight (the platform writes the entry when the promotion starts).
-//! 3. The newest remaining entry must promote `C`: otherwise the log does
-//!    not explain what serves (a create straight into the environment, a
-//!    change the log does not show), and it decides nothing.
+//! 1. Take the entries that place a deployment in `E`: a
+//!    `MODEL_DEPLOYMENT_PROMOTED` into `E`, and a `MODEL_DEPLOYED` naming
+//!    `E` (a create straight into the environment, as `promotion:
+//!    at-create` makes, which writes no promotion entry) — sorted by the
+//!    time the action occurred, newest first. A time that does not parse
+//!    as the log's ISO 8601 makes the log undecided.
+//! 2. Leave out the entries of deployments that have not served (the
+//!    caller says which, from reads: the candidate of a promotion in
+//!    flight, whose entry the platform writes when it starts, and a
+//!    deployment still building or deploying, or whose build or deploy
+//!    failed — it never came up). `C` itself is never left out.
+//! 3. The newest remaining entry must place `C`: otherwise the log does
+//!    not explain what serves (a change the log does not show), and it
+//!    decides nothing.
 //! 4. Going back from there, skip the entries promoting `C` again; the
 //!    first entry promoting another deployment names what served `E`
 //!    before `C`. Two different deployments promoted at the same instant
@@ -43,18 +49,20 @@ pub(crate) enum Previous {
 }
 
 /// The deployment that served `environment` just before `current`
-/// (see the module's derivation). `candidate` is the deployment a
-/// promotion in flight is moving to, when the environment's read shows one.
+/// (see the module's derivation). `not_served` says, from the caller's
+/// reads, which deployments have not served: the candidate of a promotion
+/// in flight, and those [`crate::status::never_served`] names.
 pub(crate) fn previous_serving(
-    promotions: &[Promoted],
+    placements: &[Promoted],
     environment: &str,
     current: &str,
-    candidate: Option<&str>,
+    not_served: &dyn Fn(&str) -> bool,
 ) -> Previous {
     let mut into: Vec<(u128, &Promoted)> = Vec::new();
-    for p in promotions
+    for p in placements
         .iter()
         .filter(|p| p.environment.as_deref() == Some(environment))
+        .filter(|p| p.deployment == current || !not_served(&p.deployment))
     {
         match instant(&p.at) {
             Some(t) => into.push((t, p)),
@@ -68,18 +76,10 @@ pub(crate) fn previous_serving(
     }
     into.sort_by_key(|&(t, _)| Reverse(t));
     let mut rest = into.iter().peekable();
-    while let Some((_, p)) = rest.peek() {
-        match candidate {
-            Some(c) if p.deployment == c && c != current => {
-                rest.next();
-            }
-            _ => break,
-        }
-    }
     match rest.peek() {
         None => {
             return Previous::Undecided(format!(
-                "the audit log records no promotion of {current}, which serves {environment}: it does not say what served before"
+                "the audit log records no promotion of {current} into {environment}, which it serves, nor its create there: it does not say what served before"
             ));
         }
         Some((_, p)) if p.deployment != current => {
@@ -178,32 +178,68 @@ mod tests {
             p("2026-12-02T10:00:00Z", "b", "production"),
             p("2026-12-02T11:00:00Z", "x", "staging"),
         ];
-        let prev = |cur, cand| previous_serving(&log, "production", cur, cand);
-        assert_eq!(prev("c", None), Previous::Decided(Some("b".into())));
+        let none = |_: &str| false;
+        assert_eq!(
+            previous_serving(&log, "production", "c", &none),
+            Previous::Decided(Some("b".into()))
+        );
         // c promoted twice in a row: still b before it.
         let mut twice = log.to_vec();
         twice.push(p("2026-12-04T00:00:00.5Z", "c", "production"));
         assert_eq!(
-            previous_serving(&twice, "production", "c", None),
+            previous_serving(&twice, "production", "c", &none),
             Previous::Decided(Some("b".into()))
         );
         // A promotion to d in flight: c still serves, b is before it.
         let mut flight = log.to_vec();
         flight.push(p("2026-12-05T00:00:00Z", "d", "production"));
         assert_eq!(
-            previous_serving(&flight, "production", "c", Some("d")),
+            previous_serving(&flight, "production", "c", &|id| id == "d"),
             Previous::Decided(Some("b".into()))
         );
         // Without knowing of the flight, the log does not explain c.
         assert!(matches!(
-            previous_serving(&flight, "production", "c", None),
+            previous_serving(&flight, "production", "c", &none),
             Previous::Undecided(_)
         ));
         // The first deployment ever promoted had nothing before it.
         let first = [p("2026-12-01T10:00:00Z", "a", "production")];
         assert_eq!(
-            previous_serving(&first, "production", "a", None),
+            previous_serving(&first, "production", "a", &none),
             Previous::Decided(None)
+        );
+    }
+
+    #[test]
+    fn creates_into_the_environment_place_and_deployments_that_never_came_up_do_not() {
+        let created = |at: &str, dep: &str| p(at, dep, "production");
+        // a at-create, b at-create, then c failed its build, d still
+        // building: b serves, a served before it.
+        let log = [
+            created("2026-12-01T10:00:00Z", "a"),
+            created("2026-12-02T10:00:00Z", "b"),
+            created("2026-12-03T10:00:00Z", "c"),
+            created("2026-12-04T10:00:00Z", "d"),
+        ];
+        let failed = |id: &str| matches!(id, "c" | "d");
+        assert_eq!(
+            previous_serving(&log, "production", "b", &failed),
+            Previous::Decided(Some("a".into()))
+        );
+        // A failed one between a and b never served: a is still before b.
+        let between = [
+            created("2026-12-01T10:00:00Z", "a"),
+            created("2026-12-02T10:00:00Z", "c"),
+            created("2026-12-03T10:00:00Z", "b"),
+        ];
+        assert_eq!(
+            previous_serving(&between, "production", "b", &failed),
+            Previous::Decided(Some("a".into()))
+        );
+        // What serves is never left out, whatever the caller says of it.
+        assert_eq!(
+            previous_serving(&log, "production", "d", &failed),
+            Previous::Decided(Some("b".into()))
         );
     }
 
@@ -216,12 +252,12 @@ mod tests {
         // Something else serves: a create straight into the environment,
         // or a change the log does not show.
         assert!(matches!(
-            previous_serving(&log, "production", "z", None),
+            previous_serving(&log, "production", "z", &|_| false),
             Previous::Undecided(m) if m.contains("newest promotion into production is of b")
         ));
         // Nothing recorded for this environment at all.
         assert!(matches!(
-            previous_serving(&log, "staging", "z", None),
+            previous_serving(&log, "staging", "z", &|_| false),
             Previous::Undecided(m) if m.contains("no promotion of z")
         ));
         // Two others at one instant before the current one.
@@ -231,7 +267,7 @@ mod tests {
             p("2026-12-02T10:00:00Z", "c", "production"),
         ];
         assert!(matches!(
-            previous_serving(&tie, "production", "c", None),
+            previous_serving(&tie, "production", "c", &|_| false),
             Previous::Undecided(m) if m.contains("same instant")
         ));
         // A time that cannot be sorted.
@@ -240,7 +276,7 @@ mod tests {
             p("2026-12-02T10:00:00Z", "c", "production"),
         ];
         assert!(matches!(
-            previous_serving(&bad, "production", "c", None),
+            previous_serving(&bad, "production", "c", &|_| false),
             Previous::Undecided(_)
         ));
     }

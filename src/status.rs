@@ -77,6 +77,23 @@ pub(crate) const MODEL_FAILED_STATUSES: &[&str] = &[
     "UNHEALTHY",
 ];
 
+/// Models: a deployment in one of these has not served, and never will
+/// in this state: its build runs or failed, or it is deploying for the
+/// first time or failed to (a deployment that served and failed later
+/// shows `FAILED` or `UNHEALTHY`). The audit log's placements of such a
+/// deployment did not change what served (`history`).
+pub(crate) fn never_served(status: &str) -> bool {
+    [
+        "BUILDING",
+        "BUILD_FAILED",
+        "BUILD_STOPPED",
+        "DEPLOYING",
+        "DEPLOY_FAILED",
+    ]
+    .iter()
+    .any(|s| s.eq_ignore_ascii_case(status.trim()))
+}
+
 /// Chains (raw GraphQL chainlet statuses, read untranslated): `MODEL_READY`
 /// is the raw spelling of ACTIVE.
 pub(crate) const CHAIN_READY_STATUSES: &[&str] = &["ACTIVE", "SCALED_TO_ZERO", "MODEL_READY"];

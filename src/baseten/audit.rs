@@ -13,6 +13,9 @@ use super::{Api, ApiError};
 
 /// Entries per page: the published maximum.
 const AUDIT_PAGE_LIMIT: u32 = 200;
+/// The event-type groups whose entries place a deployment in an
+/// environment (`AuditEntry::placement`).
+pub(crate) const PLACEMENT_GROUPS: [&str; 2] = ["PROMOTED", "DEPLOYED"];
 /// Pages read at most (40,000 entries): past this the log is refused
 /// rather than read in part.
 pub(crate) const AUDIT_MAX_PAGES: usize = 200;
@@ -56,10 +59,17 @@ impl AuditEntry {
         self.event_data.get(field)?.as_str()
     }
 
-    /// A `MODEL_DEPLOYMENT_PROMOTED` entry as `history` reads it: when,
-    /// which deployment, into which environment.
-    pub(crate) fn promotion(&self) -> Option<crate::history::Promoted> {
-        (self.event_type == "MODEL_DEPLOYMENT_PROMOTED").then(|| crate::history::Promoted {
+    /// An entry that places a deployment in an environment, as `history`
+    /// reads it (when, which deployment, which environment): a
+    /// `MODEL_DEPLOYMENT_PROMOTED`, or a `MODEL_DEPLOYED` that names an
+    /// environment (a create straight into it).
+    pub(crate) fn placement(&self) -> Option<crate::history::Promoted> {
+        let places = match self.event_type.as_str() {
+            "MODEL_DEPLOYMENT_PROMOTED" => true,
+            "MODEL_DEPLOYED" => self.data("environment_name").is_some(),
+            _ => false,
+        };
+        places.then(|| crate::history::Promoted {
             at: self.created.clone(),
             deployment: self.data("deployment_id").unwrap_or_default().to_string(),
             environment: self.data("environment_name").map(str::to_string),

@@ -6,11 +6,13 @@
 //! fresh reading of the model's environments. Every retirement is recorded
 //! the moment it lands, so a cancelled run reports what it did.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 
 use super::{Action, Age, Protected, Retire, Scope, Seen, Verdict};
+use crate::baseten::audit::PLACEMENT_GROUPS;
 use crate::baseten::{Api, AuditEntry, Deletion};
 use crate::budget::{Budget, Phase};
 use crate::ci::Reporter;
@@ -22,6 +24,7 @@ use crate::outcome::{CancelReason, Failure};
 use crate::promotion::Env;
 use crate::secret::Secret;
 use crate::settings::Settings;
+use crate::status;
 
 /// Retirements in flight at once: a few, so 500 deployments through a
 /// 100 ms round trip (a fresh environments read and the retirement each)
@@ -145,6 +148,9 @@ pub(crate) struct Pick {
     pub(crate) seen: Seen,
     /// The reading of the model's environments the decision was made from.
     pub(crate) listed: Arc<Vec<(String, Env)>>,
+    /// The model's deployments the listing shows never served (building,
+    /// deploying, or failed to): their audit entries changed nothing.
+    pub(crate) never: Arc<HashSet<String>>,
 }
 
 impl Job<'_> {
@@ -212,12 +218,19 @@ impl Job<'_> {
                 return Vec::new();
             }
         };
+        let never: Arc<HashSet<String>> = Arc::new(
+            deployments
+                .iter()
+                .filter(|d| status::never_served(&d.status))
+                .map(|d| d.id.clone())
+                .collect(),
+        );
         let first = super::guards(&envs, &[]);
         let open = deployments
             .iter()
             .any(|d| scope.selects(d) && super::protection(d, &first).is_none());
         let previous = match open {
-            true => match previous_serving(&self.api, &model.id, &envs).await {
+            true => match previous_serving(&self.api, &model.id, &envs, &never).await {
                 Ok(p) => p,
                 Err(why) => {
                     self.undecided(model, why);
@@ -236,6 +249,7 @@ impl Job<'_> {
                     model: model.clone(),
                     seen: d,
                     listed: Arc::clone(&listed),
+                    never: Arc::clone(&never),
                 }),
                 Verdict::Protected(p) => {
                     self.say(&format!(
@@ -283,6 +297,7 @@ impl Job<'_> {
             model,
             seen: d,
             listed,
+            never,
         } = p;
         let action = Action::of(self.retire, self.dry_run);
         let entry = || RetiredEntry {
@@ -326,7 +341,7 @@ impl Job<'_> {
             // again, says what served before the new one (undecided or
             // unreadable: kept).
             Some(Protected::Changed(env)) => {
-                match previous_serving(&self.api, &model.id, &fresh).await {
+                match previous_serving(&self.api, &model.id, &fresh, never).await {
                     Ok(previous) => previous
                         .into_iter()
                         .find(|(_, id)| *id == d.id)
@@ -434,19 +449,21 @@ async fn previous_serving(
     api: &Api,
     model_id: &str,
     envs: &[(String, Env)],
+    never: &HashSet<String>,
 ) -> Result<Vec<(String, String)>, String> {
-    let entries = api.audit_log(model_id, &["PROMOTED"]).await.map_err(|e| {
+    let entries = api.audit_log(model_id, &PLACEMENT_GROUPS).await.map_err(|e| {
         format!(
             "its audit log could not be read, so what served each environment before its current deployment (the rollback target) is not known: {e}"
         )
     })?;
-    let promoted: Vec<Promoted> = entries.iter().filter_map(AuditEntry::promotion).collect();
+    let promoted: Vec<Promoted> = entries.iter().filter_map(AuditEntry::placement).collect();
     let mut out = Vec::new();
     for (name, env) in envs {
         let Some(current) = &env.current else {
             continue;
         };
-        match history::previous_serving(&promoted, name, current, env.candidate.as_deref()) {
+        let not_served = |id: &str| env.candidate.as_deref() == Some(id) || never.contains(id);
+        match history::previous_serving(&promoted, name, current, &not_served) {
             Previous::Decided(Some(id)) => out.push((name.clone(), id)),
             Previous::Decided(None) => {}
             Previous::Undecided(why) => return Err(why),

@@ -1,16 +1,20 @@
-//! The rollback target from the model's audit log: its
-//! `MODEL_DEPLOYMENT_PROMOTED` entries read whole (`Api::audit_log`, every
+//! The rollback target from the model's audit log: the entries that place
+//! a deployment in an environment (promotions, creates into it) read whole (`Api::audit_log`, every
 //! page or an error) and `history::previous_serving`, the one derivation
 //! of what served an environment before the current deployment. A read
 //! that fails, or a log that does not decide, refuses before any
 //! mutation and says why.
 
+use std::collections::HashSet;
+
 use anyhow::anyhow;
 
+use crate::baseten::audit::PLACEMENT_GROUPS;
 use crate::baseten::{AuditEntry, id};
 use crate::flow::{Ctx, deploy_error};
 use crate::history::{Previous, previous_serving};
 use crate::outcome::Failure;
+use crate::status;
 
 /// The deployment that served `env` before `current`, per the audit log.
 pub(super) async fn target(
@@ -21,14 +25,29 @@ pub(super) async fn target(
 ) -> Result<String, Failure> {
     let entries = ctx
         .api
-        .audit_log(model_id, &["PROMOTED"])
+        .audit_log(model_id, &PLACEMENT_GROUPS)
         .await
         .map_err(|e| {
             deploy_error(e).context(format!(
                 "what served {env} before {current} could not be read from the model's audit log; nothing was changed (to-deployment names a deployment without it)"
             ))
         })?;
-    let promotions: Vec<_> = entries.iter().filter_map(AuditEntry::promotion).collect();
+    let promotions: Vec<_> = entries.iter().filter_map(AuditEntry::placement).collect();
+    // Which of the model's deployments never served (building, deploying
+    // or failed to), from a read: their entries changed nothing.
+    let never: HashSet<String> = ctx
+        .api
+        .deployments(model_id)
+        .await
+        .map_err(|e| {
+            deploy_error(e).context(format!(
+                "the model's deployments could not be listed, so what served {env} before {current} is not known; nothing was changed (to-deployment names a deployment without it)"
+            ))
+        })?
+        .into_iter()
+        .filter(|d| status::never_served(&d.status))
+        .map(|d| d.id)
+        .collect();
     // Every id the derivation reads is the platform's answer: one that is
     // not a deployment id decides nothing (and is never shown as it is).
     if let Some(refused) = promotions
@@ -42,7 +61,7 @@ pub(super) async fn target(
     }
     // A promotion in flight was refused before: there is no candidate.
     decided(
-        previous_serving(&promotions, env, current, None),
+        previous_serving(&promotions, env, current, &|id| never.contains(id)),
         env,
         current,
     )

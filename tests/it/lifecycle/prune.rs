@@ -42,6 +42,50 @@ fn prune<'a>(fake: &'a FakeBaseten, dir: &std::path::Path) -> Invocation<'a> {
     command(fake, "prune").arg("truss-directory", dir.to_str().unwrap())
 }
 
+/// The default deploy creates straight into production (`promotion:
+/// at-create`), which the log records as `MODEL_DEPLOYED` naming the
+/// environment, not as a promotion; and the newest create into production
+/// failed its build, so it never served. The previous production is still
+/// decided, and protected.
+#[test]
+fn creates_into_production_decide_the_previous_one_and_a_failed_newer_create_does_not_hide_it() {
+    let mut y = String::from(
+        "manual_clock: true\nmodels:\n  - id: prune002\n    name: pruned\n    deployments:\n",
+    );
+    y += &dep("old00001", 40, &labelled());
+    y += &dep("prev0002", 30, &labelled());
+    y += &dep(
+        "prod0002",
+        3,
+        &format!(", environment: production{}", labelled()),
+    );
+    y += &dep(
+        "fail0001",
+        1,
+        &format!(", status: BUILD_FAILED{}", labelled()),
+    );
+    y += "audit_log:\n  entries:\n";
+    for (at, id) in [
+        (-3456000, "old00001"),
+        (-2592000, "prev0002"),
+        (-259200, "prod0002"),
+        (-86400, "fail0001"),
+    ] {
+        y += &format!(
+            "    - {{at: {at}, event_type: MODEL_DEPLOYED, model: pruned, deployment: {id}, environment: production}}\n"
+        );
+    }
+    let fake = fake(&y);
+    let dir = model_dir("model_name: pruned\n");
+    let run = prune(&fake, dir.path()).arg("keep", "1").run();
+    assert_eq!(run.code, 0, "{run:?}");
+    // keep 1 keeps the newest retirable (the failed one); the one that
+    // served before production is protected; only the oldest goes.
+    assert_eq!(deleted(&fake), ["old00001"]);
+    assert!(run.stdout.contains("rollback target") || run.stderr.contains("rollback target"));
+    assert_eq!(run.out("protected-count"), "2");
+}
+
 #[test]
 fn prune_keep_2_retires_exactly_the_three_oldest_labelled() {
     let fake = nine("");
