@@ -107,7 +107,13 @@ pub(crate) async fn check_gate_target(
         return Ok(());
     };
     match ctx.api.read_environment(owner, id, env).await {
-        Ok(_) => Ok(()),
+        // What serves the environment before this run is known from here
+        // on: a run that fails before its promote still says it
+        // (`previous-deployment-id`); the promote's own read replaces it.
+        Ok(before) => {
+            ctx.state.lock().unwrap().previous_deployment_id = before.current;
+            Ok(())
+        }
         Err(e) if e.permanent_status() == Some(404) => Err(Failure::Deploy(anyhow!(
             "the {} has no environment {env:?} to promote into ({e}): create it in the Baseten UI or fix environment; nothing was created",
             owner.as_str()

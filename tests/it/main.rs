@@ -25,6 +25,7 @@ mod config_parity;
 mod deadline_cuts;
 mod docs_reference;
 mod environment;
+mod every_output;
 mod evidence;
 mod fanout;
 mod faults;
