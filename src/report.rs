@@ -58,6 +58,7 @@ pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Ou
         targets_count: None,
         results: None,
         evidence: crate::evidence::output_entries(&st.evidence),
+        command: ci::Command::Deploy,
     }
 }
 
@@ -132,6 +133,8 @@ pub(crate) struct Ended<'a> {
     pub(crate) cfg: Option<&'a Config>,
     pub(crate) result: &'a Result<(), Failure>,
     pub(crate) fanout: Option<&'a Fanout>,
+    /// What the run was asked to do: its dotenv file's row.
+    pub(crate) command: ci::Command,
 }
 
 /// Writes the outputs everywhere they were asked for and returns the exit
@@ -152,6 +155,7 @@ pub(crate) fn report(
         cfg,
         result,
         fanout,
+        command,
     } = ended;
     let st = state.lock().unwrap();
     let status = match result {
@@ -162,6 +166,7 @@ pub(crate) fn report(
     // every registered secret (the key and the GitHub token, registered by
     // `run` before anything could print) whatever quoted it.
     let mut outputs = final_outputs(&st, result, cfg);
+    outputs.command = command;
     if let Some(f) = fanout {
         outputs.matrix = f.matrix.clone();
         outputs.targets_count = f.targets_count;

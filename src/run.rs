@@ -13,7 +13,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::budget::Clock;
-use crate::ci::{CiEnv, Reporter};
+use crate::ci::{CiEnv, Command, Reporter};
 use crate::ci_context::CiContext;
 use crate::cli::{Cli, EnvLookup};
 use crate::config::Config;
@@ -94,6 +94,12 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         .or_else(|| plan.clone().err())
         .or(malformed)
         .or(clock_error);
+    // A plan's dotenv file says the plan's own status, never a deploy's,
+    // even when its inputs are refused.
+    let command = match plan {
+        Ok(true) => Command::Plan,
+        _ => Command::Deploy,
+    };
     // A plan, several targets or change detection each run in their own
     // mode; one target named plainly runs as it always has.
     let mode = match input_error {
@@ -141,6 +147,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         cfg: cfg.as_ref(),
         result: &result,
         fanout: fanout.as_ref(),
+        command,
     };
     report(&run.rep, &ci_env, &out_settings, &run.state, &ended)
 }

@@ -194,7 +194,10 @@ fn every_output_is_written_on_every_exit_path_and_filled_where_known() {
     for path in PATHS {
         let run = (path.run)();
         if run.code != path.code {
-            wrong.push(format!("{}: exit {} (want {})", path.name, run.code, path.code));
+            wrong.push(format!(
+                "{}: exit {} (want {})",
+                path.name, run.code, path.code
+            ));
         }
         for name in output_names() {
             let Some(value) = run.outputs.get(name) else {

@@ -24,6 +24,7 @@ mod complete_window;
 mod config_parity;
 mod deadline_cuts;
 mod docs_reference;
+mod dotenv_limits;
 mod environment;
 mod every_output;
 mod evidence;

@@ -10,6 +10,7 @@ use std::path::Path;
 use super::format::format_deploy_time;
 use crate::outcome::Status;
 
+mod command;
 mod dotenv;
 mod file;
 mod github;
@@ -18,6 +19,8 @@ mod json;
 pub(in crate::ci) use json::{Entries, top_level_lines};
 mod shell;
 
+pub(crate) use command::Command;
+pub use dotenv::dotenv_variables;
 pub(crate) use file::{append_sized, replace_file};
 pub(crate) use github::append_github_output;
 
@@ -96,6 +99,8 @@ pub(crate) struct Outputs {
     pub(crate) results: Option<String>,
     /// The evidence outputs (`cases-passed` …), only when evidence ran.
     pub(crate) evidence: Vec<(&'static str, String)>,
+    /// What the run was asked to do: which outputs its dotenv file holds.
+    pub(crate) command: Command,
 }
 
 impl Outputs {
@@ -122,6 +127,7 @@ impl Outputs {
             targets_count: None,
             results: None,
             evidence: Vec::new(),
+            command: Command::Deploy,
         }
     }
 
