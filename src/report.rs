@@ -215,6 +215,8 @@ pub(crate) fn report(
             notes: &st.notes,
             history: &st.history,
             promotion: &st.promotion,
+            serves: st.serves.as_ref(),
+            environment: cfg.and_then(|c| c.environment.as_deref()),
             // What the deploy changes in production, then the evidence:
             // sections of the one page, drawing on its one budget.
             sections: &[

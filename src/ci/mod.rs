@@ -60,5 +60,5 @@ pub(crate) use outputs::{Command, Outputs, append_github_output, write_outputs_f
 pub use outputs::{EXTRA_OUTPUT_NAMES, PYTHON_ACTION_OUTPUT_NAMES, dotenv_variables};
 pub(crate) use reporter::{Level, Reporter, Sink};
 pub(crate) use summary::{Cell, TableSummary, append_table_summary};
-pub(crate) use summary::{PredictStats, StatusEvent};
+pub(crate) use summary::{PredictStats, ServesNow, StatusEvent};
 pub(crate) use summary::{StreamStats, SummaryInput, append_step_summary};

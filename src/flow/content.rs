@@ -84,6 +84,12 @@ pub(crate) async fn skip_if_unchanged(
         Verdict::Unchanged(serving) => {
             let model_id = model_id.expect("a serving deployment has a model");
             let serving = promoted_words(ctx, model_id, env, serving).await;
+            // The read that decided "unchanged" is what serves.
+            ctx.state.lock().unwrap().serves = Some(crate::ci::ServesNow {
+                env: env.to_string(),
+                deployment: Some(serving.deployment_id.clone()),
+                moving_to: None,
+            });
             unchanged(ctx, model_id, env, &serving, hash).await?;
             Ok(true)
         }

@@ -111,6 +111,7 @@ pub(crate) async fn check_gate_target(
         // on: a run that fails before its promote still says it
         // (`previous-deployment-id`); the promote's own read replaces it.
         Ok(before) => {
+            ctx.saw(env, &before);
             ctx.state.lock().unwrap().previous_deployment_id = before.current;
             Ok(())
         }
@@ -153,6 +154,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
         .read_environment(c.owner, c.owner_id, env)
         .await
         .map_err(|e| deploy_error(e).context("nothing was promoted"))?;
+    ctx.saw(env, &before);
     // A new model's (or chain's) first deployment is promoted into
     // production by the platform itself: there is nothing to gate or to
     // roll back to.
@@ -316,6 +318,9 @@ async fn promote_once(
                 // may be what ended the promote.
                 let lookup = ctx.api_for(budget::Phase::Lookup);
                 let now = lookup.read_environment(owner, owner_id, env).await;
+                if let Ok(n) = &now {
+                    ctx.saw(env, n);
+                }
                 if rules::refusal_is_ours(lost_before, now.as_ref().ok(), target, before) {
                     ctx.say(&format!(
                         "the promotion did start: {env} is taking {target}"
@@ -348,6 +353,7 @@ async fn promote_once(
                 "the promote request got no usable answer ({e}) and whether it was promoted is unknown: look at {env} in the Baseten UI"
             ))
         })?;
+        ctx.saw(env, &now);
         match rules::lookup(&now, target, before) {
             Lookup::Applied => {
                 ctx.say(&format!(

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::baseten::{Api, ApiError, Named, Team, python_json};
 pub(crate) use crate::ci::human;
-use crate::ci::{PredictStats, Reporter, StatusEvent};
+use crate::ci::{PredictStats, Reporter, ServesNow, StatusEvent};
 use crate::config::Config;
 use crate::kind::Kind;
 use crate::net::TRUSS_COMPAT_VERSION;
@@ -63,6 +63,9 @@ pub(crate) struct State {
     pub(crate) previous_deployment_id: Option<String>,
     pub(crate) tested_deployment_id: Option<String>,
     pub(crate) rolled_back: Option<bool>,
+    /// What the run's latest read of its environment showed serving it:
+    /// the one value the summary's "serves now" line is written from.
+    pub(crate) serves: Option<ServesNow>,
     pub(crate) history: Vec<StatusEvent>,
     /// A gated promotion's traffic over time and its rollback, for the
     /// summary.
@@ -234,6 +237,16 @@ impl Ctx<'_> {
 
     /// Records a step of a gated promotion: in the status history and in
     /// the promotion's own timeline.
+    /// Keeps what a read of `env` showed serving it: the latest read is
+    /// the one the summary tells, once.
+    pub(crate) fn saw(&self, env: &str, read: &crate::promotion::Env) {
+        self.state.lock().unwrap().serves = Some(ServesNow {
+            env: env.to_string(),
+            deployment: read.current.clone(),
+            moving_to: read.candidate.clone().filter(|_| read.moving()),
+        });
+    }
+
     pub(crate) fn promotion_event(&self, status: &str, event: &str) {
         self.event(status, event);
         let mut st = self.state.lock().unwrap();

@@ -168,13 +168,14 @@ pub(crate) fn check_promotion(
     environment: Result<promotion::Env, ApiError>,
 ) -> Result<Poll, ApiError> {
     let parsed = environment?;
+    ctx.saw(env, &parsed);
     let view = match &track.gate {
         Some(g) => promotion::read_gated(&parsed, deployment_id, g.previous.as_deref()),
         None => promotion::read_env(&parsed, deployment_id),
     };
     let line = match &view {
         promotion::View::Serving => {
-            format!("environment {env} now serves deployment {deployment_id}")
+            format!("promotion into {env} done: all traffic on deployment {deployment_id}")
         }
         promotion::View::InFlight { status, percent } => match percent {
             Some(p) => format!("promotion into {env}: {status}, {p:.0}% of traffic"),

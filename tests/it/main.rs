@@ -30,6 +30,7 @@ mod every_output;
 mod evidence;
 mod fanout;
 mod faults;
+mod first_screen;
 mod gated;
 mod github;
 mod informing;

@@ -52,6 +52,17 @@ impl StatusEvent {
     }
 }
 
+/// What the run's latest read of its environment showed serving it: the
+/// one value the page's "serves now" line is written from, once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServesNow {
+    pub(crate) env: String,
+    /// The deployment serving it (`None`: none).
+    pub(crate) deployment: Option<String>,
+    /// A promotion still moving traffic at that read: to this deployment.
+    pub(crate) moving_to: Option<String>,
+}
+
 /// Everything the step summary shows.
 #[derive(Debug, Clone)]
 pub(crate) struct SummaryInput<'a> {
@@ -65,6 +76,11 @@ pub(crate) struct SummaryInput<'a> {
     pub(crate) history: &'a [StatusEvent],
     /// A gated promotion's steps: traffic over time and the rollback.
     pub(crate) promotion: &'a [StatusEvent],
+    /// What serves the run's environment, by its latest read.
+    pub(crate) serves: Option<&'a ServesNow>,
+    /// The run's environment, when it has one: read or not, the page says
+    /// what serves it.
+    pub(crate) environment: Option<&'a str>,
     /// Markdown sections after the result (the evidence), in order; each
     /// is cut with the marker when the page is full.
     pub(crate) sections: &'a [String],
@@ -104,26 +120,139 @@ fn render_summary(input: &SummaryInput<'_>, max_bytes: usize) -> String {
     page
 }
 
-/// Renders with at most `keep` history rows: the first and the latest `keep - 1`.
+/// Longest reason shown whole on the first screen; a longer one keeps its
+/// start there and the whole text in a block below the details.
+const REASON_MAX_CHARS: usize = 320;
+
+/// Renders with at most `keep` history rows: the first and the latest
+/// `keep - 1`. The first screen answers three questions, in this order,
+/// before any table or details block: did it work (the heading), why not
+/// (the reason, in plain wrapped words), what serves the environment now
+/// (from the run's latest read). Then the details. One function per
+/// section, each a list of lines (empty: the section is left out).
 fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
+    let sections = [
+        verdict(input),
+        reason(input),
+        serves_now(input),
+        result_table(input),
+        links(input),
+        whole_error(input),
+        notes(input),
+        promotion(input),
+        history(input, keep),
+    ];
+    let mut text = sections
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .map(|s| s.join("\n"))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    text.push('\n');
+    text
+}
+
+fn kind_word(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Model => "Model",
+        Kind::Chain => "Chain",
+    }
+}
+
+/// Did it work: ✅/❌, the kind and the name.
+fn verdict(input: &SummaryInput<'_>) -> Vec<String> {
     let out = input.outputs;
     let ok = out.status == Status::Success;
-    let (kind_word, id_label, id) = match input.kind {
-        Kind::Model => ("Model", "Model ID", &out.model_id),
-        Kind::Chain => ("Chain", "Chain ID", &out.chain_id),
-    };
     let name = if out.model_name.is_empty() {
         "unknown"
     } else {
         &out.model_name
     };
-    let mut lines: Vec<String> = vec![
-        format!(
-            "## {} Truss Deploy ({kind_word}): {}",
-            if ok { "✅" } else { "❌" },
-            markdown::inline(name)
+    vec![format!(
+        "## {} Truss Deploy ({}): {}",
+        if ok { "✅" } else { "❌" },
+        kind_word(input.kind),
+        markdown::inline(name)
+    )]
+}
+
+/// Text as Markdown that renders as the same plain words: table syntax,
+/// HTML and links escaped (`markdown::inline`), then emphasis and code
+/// marks, line breaks as spaces (the page wraps it).
+fn plain(text: &str) -> String {
+    let inline = markdown::inline(text);
+    let mut out = String::with_capacity(inline.len());
+    for c in inline.chars() {
+        if matches!(c, '`' | '*' | '_') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Why not: the error as a paragraph of plain words, its status word
+/// first; cut at [`REASON_MAX_CHARS`] (the whole text follows the details).
+fn reason(input: &SummaryInput<'_>) -> Vec<String> {
+    let out = input.outputs;
+    if out.status == Status::Success || out.error_message.is_empty() {
+        return Vec::new();
+    }
+    let message = out.error_message.trim();
+    let mut shown = truncate_chars(message, REASON_MAX_CHARS);
+    if shown.len() < message.len() {
+        // Cut between words.
+        shown = shown.rsplit_once(' ').map_or(shown, |(head, _)| head);
+    }
+    let more = if shown.len() < message.len() {
+        " … (the whole error is below)"
+    } else {
+        ""
+    };
+    vec![format!(
+        "**Why:** `{}`: {}{more}",
+        out.status.as_str(),
+        plain(shown)
+    )]
+}
+
+/// What serves the environment now, from the run's latest read of it:
+/// the page's one claim of it.
+fn serves_now(input: &SummaryInput<'_>) -> Vec<String> {
+    let Some(s) = input.serves else {
+        return match input.environment {
+            Some(env) => vec![format!(
+                "**{} serves:** not known: this run did not read it",
+                markdown::inline(env)
+            )],
+            None => Vec::new(),
+        };
+    };
+    let what = match &s.deployment {
+        Some(d) => format!("deployment {}", markdown::code(d)),
+        None => "no deployment".to_string(),
+    };
+    let moving = match &s.moving_to {
+        Some(d) => format!(
+            ", a promotion of {} still moving traffic",
+            markdown::code(d)
         ),
-        String::new(),
+        None => String::new(),
+    };
+    vec![format!(
+        "**{} serves:** {what}{moving} (the run's last read of it)",
+        markdown::inline(&s.env)
+    )]
+}
+
+/// The details: the metrics table.
+fn result_table(input: &SummaryInput<'_>) -> Vec<String> {
+    let out = input.outputs;
+    let (id_label, id) = match input.kind {
+        Kind::Model => ("Model ID", &out.model_id),
+        Kind::Chain => ("Chain ID", &out.chain_id),
+    };
+    let mut lines: Vec<String> = vec![
         "| Metric | Value |".into(),
         "|--------|-------|".into(),
         metric_row("Status", &markdown::code(out.status.as_str())),
@@ -160,14 +289,7 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
         }
     }
     if let Some(back) = out.rolled_back {
-        lines.push(metric_row(
-            "Rolled Back",
-            if back {
-                "yes: the previous deployment serves"
-            } else {
-                "no"
-            },
-        ));
+        lines.push(metric_row("Rolled Back", if back { "yes" } else { "no" }));
     }
     if !out.last_status.is_empty() {
         lines.push(metric_row(
@@ -175,7 +297,11 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
             &markdown::code(&out.last_status),
         ));
     }
+    lines
+}
 
+fn links(input: &SummaryInput<'_>) -> Vec<String> {
+    let out = input.outputs;
     let mut links = Vec::new();
     if !out.logs_url.is_empty() {
         links.push(format!(
@@ -185,7 +311,8 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
     }
     if !input.page_url.is_empty() {
         links.push(format!(
-            "[{kind_word} page]({})",
+            "[{} page]({})",
+            kind_word(input.kind),
             markdown::link_target(input.page_url)
         ));
     }
@@ -195,72 +322,88 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
             markdown::link_target(&out.environment_url)
         ));
     }
-    if !links.is_empty() {
-        lines.push(String::new());
-        lines.push(links.join(" · "));
+    match links.is_empty() {
+        true => Vec::new(),
+        false => vec![links.join(" · ")],
     }
+}
 
-    if !ok && !out.error_message.is_empty() {
-        let message = truncate_chars(&out.error_message, SUMMARY_TEXT_MAX_CHARS);
-        let fence = markdown::fence_for(message);
-        lines.push(String::new());
-        lines.push("**Error:**".into());
-        lines.push(String::new());
-        lines.push(format!("{fence}text"));
-        lines.push(message.trim_end_matches(['\n', '\r']).to_owned());
-        lines.push(fence);
+/// The whole error, when the reason on the first screen had to be cut.
+fn whole_error(input: &SummaryInput<'_>) -> Vec<String> {
+    let out = input.outputs;
+    let message = out.error_message.trim();
+    if out.status == Status::Success || message.chars().count() <= REASON_MAX_CHARS {
+        return Vec::new();
     }
+    let message = truncate_chars(message, SUMMARY_TEXT_MAX_CHARS);
+    let fence = markdown::fence_for(message);
+    vec![
+        "**The whole error:**".into(),
+        String::new(),
+        format!("{fence}text"),
+        message.trim_end_matches(['\n', '\r']).to_owned(),
+        fence,
+    ]
+}
 
-    if !input.notes.is_empty() {
-        lines.push(String::new());
-        lines.push("**Notes:**".into());
-        lines.push(String::new());
-        for note in input.notes {
-            lines.push(format!(
-                "- {}",
-                markdown::inline(truncate_chars(note, SUMMARY_TEXT_MAX_CHARS))
-            ));
-        }
+fn notes(input: &SummaryInput<'_>) -> Vec<String> {
+    if input.notes.is_empty() {
+        return Vec::new();
     }
-
-    if !input.promotion.is_empty() {
-        lines.push(String::new());
-        lines.push("### Promotion".into());
-        lines.push(String::new());
-        lines.push("| Time (UTC) | Elapsed | Status | Event |".into());
-        lines.push("|------------|---------|--------|-------|".into());
-        for event in input.promotion {
-            lines.push(history_row(event));
-        }
+    let mut lines = vec!["**Notes:**".to_string(), String::new()];
+    for note in input.notes {
+        lines.push(format!(
+            "- {}",
+            markdown::inline(truncate_chars(note, SUMMARY_TEXT_MAX_CHARS))
+        ));
     }
+    lines
+}
 
-    if !input.history.is_empty() {
-        lines.push(String::new());
-        lines.push("### Status history".into());
-        lines.push(String::new());
-        lines.push("| Time (UTC) | Elapsed | Status | Event |".into());
-        lines.push("|------------|---------|--------|-------|".into());
-        let rows = input.history;
-        let (head, tail) = match keep {
-            k if k >= rows.len() => (rows.len(), 0),
-            0 => (0, 0),
-            k => (1, k - 1),
-        };
-        for event in &rows[..head] {
-            lines.push(history_row(event));
-        }
-        let omitted = rows.len() - head - tail;
-        if omitted > 0 {
-            lines.push(format!("| … | | | {omitted} rows omitted |"));
-        }
-        for event in &rows[rows.len() - tail..] {
-            lines.push(history_row(event));
-        }
+const EVENTS_HEADER: [&str; 2] = [
+    "| Time (UTC) | Elapsed | Status | Event |",
+    "|------------|---------|--------|-------|",
+];
+
+/// A gated promotion's steps, once: they are left out of the history.
+fn promotion(input: &SummaryInput<'_>) -> Vec<String> {
+    if input.promotion.is_empty() {
+        return Vec::new();
     }
+    let mut lines = vec!["### Promotion".to_string(), String::new()];
+    lines.extend(EVENTS_HEADER.map(String::from));
+    lines.extend(input.promotion.iter().map(history_row));
+    lines
+}
 
-    let mut text = lines.join("\n");
-    text.push('\n');
-    text
+/// The status history without the promotion's steps (shown above).
+fn history(input: &SummaryInput<'_>, keep: usize) -> Vec<String> {
+    let rows: Vec<&StatusEvent> = input
+        .history
+        .iter()
+        .filter(|e| !input.promotion.contains(e))
+        .collect();
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let heading = match input.promotion.is_empty() {
+        true => "### Status history",
+        false => "### Status history (the promotion's steps are above)",
+    };
+    let mut lines = vec![heading.to_string(), String::new()];
+    lines.extend(EVENTS_HEADER.map(String::from));
+    let (head, tail) = match keep {
+        k if k >= rows.len() => (rows.len(), 0),
+        0 => (0, 0),
+        k => (1, k - 1),
+    };
+    lines.extend(rows[..head].iter().map(|e| history_row(e)));
+    let omitted = rows.len() - head - tail;
+    if omitted > 0 {
+        lines.push(format!("| … | | | {omitted} rows omitted |"));
+    }
+    lines.extend(rows[rows.len() - tail..].iter().map(|e| history_row(e)));
+    lines
 }
 
 fn metric_row(label: &str, value: &str) -> String {
@@ -349,6 +492,8 @@ mod tests {
             notes: &notes,
             history: &history,
             promotion: &[],
+            serves: None,
+            environment: None,
             sections: &[],
         };
         let want = "\
@@ -401,10 +546,14 @@ mod tests {
             notes: &notes,
             history: &history,
             promotion: &[],
+            serves: None,
+            environment: None,
             sections: &[],
         };
         let want = "\
 ## ❌ Truss Deploy (Chain): my\\|chain
+
+**Why:** `deploy_timeout`: chainlet Hello still DEPLOYING after 45m00s last poll: HTTP 503 \\`\\`\\`busy\\`\\`\\`
 
 | Metric | Value |
 |--------|-------|
@@ -412,13 +561,6 @@ mod tests {
 | **Chain ID** | `ch1` |
 | **Deployment ID** | N/A |
 | **Deploy Time** | N/A |
-
-**Error:**
-
-````text
-chainlet Hello still DEPLOYING after 45m00s
-last poll: HTTP 503 ```busy```
-````
 
 **Notes:**
 
@@ -451,6 +593,8 @@ last poll: HTTP 503 ```busy```
             notes: &[],
             history: &[],
             promotion: &[],
+            serves: None,
+            environment: None,
             sections: &[],
         };
         let text = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
@@ -480,6 +624,8 @@ last poll: HTTP 503 ```busy```
             notes: &[],
             history: &history,
             promotion: &[],
+            serves: None,
+            environment: None,
             sections: &[],
         };
         let full = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
@@ -505,6 +651,8 @@ last poll: HTTP 503 ```busy```
             notes: &[],
             history: &[],
             promotion: &[],
+            serves: None,
+            environment: None,
             sections: &[],
         };
         let capped = render_summary(&input, 4096);
@@ -527,6 +675,8 @@ last poll: HTTP 503 ```busy```
             notes: &[],
             history: &[],
             promotion: &[],
+            serves: None,
+            environment: None,
             sections: &[],
         };
         append_step_summary(&path, &input).unwrap();
@@ -567,6 +717,8 @@ last poll: HTTP 503 ```busy```
             notes: &[],
             history: &history,
             promotion: &[],
+            serves: None,
+            environment: None,
             sections: &sections,
         };
         let max = 256 * 1024;

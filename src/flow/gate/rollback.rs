@@ -111,7 +111,10 @@ async fn put_back(ctx: &Ctx<'_>, what: PutBack<'_>, time: Allowance, until: Inst
     let mut last: Option<Env> = None;
     loop {
         let e = match ctx.api.read_environment(owner, owner_id, env).await {
-            Ok(e) => e,
+            Ok(e) => {
+                ctx.saw(env, &e);
+                e
+            }
             Err(err) => {
                 let out_of_time = ctx.left(until).is_zero();
                 return step::unread(err.to_string(), last.as_ref(), env, out_of_time);
@@ -196,8 +199,15 @@ async fn put_back(ctx: &Ctx<'_>, what: PutBack<'_>, time: Allowance, until: Inst
             let seen = e.describe(env);
             return Ending::Unfinished { seen };
         }
+        // The percent is the traffic on the promotion's new version: the
+        // candidate (the previous deployment while it is promoted back,
+        // ours while a cancelled promotion ramps down).
+        let new_version = e.candidate.as_deref().unwrap_or(ours);
         if let Some(line) = e.in_progress.as_ref().map(|f| match f.percent {
-            Some(p) => format!("rollback: {}, {p:.0}% of traffic on {ours}", f.status),
+            Some(p) => format!(
+                "rollback: {}, {p:.0}% of traffic on {new_version}",
+                f.status
+            ),
             None => format!("rollback: {}", f.status),
         }) && last.as_ref().and_then(|l| l.in_progress.as_ref()) != e.in_progress.as_ref()
         {
