@@ -361,10 +361,9 @@ pub(crate) async fn pick_team(
 pub(crate) fn existing(ctx: &Ctx<'_>, kind: &str, name: &str, listed: Vec<Named>) -> Option<Named> {
     let found = listed.into_iter().find(|m| m.name == name);
     match &found {
-        Some(m) => ctx.say(&format!(
-            "{kind} {name:?} exists ({}): creating a new deployment",
-            m.id
-        )),
+        // Whether a deployment is created is said where it is decided:
+        // skip-unchanged may find nothing to deploy.
+        Some(m) => ctx.say(&format!("{kind} {name:?} exists ({})", m.id)),
         None => ctx.say(&format!("{kind} {name:?} is new: creating it")),
     }
     found
@@ -438,16 +437,18 @@ impl Ctx<'_> {
         let done = match left {
             Ok(_) => tokio::time::timeout(self.left(until), work).await,
             Err(_) => Ok(Err(Failure::Timeout(format!(
-                "{what} could not start: the deploy budget ({}) is spent; raise deploy-timeout-minutes (or wait-timeout-seconds)",
-                human(self.cfg.wait_timeout)
+                "{what} could not start: the deploy budget ({}) is spent; raise {}",
+                human(self.cfg.wait_timeout),
+                self.cfg.wait_timeout_input
             )))),
         };
         clock.ended(Phase::Upload, until, what);
         match done {
             Ok(r) => r,
             Err(_) => Err(Failure::Timeout(format!(
-                "{what} did not finish within the deploy budget ({}); raise deploy-timeout-minutes (or wait-timeout-seconds)",
-                human(self.cfg.wait_timeout)
+                "{what} did not finish within the deploy budget ({}); raise {}",
+                human(self.cfg.wait_timeout),
+                self.cfg.wait_timeout_input
             ))),
         }
     }

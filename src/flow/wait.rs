@@ -82,8 +82,9 @@ pub(crate) async fn poll_until(
             let last = last.unwrap_or_else(|| "no status read".into());
             ctx.event(&last, "deadline passed");
             return Err(Failure::Timeout(format!(
-                "{what} was not ready after {} (last status: {last}); raise deploy-timeout-minutes or check the logs",
-                human(cfg.wait_timeout)
+                "{what} was not ready after {} (last status: {last}); raise {} or check the logs",
+                human(cfg.wait_timeout),
+                cfg.wait_timeout_input
             )));
         }
         let sleep_for = match tokio::time::timeout(deadline - now, poll(ctx, ctx.api)).await {

@@ -35,6 +35,7 @@ mod gated;
 mod github;
 mod informing;
 mod layers;
+mod messages;
 mod model_deploy;
 mod network;
 mod official_client;

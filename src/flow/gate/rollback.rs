@@ -109,10 +109,15 @@ async fn put_back(ctx: &Ctx<'_>, what: PutBack<'_>, time: Allowance, until: Inst
     };
     let mut sent = Sent::default();
     let mut last: Option<Env> = None;
+    // A cancel whose answer was not a success: the next read tells.
+    let mut cancel_unsure = false;
     loop {
         let e = match ctx.api.read_environment(owner, owner_id, env).await {
             Ok(e) => {
                 ctx.saw(env, &e);
+                if std::mem::take(&mut cancel_unsure) {
+                    ctx.say(&format!("after the cancel: {}", e.describe(env)));
+                }
                 e
             }
             Err(err) => {
@@ -142,8 +147,13 @@ async fn put_back(ctx: &Ctx<'_>, what: PutBack<'_>, time: Allowance, until: Inst
                 // The answer says little; the next read says what happened
                 // (a promotion that just finished refuses the cancel, and
                 // is then promoted back).
+                // A refusal after a lost answer may be our own cancel,
+                // applied: the next read says what happened, not this.
                 if let Err(err) = ctx.api.cancel_promotion(owner_id, env, force).await {
-                    ctx.say(&format!("the cancel was not taken ({err}); reading {env}"));
+                    ctx.say(&format!(
+                        "the cancel request answered {err}; reading {env} to see whether it was taken"
+                    ));
+                    cancel_unsure = true;
                 }
                 continue;
             }
