@@ -207,6 +207,11 @@ pub(crate) fn report(
             (Some(cfg), None, Some(c)) => cfg.endpoints.chain_page(c),
             _ => String::new(),
         };
+        // A failed evidence gate says why in its own plain words.
+        let evidence_reason = match result {
+            Err(_) => crate::evidence::failed_reason(&st.evidence),
+            Ok(()) => None,
+        };
         let input = SummaryInput {
             kind,
             outputs: &outputs,
@@ -217,6 +222,7 @@ pub(crate) fn report(
             promotion: &st.promotion,
             serves: st.serves.as_ref(),
             environment: cfg.and_then(|c| c.environment.as_deref()),
+            reason: evidence_reason.as_deref(),
             // What the deploy changes in production, then the evidence:
             // sections of the one page, drawing on its one budget.
             sections: &[

@@ -5,7 +5,8 @@
 //! baseline's point shows the ratio the regression gate judges as it is
 //! (a p99 of 29.8 ms never looks five times a p50 of 19.7 ms). Each
 //! percentile's values are printed in its x-axis label (Mermaid draws
-//! those everywhere; its data labels are not drawn on every version), a
+//! those everywhere; its data labels exist only on newer versions and,
+//! with a line series beside the bars, Mermaid 11 draws one astray), a
 //! legend line follows for renderers that draw none, and the two colours
 //! keep a 3:1 contrast on GitHub's light and dark backgrounds. Nothing is
 //! drawn that was not measured.
@@ -72,7 +73,7 @@ impl Analysis {
             })
             .collect();
         let mut out = format!(
-            "\n```mermaid\n%%{{init: {{\"xyChart\": {{\"showLegend\": true, \"showDataLabel\": true}}, \"themeVariables\": {{\"xyChart\": {{\"plotColorPalette\": \"{CANDIDATE_COLOUR}, {BASELINE_COLOUR}\"}}}}}}}}%%\nxychart-beta\n    title \"Latency (ms) by percentile\"\n    x-axis [{}]\n    y-axis \"ms\" 0 --> {top:.d$}\n    bar \"candidate\" [{}]\n",
+            "\n```mermaid\n%%{{init: {{\"xyChart\": {{\"showLegend\": true}}, \"themeVariables\": {{\"xyChart\": {{\"plotColorPalette\": \"{CANDIDATE_COLOUR}, {BASELINE_COLOUR}\"}}}}}}}}%%\nxychart-beta\n    title \"Latency (ms) by percentile\"\n    x-axis [{}]\n    y-axis \"ms\" 0 --> {top:.d$}\n    bar \"candidate\" [{}]\n",
             labels.join(", "),
             pts(c)
         );

@@ -24,7 +24,7 @@ fn summaries() -> Vec<(String, String)> {
         .collect();
     files.sort();
     assert!(files.len() > 40, "every scenario's page: {}", files.len());
-    files
+    let mut pages: Vec<(String, String)> = files
         .into_iter()
         .map(|p| {
             let text = std::fs::read_to_string(&p).unwrap();
@@ -33,7 +33,16 @@ fn summaries() -> Vec<(String, String)> {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             (name, page.to_string())
         })
-        .collect()
+        .collect();
+    // The pages the docs' renders were made from that no snapshot holds
+    // (a live evidence run's).
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/images/summary-sources");
+    for entry in std::fs::read_dir(sources).unwrap() {
+        let p = entry.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        pages.push((name, std::fs::read_to_string(&p).unwrap()));
+    }
+    pages
 }
 
 /// The page's top-level blocks, in order, as the parts the order test

@@ -131,6 +131,7 @@ mod tests {
             promotion: &history,
             serves: None,
             environment: None,
+            reason: None,
             sections: &[],
         };
         append_step_summary(&path, &input).unwrap();

@@ -81,6 +81,9 @@ pub(crate) struct SummaryInput<'a> {
     /// The run's environment, when it has one: read or not, the page says
     /// what serves it.
     pub(crate) environment: Option<&'a str>,
+    /// The failure in plain words when a part of the run has them (a
+    /// failed evidence gate's verdict); else the error's start is shown.
+    pub(crate) reason: Option<&'a str>,
     /// Markdown sections after the result (the evidence), in order; each
     /// is cut with the marker when the page is full.
     pub(crate) sections: &'a [String],
@@ -197,6 +200,13 @@ fn reason(input: &SummaryInput<'_>) -> Vec<String> {
     let out = input.outputs;
     if out.status == Status::Success || out.error_message.is_empty() {
         return Vec::new();
+    }
+    if let Some(reason) = input.reason {
+        return vec![format!(
+            "**Why:** `{}`: {} (the whole error is below)",
+            out.status.as_str(),
+            plain(reason)
+        )];
     }
     let message = out.error_message.trim();
     let mut shown = truncate_chars(message, REASON_MAX_CHARS);
@@ -332,7 +342,8 @@ fn links(input: &SummaryInput<'_>) -> Vec<String> {
 fn whole_error(input: &SummaryInput<'_>) -> Vec<String> {
     let out = input.outputs;
     let message = out.error_message.trim();
-    if out.status == Status::Success || message.chars().count() <= REASON_MAX_CHARS {
+    let shown_whole = input.reason.is_none() && message.chars().count() <= REASON_MAX_CHARS;
+    if out.status == Status::Success || message.is_empty() || shown_whole {
         return Vec::new();
     }
     let message = truncate_chars(message, SUMMARY_TEXT_MAX_CHARS);
@@ -494,6 +505,7 @@ mod tests {
             promotion: &[],
             serves: None,
             environment: None,
+            reason: None,
             sections: &[],
         };
         let want = "\
@@ -548,6 +560,7 @@ mod tests {
             promotion: &[],
             serves: None,
             environment: None,
+            reason: None,
             sections: &[],
         };
         let want = "\
@@ -575,6 +588,64 @@ mod tests {
         assert_eq!(render_summary(&input, STEP_SUMMARY_MAX_BYTES), want);
     }
 
+    /// The first screen: the verdict, the reason in plain words (a long
+    /// error cut between words, the whole text below the details; a
+    /// failed gate's own sentence when it has one), what serves the
+    /// environment, then the table.
+    #[test]
+    fn the_first_screen_says_why_in_plain_words_and_what_serves() {
+        let mut outputs = full_outputs();
+        outputs.status = Status::PredictFailed;
+        outputs.error_message =
+            format!("evidence failed on the deployment: {}", "word ".repeat(100));
+        let serves = ServesNow {
+            env: "production".into(),
+            deployment: Some("v1dep001".into()),
+            moving_to: None,
+        };
+        let input = SummaryInput {
+            kind: Kind::Model,
+            outputs: &outputs,
+            predict: None,
+            page_url: "",
+            notes: &[],
+            history: &[],
+            promotion: &[],
+            serves: Some(&serves),
+            environment: Some("production"),
+            reason: None,
+            sections: &[],
+        };
+        let page = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
+        let why = page.lines().find(|l| l.starts_with("**Why:**")).unwrap();
+        assert!(why.ends_with("word … (the whole error is below)"), "{why}");
+        assert!(why.chars().count() < 400, "{why}");
+        let order = [
+            "## ❌ Truss Deploy (Model): my-model",
+            "**Why:** `predict_failed`: evidence failed",
+            "**production serves:** deployment `v1dep001` (the run's last read of it)",
+            "| Metric | Value |",
+            "**The whole error:**",
+        ];
+        let at: Vec<usize> = order.iter().map(|o| page.find(o).unwrap()).collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{page}");
+
+        let reason = "Evidence failed (deployment): latency 1.8× the baseline (limit 1.2×)";
+        let page = render_summary(
+            &SummaryInput {
+                reason: Some(reason),
+                serves: None,
+                ..input
+            },
+            STEP_SUMMARY_MAX_BYTES,
+        );
+        assert!(page.contains(&format!(
+            "**Why:** `predict_failed`: {reason} (the whole error is below)"
+        )));
+        assert!(page.contains("**production serves:** not known: this run did not read it"));
+        assert!(page.contains("**The whole error:**"));
+    }
+
     #[test]
     fn summary_shows_streaming_figures() {
         let outputs = full_outputs();
@@ -595,6 +666,7 @@ mod tests {
             promotion: &[],
             serves: None,
             environment: None,
+            reason: None,
             sections: &[],
         };
         let text = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
@@ -626,6 +698,7 @@ mod tests {
             promotion: &[],
             serves: None,
             environment: None,
+            reason: None,
             sections: &[],
         };
         let full = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
@@ -653,6 +726,7 @@ mod tests {
             promotion: &[],
             serves: None,
             environment: None,
+            reason: None,
             sections: &[],
         };
         let capped = render_summary(&input, 4096);
@@ -677,6 +751,7 @@ mod tests {
             promotion: &[],
             serves: None,
             environment: None,
+            reason: None,
             sections: &[],
         };
         append_step_summary(&path, &input).unwrap();
@@ -719,6 +794,7 @@ mod tests {
             promotion: &[],
             serves: None,
             environment: None,
+            reason: None,
             sections: &sections,
         };
         let max = 256 * 1024;
