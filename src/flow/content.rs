@@ -94,6 +94,10 @@ pub(crate) async fn skip_if_unchanged(
             Ok(true)
         }
         Verdict::Deploy { why, serving } => {
+            // The read found what serves the environment before this run.
+            if let Ok(read) = &serving {
+                ctx.state.lock().unwrap().previous_deployment_id = Some(read.deployment_id.clone());
+            }
             ctx.say(&format!("Deploying: {why}"));
             ctx.note(format!("skip-unchanged: deployed because {why}"));
             compare_later(ctx, model_id, env, Some(serving), raw_config);

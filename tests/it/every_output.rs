@@ -1,6 +1,6 @@
 //! Every output on every exit path: one table of runs (bad input, a
 //! success, a failed build, a timeout, a gated run failing before its
-//! promote, a rollback), each row naming the outputs that must hold a
+//! promote, a skip-unchanged run deploying over what served, a rollback), each row naming the outputs that must hold a
 //! value and what some of them must say. Every other output of the fixed
 //! list is written, and empty ("unknown / not applicable"): an output that
 //! is known but left empty, or one filled where it has no meaning, fails
@@ -153,6 +153,36 @@ const PATHS: &[Path] = &[
             ("status", "predict_failed"),
             ("previous-deployment-id", "v1dep001"),
             ("rolled-back", "false"),
+        ],
+    },
+    Path {
+        // skip-unchanged read the environment before deploying over it.
+        name: "skip-unchanged, deployed over what served",
+        run: || {
+            let fake = with_production("");
+            Invocation::new(&fake)
+                .model(example_model())
+                .arg("environment", "production")
+                .arg("skip-unchanged", "true")
+                .run()
+        },
+        code: 0,
+        filled: &[
+            "deployment-id",
+            "model-id",
+            "model-name",
+            "status",
+            "last-status",
+            "logs-url",
+            "deploy-time-seconds",
+            "predict-response",
+            "predict-url",
+            "environment-url",
+            "previous-deployment-id",
+        ],
+        values: &[
+            ("status", "success"),
+            ("previous-deployment-id", "v1dep001"),
         ],
     },
     Path {
