@@ -9,6 +9,7 @@
 //! targets or a plan (a row per target, then details). Both share the
 //! budget, the cut and the one write here.
 
+mod sections;
 mod single;
 mod table;
 
