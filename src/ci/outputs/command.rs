@@ -16,7 +16,8 @@
 //! the tests below then hold its row to GitLab's limits.
 
 /// What the run was asked to do. Picks the dotenv row; every other writer
-/// writes every output whatever the command.
+/// writes every output whatever the command. (Shaped as `cli::Command` on
+/// main — `ALL`, `word` — so that one replaces this at the merge.)
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) enum Command {
     /// Deploy one target or several (`truss-directory`).
@@ -30,8 +31,8 @@ impl Command {
     /// Every command, in the order the docs list them.
     pub(crate) const ALL: [Command; 2] = [Command::Deploy, Command::Plan];
 
-    /// The command's name in the docs.
-    pub(crate) fn as_str(self) -> &'static str {
+    /// The command as the input spells it (and the docs name it).
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Command::Deploy => "deploy",
             Command::Plan => "plan",

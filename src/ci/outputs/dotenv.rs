@@ -47,7 +47,7 @@ pub fn dotenv_variables() -> Vec<(&'static str, Vec<String>)> {
                     std::iter::once(name).chain(flag)
                 })
                 .collect();
-            (c.as_str(), names)
+            (c.word(), names)
         })
         .collect()
 }
