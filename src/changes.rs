@@ -98,9 +98,10 @@ pub(crate) fn changed(dir: &Path, since: &str) -> Result<Changes, String> {
     };
     let history_hint = || {
         if shallow() {
+            let n = depth();
+            let commits = if n == "1" { "commit" } else { "commits" };
             format!(
-                "this clone is shallow ({} commits of history): fetch the whole history (actions/checkout with fetch-depth: 0; GitLab GIT_DEPTH: 0; or git fetch --unshallow) so the ref and the merge base with HEAD are present",
-                depth()
+                "this clone is shallow ({n} {commits} of history): fetch the whole history (actions/checkout with fetch-depth: 0; GitLab GIT_DEPTH: 0; or git fetch --unshallow) so the ref and the merge base with HEAD are present"
             )
         } else {
             "fetch it first (e.g. git fetch origin main) or check the spelling".into()

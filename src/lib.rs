@@ -55,6 +55,6 @@ mod status;
 mod targets;
 pub mod truss_config;
 
-pub use ci::{EXTRA_OUTPUT_NAMES, PYTHON_ACTION_OUTPUT_NAMES};
+pub use ci::{EXTRA_OUTPUT_NAMES, PYTHON_ACTION_OUTPUT_NAMES, dotenv_variables};
 pub use run::run;
 pub use secret::RedactedStderr;

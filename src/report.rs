@@ -66,6 +66,7 @@ pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Ou
         retired: st.retirements.as_ref().map(|r| r.retired_json()),
         retired_count: st.retirements.as_ref().map(|r| r.retired.len()),
         protected_count: st.retirements.as_ref().map(|r| r.protected.len()),
+        command: ci::Command::Deploy,
     }
 }
 
@@ -140,6 +141,8 @@ pub(crate) struct Ended<'a> {
     pub(crate) cfg: Option<&'a Config>,
     pub(crate) result: &'a Result<(), Failure>,
     pub(crate) fanout: Option<&'a Fanout>,
+    /// What the run was asked to do: its dotenv file's row.
+    pub(crate) command: ci::Command,
 }
 
 /// Writes the outputs everywhere they were asked for and returns the exit
@@ -160,6 +163,7 @@ pub(crate) fn report(
         cfg,
         result,
         fanout,
+        command,
     } = ended;
     let st = state.lock().unwrap();
     let status = match result {
@@ -170,6 +174,7 @@ pub(crate) fn report(
     // every registered secret (the key and the GitHub token, registered by
     // `run` before anything could print) whatever quoted it.
     let mut outputs = final_outputs(&st, result, cfg);
+    outputs.command = command;
     if let Some(f) = fanout {
         outputs.matrix = f.matrix.clone();
         outputs.targets_count = f.targets_count;
@@ -216,6 +221,11 @@ pub(crate) fn report(
             (Some(cfg), None, Some(c)) => cfg.endpoints.chain_page(c),
             _ => String::new(),
         };
+        // A failed evidence gate says why in its own plain words.
+        let evidence_reason = match result {
+            Err(_) => crate::evidence::failed_reason(&st.evidence),
+            Ok(()) => None,
+        };
         let input = SummaryInput {
             kind,
             outputs: &outputs,
@@ -224,6 +234,9 @@ pub(crate) fn report(
             notes: &st.notes,
             history: &st.history,
             promotion: &st.promotion,
+            serves: st.serves.as_ref(),
+            environment: cfg.and_then(|c| c.environment.as_deref()),
+            reason: evidence_reason.as_deref(),
             // What the deploy changes in production, then the evidence:
             // sections of the one page, drawing on its one budget.
             sections: &[

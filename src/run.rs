@@ -97,6 +97,9 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         .or_else(|| command.clone().err())
         .or(malformed)
         .or(clock_error);
+    // Which dotenv row the outputs take: a plan's says the plan's own
+    // status, never a deploy's, even when its inputs are refused.
+    let reported_command = command.clone().unwrap_or(Command::Deploy);
     // A plan, several targets or change detection each run in their own
     // mode; one target named plainly runs as it always has; every other
     // command is a mode of its own.
@@ -189,6 +192,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
         cfg: cfg.as_ref(),
         result: &result,
         fanout: fanout.as_ref(),
+        command: reported_command,
     };
     report(&run.rep, &ci_env, &out_settings, &run.state, &ended)
 }

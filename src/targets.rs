@@ -357,7 +357,9 @@ fn wildcard(pattern: &str, name: &str) -> bool {
 /// The model name the platform will see: `model_name` from config.yaml,
 /// read and checked as a single-target run reads it.
 fn model_name_of(dir: &Path) -> Result<String, String> {
-    let Target::Model { config, .. } = config::load_model(dir)? else {
+    // With several targets, an error names the one it is about.
+    let loaded = config::load_model(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let Target::Model { config, .. } = loaded else {
         unreachable!("load_model loads a model");
     };
     config

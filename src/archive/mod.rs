@@ -19,6 +19,11 @@
 //!   empty names: the CI runner's accounts mean nothing to the remote builder,
 //!   and identical trees then give identical bytes on any machine. Permission
 //!   bits and mtime (whole seconds) are copied from the file.
+//! * Hardlinks. truss's `tarfile` stores a second name of a file it already
+//!   added (the same inode) as a hardlink entry pointing at the first. We
+//!   store every name as a regular file with its bytes: the archive is
+//!   larger by those bytes, but the extracted tree is the same, and so is
+//!   the content hash (it is computed over the files, not the tar).
 //!
 //! Headers are GNU, so paths and link targets longer than 100 bytes are kept
 //! whole via long-name records.

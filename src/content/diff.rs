@@ -235,7 +235,7 @@ pub(crate) fn markdown(c: &Change) -> String {
     if let Some(serving) = &c.serving {
         let _ = write!(
             out,
-            "Serving {env} now: deployment {}.\n\n",
+            "Compared with deployment {}, read from {env} before the deploy.\n\n",
             markdown::code(serving)
         );
     }
@@ -440,7 +440,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("Serving prod &lt;b&gt;\\|x now: deployment "),
+            md.contains("read from prod &lt;b&gt;\\|x before the deploy."),
             "{md}"
         );
         let c = Change {

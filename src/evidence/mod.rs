@@ -544,6 +544,14 @@ pub(crate) fn output_entries(all: &[Analysis]) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The first failed analysis's verdict in plain words ("Evidence failed
+/// (deployment): latency 1.8× the baseline (limit 1.2×)"): the reason the
+/// summary's first screen gives when evidence failed the run.
+pub(crate) fn failed_reason(all: &[Analysis]) -> Option<String> {
+    let a = all.iter().find(|a| !a.passed)?;
+    Some(format!("Evidence failed ({}): {}", a.phase, a.headline))
+}
+
 /// The step summary's evidence sections, one per analysis.
 pub(crate) fn markdown(all: &[Analysis]) -> String {
     all.iter().map(Analysis::markdown).collect()

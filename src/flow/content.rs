@@ -86,10 +86,20 @@ pub(crate) async fn skip_if_unchanged(
         Verdict::Unchanged(serving) => {
             let model_id = model_id.expect("a serving deployment has a model");
             let serving = promoted_words(ctx, model_id, env, serving).await;
+            // The read that decided "unchanged" is what serves.
+            ctx.state.lock().unwrap().serves = Some(crate::ci::ServesNow {
+                env: env.to_string(),
+                deployment: Some(serving.deployment_id.clone()),
+                moving_to: None,
+            });
             unchanged(ctx, model_id, env, &serving, hash).await?;
             Ok(true)
         }
         Verdict::Deploy { why, serving } => {
+            // The read found what serves the environment before this run.
+            if let Ok(read) = &serving {
+                ctx.state.lock().unwrap().previous_deployment_id = Some(read.deployment_id.clone());
+            }
             // The revert case: an older deployment made from this source
             // goes in instead of a build.
             if let (Some(model_id), true) = (model_id, crate::content::reuse::looked_for(&why)) {

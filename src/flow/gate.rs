@@ -107,7 +107,14 @@ pub(crate) async fn check_gate_target(
         return Ok(());
     };
     match ctx.api.read_environment(owner, id, env).await {
-        Ok(_) => Ok(()),
+        // What serves the environment before this run is known from here
+        // on: a run that fails before its promote still says it
+        // (`previous-deployment-id`); the promote's own read replaces it.
+        Ok(before) => {
+            ctx.saw(env, &before);
+            ctx.state.lock().unwrap().previous_deployment_id = before.current;
+            Ok(())
+        }
         Err(e) if e.permanent_status() == Some(404) => Err(Failure::Deploy(anyhow!(
             "the {} has no environment {env:?} to promote into ({e}): create it in the Baseten UI or fix environment; nothing was created",
             owner.as_str()
@@ -147,6 +154,7 @@ async fn gate(ctx: &Ctx<'_>, c: &Candidate<'_>, env: &str) -> Result<(), Failure
         .read_environment(c.owner, c.owner_id, env)
         .await
         .map_err(|e| deploy_error(e).context("nothing was promoted"))?;
+    ctx.saw(env, &before);
     // A new model's (or chain's) first deployment is promoted into
     // production by the platform itself: there is nothing to gate or to
     // roll back to.
@@ -310,6 +318,9 @@ pub(super) async fn promote_once(
                 // may be what ended the promote.
                 let lookup = ctx.api_for(budget::Phase::Lookup);
                 let now = lookup.read_environment(owner, owner_id, env).await;
+                if let Ok(n) = &now {
+                    ctx.saw(env, n);
+                }
                 if rules::refusal_is_ours(lost_before, now.as_ref().ok(), target, before) {
                     ctx.say(&format!(
                         "the promotion did start: {env} is taking {target}"
@@ -342,6 +353,7 @@ pub(super) async fn promote_once(
                 "the promote request got no usable answer ({e}) and whether it was promoted is unknown: look at {env} in the Baseten UI"
             ))
         })?;
+        ctx.saw(env, &now);
         match rules::lookup(&now, target, before) {
             Lookup::Applied => {
                 ctx.say(&format!(

@@ -30,7 +30,7 @@ use serde_json::Value;
 
 use crate::baseten::{Api, ApiError, Named, Team, python_json};
 pub(crate) use crate::ci::human;
-use crate::ci::{PredictStats, Reporter, StatusEvent};
+use crate::ci::{PredictStats, Reporter, ServesNow, StatusEvent};
 use crate::config::Config;
 use crate::kind::Kind;
 use crate::net::TRUSS_COMPAT_VERSION;
@@ -66,6 +66,9 @@ pub(crate) struct State {
     pub(crate) previous_deployment_id: Option<String>,
     pub(crate) tested_deployment_id: Option<String>,
     pub(crate) rolled_back: Option<bool>,
+    /// What the run's latest read of its environment showed serving it:
+    /// the one value the summary's "serves now" line is written from.
+    pub(crate) serves: Option<ServesNow>,
     pub(crate) history: Vec<StatusEvent>,
     /// A gated promotion's traffic over time and its rollback, for the
     /// summary.
@@ -244,6 +247,16 @@ impl Ctx<'_> {
 
     /// Records a step of a gated promotion: in the status history and in
     /// the promotion's own timeline.
+    /// Keeps what a read of `env` showed serving it: the latest read is
+    /// the one the summary tells, once.
+    pub(crate) fn saw(&self, env: &str, read: &crate::promotion::Env) {
+        self.state.lock().unwrap().serves = Some(ServesNow {
+            env: env.to_string(),
+            deployment: read.current.clone(),
+            moving_to: read.candidate.clone().filter(|_| read.moving()),
+        });
+    }
+
     pub(crate) fn promotion_event(&self, status: &str, event: &str) {
         self.event(status, event);
         let mut st = self.state.lock().unwrap();
@@ -358,10 +371,9 @@ pub(crate) async fn pick_team(
 pub(crate) fn existing(ctx: &Ctx<'_>, kind: &str, name: &str, listed: Vec<Named>) -> Option<Named> {
     let found = listed.into_iter().find(|m| m.name == name);
     match &found {
-        Some(m) => ctx.say(&format!(
-            "{kind} {name:?} exists ({}): creating a new deployment",
-            m.id
-        )),
+        // Whether a deployment is created is said where it is decided:
+        // skip-unchanged may find nothing to deploy.
+        Some(m) => ctx.say(&format!("{kind} {name:?} exists ({})", m.id)),
         None => ctx.say(&format!("{kind} {name:?} is new: creating it")),
     }
     found
@@ -435,16 +447,18 @@ impl Ctx<'_> {
         let done = match left {
             Ok(_) => tokio::time::timeout(self.left(until), work).await,
             Err(_) => Ok(Err(Failure::Timeout(format!(
-                "{what} could not start: the deploy budget ({}) is spent; raise deploy-timeout-minutes (or wait-timeout-seconds)",
-                human(self.cfg.wait_timeout)
+                "{what} could not start: the deploy budget ({}) is spent; raise {}",
+                human(self.cfg.wait_timeout),
+                self.cfg.wait_timeout_input
             )))),
         };
         clock.ended(Phase::Upload, until, what);
         match done {
             Ok(r) => r,
             Err(_) => Err(Failure::Timeout(format!(
-                "{what} did not finish within the deploy budget ({}); raise deploy-timeout-minutes (or wait-timeout-seconds)",
-                human(self.cfg.wait_timeout)
+                "{what} did not finish within the deploy budget ({}); raise {}",
+                human(self.cfg.wait_timeout),
+                self.cfg.wait_timeout_input
             ))),
         }
     }

@@ -82,8 +82,9 @@ pub(crate) async fn poll_until(
             let last = last.unwrap_or_else(|| "no status read".into());
             ctx.event(&last, "deadline passed");
             return Err(Failure::Timeout(format!(
-                "{what} was not ready after {} (last status: {last}); raise deploy-timeout-minutes or check the logs",
-                human(cfg.wait_timeout)
+                "{what} was not ready after {} (last status: {last}); raise {} or check the logs",
+                human(cfg.wait_timeout),
+                cfg.wait_timeout_input
             )));
         }
         let sleep_for = match tokio::time::timeout(deadline - now, poll(ctx, ctx.api)).await {
@@ -168,13 +169,14 @@ pub(crate) fn check_promotion(
     environment: Result<promotion::Env, ApiError>,
 ) -> Result<Poll, ApiError> {
     let parsed = environment?;
+    ctx.saw(env, &parsed);
     let view = match &track.gate {
         Some(g) => promotion::read_gated(&parsed, deployment_id, g.previous.as_deref()),
         None => promotion::read_env(&parsed, deployment_id),
     };
     let line = match &view {
         promotion::View::Serving => {
-            format!("environment {env} now serves deployment {deployment_id}")
+            format!("promotion into {env} done: all traffic on deployment {deployment_id}")
         }
         promotion::View::InFlight { status, percent } => match percent {
             Some(p) => format!("promotion into {env}: {status}, {p:.0}% of traffic"),

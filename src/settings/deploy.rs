@@ -68,6 +68,8 @@ pub(crate) struct Settings {
     pub cleanup: Cleanup,
     pub deploy_timeout_minutes: u32,
     pub wait_timeout: Duration,
+    /// The input that set `wait_timeout`: the one a timeout tells to raise.
+    pub wait_timeout_input: &'static str,
     pub predict_timeout: Duration,
     pub regional_environment: bool,
     pub team: Option<String>,
@@ -261,9 +263,15 @@ impl Settings {
         // Each number is within its declared range, so these conversions
         // cannot overflow.
         let deploy_timeout_minutes = number(inputs, Input::DeployTimeoutMinutes)? as u32;
-        let wait_timeout = match inputs.trimmed(Input::WaitTimeoutSeconds) {
-            Some(_) => Duration::from_secs_f64(number(inputs, Input::WaitTimeoutSeconds)?),
-            None => Duration::from_secs(u64::from(deploy_timeout_minutes) * 60),
+        let (wait_timeout, wait_timeout_input) = match inputs.trimmed(Input::WaitTimeoutSeconds) {
+            Some(_) => (
+                Duration::from_secs_f64(number(inputs, Input::WaitTimeoutSeconds)?),
+                Input::WaitTimeoutSeconds.name(),
+            ),
+            None => (
+                Duration::from_secs(u64::from(deploy_timeout_minutes) * 60),
+                Input::DeployTimeoutMinutes.name(),
+            ),
         };
         let predict_timeout = Duration::from_secs(number(inputs, Input::PredictTimeout)? as u64);
         let poll_interval = Duration::from_secs_f64(number(inputs, Input::PollIntervalSeconds)?);
@@ -299,6 +307,7 @@ impl Settings {
             cleanup,
             deploy_timeout_minutes,
             wait_timeout,
+            wait_timeout_input,
             predict_timeout,
             regional_environment,
             team,

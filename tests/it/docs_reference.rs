@@ -392,17 +392,36 @@ GitHub-only features and the stdout modes; see
 ## Outputs
 
 Written to `$GITHUB_OUTPUT` on GitHub, and to `--output-file` anywhere
-(`dotenv` by default, `json` for a `*.json` file, or `shell`). In a dotenv
-file every name is `TRUSS_PUSH_` and the output in capitals with `_`
-(`TRUSS_PUSH_DEPLOYMENT_ID`), and every value fits GitLab's 5 KiB: a long
-value is cut and ends with `…` (`TRUSS_PUSH_PREDICT_RESPONSE_TRUNCATED=true`
-says the predict response was). \"every run\": written on every exit path,
-bad input included, empty when unknown. The others are written only in the
-mode that produces them. `truss-push --json` prints the same values as one
-JSON object on stdout (see [GitHub reporting](github-reporting.md#the---json-result)).
+(`dotenv` by default, `json` for a `*.json` file, or `shell`); a dotenv
+file holds a fixed list of them ([below](#the-dotenv-file)). \"every
+run\": written on every exit path, bad input included, empty when unknown.
+The others are written only in the mode that produces them. `truss-push
+--json` prints the same values as one JSON object on stdout (see [GitHub
+reporting](github-reporting.md#the---json-result)).
 
 {commands}
 {outputs}
+### The dotenv file
+
+GitLab refuses a dotenv report of more than 20 variables (the
+self-managed default) or of 5 KB (5,120 bytes) or more for the whole file,
+and the job then fails at artifact upload, after the deploy. So a dotenv
+file is not every output: it is a fixed list per command, the scalar
+outputs people branch on, most used first, each always written (empty when
+it does not apply). Every name is `TRUSS_PUSH_` and the output in capitals
+with `_`; a plan's status is `TRUSS_PUSH_PLAN_STATUS`, never
+`TRUSS_PUSH_STATUS`, since it deployed nothing. Long values share the 5 KB:
+a cut one ends with `…` (`TRUSS_PUSH_PREDICT_RESPONSE_TRUNCATED=true` says
+the predict response was). JSON-valued outputs (`results`, `matrix`) are
+never in it, nor `tested-deployment-id`, `last-status`, `cases-passed`,
+`latency-p50-ms` and `baseline-p95-ms`: read those from the JSON outputs
+(`--json`, or `--output-file outputs.json`), which the GitLab components
+keep as the artifact `truss-push.json`
+([how a later job reads it](gitlab-and-other-ci.md#reading-every-output)).
+
+| command | variables, in the file's order |
+|---|---|
+{dotenv}
 ## Exit codes
 
 {exits}
@@ -415,6 +434,7 @@ signal or fail-fast halted the run.
         inputs = inputs_section(),
         wrappers = wrapper_inputs_section(),
         outputs = outputs_section(every_run),
+        dotenv = dotenv_section(),
         exits = exit_section(),
         commands = commands_section(),
     )
@@ -452,6 +472,18 @@ fn commands_section() -> String {
         out += &format!("| `{}` | {} |\n", c.word(), cell);
     }
     out
+}
+
+/// The dotenv file's table: each command's variables, from the binary's
+/// own table.
+fn dotenv_section() -> String {
+    truss_push::dotenv_variables()
+        .into_iter()
+        .map(|(command, names)| {
+            let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+            format!("| {command} | {} |\n", names.join(", "))
+        })
+        .collect()
 }
 
 #[test]
@@ -1023,6 +1055,12 @@ fn docs_reference_gitlab_plan_writes_a_child_pipeline_that_keeps_every_target() 
             assert!(job["script"].is_sequence());
             if job["variables"]["TRUSS_PUSH_TARGET"].is_mapping() {
                 assert_eq!(job["variables"]["TRUSS_PUSH_TARGET"]["expand"], false);
+                // Each deploy keeps its dotenv report and every output as JSON.
+                let artifacts = &job["artifacts"];
+                assert_eq!(artifacts["reports"]["dotenv"], "truss-push.env");
+                assert_eq!(artifacts["paths"][0], "truss-push.json");
+                let script = job["script"][0].as_str().unwrap();
+                assert!(script.ends_with("--json > truss-push.json"), "{script}");
             }
         }
         assert!(!jobs.is_empty(), "an empty plan still needs one job");

@@ -65,7 +65,7 @@ fn the_recorded_history_into_production_succeeds_only_after_the_promotion() {
             "status WAKING_UP (in progress)",
             "status ACTIVE (ready)",
             "promotion into production: RAMPING_UP, 50% of traffic",
-            "environment production now serves deployment",
+            "promotion into production done: all traffic on deployment",
             "Final status: success",
         ],
     );

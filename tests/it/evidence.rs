@@ -352,16 +352,26 @@ fn a_passing_sample_reports_every_number() {
         .find(|l| l.starts_with("%%{init:"))
         .unwrap_or_else(|| panic!("{section}"));
     assert!(
-        init.contains("\"xyChart\": {\"showLegend\": true}")
-            && init.contains("\"plotColorPalette\": \"#1f6feb, #f0883e\""),
+        init.contains("\"showLegend\": true")
+            && init.contains("\"plotColorPalette\": \"#2f81f7, #c96a00\""),
         "{init}"
     );
     assert!(section.contains("    bar \"candidate\" ["), "{section}");
+    // Bars from zero: a bar's length is its value.
+    assert!(section.contains("    y-axis \"ms\" 0 --> "), "{section}");
+    // Each percentile's values in its label: candidate / baseline.
+    let x_axis = section
+        .lines()
+        .find(|l| l.starts_with("    x-axis ["))
+        .unwrap_or_else(|| panic!("{section}"));
     assert!(
-        section
-            .lines()
-            .any(|l| l
-                .starts_with("🟦 candidate (bars) · 🟧 baseline (line) · the y-axis starts at ")),
+        x_axis.contains("\"p50 ") && x_axis.contains(" / "),
+        "{x_axis}"
+    );
+    assert!(
+        section.lines().any(|l| l.starts_with(
+            "🟦 candidate (bars) · 🟧 baseline (line) · labels: candidate / baseline ms · the y-axis starts at 0"
+        )),
         "{section}"
     );
     // One analysis gives the outputs, and says so.

@@ -470,7 +470,7 @@ fn a_missing_ref_or_a_shallow_clone_is_an_input_error_never_everything() {
     );
     assert_eq!(ran.code, 2, "{ran:?}");
     let msg = ran.out("error-message");
-    assert!(msg.contains("shallow (1 commits"), "{msg}");
+    assert!(msg.contains("shallow (1 commit of history)"), "{msg}");
     assert!(msg.contains("fetch-depth: 0"), "{msg}");
 }
 

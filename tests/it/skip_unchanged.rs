@@ -288,7 +288,7 @@ fn a_promotion_in_flight_is_deployed_over() {
         &run.summary,
         &[
             "### What changes in production",
-            &format!("Serving production now: deployment `{first}`."),
+            &format!("Compared with deployment `{first}`, read from production before the deploy."),
             "The same source (config.yaml and content hash equal) deploys again.",
         ],
     );
@@ -425,7 +425,7 @@ fn every_deploy_into_an_environment_says_what_it_changes() {
         &run.summary,
         &[
             "### What changes in production",
-            &format!("Serving production now: deployment `{first}`."),
+            &format!("Compared with deployment `{first}`, read from production before the deploy."),
             "-   accelerator: A10G",
             "+   accelerator: H100",
         ],

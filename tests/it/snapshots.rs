@@ -158,5 +158,6 @@ fn a_timeout() {
     assert_eq!(run.status(), "deploy_timeout", "{run:?}");
     stable(&run, || {
         insta::assert_snapshot!("timeout_stdout", shown(&run));
+        insta::assert_snapshot!("timeout_summary", run.summary);
     });
 }

@@ -1,8 +1,10 @@
 //! The dotenv outputs file, by GitLab's dotenv report rules (also read by
-//! Bitbucket): `TRUSS_PUSH_<NAME>=value`, one line each, under 5 KiB.
+//! Bitbucket): `TRUSS_PUSH_<NAME>=value`, one line each, the command's
+//! fixed list of variables (`command`), under 5 KiB for the whole file.
 
 use std::borrow::Cow;
 
+use super::command::{Command, Var, dotenv_row};
 use super::{Outputs, truncate_bytes};
 
 /// GitLab accepts a dotenv artifact only when its size is *below* 5 KiB.
@@ -25,6 +27,29 @@ pub(super) fn dotenv_name(output_name: &str) -> String {
         c => c.to_ascii_uppercase(),
     }));
     name
+}
+
+/// Each command and the names of its dotenv variables, in the order the
+/// file writes them (the docs' table and the tests read them here).
+pub fn dotenv_variables() -> Vec<(&'static str, Vec<String>)> {
+    Command::ALL
+        .iter()
+        .map(|&c| {
+            let names = dotenv_row(c)
+                .iter()
+                .flat_map(|&var| {
+                    let name = match var {
+                        Var::Output(o) => dotenv_name(o),
+                        Var::Renamed(_, n) => format!("{DOTENV_PREFIX}{n}"),
+                    };
+                    let flag = (var.output() == "predict-response")
+                        .then(|| format!("{DOTENV_PREFIX}PREDICT_RESPONSE_TRUNCATED"));
+                    std::iter::once(name).chain(flag)
+                })
+                .collect();
+            (c.word(), names)
+        })
+        .collect()
 }
 
 /// Makes `value` single-line: `\` → `\\`, LF → `\n`, CR → `\r`, stopping
@@ -82,22 +107,23 @@ fn compact_json(text: &str) -> Option<String> {
     Some(out)
 }
 
-/// Renders the outputs as a GitLab dotenv report.
+/// Renders the outputs as a GitLab dotenv report: the variables of the
+/// run's command's row ([`super::command::DOTENV`]), in its order.
 ///
-/// Every rule GitLab enforces holds: one `NAME=value` line per output, names
-/// `TRUSS_PUSH_` + the output name upper-cased with `-` → `_`, no blank
-/// lines, no comments, no quoting, at most 20 variables, under 5 KiB.
-/// `drift-report` is left out (JSON, which the 5 KiB would cut: read it
-/// from a JSON outputs file or `--json`); `drift` is written.
+/// Every rule GitLab enforces holds: one `NAME=value` line per variable,
+/// names `TRUSS_PUSH_` + the output name upper-cased with `-` → `_` (or
+/// the row's own name), no blank lines, no comments, no quoting, at most
+/// 20 variables (the rows are held to it), under 5 KiB for the whole file.
 /// Values are single-line: `predict-response` is compact JSON when the
-/// response was JSON; it and every other value otherwise escape `\` as `\\`,
-/// LF as `\n` and CR as `\r`. GitLab strips leading and trailing whitespace
-/// from values.
+/// response was JSON; it and every other value otherwise escape `\` as
+/// `\\`, LF as `\n` and CR as `\r`. GitLab strips leading and trailing
+/// whitespace from values.
 ///
-/// Every variable is always present; long values are cut instead. Short
-/// values are kept whole first, and the long ones share what is left of the
-/// 5 KiB equally (the error message keeps at most 1 KiB). A cut value ends
-/// with `…`, except the predict response, where the extra variable
+/// Every variable of the row is always present (empty when its output
+/// does not apply); long values are cut instead. Short values are kept
+/// whole first, and the long ones share what is left of the 5 KiB equally
+/// (the error message keeps at most 1 KiB). A cut value ends with `…`,
+/// except the predict response, where the extra variable
 /// `TRUSS_PUSH_PREDICT_RESPONSE_TRUNCATED` says (`true`/`false`) whether it
 /// was cut shorter than the `predict-response` output (a marker would break
 /// its JSON).
@@ -106,27 +132,47 @@ fn compact_json(text: &str) -> Option<String> {
 /// (a `$(…)` in a value would run): use the shell format for that.
 pub(super) fn render_dotenv(outputs: &Outputs) -> String {
     const PREDICT: &str = "predict-response";
-    const PREDICT_TRUNCATED: &str = "predict-response-truncated";
-    let mut entries = outputs.entries();
-    // JSON the 5 KiB would cut: read from a JSON outputs file instead.
-    entries.retain(|(name, _)| *name != "drift-report");
-    let line_for = |name: &str, value: &str| format!("{}={value}\n", dotenv_name(name));
+    const PREDICT_TRUNCATED: &str = "PREDICT_RESPONSE_TRUNCATED";
+    let all = outputs.entries();
+    let value_of = |output: &str| {
+        all.iter()
+            .find(|(name, _)| *name == output)
+            .map_or(String::new(), |(_, v)| v.clone())
+    };
+    // (the variable's name, its output, the value)
+    let entries: Vec<(String, &str, String)> = dotenv_row(outputs.command)
+        .iter()
+        .map(|&var| {
+            let name = match var {
+                Var::Output(o) => dotenv_name(o),
+                Var::Renamed(_, n) => format!("{DOTENV_PREFIX}{n}"),
+            };
+            (name, var.output(), value_of(var.output()))
+        })
+        .collect();
+    let line_for = |name: &str, value: &str| format!("{name}={value}\n");
+    let flag_name = format!("{DOTENV_PREFIX}{PREDICT_TRUNCATED}");
 
     // The lines without their values; the flag is counted at its longer value.
+    let has_predict = entries.iter().any(|(_, o, _)| *o == PREDICT);
     let overhead: usize = entries
         .iter()
-        .map(|(name, _)| line_for(name, "").len())
+        .map(|(name, _, _)| line_for(name, "").len())
         .sum::<usize>()
-        + line_for(PREDICT_TRUNCATED, "false").len();
+        + if has_predict {
+            line_for(&flag_name, "false").len()
+        } else {
+            0
+        };
     let wants: Vec<usize> = entries
         .iter()
-        .map(|(name, value)| {
-            let whole = if *name == PREDICT {
+        .map(|(_, output, value)| {
+            let whole = if *output == PREDICT {
                 single_line_predict_response(value, usize::MAX).0.len()
             } else {
                 escape_single_line(value, usize::MAX).0.len()
             };
-            match *name {
+            match *output {
                 "error-message" => whole.min(DOTENV_ERROR_MESSAGE_MAX_BYTES),
                 _ => whole,
             }
@@ -135,12 +181,12 @@ pub(super) fn render_dotenv(outputs: &Outputs) -> String {
     let budgets = share_bytes(&wants, DOTENV_MAX_BYTES.saturating_sub(overhead));
 
     let mut text = String::new();
-    for ((name, value), budget) in entries.iter().zip(budgets) {
-        if *name == PREDICT {
+    for ((name, output, value), budget) in entries.iter().zip(budgets) {
+        if *output == PREDICT {
             let (predict, truncated) = single_line_predict_response(value, budget);
             text.push_str(&line_for(name, &predict));
             let flag = if truncated { "true" } else { "false" };
-            text.push_str(&line_for(PREDICT_TRUNCATED, flag));
+            text.push_str(&line_for(&flag_name, flag));
         } else {
             text.push_str(&line_for(name, &dotenv_value(value, budget)));
         }
@@ -219,6 +265,7 @@ mod tests {
     #[test]
     fn drift_is_written_and_its_json_report_left_out() {
         let mut outputs = full_outputs();
+        outputs.command = super::super::Command::Drift;
         outputs.drift = Some(true);
         outputs.drift_report = Some(format!("[{}]", "{\"state\": \"in-sync\"},".repeat(400)));
         let text = render_dotenv(&outputs);
@@ -241,10 +288,10 @@ mod tests {
 
         let text = render_dotenv(&outputs);
         let vars = assert_gitlab_accepts(&text);
-        assert_eq!(vars.len(), 16);
+        assert_eq!(vars.len(), 19);
         assert_eq!(var(&vars, "TRUSS_PUSH_PREDICT_RESPONSE_TRUNCATED"), "true");
         let kept = unescape_dotenv_value(var(&vars, "TRUSS_PUSH_PREDICT_RESPONSE"));
-        assert!(kept.len() > 3000, "uses the budget: {}", kept.len());
+        assert!(kept.len() > 2900, "uses the budget: {}", kept.len());
         assert!(kept.len() < 4096);
         assert!(outputs.predict_response.starts_with(&kept));
         assert_eq!(
@@ -278,15 +325,15 @@ mod tests {
     fn dotenv_cuts_every_long_value_instead_of_dropping_the_file() {
         let mut outputs = full_outputs();
         outputs.model_name = "m".repeat(10_000);
-        outputs.last_status = "S\n".repeat(4000);
+        outputs.environment_url = "S\n".repeat(4000);
         outputs.logs_url = format!("https://app.baseten.co/{}", "l".repeat(6000));
         outputs.predict_response = "p".repeat(9000);
         outputs.error_message = "e".repeat(9000);
         let vars = assert_gitlab_accepts(&render_dotenv(&outputs));
-        assert_eq!(vars.len(), 16);
+        assert_eq!(vars.len(), 19);
         for name in [
             "TRUSS_PUSH_MODEL_NAME",
-            "TRUSS_PUSH_LAST_STATUS",
+            "TRUSS_PUSH_ENVIRONMENT_URL",
             "TRUSS_PUSH_LOGS_URL",
             "TRUSS_PUSH_ERROR_MESSAGE",
         ] {
@@ -299,12 +346,12 @@ mod tests {
             );
         }
         // An escape is never cut in half.
-        let status = var(&vars, "TRUSS_PUSH_LAST_STATUS");
-        let status = status.strip_suffix(DOTENV_CUT_MARKER).unwrap();
+        let url = var(&vars, "TRUSS_PUSH_ENVIRONMENT_URL");
+        let url = url.strip_suffix(DOTENV_CUT_MARKER).unwrap();
         assert!(
             outputs
-                .last_status
-                .starts_with(&unescape_dotenv_value(status))
+                .environment_url
+                .starts_with(&unescape_dotenv_value(url))
         );
         assert_eq!(var(&vars, "TRUSS_PUSH_PREDICT_RESPONSE_TRUNCATED"), "true");
         // Short values are whole.
@@ -388,6 +435,63 @@ mod tests {
         }
     }
 
+    /// Every output a deploy can have, each long: evidence, skip-unchanged,
+    /// several targets with their JSON `results`. The file keeps the
+    /// deploy's fixed list: at most 20 variables, under 5 KB, no JSON
+    /// output.
+    #[test]
+    fn the_widest_deploy_keeps_its_fixed_list_within_gitlabs_limits() {
+        let mut outputs = full_outputs();
+        outputs.error_message = "e".repeat(9000);
+        outputs.predict_response = "p".repeat(9000);
+        outputs.environment_url = format!("https://{}", "u".repeat(3000));
+        outputs.previous_deployment_id = "v1dep001".into();
+        outputs.tested_deployment_id = "dep455".into();
+        outputs.rolled_back = Some(true);
+        outputs.unchanged = Some(false);
+        outputs.targets_count = Some(40);
+        outputs.results = Some(format!("[{}]", "{\"target\":\"m\"},".repeat(500)));
+        outputs.evidence = vec![
+            ("cases-passed", "12".into()),
+            ("cases-failed", "3".into()),
+            ("latency-p50-ms", "19.7".into()),
+            ("latency-p95-ms", "29.8".into()),
+            ("baseline-p95-ms", "16.0".into()),
+        ];
+        let text = render_dotenv(&outputs);
+        let vars = assert_gitlab_accepts(&text);
+        assert_eq!(vars.len(), 19, "{text}");
+        assert!(text.len() < 5 * 1024);
+        assert!(!text.contains("RESULTS") && !text.contains("MATRIX"));
+        assert_eq!(var(&vars, "TRUSS_PUSH_CASES_FAILED"), "3");
+        assert_eq!(var(&vars, "TRUSS_PUSH_LATENCY_P95_MS"), "29.8");
+        assert_eq!(var(&vars, "TRUSS_PUSH_TARGETS_COUNT"), "40");
+        assert_eq!(var(&vars, "TRUSS_PUSH_UNCHANGED"), "false");
+        assert_eq!(var(&vars, "TRUSS_PUSH_ROLLED_BACK"), "true");
+    }
+
+    /// A plan's file says the plan's status under its own name, and never
+    /// `TRUSS_PUSH_STATUS` (about deploys it did not run) nor its matrix.
+    #[test]
+    fn a_plans_dotenv_says_the_plans_status() {
+        let mut outputs = Outputs::new(Status::Success);
+        outputs.command = super::super::Command::Plan;
+        outputs.targets_count = Some(2);
+        outputs.matrix = Some("{\"include\":[]}".into());
+        let vars = assert_gitlab_accepts(&render_dotenv(&outputs));
+        let names: Vec<&str> = vars.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "TRUSS_PUSH_PLAN_STATUS",
+                "TRUSS_PUSH_TARGETS_COUNT",
+                "TRUSS_PUSH_ERROR_MESSAGE"
+            ]
+        );
+        assert_eq!(var(&vars, "TRUSS_PUSH_PLAN_STATUS"), "success");
+        assert_eq!(var(&vars, "TRUSS_PUSH_TARGETS_COUNT"), "2");
+    }
+
     #[test]
     fn dotenv_names_are_prefixed_and_upper_snake_case() {
         assert_eq!(dotenv_name("deployment-id"), "TRUSS_PUSH_DEPLOYMENT_ID");
@@ -400,22 +504,25 @@ mod tests {
         assert_eq!(
             names,
             [
+                "TRUSS_PUSH_STATUS",
                 "TRUSS_PUSH_DEPLOYMENT_ID",
                 "TRUSS_PUSH_MODEL_ID",
                 "TRUSS_PUSH_CHAIN_ID",
                 "TRUSS_PUSH_MODEL_NAME",
+                "TRUSS_PUSH_ERROR_MESSAGE",
+                "TRUSS_PUSH_ENVIRONMENT_URL",
+                "TRUSS_PUSH_PREDICT_URL",
+                "TRUSS_PUSH_LOGS_URL",
+                "TRUSS_PUSH_PREVIOUS_DEPLOYMENT_ID",
+                "TRUSS_PUSH_ROLLED_BACK",
+                "TRUSS_PUSH_UNCHANGED",
+                "TRUSS_PUSH_REUSED",
+                "TRUSS_PUSH_TARGETS_COUNT",
+                "TRUSS_PUSH_CASES_FAILED",
+                "TRUSS_PUSH_LATENCY_P95_MS",
                 "TRUSS_PUSH_DEPLOY_TIME_SECONDS",
                 "TRUSS_PUSH_PREDICT_RESPONSE",
                 "TRUSS_PUSH_PREDICT_RESPONSE_TRUNCATED",
-                "TRUSS_PUSH_STATUS",
-                "TRUSS_PUSH_ERROR_MESSAGE",
-                "TRUSS_PUSH_LAST_STATUS",
-                "TRUSS_PUSH_LOGS_URL",
-                "TRUSS_PUSH_PREDICT_URL",
-                "TRUSS_PUSH_ENVIRONMENT_URL",
-                "TRUSS_PUSH_PREVIOUS_DEPLOYMENT_ID",
-                "TRUSS_PUSH_TESTED_DEPLOYMENT_ID",
-                "TRUSS_PUSH_ROLLED_BACK",
             ]
         );
     }

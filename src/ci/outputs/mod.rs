@@ -10,6 +10,7 @@ use std::path::Path;
 use super::format::format_deploy_time;
 use crate::outcome::Status;
 
+mod command;
 mod dotenv;
 mod file;
 mod github;
@@ -18,6 +19,8 @@ mod json;
 pub(in crate::ci) use json::{Entries, top_level_lines};
 mod shell;
 
+pub(crate) use command::Command;
+pub use dotenv::dotenv_variables;
 pub(crate) use file::{append_sized, replace_file};
 pub(crate) use github::append_github_output;
 
@@ -112,6 +115,8 @@ pub(crate) struct Outputs {
     pub(crate) retired: Option<String>,
     pub(crate) retired_count: Option<usize>,
     pub(crate) protected_count: Option<usize>,
+    /// What the run was asked to do: which outputs its dotenv file holds.
+    pub(crate) command: Command,
 }
 
 impl Outputs {
@@ -144,6 +149,7 @@ impl Outputs {
             retired: None,
             retired_count: None,
             protected_count: None,
+            command: Command::Deploy,
         }
     }
 

@@ -9,6 +9,7 @@
 //! targets or a plan (a row per target, then details). Both share the
 //! budget, the cut and the one write here.
 
+mod sections;
 mod single;
 mod table;
 
@@ -18,7 +19,7 @@ use super::markdown;
 use super::outputs::{append_sized, truncate_bytes};
 
 pub(crate) use single::{
-    PredictStats, StatusEvent, StreamStats, SummaryInput, append_step_summary,
+    PredictStats, ServesNow, StatusEvent, StreamStats, SummaryInput, append_step_summary,
 };
 pub(crate) use table::{Cell, TableSummary, append_table_summary};
 
@@ -129,6 +130,9 @@ mod tests {
             notes: &notes,
             history: &history,
             promotion: &history,
+            serves: None,
+            environment: None,
+            reason: None,
             sections: &[],
         };
         append_step_summary(&path, &input).unwrap();
@@ -150,6 +154,7 @@ mod tests {
         append_table_summary(&path, &table).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains(KEY), "{text}");
-        assert!(text.contains("401 for ***"), "{text}");
+        // The redaction, escaped so it renders as three stars, not markup.
+        assert!(text.contains("401 for \\*\\*\\*"), "{text}");
     }
 }

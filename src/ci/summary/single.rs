@@ -4,12 +4,10 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use super::{SUMMARY_TEXT_MAX_CHARS, SUMMARY_TRUNCATED_MARKER, code_or_na, cut_to, write_summary};
-use crate::ci::format::{format_deploy_time, format_elapsed, format_utc};
+use super::{SUMMARY_TRUNCATED_MARKER, cut_to, sections, write_summary};
 use crate::ci::markdown;
-use crate::ci::outputs::{Outputs, truncate_chars};
+use crate::ci::outputs::Outputs;
 use crate::kind::Kind;
-use crate::outcome::Status;
 use crate::secret::scrub;
 
 /// Timing of the predict check.
@@ -52,6 +50,17 @@ impl StatusEvent {
     }
 }
 
+/// What the run's latest read of its environment showed serving it: the
+/// one value the page's "serves now" line is written from, once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServesNow {
+    pub(crate) env: String,
+    /// The deployment serving it (`None`: none).
+    pub(crate) deployment: Option<String>,
+    /// A promotion still moving traffic at that read: to this deployment.
+    pub(crate) moving_to: Option<String>,
+}
+
 /// Everything the step summary shows.
 #[derive(Debug, Clone)]
 pub(crate) struct SummaryInput<'a> {
@@ -65,6 +74,14 @@ pub(crate) struct SummaryInput<'a> {
     pub(crate) history: &'a [StatusEvent],
     /// A gated promotion's steps: traffic over time and the rollback.
     pub(crate) promotion: &'a [StatusEvent],
+    /// What serves the run's environment, by its latest read.
+    pub(crate) serves: Option<&'a ServesNow>,
+    /// The run's environment, when it has one: read or not, the page says
+    /// what serves it.
+    pub(crate) environment: Option<&'a str>,
+    /// The failure in plain words when a part of the run has them (a
+    /// failed evidence gate's verdict); else the error's start is shown.
+    pub(crate) reason: Option<&'a str>,
     /// Markdown sections after the result (the evidence), in order; each
     /// is cut with the marker when the page is full.
     pub(crate) sections: &'a [String],
@@ -104,181 +121,32 @@ fn render_summary(input: &SummaryInput<'_>, max_bytes: usize) -> String {
     page
 }
 
-/// Renders with at most `keep` history rows: the first and the latest `keep - 1`.
+/// Renders with at most `keep` history rows: the first and the latest
+/// `keep - 1`. The first screen answers three questions, in this order,
+/// before any table or details block: did it work (the heading), why not
+/// (the reason, in plain wrapped words), what serves the environment now
+/// (from the run's latest read). Then the details. One function per
+/// section, each a list of lines (empty: the section is left out).
 fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
-    let out = input.outputs;
-    let ok = out.status == Status::Success;
-    let (kind_word, id_label, id) = match input.kind {
-        Kind::Model => ("Model", "Model ID", &out.model_id),
-        Kind::Chain => ("Chain", "Chain ID", &out.chain_id),
-    };
-    let name = if out.model_name.is_empty() {
-        "unknown"
-    } else {
-        &out.model_name
-    };
-    let mut lines: Vec<String> = vec![
-        format!(
-            "## {} Truss Deploy ({kind_word}): {}",
-            if ok { "✅" } else { "❌" },
-            markdown::inline(name)
-        ),
-        String::new(),
-        "| Metric | Value |".into(),
-        "|--------|-------|".into(),
-        metric_row("Status", &markdown::code(out.status.as_str())),
-        metric_row(id_label, &code_or_na(id)),
-        metric_row("Deployment ID", &code_or_na(&out.deployment_id)),
-        metric_row(
-            "Deploy Time",
-            &match format_deploy_time(out.deploy_time_seconds) {
-                t if t.is_empty() => "N/A".into(),
-                t => format!("{t}s"),
-            },
-        ),
+    let sections = [
+        sections::verdict(input),
+        sections::reason(input),
+        sections::serves_now(input),
+        sections::result_table(input),
+        sections::links(input),
+        sections::whole_error(input),
+        sections::notes(input),
+        sections::promotion(input),
+        sections::history(input, keep),
     ];
-    if let Some(predict) = input.predict {
-        lines.push(metric_row(
-            "Predict Total Time",
-            &format!("{:.2}s", predict.total_secs),
-        ));
-        if let Some(stream) = predict.stream {
-            lines.push(metric_row("TTFB", &format!("{:.2}s", stream.ttfb_secs)));
-            lines.push(metric_row("Tokens", &stream.tokens.to_string()));
-            lines.push(metric_row(
-                "Tokens/sec",
-                &format!("{:.1}", stream.tokens_per_sec),
-            ));
-        }
-    }
-    for (label, value) in [
-        ("Tested Deployment", &out.tested_deployment_id),
-        ("Previous Deployment", &out.previous_deployment_id),
-    ] {
-        if !value.is_empty() && *value != out.deployment_id {
-            lines.push(metric_row(label, &markdown::code(value)));
-        }
-    }
-    if let Some(back) = out.rolled_back {
-        lines.push(metric_row(
-            "Rolled Back",
-            if back {
-                "yes: the previous deployment serves"
-            } else {
-                "no"
-            },
-        ));
-    }
-    if !out.last_status.is_empty() {
-        lines.push(metric_row(
-            "Last Platform Status",
-            &markdown::code(&out.last_status),
-        ));
-    }
-
-    let mut links = Vec::new();
-    if !out.logs_url.is_empty() {
-        links.push(format!(
-            "[View logs]({})",
-            markdown::link_target(&out.logs_url)
-        ));
-    }
-    if !input.page_url.is_empty() {
-        links.push(format!(
-            "[{kind_word} page]({})",
-            markdown::link_target(input.page_url)
-        ));
-    }
-    if !out.environment_url.is_empty() {
-        links.push(format!(
-            "[Environment URL]({})",
-            markdown::link_target(&out.environment_url)
-        ));
-    }
-    if !links.is_empty() {
-        lines.push(String::new());
-        lines.push(links.join(" · "));
-    }
-
-    if !ok && !out.error_message.is_empty() {
-        let message = truncate_chars(&out.error_message, SUMMARY_TEXT_MAX_CHARS);
-        let fence = markdown::fence_for(message);
-        lines.push(String::new());
-        lines.push("**Error:**".into());
-        lines.push(String::new());
-        lines.push(format!("{fence}text"));
-        lines.push(message.trim_end_matches(['\n', '\r']).to_owned());
-        lines.push(fence);
-    }
-
-    if !input.notes.is_empty() {
-        lines.push(String::new());
-        lines.push("**Notes:**".into());
-        lines.push(String::new());
-        for note in input.notes {
-            lines.push(format!(
-                "- {}",
-                markdown::inline(truncate_chars(note, SUMMARY_TEXT_MAX_CHARS))
-            ));
-        }
-    }
-
-    if !input.promotion.is_empty() {
-        lines.push(String::new());
-        lines.push("### Promotion".into());
-        lines.push(String::new());
-        lines.push("| Time (UTC) | Elapsed | Status | Event |".into());
-        lines.push("|------------|---------|--------|-------|".into());
-        for event in input.promotion {
-            lines.push(history_row(event));
-        }
-    }
-
-    if !input.history.is_empty() {
-        lines.push(String::new());
-        lines.push("### Status history".into());
-        lines.push(String::new());
-        lines.push("| Time (UTC) | Elapsed | Status | Event |".into());
-        lines.push("|------------|---------|--------|-------|".into());
-        let rows = input.history;
-        let (head, tail) = match keep {
-            k if k >= rows.len() => (rows.len(), 0),
-            0 => (0, 0),
-            k => (1, k - 1),
-        };
-        for event in &rows[..head] {
-            lines.push(history_row(event));
-        }
-        let omitted = rows.len() - head - tail;
-        if omitted > 0 {
-            lines.push(format!("| … | | | {omitted} rows omitted |"));
-        }
-        for event in &rows[rows.len() - tail..] {
-            lines.push(history_row(event));
-        }
-    }
-
-    let mut text = lines.join("\n");
+    let mut text = sections
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .map(|s| s.join("\n"))
+        .collect::<Vec<_>>()
+        .join("\n\n");
     text.push('\n');
     text
-}
-
-fn metric_row(label: &str, value: &str) -> String {
-    format!("| **{label}** | {value} |")
-}
-
-fn history_row(event: &StatusEvent) -> String {
-    let status = if event.status.is_empty() {
-        String::new()
-    } else {
-        markdown::code(&event.status)
-    };
-    format!(
-        "| {} | {} | {status} | {} |",
-        format_utc(event.at),
-        format_elapsed(event.elapsed),
-        markdown::cell(&event.event)
-    )
 }
 
 /// Appends the summary to the `$GITHUB_STEP_SUMMARY` file at `path`, keeping
@@ -315,6 +183,7 @@ mod tests {
     use super::*;
     use crate::ci::outputs::tests::full_outputs;
     use crate::ci::summary::STEP_SUMMARY_MAX_BYTES;
+    use crate::outcome::Status;
 
     fn at(secs: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs)
@@ -349,6 +218,9 @@ mod tests {
             notes: &notes,
             history: &history,
             promotion: &[],
+            serves: None,
+            environment: None,
+            reason: None,
             sections: &[],
         };
         let want = "\
@@ -401,10 +273,15 @@ mod tests {
             notes: &notes,
             history: &history,
             promotion: &[],
+            serves: None,
+            environment: None,
+            reason: None,
             sections: &[],
         };
         let want = "\
 ## ❌ Truss Deploy (Chain): my\\|chain
+
+**Why:** `deploy_timeout`: chainlet Hello still DEPLOYING after 45m00s last poll: HTTP 503 \\`\\`\\`busy\\`\\`\\`
 
 | Metric | Value |
 |--------|-------|
@@ -412,13 +289,6 @@ mod tests {
 | **Chain ID** | `ch1` |
 | **Deployment ID** | N/A |
 | **Deploy Time** | N/A |
-
-**Error:**
-
-````text
-chainlet Hello still DEPLOYING after 45m00s
-last poll: HTTP 503 ```busy```
-````
 
 **Notes:**
 
@@ -431,6 +301,64 @@ last poll: HTTP 503 ```busy```
 | 2024-02-29 00:00:00 | 45m00s | `DEPLOYING` | deadline reached \\| &lt;giving up&gt; |
 ";
         assert_eq!(render_summary(&input, STEP_SUMMARY_MAX_BYTES), want);
+    }
+
+    /// The first screen: the verdict, the reason in plain words (a long
+    /// error cut between words, the whole text below the details; a
+    /// failed gate's own sentence when it has one), what serves the
+    /// environment, then the table.
+    #[test]
+    fn the_first_screen_says_why_in_plain_words_and_what_serves() {
+        let mut outputs = full_outputs();
+        outputs.status = Status::PredictFailed;
+        outputs.error_message =
+            format!("evidence failed on the deployment: {}", "word ".repeat(100));
+        let serves = ServesNow {
+            env: "production".into(),
+            deployment: Some("v1dep001".into()),
+            moving_to: None,
+        };
+        let input = SummaryInput {
+            kind: Kind::Model,
+            outputs: &outputs,
+            predict: None,
+            page_url: "",
+            notes: &[],
+            history: &[],
+            promotion: &[],
+            serves: Some(&serves),
+            environment: Some("production"),
+            reason: None,
+            sections: &[],
+        };
+        let page = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
+        let why = page.lines().find(|l| l.starts_with("**Why:**")).unwrap();
+        assert!(why.ends_with("word … (the whole error is below)"), "{why}");
+        assert!(why.chars().count() < 400, "{why}");
+        let order = [
+            "## ❌ Truss Deploy (Model): my-model",
+            "**Why:** `predict_failed`: evidence failed",
+            "**production serves:** deployment `v1dep001` (the run's last read of it)",
+            "| Metric | Value |",
+            "**The whole error:**",
+        ];
+        let at: Vec<usize> = order.iter().map(|o| page.find(o).unwrap()).collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{page}");
+
+        let reason = "Evidence failed (deployment): latency 1.8× the baseline (limit 1.2×)";
+        let page = render_summary(
+            &SummaryInput {
+                reason: Some(reason),
+                serves: None,
+                ..input
+            },
+            STEP_SUMMARY_MAX_BYTES,
+        );
+        assert!(page.contains(&format!(
+            "**Why:** `predict_failed`: {reason} (the whole error is below)"
+        )));
+        assert!(page.contains("**production serves:** not known: this run did not read it"));
+        assert!(page.contains("**The whole error:**"));
     }
 
     #[test]
@@ -451,6 +379,9 @@ last poll: HTTP 503 ```busy```
             notes: &[],
             history: &[],
             promotion: &[],
+            serves: None,
+            environment: None,
+            reason: None,
             sections: &[],
         };
         let text = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
@@ -480,6 +411,9 @@ last poll: HTTP 503 ```busy```
             notes: &[],
             history: &history,
             promotion: &[],
+            serves: None,
+            environment: None,
+            reason: None,
             sections: &[],
         };
         let full = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
@@ -505,6 +439,9 @@ last poll: HTTP 503 ```busy```
             notes: &[],
             history: &[],
             promotion: &[],
+            serves: None,
+            environment: None,
+            reason: None,
             sections: &[],
         };
         let capped = render_summary(&input, 4096);
@@ -527,6 +464,9 @@ last poll: HTTP 503 ```busy```
             notes: &[],
             history: &[],
             promotion: &[],
+            serves: None,
+            environment: None,
+            reason: None,
             sections: &[],
         };
         append_step_summary(&path, &input).unwrap();
@@ -567,6 +507,9 @@ last poll: HTTP 503 ```busy```
             notes: &[],
             history: &history,
             promotion: &[],
+            serves: None,
+            environment: None,
+            reason: None,
             sections: &sections,
         };
         let max = 256 * 1024;

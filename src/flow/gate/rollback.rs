@@ -109,9 +109,17 @@ async fn put_back(ctx: &Ctx<'_>, what: PutBack<'_>, time: Allowance, until: Inst
     };
     let mut sent = Sent::default();
     let mut last: Option<Env> = None;
+    // A cancel whose answer was not a success: the next read tells.
+    let mut cancel_unsure = false;
     loop {
         let e = match ctx.api.read_environment(owner, owner_id, env).await {
-            Ok(e) => e,
+            Ok(e) => {
+                ctx.saw(env, &e);
+                if std::mem::take(&mut cancel_unsure) {
+                    ctx.say(&format!("after the cancel: {}", e.describe(env)));
+                }
+                e
+            }
             Err(err) => {
                 let out_of_time = ctx.left(until).is_zero();
                 return step::unread(err.to_string(), last.as_ref(), env, out_of_time);
@@ -139,8 +147,13 @@ async fn put_back(ctx: &Ctx<'_>, what: PutBack<'_>, time: Allowance, until: Inst
                 // The answer says little; the next read says what happened
                 // (a promotion that just finished refuses the cancel, and
                 // is then promoted back).
+                // A refusal after a lost answer may be our own cancel,
+                // applied: the next read says what happened, not this.
                 if let Err(err) = ctx.api.cancel_promotion(owner_id, env, force).await {
-                    ctx.say(&format!("the cancel was not taken ({err}); reading {env}"));
+                    ctx.say(&format!(
+                        "the cancel request answered {err}; reading {env} to see whether it was taken"
+                    ));
+                    cancel_unsure = true;
                 }
                 continue;
             }
@@ -196,8 +209,15 @@ async fn put_back(ctx: &Ctx<'_>, what: PutBack<'_>, time: Allowance, until: Inst
             let seen = e.describe(env);
             return Ending::Unfinished { seen };
         }
+        // The percent is the traffic on the promotion's new version: the
+        // candidate (the previous deployment while it is promoted back,
+        // ours while a cancelled promotion ramps down).
+        let new_version = e.candidate.as_deref().unwrap_or(ours);
         if let Some(line) = e.in_progress.as_ref().map(|f| match f.percent {
-            Some(p) => format!("rollback: {}, {p:.0}% of traffic on {ours}", f.status),
+            Some(p) => format!(
+                "rollback: {}, {p:.0}% of traffic on {new_version}",
+                f.status
+            ),
             None => format!("rollback: {}", f.status),
         }) && last.as_ref().and_then(|l| l.in_progress.as_ref()) != e.in_progress.as_ref()
         {
