@@ -57,7 +57,7 @@ pub(crate) use json::{TargetResult, results_json};
 pub(crate) use outputs::OutputsFormat;
 pub(crate) use outputs::replace_file as write_file;
 pub use outputs::{EXTRA_OUTPUT_NAMES, PYTHON_ACTION_OUTPUT_NAMES};
-pub(crate) use outputs::{Outputs, append_github_output, write_outputs_file};
+pub(crate) use outputs::{HourlyPrice, Outputs, append_github_output, write_outputs_file};
 pub(crate) use reporter::{Level, Reporter, Sink};
 pub(crate) use summary::{Cell, TableSummary, append_table_summary};
 pub(crate) use summary::{PredictStats, StatusEvent};

@@ -558,6 +558,14 @@ pub const INPUTS: &[InputSpec] = &[
         help: "Models with an environment: when the serving deployment's recorded content hash equals this truss's and it is ready, upload and create nothing (output unchanged: true); plan leaves such targets out",
         heading: BEHAVIOUR,
     },
+    InputSpec {
+        name: "preflight",
+        plain_env: "TRUSS_PUSH_PREFLIGHT",
+        kind: ValueKind::Bool,
+        default: Some("true"),
+        help: "Models: before any upload, ask the platform to validate the payload the create will carry (prepare_model_upload with dry_run: true); a refusal ends the run before a byte is uploaded (exit 2), an endpoint the platform lacks is a notice",
+        heading: BEHAVIOUR,
+    },
 ];
 
 /// Every input, in the order of [`INPUTS`]: code names an input by its
@@ -613,11 +621,12 @@ pub enum Input {
     AnalysisFile,
     UploadConcurrency,
     SkipUnchanged,
+    Preflight,
 }
 
 impl Input {
     /// Every variant, in declaration order.
-    pub const ALL: [Input; 49] = [
+    pub const ALL: [Input; 50] = [
         Input::TrussDirectory,
         Input::BasetenApiKey,
         Input::ModelName,
@@ -667,6 +676,7 @@ impl Input {
         Input::AnalysisFile,
         Input::UploadConcurrency,
         Input::SkipUnchanged,
+        Input::Preflight,
     ];
 
     /// The input's declaration.

@@ -14,6 +14,8 @@ pub(crate) mod content;
 mod create;
 mod gate;
 pub(crate) mod inform;
+pub(crate) mod preflight;
+pub(crate) mod price;
 mod smoke;
 mod upload;
 mod wait;
@@ -80,6 +82,8 @@ pub(crate) struct State {
     /// The reads that only inform, under way, for the report
     /// (`inform::for_report`).
     pub(crate) informing: inform::Pending,
+    /// The hourly price of what serves, and of what it replaces.
+    pub(crate) price: price::PriceRecord,
     /// A create sent and not yet answered: what a run cancelled meanwhile
     /// looks up (`find_cancelled_create`).
     pub(crate) in_flight: Option<InFlight>,

@@ -141,6 +141,12 @@ pub(super) fn render(v: &View<'_>) -> String {
             row("Tokens per second", format!("{:.1}", s.tokens_per_sec));
         }
     }
+    if let Some(p) = &o.hourly_price {
+        row(
+            "Hourly price",
+            markdown::dollars(&markdown::inline(&p.line)),
+        );
+    }
     if o.status != Status::Success && !o.last_status.is_empty() {
         row("Last platform status", markdown::code(&o.last_status));
     }

@@ -53,6 +53,28 @@ pub const EXTRA_OUTPUT_NAMES: [&str; 8] = [
     "rolled-back",
 ];
 
+/// `hourly-price-min` and `hourly-price-max` (USD per hour at the minimum
+/// and the maximum replicas, two decimals) and the line the summary and
+/// the pull-request comment show. Both values are empty when the price
+/// was not read (the line then says why); written only by runs a price
+/// applies to (a deploy that got ready or was unchanged, a chain).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct HourlyPrice {
+    pub(crate) min: String,
+    pub(crate) max: String,
+    pub(crate) line: String,
+}
+
+impl HourlyPrice {
+    /// Empty values, and the line saying why.
+    pub(crate) fn not_read(why: &str) -> Self {
+        HourlyPrice {
+            line: format!("Price not read: {why}"),
+            ..HourlyPrice::default()
+        }
+    }
+}
+
 /// The step outputs. Empty strings mean "unknown / not applicable", which is
 /// how every writer renders them (the summary shows `N/A`).
 #[derive(Debug, Clone, PartialEq)]
@@ -86,6 +108,8 @@ pub(crate) struct Outputs {
     /// With `skip-unchanged`: `true` when the source already served the
     /// environment and nothing was deployed. Written only when set.
     pub(crate) unchanged: Option<bool>,
+    /// The deploy's hourly price, when one applies.
+    pub(crate) hourly_price: Option<HourlyPrice>,
     /// Plan mode: the targets as a CI matrix (`{"include": [...]}`).
     /// Written only when set, like the next two, so a single-target run's
     /// outputs stay exactly as they were.
@@ -118,6 +142,7 @@ impl Outputs {
             tested_deployment_id: String::new(),
             rolled_back: None,
             unchanged: None,
+            hourly_price: None,
             matrix: None,
             targets_count: None,
             results: None,
@@ -148,7 +173,11 @@ impl Outputs {
             &mut self.previous_deployment_id,
             &mut self.tested_deployment_id,
         ];
-        let optional = [&mut self.matrix, &mut self.results].into_iter().flatten();
+        let price = self.hourly_price.as_mut().map(|p| &mut p.line);
+        let optional = [&mut self.matrix, &mut self.results]
+            .into_iter()
+            .flatten()
+            .chain(price);
         let evidence = self.evidence.iter_mut().map(|(_, v)| v);
         for field in texts.into_iter().chain(optional).chain(evidence) {
             if let Cow::Owned(c) = clean(field) {
@@ -201,6 +230,10 @@ impl Outputs {
         ];
         if let Some(u) = self.unchanged {
             entries.push(("unchanged", u.to_string()));
+        }
+        if let Some(p) = &self.hourly_price {
+            entries.push(("hourly-price-min", p.min.clone()));
+            entries.push(("hourly-price-max", p.max.clone()));
         }
         if let Some(m) = &self.matrix {
             entries.push(("matrix", m.clone()));

@@ -169,6 +169,9 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
             },
         ));
     }
+    if let Some(row) = price_row(out) {
+        lines.push(row);
+    }
     if !out.last_status.is_empty() {
         lines.push(metric_row(
             "Last Platform Status",
@@ -261,6 +264,16 @@ fn render_summary_with(input: &SummaryInput<'_>, keep: usize) -> String {
     let mut text = lines.join("\n");
     text.push('\n');
     text
+}
+
+/// The hourly price's row, when a price applies: its line, `$` escaped so
+/// GitHub never reads two of them as a formula.
+fn price_row(out: &Outputs) -> Option<String> {
+    let line = &out.hourly_price.as_ref()?.line;
+    Some(metric_row(
+        "Hourly Price",
+        &markdown::dollars(&markdown::inline(line)),
+    ))
 }
 
 fn metric_row(label: &str, value: &str) -> String {

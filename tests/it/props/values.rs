@@ -369,7 +369,8 @@ pub(super) fn plausible(input: &str, model: &Path, fake_url: &str) -> BoxedStrat
         | "commit-status"
         | "plan"
         | "fail-fast"
-        | "skip-unchanged" => texts(BOOLS),
+        | "skip-unchanged"
+        | "preflight" => texts(BOOLS),
         "promotion" => texts(&["at-create", "after-predict", "AFTER-PREDICT"]),
         "github-token" => texts(&["ghs_canary0123456789", " ghs_x\n"]),
         "changed-since" => texts(&["HEAD", "HEAD~1", "auto", "origin/main", "no-such-ref"]),
