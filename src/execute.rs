@@ -294,7 +294,7 @@ pub(crate) async fn dry_run_asking(
         budget: &budget,
     };
     let asked = tokio::select! {
-        r = model::preflight_only(&ctx, dir, config, raw_config) => r?,
+        r = flow::preflight::preflight_only(&ctx, dir, config, raw_config) => r?,
         why = stop.flow() => {
             target.rep.lock().unwrap().finish();
             return Err(Failure::Cancelled(why));

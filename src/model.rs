@@ -12,7 +12,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::baseten::{
-    Api, ApiError, CreateRequest, Created, Environment, LogLine, Named, Team, now_epoch_millis,
+    Api, ApiError, CreateRequest, Created, Environment, LogLine, now_epoch_millis,
 };
 use crate::budget::Phase;
 use crate::config::RAW_CONFIG_MAX_BYTES;
@@ -46,7 +46,7 @@ pub(crate) async fn deploy(
     let name = cfg.model_name.as_str();
 
     ctx.group(&format!("Deploy {name}"));
-    let (team, existing) = team_and_model(ctx).await?;
+    let (team, existing) = flow::model_team_and_existing(ctx).await?;
     flow::check_gate_target(ctx, Kind::Model, existing.as_ref().map(|m| m.id.as_str())).await?;
     // With skip-unchanged the source is hashed before anything is
     // packaged (a pass of its own: it decides whether to upload at all);
@@ -209,56 +209,6 @@ pub(crate) async fn deploy(
     flow::price::later(ctx, &created.model_id, &created.deployment_id);
 
     flow::test_and_promote(ctx, Kind::Model, &created.model_id, &created.deployment_id).await
-}
-
-/// The team the model belongs to (when the key sees several) and the
-/// model of this name in it, if one exists.
-async fn team_and_model(ctx: &Ctx<'_>) -> Result<(Option<Team>, Option<Named>), Failure> {
-    let name = ctx.cfg.model_name.as_str();
-    let team = flow::pick_team(ctx, async || {
-        let models = ctx.api.models(None).await?;
-        Ok(models
-            .into_iter()
-            .filter(|m| m.name == name)
-            .filter_map(|m| m.team.map(|t| t.id))
-            .collect())
-    })
-    .await?;
-    let models = ctx
-        .api
-        .models(team.as_ref().map(|t| t.id.as_str()))
-        .await
-        .map_err(deploy_error)?;
-    Ok((team, flow::existing(ctx, "Model", name, models)))
-}
-
-/// A dry run with a key: the platform's preflight on the payload the
-/// create would carry; nothing is uploaded or created.
-pub(crate) async fn preflight_only(
-    ctx: &Ctx<'_>,
-    dir: &Path,
-    config: &Value,
-    raw_config: &[u8],
-) -> Result<flow::preflight::Asked, Failure> {
-    let cfg = ctx.cfg;
-    if !cfg.preflight {
-        return Ok(flow::preflight::Asked::Off);
-    }
-    let (team, existing) = team_and_model(ctx).await?;
-    let git_info = match cfg.include_git_info {
-        true => git::collect_git_info(dir, cfg.ci_revision.as_ref()),
-        false => None,
-    };
-    let (run, user_env) = (flow::run_label(), truss_user_env(git_info.as_ref()));
-    let payload = flow::preflight::Payload {
-        model_id: existing.as_ref().map(|m| m.id.as_str()),
-        team_id: team.as_ref().map(|t| t.id.as_str()),
-        config,
-        raw_config,
-        user_env: &user_env,
-        run: &run,
-    };
-    flow::preflight::ask(ctx, &payload).await
 }
 
 /// Polls the model deployment's status until it is ready (and, with an

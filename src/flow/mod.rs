@@ -347,6 +347,29 @@ pub(crate) async fn pick_team(
     Ok(team)
 }
 
+/// A model deploy's team (when the key sees several) and the model of
+/// its name in it, if one exists.
+pub(crate) async fn model_team_and_existing(
+    ctx: &Ctx<'_>,
+) -> Result<(Option<Team>, Option<Named>), Failure> {
+    let name = ctx.cfg.model_name.as_str();
+    let team = pick_team(ctx, async || {
+        let models = ctx.api.models(None).await?;
+        Ok(models
+            .into_iter()
+            .filter(|m| m.name == name)
+            .filter_map(|m| m.team.map(|t| t.id))
+            .collect())
+    })
+    .await?;
+    let models = ctx
+        .api
+        .models(team.as_ref().map(|t| t.id.as_str()))
+        .await
+        .map_err(deploy_error)?;
+    Ok((team, existing(ctx, "Model", name, models)))
+}
+
 /// The model or chain named `name` among `listed`, if it exists, said
 /// either way (`kind` is "Model" or "Chain").
 pub(crate) fn existing(ctx: &Ctx<'_>, kind: &str, name: &str, listed: Vec<Named>) -> Option<Named> {

@@ -153,6 +153,35 @@ async fn refused(ctx: &Ctx<'_>, model_id: Option<&str>, status: u16, reason: &st
     Failure::InvalidInput(msg)
 }
 
+/// A dry run with a key: the platform's preflight on the payload the
+/// create would carry; nothing is uploaded or created.
+pub(crate) async fn preflight_only(
+    ctx: &Ctx<'_>,
+    dir: &std::path::Path,
+    config: &Value,
+    raw_config: &[u8],
+) -> Result<Asked, Failure> {
+    let cfg = ctx.cfg;
+    if !cfg.preflight {
+        return Ok(Asked::Off);
+    }
+    let (team, existing) = super::model_team_and_existing(ctx).await?;
+    let git_info = match cfg.include_git_info {
+        true => crate::git::collect_git_info(dir, cfg.ci_revision.as_ref()),
+        false => None,
+    };
+    let (run, user_env) = (super::run_label(), super::truss_user_env(git_info.as_ref()));
+    let payload = Payload {
+        model_id: existing.as_ref().map(|m| m.id.as_str()),
+        team_id: team.as_ref().map(|t| t.id.as_str()),
+        config,
+        raw_config,
+        user_env: &user_env,
+        run: &run,
+    };
+    ask(ctx, &payload).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -271,6 +271,36 @@ mod tests {
     }
 
     #[test]
+    fn the_hourly_price_is_one_row_its_dollars_escaped() {
+        let mut o = outputs(Status::Success);
+        o.hourly_price = Some(crate::ci::HourlyPrice {
+            min: "1.21".into(),
+            max: "3.62".into(),
+            line: "Costs $1.21–$3.62 per hour: 1–3 replicas of A10Gx4x16 (1 × A10G)".into(),
+        });
+        fn view(o: &Outputs) -> View<'_> {
+            View {
+                kind: Kind::Model,
+                outputs: o,
+                predict: None,
+                page_url: "",
+                sha: None,
+                at: "2026-01-01 00:00:00",
+                changes: None,
+            }
+        }
+        let body = render(&view(&o));
+        assert!(
+            body.contains(
+                r"| Hourly price | Costs \$1.21–\$3.62 per hour: 1–3 replicas of A10Gx4x16 (1 × A10G) |"
+            ),
+            "{body}"
+        );
+        o.hourly_price = None;
+        assert!(!render(&view(&o)).contains("Hourly price"));
+    }
+
+    #[test]
     fn descriptions_fit_githubs_limit() {
         let mut o = outputs(Status::PredictFailed);
         o.error_message = "x".repeat(500);
