@@ -113,12 +113,26 @@ pub(crate) fn makes_requests(cfg: &Config) -> bool {
 }
 
 /// `print-config` or a dry run: what the deploy would send, and no
-/// request.
-pub(crate) fn without_requests(cfg: &Config, rep: &Arc<Mutex<Reporter>>) -> Result<(), Failure> {
-    match cfg.print_config {
-        true => print_config(cfg, rep),
-        false => dry_run(cfg, rep),
+/// request. A dry run says why the platform was not asked (`key_given`:
+/// whether a key was).
+pub(crate) fn without_requests(
+    cfg: &Config,
+    rep: &Arc<Mutex<Reporter>>,
+    key_given: bool,
+) -> Result<(), Failure> {
+    if cfg.print_config {
+        return print_config(cfg, rep);
     }
+    dry_run(cfg, rep)?;
+    let why = match (key_given, &cfg.target) {
+        (_, Target::Chain { .. }) => "a chain has no documented preflight",
+        (false, _) => "no baseten-api-key was given",
+        (true, _) => "its preflight was not asked for",
+    };
+    rep.lock().unwrap().line(&format!(
+        "Dry run: the local checks ran; the platform was not asked ({why})"
+    ));
+    Ok(())
 }
 
 /// One target's whole deploy, its files already checked (`plan::check_files`)
@@ -167,33 +181,18 @@ pub(crate) async fn execute_work<W: Work>(
     gh: Option<&github::Session>,
     work: &W,
 ) -> Result<(), Failure> {
+    debug_assert!(
+        makes_requests(target.cfg),
+        "print-config and dry runs make no request"
+    );
+    let (api, budget) = client(&target, Platform { key, net }, target.cfg.wait_timeout);
     let Handles {
         cfg,
         rep,
         state,
-        clock,
         started,
+        ..
     } = target;
-    debug_assert!(
-        makes_requests(cfg),
-        "print-config and dry runs make no request"
-    );
-    // One warning for CA certificates that could not be used (they are
-    // skipped, the rest are used), from the first target that needs them.
-    if let Some(w) = net.take_roots_warning() {
-        rep.lock().unwrap().warning(&w);
-    }
-    let http = net.api_client();
-    // Each retry of a platform call is said in the run's log.
-    let retry_log = Arc::clone(rep);
-    let api = baseten::Api::new(http, cfg.endpoints.clone(), key.clone())
-        .with_retry_notes(Arc::new(move |line: &str| {
-            retry_log.lock().unwrap().line(line)
-        }))
-        .on(clock.clone());
-    // The run's budget, built once: every phase asks it for its deadline.
-    let budget = Budget::new(started, cfg.wait_timeout, cfg.predict_timeout).on(clock.clone());
-    let api = api.within(Phase::Setup, budget.deadline(Phase::Setup));
     if cfg.gated_environment().is_some() {
         // A gated run says `rolled-back: false` unless a read proved a
         // rollback, whatever phase it ends in.
@@ -252,6 +251,106 @@ pub(crate) async fn execute_work<W: Work>(
             .await;
     }
     result
+}
+
+/// The platform's client for the target (its retries said in the
+/// target's log) and the target's budget, built once: every phase asks
+/// it for its deadline. The client starts under the setup phase's.
+fn client(
+    target: &Handles<'_>,
+    Platform { key, net }: Platform<'_>,
+    wait: std::time::Duration,
+) -> (baseten::Api, Budget) {
+    let Handles {
+        cfg,
+        rep,
+        clock,
+        started,
+        ..
+    } = *target;
+    // One warning for CA certificates that could not be used (they are
+    // skipped, the rest are used), from the first target that needs them.
+    if let Some(w) = net.take_roots_warning() {
+        rep.lock().unwrap().warning(&w);
+    }
+    let http = net.api_client();
+    // Each retry of a platform call is said in the run's log.
+    let retry_log = Arc::clone(rep);
+    let api = baseten::Api::new(http, cfg.endpoints.clone(), key.clone())
+        .with_retry_notes(Arc::new(move |line: &str| {
+            retry_log.lock().unwrap().line(line)
+        }))
+        .on(clock.clone());
+    let budget = Budget::new(started, wait, cfg.predict_timeout).on(clock.clone());
+    let api = api.within(Phase::Setup, budget.deadline(Phase::Setup));
+    (api, budget)
+}
+
+/// A dry run's platform reads (the teams, the models, the preflight) end
+/// within this, whatever `wait-timeout-seconds` says: nothing waits.
+const DRY_RUN_READS_SECS: u64 = 60;
+
+/// Whether a dry run with a key asks the platform's preflight: a model's
+/// dry run (chains have no documented preflight), not `print-config`.
+pub(crate) fn asks_preflight(cfg: &Config) -> bool {
+    cfg.dry_run && !cfg.print_config && matches!(cfg.target, Target::Model { .. })
+}
+
+/// A model's dry run with a key: the local checks and the packaging, then
+/// the platform's preflight on the payload the create would carry,
+/// raced against `stop`; nothing uploaded or created. Says which ran.
+pub(crate) async fn dry_run_asking(
+    target: Handles<'_>,
+    platform: Platform<'_>,
+    stop: &mut Stop<'_>,
+) -> Result<(), Failure> {
+    let Target::Model {
+        dir,
+        config,
+        raw_config,
+    } = &target.cfg.target
+    else {
+        return without_requests(target.cfg, target.rep, true);
+    };
+    dry_run(target.cfg, target.rep)?;
+    // A dry run waits for nothing: its reads get their own minute, or
+    // wait-timeout when that is longer.
+    let wait = target
+        .cfg
+        .wait_timeout
+        .max(std::time::Duration::from_secs(DRY_RUN_READS_SECS));
+    let (api, budget) = client(&target, platform, wait);
+    let ctx = Ctx {
+        cfg: target.cfg,
+        api: &api,
+        net: platform.net,
+        rep: Arc::clone(target.rep),
+        state: target.state,
+        started: target.started,
+        budget: &budget,
+    };
+    let asked = tokio::select! {
+        r = flow::preflight::preflight_only(&ctx, dir, config, raw_config) => r?,
+        why = stop.flow() => {
+            target.rep.lock().unwrap().finish();
+            return Err(Failure::Cancelled(why));
+        }
+    };
+    let said = match asked {
+        flow::preflight::Asked::Passed => {
+            "Dry run: the local checks ran, and so did the platform's preflight, which passed"
+                .to_string()
+        }
+        flow::preflight::Asked::Skipped(why) => {
+            format!("Dry run: the local checks ran; the platform's preflight was skipped ({why})")
+        }
+        flow::preflight::Asked::Off => {
+            "Dry run: the local checks ran; the platform was not asked (preflight: false)"
+                .to_string()
+        }
+    };
+    target.rep.lock().unwrap().line(&said);
+    Ok(())
 }
 
 /// How a deploy ends once cleanup ran (or was `interrupted` by a signal):

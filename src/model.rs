@@ -46,21 +46,7 @@ pub(crate) async fn deploy(
     let name = cfg.model_name.as_str();
 
     ctx.group(&format!("Deploy {name}"));
-    let team = flow::pick_team(ctx, async || {
-        let models = ctx.api.models(None).await?;
-        Ok(models
-            .into_iter()
-            .filter(|m| m.name == name)
-            .filter_map(|m| m.team.map(|t| t.id))
-            .collect())
-    })
-    .await?;
-    let models = ctx
-        .api
-        .models(team.as_ref().map(|t| t.id.as_str()))
-        .await
-        .map_err(deploy_error)?;
-    let existing = flow::existing(ctx, "Model", name, models);
+    let (team, existing) = flow::model_team_and_existing(ctx).await?;
     flow::check_gate_target(ctx, Kind::Model, existing.as_ref().map(|m| m.id.as_str())).await?;
     // With skip-unchanged the source is hashed before anything is
     // packaged (a pass of its own: it decides whether to upload at all);
@@ -84,6 +70,27 @@ pub(crate) async fn deploy(
     let config_b64 = encode_config(config);
     flow::validate_config(ctx, &config_b64, &truss_user_env(None), "config.yaml").await?;
     flow::preflight_secrets(ctx, team.as_ref(), &flow::secret_names(config));
+    let git_info = if cfg.include_git_info {
+        git::collect_git_info(dir, cfg.ci_revision.as_ref())
+    } else {
+        None
+    };
+    // Every create records the source's content hash among the labels, and
+    // a value unique to this run, by which it finds its own deployment when
+    // the create's answer is lost or the run is cancelled meanwhile.
+    let run = flow::run_label();
+    let user_env = truss_user_env(git_info.as_ref());
+    // The platform's verdict on the create's payload, before the first
+    // byte is uploaded.
+    let payload = flow::preflight::Payload {
+        model_id: existing.as_ref().map(|m| m.id.as_str()),
+        team_id: team.as_ref().map(|t| t.id.as_str()),
+        config,
+        raw_config,
+        user_env: &user_env,
+        run: &run,
+    };
+    flow::preflight::ask(ctx, &payload).await?;
     let creds = ctx
         .api
         .model_upload_credentials()
@@ -97,6 +104,10 @@ pub(crate) async fn deploy(
         let model_id = existing.as_ref().map(|m| m.id.as_str());
         flow::content::compare_later(ctx, model_id, env, None, raw_config);
     }
+    // What the deploy replaces there, and its price, for the summary.
+    if let Some(env) = cfg.environment.as_deref() {
+        flow::price::replaced_later(ctx, existing.as_ref().map(|m| m.id.as_str()), env);
+    }
     let packaged = flow::package_and_upload(ctx, dir, &creds, "the truss", true)
         .await?
         .expect("asked for the content hash");
@@ -105,15 +116,6 @@ pub(crate) async fn deploy(
     // told by the report.
     crate::flow::inform::tell_finished(ctx);
 
-    let git_info = if cfg.include_git_info {
-        git::collect_git_info(dir, cfg.ci_revision.as_ref())
-    } else {
-        None
-    };
-    // Every create records the source's content hash among the labels, and
-    // a value unique to this run, by which it finds its own deployment when
-    // the create's answer is lost or the run is cancelled meanwhile.
-    let run = flow::run_label();
     let labels_json = Some(
         content::labels_with(
             cfg.labels.as_ref(),
@@ -153,7 +155,7 @@ pub(crate) async fn deploy(
         preserve_env_instance_type: cfg.preserve_env_instance_type,
         deploy_timeout_minutes: cfg.deploy_timeout_minutes,
         team_id: team.as_ref().map(|t| t.id.as_str()),
-        truss_user_env: &truss_user_env(git_info.as_ref()),
+        truss_user_env: &user_env,
         labels_json,
         raw_config_b64,
     };
@@ -215,6 +217,8 @@ pub(crate) async fn deploy(
     ctx.end_group();
     waited?;
     ctx.ready();
+    // What it costs per hour, read on the side.
+    flow::price::later(ctx, &created.model_id, &created.deployment_id);
 
     flow::test_and_promote(ctx, Kind::Model, &created.model_id, &created.deployment_id).await
 }

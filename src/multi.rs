@@ -72,7 +72,7 @@ fn status_of(r: &Result<(), Failure>) -> Status {
 pub(crate) async fn run(
     run: &Run,
     settings: &Settings,
-    key: &Secret,
+    key: Option<&Secret>,
 ) -> (Result<(), Failure>, Option<Fanout>) {
     let (rep, state) = (&run.rep, &run.state);
     state.lock().unwrap().model_name = String::new();
@@ -96,11 +96,12 @@ pub(crate) async fn run(
         };
         return (Ok(()), Some(fanout));
     }
-    // A dry run makes no request; every other run reaches the platform,
-    // and cannot without its network settings.
-    let platform = match settings.dry_run {
-        true => None,
-        false => match run.platform(key) {
+    // A dry run without a key makes no request; every other run reaches
+    // the platform (a dry run only for its preflight), and cannot without
+    // its network settings.
+    let platform = match key {
+        None => None,
+        Some(key) => match run.platform(key) {
             Ok(p) => Some(p),
             Err(f) => return (Err(f), None),
         },
@@ -222,8 +223,16 @@ async fn deploy_one(
         clock,
         started,
     };
-    let result = match platform.filter(|_| execute::makes_requests(&p.cfg)) {
-        None => execute::without_requests(&p.cfg, &own),
+    let result = match platform {
+        Some(platform) if execute::asks_preflight(&p.cfg) => {
+            execute::dry_run_asking(target, platform, &mut stop).await
+        }
+        key if !execute::makes_requests(&p.cfg) => {
+            execute::without_requests(&p.cfg, &own, key.is_some())
+        }
+        None => Err(Failure::InvalidInput(
+            "baseten-api-key is required: pass your Baseten API key from a secret".into(),
+        )),
         Some(platform) => {
             // Each target is its own GitHub deployment, comment and status.
             let gh = execute::github_job(&p.cfg)
@@ -340,6 +349,8 @@ fn finish(
         ]);
     }
     details.extend(unchanged_details(sel));
+    let hourly_price = step_price(&done, planned);
+    details.extend(hourly_price.as_ref().map(|p| p.line.clone()));
 
     let failed: Vec<(usize, &Done)> = done
         .iter()
@@ -408,6 +419,7 @@ fn finish(
     let fanout = Fanout {
         targets_count: Some(n),
         results: Some(ci::results_json(&results)),
+        hourly_price,
         heading,
         columns: COLUMNS,
         rows,
@@ -415,6 +427,21 @@ fn finish(
         ..Fanout::default()
     };
     (result, Some(fanout))
+}
+
+/// The step's hourly price with several targets: their sum when every
+/// target was priced (each `results` entry carries its own). One target's
+/// is its own, from its state.
+fn step_price(done: &[Done], planned: &[Planned]) -> Option<ci::HourlyPrice> {
+    if done.len() < 2 {
+        return None;
+    }
+    let each: Vec<(String, &crate::flow::price::PriceRecord)> = done
+        .iter()
+        .zip(planned)
+        .map(|(d, p)| (p.found.path.display().to_string(), &d.state.price))
+        .collect();
+    crate::flow::price::sum(&each)
 }
 
 /// A failure like `f` (same status word and exit code) saying `msg`.

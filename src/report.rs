@@ -21,6 +21,8 @@ pub(crate) struct Fanout {
     pub(crate) matrix: Option<String>,
     pub(crate) targets_count: Option<usize>,
     pub(crate) results: Option<String>,
+    /// Several targets: the sum of their hourly prices (`flow::price::sum`).
+    pub(crate) hourly_price: Option<ci::HourlyPrice>,
     pub(crate) heading: String,
     pub(crate) columns: &'static [&'static str],
     pub(crate) rows: Vec<Vec<Cell>>,
@@ -59,6 +61,7 @@ pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Ou
         reused: st.by_content.reused,
         drift: st.drift.as_ref().map(|d| d.drifted),
         drift_report: st.drift.as_ref().map(|d| d.report.clone()),
+        hourly_price: crate::flow::price::hourly(&st.price),
         matrix: None,
         targets_count: None,
         results: None,
@@ -179,6 +182,9 @@ pub(crate) fn report(
         outputs.matrix = f.matrix.clone();
         outputs.targets_count = f.targets_count;
         outputs.results = f.results.clone();
+        if f.hourly_price.is_some() {
+            outputs.hourly_price = f.hourly_price.clone();
+        }
     }
     let mut r = rep.lock().unwrap();
     r.finish();

@@ -108,6 +108,14 @@ impl Policy {
         ..Policy::READ
     };
 
+    /// The push preflight (a dry run, which changes nothing): retried like
+    /// a read, but three tries in all, so an endpoint that keeps failing
+    /// is skipped in a few seconds rather than holding the upload.
+    pub(crate) const PREFLIGHT: Policy = Policy {
+        attempts: 3,
+        ..Policy::READ
+    };
+
     /// The same policy with every delay zero, for tests.
     pub(crate) const fn instant(self) -> Policy {
         Policy {

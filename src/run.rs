@@ -119,7 +119,12 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
                         return Err(why);
                     }
                     Settings::parse(&inputs, &run.ci).and_then(|s| {
-                        let key = key?;
+                        // A dry run asks the platform only when given a key.
+                        let key = match (key, s.dry_run) {
+                            (Ok(k), _) => Some(k),
+                            (Err(_), true) => None,
+                            (Err(e), false) => return Err(e),
+                        };
                         let s = s.with_chain_python(chain_python);
                         Ok(match crate::multi::wanted(&s) {
                             true => Mode::Several(s, key),
@@ -164,7 +169,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
             (r, Kind::Model, None, fanout)
         }
         Ok(Mode::Several(s, key)) => {
-            let (r, fanout) = crate::multi::run(&run, &s, &key).await;
+            let (r, fanout) = crate::multi::run(&run, &s, key.as_ref()).await;
             (r, Kind::Model, None, fanout)
         }
         Ok(Mode::Command(cs, key)) => {
@@ -179,7 +184,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
             };
             (result, Kind::Model, None, None)
         }
-        Ok(Mode::One(s, key)) => match one(&run, &s, &key).await {
+        Ok(Mode::One(s, key)) => match one(&run, &s, key.as_ref()).await {
             Err(e) => (Err(Failure::InvalidInput(e)), Kind::Model, None, None),
             Ok((r, cfg)) => (r, cfg.target.kind(), Some(cfg), None),
         },
@@ -203,7 +208,7 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
 async fn one(
     run: &Run,
     s: &Settings,
-    key: &Secret,
+    key: Option<&Secret>,
 ) -> Result<(Result<(), Failure>, Config), String> {
     let cfg = Config::resolve(s, s.truss_directory.trim(), &run.ci)
         .and_then(|cfg| check_files(&cfg).map(|()| cfg))?;
@@ -212,9 +217,20 @@ async fn one(
         run.rep.lock().unwrap().notice(n);
     }
     let target = run.target(&cfg);
-    let result = match execute::makes_requests(&cfg) {
-        false => execute::without_requests(&cfg, &run.rep),
-        true => match run.platform(key) {
+    let result = match (execute::makes_requests(&cfg), key) {
+        (false, Some(key)) if execute::asks_preflight(&cfg) => match run.platform(key) {
+            Err(f) => Err(f),
+            Ok(platform) => {
+                let mut signals = run.signals().await;
+                let stop = &mut Stop::Process(&mut signals);
+                execute::dry_run_asking(target, platform, stop).await
+            }
+        },
+        (false, key) => execute::without_requests(&cfg, &run.rep, key.is_some()),
+        (true, None) => Err(Failure::InvalidInput(
+            "baseten-api-key is required: pass your Baseten API key from a secret".into(),
+        )),
+        (true, Some(key)) => match run.platform(key) {
             Err(f) => Err(f),
             Ok(platform) => {
                 let gh = execute::github_job(&cfg)
@@ -232,10 +248,10 @@ enum Mode {
     /// `plan`: print the targets, deploy nothing (the key, when given,
     /// only reads what serves each environment).
     Plan(Option<Secret>),
-    /// Several targets, or change detection.
-    Several(Settings, Secret),
-    /// One target named plainly.
-    One(Settings, Secret),
+    /// Several targets, or change detection (no key: a dry run).
+    Several(Settings, Option<Secret>),
+    /// One target named plainly (no key: a dry run).
+    One(Settings, Option<Secret>),
     /// `teardown`, `prune`, `rollback` or `drift`.
     Command(CommandSettings, Secret),
 }

@@ -21,6 +21,8 @@ pub(crate) mod id;
 mod inference;
 mod lifecycle;
 mod models;
+mod prepare;
+mod prices;
 mod probe;
 mod promote;
 mod rest;
@@ -46,6 +48,8 @@ pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChain
 pub(crate) use error::ApiError;
 pub(crate) use lifecycle::{Deletion, Listed as ListedDeployment, ModelRef};
 pub(crate) use models::{CreateRequest, Created};
+pub(crate) use prepare::Preflight;
+pub(crate) use prices::{Capacity, PriceEntry};
 pub(crate) use promote::PromoteFlags;
 pub(crate) use rest::{Deployment, Environment, Listed, LogLine};
 pub(crate) use urls::{Endpoints, is_loopback};

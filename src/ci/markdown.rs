@@ -40,6 +40,12 @@ pub(crate) fn inline(value: &str) -> String {
     cell(value).replace("<br>", " ")
 }
 
+/// Markdown text with each `$` escaped: GitHub renders the text between
+/// two dollar signs as a formula (`$1.21–$3.62`).
+pub(crate) fn dollars(text: &str) -> String {
+    text.replace('$', "\\$")
+}
+
 /// A value as an inline code span (in a cell or a heading). Code spans show
 /// text literally, so only the table's own syntax (`|`, line breaks) is
 /// escaped; a value with a backtick cannot be a simple code span and is

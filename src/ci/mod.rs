@@ -56,7 +56,7 @@ pub(crate) use json::render_result;
 pub(crate) use json::{TargetResult, results_json};
 pub(crate) use outputs::OutputsFormat;
 pub(crate) use outputs::replace_file as write_file;
-pub(crate) use outputs::{Command, Outputs, append_github_output, write_outputs_file};
+pub(crate) use outputs::{Command, HourlyPrice, Outputs, append_github_output, write_outputs_file};
 pub use outputs::{EXTRA_OUTPUT_NAMES, PYTHON_ACTION_OUTPUT_NAMES, dotenv_variables};
 pub(crate) use reporter::{Level, Reporter, Sink};
 pub(crate) use summary::{Cell, TableSummary, append_table_summary};

@@ -618,6 +618,14 @@ pub const INPUTS: &[InputSpec] = &[
         help: "rollback: the deployment id of the same model to put back (default: what served the environment before, from the audit log)",
         heading: LIFECYCLE,
     },
+    InputSpec {
+        name: "preflight",
+        plain_env: "TRUSS_PUSH_PREFLIGHT",
+        kind: ValueKind::Bool,
+        default: Some("true"),
+        help: "Models: before any upload, ask the platform to validate the payload the create will carry (prepare_model_upload with dry_run: true); a refusal ends the run before a byte is uploaded (exit 2), an endpoint the platform lacks is a notice",
+        heading: BEHAVIOUR,
+    },
 ];
 
 /// Every input, in the order of [`INPUTS`]: code names an input by its
@@ -680,11 +688,12 @@ pub enum Input {
     OlderThan,
     PruneUnlabelled,
     ToDeployment,
+    Preflight,
 }
 
 impl Input {
     /// Every variant, in declaration order.
-    pub const ALL: [Input; 56] = [
+    pub const ALL: [Input; 57] = [
         Input::TrussDirectory,
         Input::BasetenApiKey,
         Input::ModelName,
@@ -741,6 +750,7 @@ impl Input {
         Input::OlderThan,
         Input::PruneUnlabelled,
         Input::ToDeployment,
+        Input::Preflight,
     ];
 
     /// The input's declaration.

@@ -350,6 +350,8 @@ async fn unchanged(
     ctx.notice(&line);
     ctx.note(line);
     ctx.event(&serving.status, "unchanged: already serving");
+    // What serves costs this per hour, read on the side.
+    super::price::later(ctx, model_id, &serving.deployment_id);
     ctx.end_group();
     let Some(payload) = &cfg.predict_payload else {
         ctx.say("No predict payload configured, skipping predict check");

@@ -2,7 +2,7 @@
 //! run a read whose answer nothing is decided on — the serving
 //! deployment's config for the summary's diff (and the environment list
 //! that names it, without `skip-unchanged`), the "promoted at" words of
-//! an unchanged run, the secrets pre-check.
+//! an unchanged run, the secrets pre-check, the hourly price (`price`).
 //!
 //! Such a read runs on a task of its own, started at once, on a platform
 //! handle whose deadline is [`Phase::Inform`]'s ([`SHORT_READ_SECS`] from

@@ -14,6 +14,8 @@ pub(crate) mod content;
 mod create;
 mod gate;
 pub(crate) mod inform;
+pub(crate) mod preflight;
+pub(crate) mod price;
 pub(crate) mod retired;
 mod reuse;
 mod smoke;
@@ -88,6 +90,8 @@ pub(crate) struct State {
     /// The reads that only inform, under way, for the report
     /// (`inform::for_report`).
     pub(crate) informing: inform::Pending,
+    /// The hourly price of what serves, and of what it replaces.
+    pub(crate) price: price::PriceRecord,
     /// A create sent and not yet answered: what a run cancelled meanwhile
     /// looks up (`find_cancelled_create`).
     pub(crate) in_flight: Option<InFlight>,
@@ -364,6 +368,29 @@ pub(crate) async fn pick_team(
         ctx.say(&format!("Team: {}", t.name));
     }
     Ok(team)
+}
+
+/// A model deploy's team (when the key sees several) and the model of
+/// its name in it, if one exists.
+pub(crate) async fn model_team_and_existing(
+    ctx: &Ctx<'_>,
+) -> Result<(Option<Team>, Option<Named>), Failure> {
+    let name = ctx.cfg.model_name.as_str();
+    let team = pick_team(ctx, async || {
+        let models = ctx.api.models(None).await?;
+        Ok(models
+            .into_iter()
+            .filter(|m| m.name == name)
+            .filter_map(|m| m.team.map(|t| t.id))
+            .collect())
+    })
+    .await?;
+    let models = ctx
+        .api
+        .models(team.as_ref().map(|t| t.id.as_str()))
+        .await
+        .map_err(deploy_error)?;
+    Ok((team, existing(ctx, "Model", name, models)))
 }
 
 /// The model or chain named `name` among `listed`, if it exists, said

@@ -146,6 +146,12 @@ pub(super) fn render(v: &View<'_>) -> String {
             row("Tokens per second", format!("{:.1}", s.tokens_per_sec));
         }
     }
+    if let Some(p) = &o.hourly_price {
+        row(
+            "Hourly price",
+            markdown::dollars(&markdown::inline(&p.line)),
+        );
+    }
     if o.status != Status::Success && !o.last_status.is_empty() {
         row("Last platform status", markdown::code(&o.last_status));
     }
@@ -267,6 +273,36 @@ mod tests {
             body.contains("````text\nbuild failed:\n```\npip error | x\n````"),
             "{body}"
         );
+    }
+
+    #[test]
+    fn the_hourly_price_is_one_row_its_dollars_escaped() {
+        let mut o = outputs(Status::Success);
+        o.hourly_price = Some(crate::ci::HourlyPrice {
+            min: "1.21".into(),
+            max: "3.62".into(),
+            line: "Costs $1.21–$3.62 per hour: 1–3 replicas of A10Gx4x16 (1 × A10G)".into(),
+        });
+        fn view(o: &Outputs) -> View<'_> {
+            View {
+                kind: Kind::Model,
+                outputs: o,
+                predict: None,
+                page_url: "",
+                sha: None,
+                at: "2026-01-01 00:00:00",
+                changes: None,
+            }
+        }
+        let body = render(&view(&o));
+        assert!(
+            body.contains(
+                r"| Hourly price | Costs \$1.21–\$3.62 per hour: 1–3 replicas of A10Gx4x16 (1 × A10G) |"
+            ),
+            "{body}"
+        );
+        o.hourly_price = None;
+        assert!(!render(&view(&o)).contains("Hourly price"));
     }
 
     #[test]

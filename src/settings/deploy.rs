@@ -88,6 +88,9 @@ pub(crate) struct Settings {
     /// `skip-unchanged`: leave out a model deploy whose source already
     /// serves the environment (always with an environment).
     pub skip_unchanged: bool,
+    /// `preflight`: a model deploy asks the platform to validate its
+    /// create's payload before any upload (`flow::preflight`).
+    pub preflight: bool,
     /// Deployments, the pull-request comment and the commit status.
     pub github: super::github::Settings,
     /// `TRUSS_PUSH_PYTHON`: the interpreter that runs the chain code
@@ -228,6 +231,7 @@ impl Settings {
             .map(|n| super::pull_request::label_value(n, ci))
             .transpose()?;
         let skip_unchanged = bool_input(Input::SkipUnchanged)?;
+        let preflight = bool_input(Input::Preflight)?;
         if skip_unchanged && environment.is_none() {
             return Err(
                 "skip-unchanged is true but no environment was given: it compares this truss with the deployment that serves an environment; set environment (e.g. production) or drop skip-unchanged".into(),
@@ -320,6 +324,7 @@ impl Settings {
             max_parallel,
             fail_fast,
             skip_unchanged,
+            preflight,
             github,
             chain_python: None,
         })

@@ -274,7 +274,10 @@ fn every_bad_input_is_refused_before_any_upload_or_mutation() {
 
 #[test]
 fn inputs_arrive_in_all_four_spellings() {
-    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    // Three runs of one commit: the platform takes the same name again.
+    let fake = fake(
+        "deployments:\n  default: [[0, ACTIVE]]\nprepare_model_upload: {refuse_taken_names: false}\n",
+    );
     let d = example_model();
     for (k_dir, k_key) in [
         ("INPUT_TRUSS-DIRECTORY", "INPUT_BASETEN-API-KEY"),

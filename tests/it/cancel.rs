@@ -191,7 +191,11 @@ fn a_hanging_deactivate_after_a_signal_still_ends_in_time() {
     use fake_baseten::proxy::{Fault, FaultProxy, Rule};
     let fake = fake(EXISTING);
     let proxy = FaultProxy::builder(fake.addr())
-        .rule(Rule::new("stuck", Fault::Hang).method("POST").path("/v1/"))
+        .rule(
+            Rule::new("stuck", Fault::Hang)
+                .method("POST")
+                .path_like("/v1/models/*/deployments/*/deactivate"),
+        )
         .start_in_background()
         .unwrap();
     // Cleanup could not finish: exit 8, and the outputs say what is left.

@@ -18,7 +18,10 @@ mod hostile_text;
 use hostile_text::hostile_text;
 
 const GH_TOKEN: &str = "ghs_canary_20a_1f2e3d4c5b6a";
-const ACTIVE: &str = "deployments:\n  default: [[0, ACTIVE]]\n";
+/// Ready at once; several runs of one commit share a fake, and the
+/// platform takes the same deployment name again (its preflight too).
+const ACTIVE: &str =
+    "deployments:\n  default: [[0, ACTIVE]]\nprepare_model_upload: {refuse_taken_names: false}\n";
 
 #[test]
 fn json_print_config_and_plan_on_github_keep_stdout_one_document() {

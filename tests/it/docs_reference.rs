@@ -260,7 +260,7 @@ const EXIT_MEANINGS: &[(&str, &str)] = &[
     ("EXIT_DEPLOY_FAILED", "`deploy_failed`"),
     (
         "EXIT_INVALID_INPUT",
-        "`deploy_failed`: invalid input — nothing was uploaded or created",
+        "`deploy_failed`: invalid input, or the platform's preflight refused the deploy — nothing was uploaded or created",
     ),
     ("EXIT_DEPLOY_TIMEOUT", "`deploy_timeout`"),
     ("EXIT_PREDICT_FAILED", "`predict_failed`"),

@@ -14,7 +14,10 @@ use crate::harness::*;
 const GH_TOKEN: &str = "ghs_canary_4b3c2d1e0f9a8b7c";
 const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 const MODEL: &str = "hello-truss-push";
-const ACTIVE: &str = "deployments:\n  default: [[0, ACTIVE]]\n";
+/// Ready at once; several runs of one commit share a fake, and the
+/// platform takes the same deployment name again (its preflight too).
+const ACTIVE: &str =
+    "deployments:\n  default: [[0, ACTIVE]]\nprepare_model_upload: {refuse_taken_names: false}\n";
 
 fn github() -> FakeGitHub {
     FakeGitHub::builder(GH_TOKEN)

@@ -42,6 +42,7 @@ mod model_deploy;
 mod network;
 mod official_client;
 mod outputs;
+mod preflight;
 mod props;
 mod proxy_matrix;
 mod published_api;

@@ -444,7 +444,10 @@ fn a_failed_deactivate_is_cleanup_failed() {
 
 #[test]
 fn outputs_file_in_dotenv_and_json() {
-    let fake = fake("deployments:\n  default: [[0, ACTIVE]]\n");
+    // Two runs of one commit: the platform takes the same name again.
+    let fake = fake(
+        "deployments:\n  default: [[0, ACTIVE]]\nprepare_model_upload: {refuse_taken_names: false}\n",
+    );
     let run = Invocation::new(&fake)
         .model(example_model())
         .outputs_file("outputs.env")

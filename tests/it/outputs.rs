@@ -84,7 +84,10 @@ fn a_failed_deploy_keeps_its_own_exit_code_when_outputs_are_lost() {
 
 #[test]
 fn an_unwritable_outputs_file_fails_the_step_and_the_summary_only_warns() {
-    let fake = fake(ACTIVE);
+    // Two runs of one commit: the platform takes the same name again.
+    let fake = fake(&format!(
+        "{ACTIVE}prepare_model_upload: {{refuse_taken_names: false}}\n"
+    ));
     // A full disk shows only when written (a missing directory is an
     // input error before the run: bad_input).
     let full = "/dev/full";

@@ -15,7 +15,9 @@ use fake_baseten::proxy::{Fault, FaultProxy, Rule};
 use crate::harness::*;
 
 /// A model that exists, whose deployments become ACTIVE at once.
-const MODEL: &str = "teams: [{id: t1, name: ml, default: true}]\nmodels:\n  - {id: oldmodel, name: hello-truss-push, team: ml, deployments: [{id: olddep, name: v1, status: ACTIVE, environment: production}]}\ndeployments:\n  default: [[0, ACTIVE]]\n";
+/// A platform that accepts a deployment name the model already has, in
+/// its preflight too (as its GraphQL create does): a re-run of a commit.
+const MODEL: &str = "teams: [{id: t1, name: ml, default: true}]\nmodels:\n  - {id: oldmodel, name: hello-truss-push, team: ml, deployments: [{id: olddep, name: v1, status: ACTIVE, environment: production}]}\ndeployments:\n  default: [[0, ACTIVE]]\nprepare_model_upload: {refuse_taken_names: false}\n";
 
 /// The version create, which both runs send.
 const CREATE: &str = "create_model_version_from_truss";
@@ -276,7 +278,7 @@ fn a_lost_answer_to_an_applied_create_adopts_its_own_beside_another_runs() {
 /// platform (not applied, its outcome unknown to the run).
 fn unlisted_beside(labels: &str) -> (FakeBaseten, Outcome) {
     let fake = fake(&format!(
-        "teams: [{{id: t1, name: ml, default: true}}]\nmodels:\n  - {{id: oldmodel, name: hello-truss-push, team: ml, deployments: [{{id: olddep, name: v1, status: ACTIVE, environment: production}}, {{id: other1, name: ci-test, status: ACTIVE, labels: {labels}}}]}}\ndeployments:\n  default: [[0, ACTIVE]]\n"
+        "teams: [{{id: t1, name: ml, default: true}}]\nmodels:\n  - {{id: oldmodel, name: hello-truss-push, team: ml, deployments: [{{id: olddep, name: v1, status: ACTIVE, environment: production}}, {{id: other1, name: ci-test, status: ACTIVE, labels: {labels}}}]}}\ndeployments:\n  default: [[0, ACTIVE]]\nprepare_model_upload: {{refuse_taken_names: false}}\n"
     ));
     let blind = Fault::Status {
         status: 403,

@@ -121,6 +121,12 @@ fn the_same_truss_twice_is_deployed_once_and_the_environment_still_tested() {
     assert_eq!(run.out("unchanged"), "true");
     assert_eq!(run.out("deployment-id"), first);
     assert!(!run.out("model-id").is_empty());
+    // What serves is priced: the default 1x2 (0.00058 USD a minute), 0–1 replicas.
+    assert_eq!(
+        (run.out("hourly-price-min"), run.out("hourly-price-max")),
+        ("0.00", "0.03"),
+        "{run:?}"
+    );
     assert!(!run.out("environment-url").is_empty());
     // What the reads said of it, never "since": the first run created it
     // straight into production, so the audit log records no promotion.

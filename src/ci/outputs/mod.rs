@@ -56,6 +56,28 @@ pub const EXTRA_OUTPUT_NAMES: [&str; 8] = [
     "rolled-back",
 ];
 
+/// `hourly-price-min` and `hourly-price-max` (USD per hour at the minimum
+/// and the maximum replicas, two decimals) and the line the summary and
+/// the pull-request comment show. Both values are empty when the price
+/// was not read (the line then says why); written only by runs a price
+/// applies to (a deploy that got ready or was unchanged, a chain).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct HourlyPrice {
+    pub(crate) min: String,
+    pub(crate) max: String,
+    pub(crate) line: String,
+}
+
+impl HourlyPrice {
+    /// Empty values, and the line saying why.
+    pub(crate) fn not_read(why: &str) -> Self {
+        HourlyPrice {
+            line: format!("Price not read: {why}"),
+            ..HourlyPrice::default()
+        }
+    }
+}
+
 /// The step outputs. Empty strings mean "unknown / not applicable", which is
 /// how every writer renders them (the summary shows `N/A`).
 #[derive(Debug, Clone, PartialEq)]
@@ -99,6 +121,8 @@ pub(crate) struct Outputs {
     /// `command: drift`: a JSON array, one object per target (never in a
     /// dotenv file: it is JSON, and the 5 KiB would cut it).
     pub(crate) drift_report: Option<String>,
+    /// The deploy's hourly price, when one applies.
+    pub(crate) hourly_price: Option<HourlyPrice>,
     /// Plan mode: the targets as a CI matrix (`{"include": [...]}`).
     /// Written only when set, like the next two, so a single-target run's
     /// outputs stay exactly as they were.
@@ -142,6 +166,7 @@ impl Outputs {
             reused: None,
             drift: None,
             drift_report: None,
+            hourly_price: None,
             matrix: None,
             targets_count: None,
             results: None,
@@ -176,6 +201,7 @@ impl Outputs {
             &mut self.previous_deployment_id,
             &mut self.tested_deployment_id,
         ];
+        let price = self.hourly_price.as_mut().map(|p| &mut p.line);
         let optional = [
             &mut self.matrix,
             &mut self.results,
@@ -183,7 +209,8 @@ impl Outputs {
             &mut self.retired,
         ]
         .into_iter()
-        .flatten();
+        .flatten()
+        .chain(price);
         let evidence = self.evidence.iter_mut().map(|(_, v)| v);
         for field in texts.into_iter().chain(optional).chain(evidence) {
             if let Cow::Owned(c) = clean(field) {
@@ -245,6 +272,10 @@ impl Outputs {
         }
         if let Some(r) = &self.drift_report {
             entries.push(("drift-report", r.clone()));
+        }
+        if let Some(p) = &self.hourly_price {
+            entries.push(("hourly-price-min", p.min.clone()));
+            entries.push(("hourly-price-max", p.max.clone()));
         }
         if let Some(m) = &self.matrix {
             entries.push(("matrix", m.clone()));

@@ -6,6 +6,7 @@
 
 use super::{SUMMARY_TEXT_MAX_CHARS, code_or_na};
 use super::{StatusEvent, SummaryInput};
+use crate::ci::Outputs;
 use crate::ci::format::{format_deploy_time, format_elapsed, format_utc};
 use crate::ci::markdown;
 use crate::ci::outputs::truncate_chars;
@@ -162,6 +163,9 @@ pub(super) fn result_table(input: &SummaryInput<'_>) -> Vec<String> {
     if let Some(back) = out.rolled_back {
         lines.push(metric_row("Rolled Back", if back { "yes" } else { "no" }));
     }
+    if let Some(row) = price_row(out) {
+        lines.push(row);
+    }
     if !out.last_status.is_empty() {
         lines.push(metric_row(
             "Last Platform Status",
@@ -276,6 +280,16 @@ pub(super) fn history(input: &SummaryInput<'_>, keep: usize) -> Vec<String> {
     }
     lines.extend(rows[rows.len() - tail..].iter().map(|e| history_row(e)));
     lines
+}
+
+/// The hourly price's row, when a price applies: its line, `$` escaped so
+/// GitHub never reads two of them as a formula.
+fn price_row(out: &Outputs) -> Option<String> {
+    let line = &out.hourly_price.as_ref()?.line;
+    Some(metric_row(
+        "Hourly Price",
+        &markdown::dollars(&markdown::inline(line)),
+    ))
 }
 
 fn metric_row(label: &str, value: &str) -> String {

@@ -318,8 +318,11 @@ fn a_deploy_labels_its_preview_and_teardown_retires_only_that_pull_requests() {
         )
     };
     for n in [12, 13] {
+        // Each pull request's own name, as the default PR-<n>_<sha7> is
+        // (the platform's preflight refuses a name the model has).
         let deploy = Invocation::new(&fake)
             .model(example_model())
+            .arg("deployment-name", format!("pr-{n}"))
             .arg("cleanup", "false");
         let run = github(deploy, &opened(n));
         assert_eq!(run.code, 0, "{run:?}");

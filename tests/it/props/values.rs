@@ -370,7 +370,8 @@ pub(super) fn plausible(input: &str, model: &Path, fake_url: &str) -> BoxedStrat
         | "plan"
         | "fail-fast"
         | "skip-unchanged"
-        | "prune-unlabelled" => texts(BOOLS),
+        | "prune-unlabelled"
+        | "preflight" => texts(BOOLS),
         "command" => texts(&[
             "deploy", "plan", "teardown", "prune", "Prune", "rollback", "drift",
         ]),
