@@ -376,7 +376,12 @@ fn bench_fifty_targets_through_a_100_ms_round_trip() {
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         (took, out.status.code(), stdout + &stderr)
     };
-    let ours = env!("CARGO_BIN_EXE_truss-push");
+    // TRUSS_PUSH_BENCH_BIN: a release build of this source to time
+    // instead of the test's debug binary.
+    let bench_bin = std::env::var("TRUSS_PUSH_BENCH_BIN").ok();
+    let ours = bench_bin
+        .as_deref()
+        .unwrap_or(env!("CARGO_BIN_EXE_truss-push"));
     let plan = ["--plan=true", "--skip-unchanged=true"];
     let mut rows = Vec::new();
     if let Ok(baseline) = std::env::var("TRUSS_PUSH_BASELINE") {
