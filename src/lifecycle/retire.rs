@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 
 use super::{Action, Age, Protected, Retire, Scope, Seen, Verdict};
 use crate::baseten::audit::PLACEMENT_GROUPS;
-use crate::baseten::{Api, AuditEntry, Deletion};
+use crate::baseten::{Api, AuditEntry, Deletion, id};
 use crate::budget::{Budget, Phase};
 use crate::ci::Reporter;
 use crate::flow::State;
@@ -457,6 +457,19 @@ async fn previous_serving(
         )
     })?;
     let promoted: Vec<Promoted> = entries.iter().filter_map(AuditEntry::placement).collect();
+    // Every id the derivation reads is the platform's answer: an entry
+    // placing a deployment (in an environment read here, or in none it
+    // names) by an id that is not one decides nothing.
+    let read = |e: &Option<String>| e.as_ref().is_none_or(|e| envs.iter().any(|(n, _)| n == e));
+    if let Some(refused) = promoted
+        .iter()
+        .filter(|p| read(&p.environment))
+        .find_map(|p| id::check(&p.deployment).err())
+    {
+        return Err(format!(
+            "its audit log names a promoted deployment by an id that is not one ({refused}), so what served each environment before its current deployment (the rollback target) is not known"
+        ));
+    }
     let mut out = Vec::new();
     for (name, env) in envs {
         let Some(current) = &env.current else {

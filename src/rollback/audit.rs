@@ -52,7 +52,7 @@ pub(super) async fn target(
     // not a deployment id decides nothing (and is never shown as it is).
     if let Some(refused) = promotions
         .iter()
-        .filter(|p| p.environment.as_deref() == Some(env))
+        .filter(|p| p.environment.is_none() || p.environment.as_deref() == Some(env))
         .find_map(|p| id::check(&p.deployment).err())
     {
         return Err(Failure::Deploy(anyhow!(
