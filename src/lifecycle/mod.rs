@@ -80,6 +80,8 @@ pub(crate) struct Seen {
     /// The `truss_push_pull_request` label's value, when a string.
     pub(crate) pull_request: Option<String>,
     pub(crate) development: bool,
+    /// The listing says it is in production (`is_production`).
+    pub(crate) production: bool,
     /// The environment the listing says it belongs to, when any.
     pub(crate) environment: Option<String>,
     /// What it runs on and how many replicas it keeps at rest, when the
@@ -102,6 +104,7 @@ impl Seen {
                 .and_then(|v| v.as_str())
                 .map(str::to_string),
             development: d.is_development,
+            production: d.is_production,
             environment: d
                 .environment
                 .as_deref()
@@ -254,6 +257,9 @@ pub(crate) fn protection(d: &Seen, guards: &BTreeMap<String, Protected>) -> Opti
     }
     if let Some(e) = &d.environment {
         return Some(Protected::Serving(e.clone()));
+    }
+    if d.production {
+        return Some(Protected::Serving("production".into()));
     }
     if d.development {
         return Some(Protected::Development);

@@ -211,6 +211,19 @@ impl Job<'_> {
         if !deployments.iter().any(|d| scope.selects(d)) {
             return Vec::new();
         }
+        // One deployment listed twice contradicts itself (building in one
+        // entry, settled in the other): which is true is not known.
+        let mut ids = HashSet::new();
+        if let Some(twice) = deployments.iter().find(|d| !ids.insert(d.id.as_str())) {
+            self.undecided(
+                model,
+                format!(
+                    "the listing of its deployments names deployment {} twice, so what it says of it is not known",
+                    twice.id
+                ),
+            );
+            return Vec::new();
+        }
         let envs = match self.api.environment_readings(&model.id).await {
             Ok(e) => e,
             Err(e) => {

@@ -15,6 +15,7 @@ fn dep(id: &str, days: i64) -> Seen {
         labelled: true,
         pull_request: None,
         development: false,
+        production: false,
         environment: None,
         instance_type: None,
         min_replica: None,
@@ -118,6 +119,7 @@ fn each_safety_rule_protects_and_says_why() {
         dep("prev-s", 1),
         Seen {
             development: true,
+            production: false,
             ..dep("dev", 1)
         },
         Seen {

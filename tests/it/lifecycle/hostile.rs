@@ -74,3 +74,71 @@ fn a_promotion_by_an_id_that_is_not_one_decides_nothing() {
     assert_eq!(run.out("status"), "cleanup_failed");
     assert!(run.out("error-message").contains("not one"), "{run:?}");
 }
+
+/// The development deployment of `super::prune::nine`'s model listed
+/// without `is_development` (a field the published `DeploymentV1`
+/// requires): the listing does not say it is not the development
+/// deployment, so nothing of the model is retired on it.
+#[test]
+fn a_listing_without_is_development_retires_nothing() {
+    let edit = format!(
+        "answer_edits:\n  - {{endpoint: rest.list_deployments, pointer: /deployments/4, value: {{id: devl0001, name: devl0001, model_id: prune001, status: ACTIVE, created_at: \"2020-01-01T00:00:00Z\", is_production: false, environment: null, active_replica_count: 0, autoscaling_settings: null, instance_type_name: null, labels: {{truss_push_content_hash: \"{HASH}\"}}}}}}\n"
+    );
+    let fake = super::prune::nine(&edit);
+    let dir = model_dir("model_name: pruned\n");
+    let run = command(&fake, "prune")
+        .arg("truss-directory", dir.path().to_str().unwrap())
+        .arg("keep", "2")
+        .run();
+    assert!(!deleted(&fake).contains(&"devl0001".to_string()), "{run:?}");
+    assert!(deleted(&fake).is_empty(), "{run:?}");
+    assert_eq!(run.code, 5, "{run:?}");
+    assert!(
+        run.out("error-message").contains("is_development"),
+        "{run:?}"
+    );
+    // The answer breaks the published schema on purpose.
+    assert!(!fake.take_violations().is_empty());
+}
+
+/// A deployment listed twice, once building and once active (an answer
+/// that contradicts itself): which is true is not known, so nothing of
+/// the model is retired.
+#[test]
+fn a_deployment_listed_twice_retires_nothing() {
+    let edit = "answer_edits:\n  - {endpoint: rest.list_deployments, pointer: /deployments/9/id, value: bld00001}\n";
+    let fake = super::prune::nine(edit);
+    let dir = model_dir("model_name: pruned\n");
+    let run = command(&fake, "prune")
+        .arg("truss-directory", dir.path().to_str().unwrap())
+        .arg("keep", "2")
+        .run();
+    assert!(!deleted(&fake).contains(&"bld00001".to_string()), "{run:?}");
+    assert!(deleted(&fake).is_empty(), "{run:?}");
+    assert_eq!(run.code, 5, "{run:?}");
+    assert!(run.out("error-message").contains("twice"), "{run:?}");
+}
+
+/// An environment answered without `current_deployment` (required, null
+/// when nothing serves, in the published `EnvironmentV1`), while the
+/// listing names no environment for the deployment that serves it: the
+/// answer does not say what serves, so nothing is retired.
+#[test]
+fn an_environment_without_current_deployment_retires_nothing() {
+    let edit = "answer_edits:\n  - {endpoint: rest.list_environments, pointer: /environments/0, value: {name: production, model_id: prune001, created_at: \"2026-01-01T00:00:00Z\", candidate_deployment: null, in_progress_promotion: null}}\n  - {endpoint: rest.list_deployments, pointer: /deployments/0/environment, value: null}\n";
+    let fake = super::prune::nine(edit);
+    let dir = model_dir("model_name: pruned\n");
+    let run = command(&fake, "prune")
+        .arg("truss-directory", dir.path().to_str().unwrap())
+        .arg("older-than", "1h")
+        .run();
+    assert!(!deleted(&fake).contains(&"prod0001".to_string()), "{run:?}");
+    assert!(deleted(&fake).is_empty(), "{run:?}");
+    assert_eq!(run.code, 5, "{run:?}");
+    assert!(
+        run.out("error-message").contains("current_deployment"),
+        "{run:?}"
+    );
+    // The answer breaks the published schema on purpose.
+    assert!(!fake.take_violations().is_empty());
+}
