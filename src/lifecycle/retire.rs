@@ -231,6 +231,15 @@ impl Job<'_> {
                 return Vec::new();
             }
         };
+        if let Some(env) = super::unnamed_candidate(&envs) {
+            self.undecided(
+                model,
+                format!(
+                    "a promotion into {env} is moving traffic and the platform's answer names no candidate, so which deployment takes part of the traffic is not known"
+                ),
+            );
+            return Vec::new();
+        }
         let never: Arc<HashSet<String>> = Arc::new(
             deployments
                 .iter()

@@ -312,6 +312,22 @@ fn a_fresh_reading_protects_a_promotion_started_since_the_listing() {
         ("canary".to_string(), env(None, None)),
     ];
     assert_eq!(still_free("y", &listed, &empty_new), None);
+    // Traffic moving with no candidate named: nothing is free.
+    let moving = |status: &str| {
+        let mut e = env(Some("p"), None);
+        e.in_progress = Some(crate::promotion::InProgressPromotion {
+            status: status.into(),
+            percent: Some(30.0),
+            error_message: None,
+            rolling: None,
+        });
+        vec![("production".to_string(), e)]
+    };
+    assert_eq!(
+        still_free("y", &listed, &moving("RAMPING_DOWN")),
+        Some(Protected::Moving("production".into()))
+    );
+    assert_eq!(still_free("y", &listed, &moving("SUCCEEDED")), None);
 }
 
 #[test]

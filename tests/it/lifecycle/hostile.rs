@@ -142,3 +142,26 @@ fn an_environment_without_current_deployment_retires_nothing() {
     // The answer breaks the published schema on purpose.
     assert!(!fake.take_violations().is_empty());
 }
+
+/// Production's answer says a promotion is moving traffic
+/// (`in_progress_promotion` RAMPING_DOWN, as a cancelled one ramps back)
+/// but names no `candidate_deployment` (null is allowed): the deployment
+/// that still takes part of the traffic is not known, so nothing of the
+/// model is retired.
+#[test]
+fn a_promotion_moving_traffic_without_a_named_candidate_retires_nothing() {
+    let edit = "answer_edits:\n  - {endpoint: rest.list_environments, pointer: /environments/0/in_progress_promotion, value: {status: RAMPING_DOWN, percent_traffic_to_new_version: 30}}\n";
+    let fake = super::prune::nine(edit);
+    let dir = model_dir("model_name: pruned\n");
+    let run = command(&fake, "prune")
+        .arg("truss-directory", dir.path().to_str().unwrap())
+        .arg("older-than", "1h")
+        .run();
+    assert!(deleted(&fake).is_empty(), "{run:?}");
+    assert!(mutations_of(&fake).is_empty(), "{run:?}");
+    assert_eq!(run.code, 5, "{run:?}");
+    assert!(
+        run.out("error-message").contains("names no candidate"),
+        "{run:?}"
+    );
+}
