@@ -43,6 +43,7 @@ mod proxy_matrix;
 mod published_api;
 mod reuse;
 mod rollback;
+mod rollback_hostile;
 mod s3_answers;
 mod same_name;
 mod scope;

@@ -1,0 +1,121 @@
+//! `command: rollback` as a hostile CI would use it: after deploys the
+//! binary made itself, a failed newest deploy, and odd targets.
+
+use fake_baseten::FakeBaseten;
+
+use crate::harness::*;
+
+const MODEL: &str = "rbh-model";
+
+fn truss() -> tempfile::TempDir {
+    model_dir(&format!("model_name: {MODEL}\n"))
+}
+
+/// A deploy of `name` straight into production, as the default
+/// (`promotion: at-create`) makes it.
+fn deploy(fake: &FakeBaseten, dir: &std::path::Path, name: &str) -> Outcome {
+    Invocation::new(fake)
+        .model(dir)
+        .arg("promote", "true")
+        .arg("deployment-name", name)
+        .run()
+}
+
+/// A and B deployed into production by the binary itself, then C whose
+/// build fails: production still serves B, and a rollback puts back A —
+/// the failed create never served, so it neither hides A nor is the
+/// target.
+#[test]
+fn rollback_after_two_deploys_and_a_failed_one_puts_back_the_first() {
+    let fake = fake(&format!(
+        "name: rbh\nmodels:\n  - name: {MODEL}\n    environments: [production]\ndeployments:\n  sequence: [[[0, ACTIVE]], [[0, ACTIVE]], [[0, BUILDING], [0.2, BUILD_FAILED]]]\n"
+    ));
+    let dir = truss();
+    let a = deploy(&fake, dir.path(), "va");
+    assert_eq!(a.code, 0, "{a:?}");
+    let b = deploy(&fake, dir.path(), "vb");
+    assert_eq!(b.code, 0, "{b:?}");
+    let c = deploy(&fake, dir.path(), "vc");
+    assert_ne!(c.code, 0, "{c:?}");
+    let (a_id, b_id) = (
+        a.out("deployment-id").to_string(),
+        b.out("deployment-id").to_string(),
+    );
+    let run = Invocation::new(&fake)
+        .model(dir.path())
+        .command("rollback")
+        .arg("environment", "production")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.out("rolled-back"), "true", "{run:?}");
+    assert_eq!(run.out("deployment-id"), a_id, "{run:?}");
+    assert_eq!(run.out("previous-deployment-id"), b_id, "{run:?}");
+}
+
+/// `old01` (INACTIVE, production before) and `cur01` (production now),
+/// the audit log saying so; `extra` adds scenario keys.
+fn two(extra: &str) -> FakeBaseten {
+    fake(&format!(
+        "name: rbh\nmanual_clock: true\nmodels:\n  - name: {MODEL}\n    environments: [production, staging]\n    deployments:\n      - {{id: old01, name: v1, status: INACTIVE, created_at: -300}}\n      - {{id: cur01, name: v2, environment: production, created_at: -200}}\naudit_log:\n  entries:\n    - {{at: -250, event_type: MODEL_DEPLOYMENT_PROMOTED, model: {MODEL}, deployment: old01, environment: production}}\n    - {{at: -150, event_type: MODEL_DEPLOYMENT_PROMOTED, model: {MODEL}, deployment: cur01, environment: production}}\n{extra}"
+    ))
+}
+
+fn rollback<'a>(fake: &'a FakeBaseten, dir: &std::path::Path) -> Invocation<'a> {
+    Invocation::new(fake)
+        .model(dir)
+        .command("rollback")
+        .arg("environment", "production")
+        .arg("predict-payload", r#"{"x": 1}"#)
+}
+
+/// A TERM while the activated target wakes (before any promote): exit
+/// 130, `rolled-back` false, `deployment-id` what serves (from a read),
+/// the target left activated and said so, nothing promoted.
+#[test]
+fn a_signal_while_the_target_wakes_reports_what_serves() {
+    let fake = two("activation_seconds: 100000\n");
+    let dir = truss();
+    let run = rollback(&fake, dir.path()).run_signalled_after("rest.get_deployment", 3, "TERM");
+    assert_eq!(run.code, 130, "{run:?}");
+    assert_eq!(run.out("status"), "deploy_failed", "{run:?}");
+    assert_eq!(run.out("rolled-back"), "false", "{run:?}");
+    assert_eq!(run.out("deployment-id"), "cur01", "{run:?}");
+    assert!(!fake.requests().iter().any(|e| e.endpoint == "rest.promote"));
+    assert!(
+        run.summary.contains("production serves deployment cur01"),
+        "{}",
+        run.summary
+    );
+}
+
+/// A TERM once the promote was answered, the platform's promotion ending
+/// at once: whatever phase the signal lands in (the wait, the smoke test),
+/// the outputs say what a read shows — production serves the target, so
+/// the rollback happened: `rolled-back` true, beside `deployment-id`.
+#[test]
+fn a_signal_after_the_promote_says_whether_the_rollback_happened() {
+    let fake =
+        two("activation_seconds: 0\nfaults: [{endpoint: inference.predict, delay_ms: 30000}]\n");
+    let dir = truss();
+    let run = rollback(&fake, dir.path()).run_signalled_at("rest.promote", "TERM");
+    assert_eq!(run.code, 130, "{run:?}");
+    assert_eq!(run.out("deployment-id"), "old01", "{run:?}");
+    assert_eq!(run.out("previous-deployment-id"), "cur01", "{run:?}");
+    assert_eq!(run.out("rolled-back"), "true", "{run:?}");
+}
+
+/// The same, the signal landing while the wait's read of the environment
+/// is held (the promotion has ended on the platform): the read the cancel
+/// makes shows the target serving, so the rollback happened.
+#[test]
+fn a_signal_during_the_wait_after_a_promotion_that_landed_says_rolled_back() {
+    let fake = two(
+        "activation_seconds: 0\nfaults: [{endpoint: rest.get_environment, after: 2, times: 1, delay_ms: 30000}]\n",
+    );
+    let dir = truss();
+    let run = rollback(&fake, dir.path()).run_signalled_at("rest.promote", "TERM");
+    assert_eq!(run.code, 130, "{run:?}");
+    assert_eq!(run.out("deployment-id"), "old01", "{run:?}");
+    assert_eq!(run.out("previous-deployment-id"), "cur01", "{run:?}");
+    assert_eq!(run.out("rolled-back"), "true", "{run:?}");
+}
