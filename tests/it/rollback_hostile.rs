@@ -119,3 +119,78 @@ fn a_signal_during_the_wait_after_a_promotion_that_landed_says_rolled_back() {
     assert_eq!(run.out("previous-deployment-id"), "cur01", "{run:?}");
     assert_eq!(run.out("rolled-back"), "true", "{run:?}");
 }
+
+/// A key that may read but not promote: the promote answered 403. The
+/// outputs say what serves (a read), nothing else is tried.
+#[test]
+fn a_promote_refused_403_says_what_serves() {
+    let fake = two("activation_seconds: 0\nfaults: [{endpoint: rest.promote, status: 403}]\n");
+    let dir = truss();
+    let run = rollback(&fake, dir.path())
+        .arg("to-deployment", "old01")
+        .run();
+    assert_eq!(run.out("status"), "deploy_failed", "{run:?}");
+    assert_eq!(run.out("deployment-id"), "cur01", "{run:?}");
+    assert_eq!(run.out("rolled-back"), "false", "{run:?}");
+    assert!(
+        run.out("error-message")
+            .contains("production serves deployment cur01"),
+        "{run:?}"
+    );
+    let promotes = fake
+        .requests()
+        .iter()
+        .filter(|e| e.endpoint == "rest.promote")
+        .count();
+    assert_eq!(promotes, 1, "{run:?}");
+}
+
+/// An environment the model does not have: an input error before any
+/// change.
+#[test]
+fn a_rollback_of_an_environment_that_does_not_exist_is_an_input_error() {
+    let fake = two("");
+    let dir = truss();
+    let run = Invocation::new(&fake)
+        .model(dir.path())
+        .command("rollback")
+        .arg("environment", "canary")
+        .run();
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.out("rolled-back"), "false", "{run:?}");
+    assert!(
+        fake.requests()
+            .iter()
+            .all(|e| !e.mutation && (e.method == "GET" || e.endpoint.starts_with("graphql."))),
+        "{:?}",
+        fake.requests()
+    );
+}
+
+/// `to-deployment` with odd bytes (a line break and a forged workflow
+/// command, an RTL override, NUL, a very long one): exit 2 before any
+/// request, never echoed raw.
+#[test]
+fn a_to_deployment_with_odd_bytes_is_refused_before_any_request() {
+    for odd in [
+        "old01\n::error::FORGED",
+        "old01\u{202e}10dlo",
+        &"a".repeat(5000),
+        "../old01",
+    ] {
+        let fake = two("");
+        let dir = truss();
+        let run = rollback(&fake, dir.path()).arg("to-deployment", odd).run();
+        assert_eq!(run.code, 2, "{odd:?}: {run:?}");
+        assert!(fake.requests().is_empty(), "{odd:?}: {:?}", fake.requests());
+        // Echoed escaped, on the error's own line: never a workflow command.
+        assert!(
+            !run.everything()
+                .lines()
+                .any(|l| l.starts_with("::error::FORGED")),
+            "{run:?}"
+        );
+        assert!(!run.everything().contains('\u{202e}'), "{run:?}");
+        assert_eq!(run.out("rolled-back"), "false", "{odd:?}: {run:?}");
+    }
+}
