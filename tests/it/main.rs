@@ -25,6 +25,7 @@ mod config_parity;
 mod deadline_cuts;
 mod docs_reference;
 mod drift;
+mod drift_hostile;
 mod environment;
 mod evidence;
 mod fanout;
