@@ -165,3 +165,24 @@ fn a_promotion_moving_traffic_without_a_named_candidate_retires_nothing() {
         "{run:?}"
     );
 }
+
+/// `older-than` ending in a character of several bytes (`1é`, `14д`,
+/// an RTL override): an input error, exit 2 before any request — not an
+/// internal error.
+#[test]
+fn an_older_than_ending_in_a_wide_character_is_an_input_error() {
+    for odd in ["1é", "14д", "14d\u{202e}", "\u{202e}"] {
+        let fake = super::prune::nine("");
+        let dir = model_dir("model_name: pruned\n");
+        let run = command(&fake, "prune")
+            .arg("truss-directory", dir.path().to_str().unwrap())
+            .arg("older-than", odd)
+            .run();
+        assert_eq!(run.code, 2, "{odd:?}: {run:?}");
+        assert!(
+            run.out("error-message").contains("older-than must be"),
+            "{run:?}"
+        );
+        assert!(fake.requests().is_empty(), "{odd:?}");
+    }
+}
