@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use futures_util::StreamExt;
 
 use super::{Action, Age, Protected, Retire, Scope, Seen, Verdict};
-use crate::baseten::audit::PLACEMENT_GROUPS;
+use crate::baseten::audit::{self, PLACEMENT_GROUPS};
 use crate::baseten::{Api, AuditEntry, Deletion, id};
 use crate::budget::{Budget, Phase};
 use crate::ci::Reporter;
@@ -478,6 +478,11 @@ async fn previous_serving(
             "its audit log could not be read, so what served each environment before its current deployment (the rollback target) is not known: {e}"
         )
     })?;
+    if let Some(why) = audit::not_of_model(&entries, model_id) {
+        return Err(format!(
+            "{why}: what served each environment before its current deployment (the rollback target) is not known"
+        ));
+    }
     let promoted: Vec<Promoted> = entries.iter().filter_map(AuditEntry::placement).collect();
     // Every id the derivation reads is the platform's answer: an entry
     // placing a deployment (in an environment read here, or in none it

@@ -32,6 +32,11 @@ pub(super) async fn target(
                 "what served {env} before {current} could not be read from the model's audit log; nothing was changed (to-deployment names a deployment without it)"
             ))
         })?;
+    if let Some(why) = crate::baseten::audit::not_of_model(&entries, model_id) {
+        return Err(Failure::Deploy(anyhow!(
+            "{why}: what served {env} before {current} is not known; nothing was changed (to-deployment names a deployment without it)"
+        )));
+    }
     let promotions: Vec<_> = entries.iter().filter_map(AuditEntry::placement).collect();
     // Which of the model's deployments never served (building, deploying
     // or failed to), from a read: their entries changed nothing.

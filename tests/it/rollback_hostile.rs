@@ -194,3 +194,23 @@ fn a_to_deployment_with_odd_bytes_is_refused_before_any_request() {
         assert_eq!(run.out("rolled-back"), "false", "{odd:?}: {run:?}");
     }
 }
+
+/// The audit log answers an entry of another model: it decides nothing,
+/// and nothing is changed.
+#[test]
+fn an_audit_entry_of_another_model_changes_nothing() {
+    let fake = two(
+        "answer_edits:\n  - {endpoint: rest.get_audit_logs, pointer: /items/1/event_data/model_id, value: othr0001}\n",
+    );
+    let dir = truss();
+    let run = rollback(&fake, dir.path()).run();
+    assert_eq!(run.status(), "deploy_failed", "{run:?}");
+    assert!(run.out("error-message").contains("another model"), "{run:?}");
+    assert_eq!(run.out("rolled-back"), "false", "{run:?}");
+    assert!(
+        !fake.requests().iter().any(|e| e.mutation
+            || (e.endpoint.starts_with("rest.") && e.method != "GET")),
+        "{:?}",
+        fake.requests()
+    );
+}

@@ -10,6 +10,11 @@ use super::*;
 /// `prev0003` (30 days) and `old00003` (40 days) labelled, and the audit
 /// log's `entries` (scenario lines).
 fn model_with_log(entries: &[&str]) -> FakeBaseten {
+    model_with_log_and(entries, "")
+}
+
+/// [`model_with_log`] with `extra` scenario keys.
+fn model_with_log_and(entries: &[&str], extra: &str) -> FakeBaseten {
     let mut y = String::from(
         "manual_clock: true\nmodels:\n  - id: prune003\n    name: pruned\n    deployments:\n",
     );
@@ -24,6 +29,7 @@ fn model_with_log(entries: &[&str]) -> FakeBaseten {
     for e in entries {
         y += &format!("    - {e}\n");
     }
+    y += extra;
     fake(&y)
 }
 
@@ -185,4 +191,28 @@ fn an_older_than_ending_in_a_wide_character_is_an_input_error() {
         );
         assert!(fake.requests().is_empty(), "{odd:?}");
     }
+}
+
+/// The model's audit log answers an entry of another model (its
+/// `event_data.model_id` is not this model's): the log read is not this
+/// model's history alone, so it decides nothing — before, the other
+/// model's deployment was taken for the previous production and the real
+/// one retired.
+#[test]
+fn an_audit_entry_of_another_model_decides_nothing() {
+    let fake = model_with_log_and(
+        &[
+            "{at: -2592000, event_type: MODEL_DEPLOYMENT_PROMOTED, model: pruned, deployment: prev0003, environment: production}",
+            "{at: -1728000, event_type: MODEL_DEPLOYMENT_PROMOTED, model: pruned, deployment: frgn0001, environment: production}",
+            "{at: -259200, event_type: MODEL_DEPLOYMENT_PROMOTED, model: pruned, deployment: prod0003, environment: production}",
+        ],
+        "answer_edits:\n  - {endpoint: rest.get_audit_logs, pointer: /items/1/event_data/model_id, value: othr0001}\n",
+    );
+    let run = prune_keep_0_like(&fake);
+    assert!(deleted(&fake).is_empty(), "{run:?}");
+    assert_eq!(run.code, 5, "{run:?}");
+    assert!(
+        run.out("error-message").contains("another model"),
+        "{run:?}"
+    );
 }
