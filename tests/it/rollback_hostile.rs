@@ -205,11 +205,41 @@ fn an_audit_entry_of_another_model_changes_nothing() {
     let dir = truss();
     let run = rollback(&fake, dir.path()).run();
     assert_eq!(run.status(), "deploy_failed", "{run:?}");
-    assert!(run.out("error-message").contains("another model"), "{run:?}");
+    assert!(
+        run.out("error-message").contains("another model"),
+        "{run:?}"
+    );
     assert_eq!(run.out("rolled-back"), "false", "{run:?}");
     assert!(
-        !fake.requests().iter().any(|e| e.mutation
-            || (e.endpoint.starts_with("rest.") && e.method != "GET")),
+        !fake
+            .requests()
+            .iter()
+            .any(|e| e.mutation || (e.endpoint.starts_with("rest.") && e.method != "GET")),
+        "{:?}",
+        fake.requests()
+    );
+}
+
+/// Production went old01 → mid01 → cur01; mid01 is DEPLOYING now — woken
+/// by an activate (a rollback cancelled while it woke leaves it so), after
+/// it served. A status alone cannot tell this from a first deploy that
+/// never came up, so the rollback must not skip it and go two back to
+/// old01: it refuses, nothing changed, and says to name the target.
+#[test]
+fn a_previous_deployment_waking_is_never_skipped_for_the_one_before() {
+    let fake = fake(&format!(
+        "name: rbh\nmanual_clock: true\nmodels:\n  - name: {MODEL}\n    environments: [production]\n    deployments:\n      - {{id: old01, name: v1, status: INACTIVE, created_at: -400}}\n      - {{id: mid01, name: v2, status: DEPLOYING, created_at: -300}}\n      - {{id: cur01, name: v3, environment: production, created_at: -200}}\naudit_log:\n  entries:\n    - {{at: -350, event_type: MODEL_DEPLOYMENT_PROMOTED, model: {MODEL}, deployment: old01, environment: production}}\n    - {{at: -250, event_type: MODEL_DEPLOYMENT_PROMOTED, model: {MODEL}, deployment: mid01, environment: production}}\n    - {{at: -150, event_type: MODEL_DEPLOYMENT_PROMOTED, model: {MODEL}, deployment: cur01, environment: production}}\n"
+    ));
+    let dir = truss();
+    let run = rollback(&fake, dir.path()).run();
+    assert_ne!(run.code, 0, "{run:?}");
+    assert_eq!(run.out("rolled-back"), "false", "{run:?}");
+    assert!(run.out("error-message").contains("mid01"), "{run:?}");
+    assert!(
+        !fake
+            .requests()
+            .iter()
+            .any(|e| e.mutation || (e.endpoint.starts_with("rest.") && e.method != "GET")),
         "{:?}",
         fake.requests()
     );
