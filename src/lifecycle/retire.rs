@@ -150,7 +150,7 @@ pub(crate) struct Pick {
     pub(crate) listed: Arc<Vec<(String, Env)>>,
     /// The model's deployments the listing shows never served (building,
     /// deploying, or failed to): their audit entries changed nothing.
-    pub(crate) never: Arc<HashSet<String>>,
+    pub(crate) never: Arc<Never>,
 }
 
 impl Job<'_> {
@@ -240,11 +240,11 @@ impl Job<'_> {
             );
             return Vec::new();
         }
-        let never: Arc<HashSet<String>> = Arc::new(
+        let never: Arc<Never> = Arc::new(
             deployments
                 .iter()
                 .filter(|d| status::never_served(&d.status))
-                .map(|d| d.id.clone())
+                .map(|d| (d.id.clone(), built_never(&d.status)))
                 .collect(),
         );
         let first = super::guards(&envs, &[]);
@@ -463,6 +463,19 @@ fn ordinal(n: u32) -> String {
     format!("{n}{suffix}")
 }
 
+/// The deployments the listing shows as never having served, each with
+/// whether that is sure: a build that runs or failed never made an image
+/// (`true`); one deploying or whose deploy failed may have served before
+/// and been activated again (`false`).
+pub(crate) type Never = std::collections::HashMap<String, bool>;
+
+/// A status no deployment that served can be in: its build runs or failed.
+fn built_never(status: &str) -> bool {
+    ["BUILDING", "BUILD_FAILED", "BUILD_STOPPED"]
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(status.trim()))
+}
+
 /// The deployment that served each environment just before its current
 /// one, from the model's audit log (`history::previous_serving`): `(env,
 /// id)`. A log that cannot be read, or that does not decide one
@@ -471,7 +484,7 @@ async fn previous_serving(
     api: &Api,
     model_id: &str,
     envs: &[(String, Env)],
-    never: &HashSet<String>,
+    never: &Never,
 ) -> Result<Vec<(String, String)>, String> {
     let entries = api.audit_log(model_id, &PLACEMENT_GROUPS).await.map_err(|e| {
         format!(
@@ -502,11 +515,21 @@ async fn previous_serving(
         let Some(current) = &env.current else {
             continue;
         };
-        let not_served = |id: &str| env.candidate.as_deref() == Some(id) || never.contains(id);
+        let not_served = |id: &str| env.candidate.as_deref() == Some(id) || never.contains_key(id);
         match history::previous_serving(&promoted, name, current, &not_served) {
             Previous::Decided(Some(id)) => out.push((name.clone(), id)),
             Previous::Decided(None) => {}
             Previous::Undecided(why) => return Err(why),
+        }
+        // One deploying or whose deploy failed may have served before and
+        // been activated again: the previous one, were it counted, is
+        // protected too.
+        let surely =
+            |id: &str| env.candidate.as_deref() == Some(id) || never.get(id) == Some(&true);
+        if let Previous::Decided(Some(id)) =
+            history::previous_serving(&promoted, name, current, &surely)
+        {
+            out.push((name.clone(), id));
         }
     }
     Ok(out)

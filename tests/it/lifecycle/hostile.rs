@@ -216,3 +216,38 @@ fn an_audit_entry_of_another_model_decides_nothing() {
         "{run:?}"
     );
 }
+
+/// Production went old00003 → prev0003 → prod0003, and prev0003 is
+/// DEPLOY_FAILED now (activated again after it served, and failed to come
+/// up): a status alone does not say it never served, so it stays
+/// protected as the previous production.
+#[test]
+fn a_previous_production_that_failed_later_is_still_protected() {
+    let mut y = String::from(
+        "manual_clock: true\nmodels:\n  - id: prune004\n    name: pruned\n    deployments:\n",
+    );
+    y += &dep(
+        "prod0004",
+        3,
+        &format!(", environment: production{}", labelled()),
+    );
+    y += &dep(
+        "prev0004",
+        30,
+        &format!(", status: DEPLOY_FAILED{}", labelled()),
+    );
+    y += &dep("old00004", 40, &labelled());
+    y += "audit_log:\n  entries:\n";
+    for (at, id) in [
+        (-3456000, "old00004"),
+        (-2592000, "prev0004"),
+        (-259200, "prod0004"),
+    ] {
+        y += &format!(
+            "    - {{at: {at}, event_type: MODEL_DEPLOYMENT_PROMOTED, model: pruned, deployment: {id}, environment: production}}\n"
+        );
+    }
+    let fake = fake(&y);
+    let run = prune_keep_0_like(&fake);
+    assert!(!deleted(&fake).contains(&"prev0004".to_string()), "{run:?}");
+}
