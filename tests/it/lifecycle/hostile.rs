@@ -251,3 +251,28 @@ fn a_previous_production_that_failed_later_is_still_protected() {
     let run = prune_keep_0_like(&fake);
     assert!(!deleted(&fake).contains(&"prev0004".to_string()), "{run:?}");
 }
+
+/// Two deployments placed in production at the same instant just before
+/// the current one, in either order of the answer: which served just
+/// before is not known, so nothing of the model is retired.
+#[test]
+fn two_promotions_at_one_instant_before_the_current_retire_nothing() {
+    for (first, second) in [("prev0003", "old00003"), ("old00003", "prev0003")] {
+        let fake = model_with_log_and(
+            &[
+                &format!(
+                    "{{at: -2592000, event_type: MODEL_DEPLOYMENT_PROMOTED, model: pruned, deployment: {first}, environment: production}}"
+                ),
+                &format!(
+                    "{{at: -2592000, event_type: MODEL_DEPLOYMENT_PROMOTED, model: pruned, deployment: {second}, environment: production}}"
+                ),
+                "{at: -259200, event_type: MODEL_DEPLOYMENT_PROMOTED, model: pruned, deployment: prod0003, environment: production}",
+            ],
+            "",
+        );
+        let run = prune_keep_0_like(&fake);
+        assert!(deleted(&fake).is_empty(), "{run:?}");
+        assert_eq!(run.code, 5, "{run:?}");
+        assert!(run.out("error-message").contains("same instant"), "{run:?}");
+    }
+}
