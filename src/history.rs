@@ -22,6 +22,11 @@
 //!    before `C`. Two different deployments promoted at the same instant
 //!    leave it undecided. No such entry: nothing served `E` before `C`
 //!    (as the log shows it).
+//! 5. A promotion whose entry names no environment (the published schema
+//!    lets `environment_name` be null) may have been into `E`: when one of
+//!    a deployment other than `C` and the one step 4 found is as new as
+//!    that one's entry or newer (any at all when step 4 found none), the
+//!    log does not decide it.
 //!
 //! A deployment the entry names may since have been deleted: the caller
 //! reads it before acting on it.
@@ -59,14 +64,16 @@ pub(crate) fn previous_serving(
     not_served: &dyn Fn(&str) -> bool,
 ) -> Previous {
     let mut into: Vec<(u128, &Promoted)> = Vec::new();
+    let mut nowhere: Vec<(u128, &Promoted)> = Vec::new();
     for p in placements
         .iter()
-        .filter(|p| p.environment.as_deref() == Some(environment))
+        .filter(|p| p.environment.is_none() || p.environment.as_deref() == Some(environment))
         .filter(|p| p.deployment == current || !not_served(&p.deployment))
     {
-        match instant(&p.at) {
-            Some(t) => into.push((t, p)),
-            None => {
+        match (instant(&p.at), p.environment.is_some()) {
+            (Some(t), true) => into.push((t, p)),
+            (Some(t), false) => nowhere.push((t, p)),
+            (None, _) => {
                 return Previous::Undecided(format!(
                     "the audit log has a promotion into {environment} at {:?}, a time it cannot be sorted by",
                     p.at
@@ -74,16 +81,40 @@ pub(crate) fn previous_serving(
             }
         }
     }
+    let found = match before_current(&mut into, environment, current) {
+        Ok(found) => found,
+        Err(why) => return Previous::Undecided(why),
+    };
+    let since = found.as_ref().map_or(0, |(t, _)| *t);
+    let named = found.as_ref().map(|(_, id)| id.as_str());
+    if let Some((_, p)) = nowhere.iter().find(|(t, p)| {
+        *t >= since && p.deployment != current && Some(p.deployment.as_str()) != named
+    }) {
+        return Previous::Undecided(format!(
+            "the audit log has a promotion of {} at {} that names no environment: it may have served {environment} before {current}",
+            p.deployment, p.at
+        ));
+    }
+    Previous::Decided(found.map(|(_, id)| id))
+}
+
+/// Steps 3 and 4 of the derivation over the entries placing a deployment
+/// in `environment`: the one before `current`, with its entry's instant.
+fn before_current(
+    into: &mut [(u128, &Promoted)],
+    environment: &str,
+    current: &str,
+) -> Result<Option<(u128, String)>, String> {
     into.sort_by_key(|&(t, _)| Reverse(t));
     let mut rest = into.iter().peekable();
     match rest.peek() {
         None => {
-            return Previous::Undecided(format!(
+            return Err(format!(
                 "the audit log records no promotion of {current} into {environment}, which it serves, nor its create there: it does not say what served before"
             ));
         }
         Some((_, p)) if p.deployment != current => {
-            return Previous::Undecided(format!(
+            return Err(format!(
                 "the audit log's newest promotion into {environment} is of {}, but {current} serves it: the log does not explain what serves",
                 p.deployment
             ));
@@ -92,18 +123,18 @@ pub(crate) fn previous_serving(
     }
     let mut before = rest.skip_while(|(_, p)| p.deployment == current);
     let Some(&(t, p)) = before.next() else {
-        return Previous::Decided(None);
+        return Ok(None);
     };
     if into
         .iter()
         .any(|&(u, q)| u == t && q.deployment != p.deployment)
     {
-        return Previous::Undecided(format!(
+        return Err(format!(
             "the audit log promotes two deployments into {environment} at the same instant ({}): which came first is not known",
             p.at
         ));
     }
-    Previous::Decided(Some(p.deployment.clone()))
+    Ok(Some((t, p.deployment.clone())))
 }
 
 /// An ISO 8601 UTC time (`2026-12-07T10:00:00Z`, fractions and `+00:00`
@@ -277,6 +308,52 @@ mod tests {
         ];
         assert!(matches!(
             previous_serving(&bad, "production", "c", &|_| false),
+            Previous::Undecided(_)
+        ));
+    }
+
+    #[test]
+    fn a_promotion_naming_no_environment_may_be_the_previous_one() {
+        let nowhere = |at: &str, dep: &str| Promoted {
+            at: at.into(),
+            deployment: dep.into(),
+            environment: None,
+        };
+        let none = |_: &str| false;
+        let log = [
+            p("2026-12-01T10:00:00Z", "a", "production"),
+            nowhere("2026-12-02T10:00:00Z", "x"),
+            p("2026-12-03T10:00:00Z", "c", "production"),
+        ];
+        assert!(matches!(
+            previous_serving(&log, "production", "c", &none),
+            Previous::Undecided(m) if m.contains("names no environment")
+        ));
+        // Older than the previous one, or of the previous or the current
+        // deployment, or of one that never served: it changes nothing.
+        for other in [
+            nowhere("2026-11-01T10:00:00Z", "x"),
+            nowhere("2026-12-02T10:00:00Z", "a"),
+            nowhere("2026-12-02T10:00:00Z", "c"),
+        ] {
+            let mut l = log.to_vec();
+            l[1] = other;
+            assert_eq!(
+                previous_serving(&l, "production", "c", &none),
+                Previous::Decided(Some("a".into()))
+            );
+        }
+        assert_eq!(
+            previous_serving(&log, "production", "c", &|id| id == "x"),
+            Previous::Decided(Some("a".into()))
+        );
+        // Nothing named before the current one: any such entry may be.
+        let first = [
+            nowhere("2026-01-01T10:00:00Z", "x"),
+            p("2026-12-03T10:00:00Z", "c", "production"),
+        ];
+        assert!(matches!(
+            previous_serving(&first, "production", "c", &none),
             Previous::Undecided(_)
         ));
     }

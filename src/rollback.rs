@@ -64,6 +64,7 @@ pub(crate) async fn run(run: &Run, cs: &CommandSettings, key: &Secret) -> Result
         env,
         to: cs.lifecycle.to_deployment.clone(),
         dry,
+        changing: std::sync::Mutex::new(None),
     };
     let mut signals = run.signals().await;
     let stop = &mut Stop::Process(&mut signals);
@@ -115,6 +116,9 @@ struct Rollback {
     /// `to-deployment`, when given.
     to: Option<String>,
     dry: bool,
+    /// The target, once the changes start: a cancel then says whether it
+    /// serves (the rollback happened) from its read.
+    changing: std::sync::Mutex<Option<String>>,
 }
 
 impl Work for Rollback {
@@ -135,7 +139,8 @@ impl Work for Rollback {
         let model_id = ctx.state.lock().unwrap().model_id.clone();
         if let (true, Some(model_id)) = (cancelled, model_id) {
             let now = switch::what_serves(ctx, &model_id, &self.env).await;
-            ctx.state.lock().unwrap().deployment_id = now.settled;
+            let target = self.changing.lock().unwrap().clone();
+            served(ctx, target.as_deref(), now.settled);
             ctx.note(format!("stopped during the rollback: {}", now.words));
         }
         Ok(())
@@ -188,9 +193,24 @@ fn needs(
 
 async fn roll_back(ctx: &Ctx<'_>, r: &Rollback) -> Result<(), Failure> {
     match choose(ctx, r).await? {
-        Some(chosen) => put_in(ctx, &r.env, &chosen).await,
+        Some(chosen) => {
+            *r.changing.lock().unwrap() = Some(chosen.target.clone());
+            put_in(ctx, &r.env, &chosen).await
+        }
         None => Ok(()),
     }
+}
+
+/// What a read after the changes stopped says serves, in the outputs:
+/// `deployment-id`, and `rolled-back` true exactly when the target serves
+/// (a promotion that landed before a cancel or a failed wait is a
+/// rollback that happened).
+fn served(ctx: &Ctx<'_>, target: Option<&str>, settled: Option<String>) {
+    let mut st = ctx.state.lock().unwrap();
+    if let Some(t) = target {
+        st.rolled_back = Some(settled.as_deref() == Some(t));
+    }
+    st.deployment_id = settled;
 }
 
 /// What the reads chose: the model, what serves, the target and whether
@@ -352,7 +372,7 @@ async fn put_in(ctx: &Ctx<'_>, env: &str, chosen: &Chosen) -> Result<(), Failure
         Ok(s) => s,
         Err(f) => {
             let now = switch::what_serves(ctx, model_id, env).await;
-            ctx.state.lock().unwrap().deployment_id = now.settled.clone();
+            served(ctx, Some(target), now.settled.clone());
             return Err(f.context(format!("{}; no other deployment was tried", now.words)));
         }
     };

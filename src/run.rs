@@ -103,6 +103,11 @@ pub async fn run(cli: Cli, parse_error: Option<String>) -> u8 {
     // A plan, several targets or change detection each run in their own
     // mode; one target named plainly runs as it always has; every other
     // command is a mode of its own.
+    // `rolled-back` is said on every rollback, one refused for its inputs
+    // too: it did not roll back.
+    if let Ok(Command::Rollback) = &command {
+        run.state.lock().unwrap().rolled_back = Some(false);
+    }
     let mode = match (input_error, command) {
         (Some(e), _) | (None, Err(e)) => Err(e),
         (None, Ok(c)) => c.check_unread(&inputs).and_then(|()| {

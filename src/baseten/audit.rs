@@ -77,6 +77,22 @@ impl AuditEntry {
     }
 }
 
+/// Why `entries`, read from `model_id`'s log, are not that model's
+/// history alone: an entry whose `event_data.model_id` names another model
+/// (an entry without one is not refused). Such a log decides nothing.
+pub(crate) fn not_of_model(entries: &[AuditEntry], model_id: &str) -> Option<String> {
+    entries
+        .iter()
+        .find(|e| e.data("model_id").is_some_and(|m| m != model_id))
+        .map(|e| {
+            let other = super::id::check(e.data("model_id").unwrap_or_default())
+                .map_or_else(|refused| refused.to_string(), str::to_string);
+            format!(
+                "the model's audit log answered an entry of another model ({other}), so it is not this model's history and decides nothing"
+            )
+        })
+}
+
 #[derive(Deserialize)]
 struct Page {
     items: Vec<AuditEntry>,

@@ -40,10 +40,17 @@ pub(crate) struct Listed {
     pub(crate) name: Option<String>,
     #[serde(deserialize_with = "id::checked_status")]
     pub(crate) status: String,
-    #[serde(default)]
+    /// Required, as the published `DeploymentV1` has it: a listing that
+    /// does not say whether a deployment is the development one, or which
+    /// environment it belongs to, decides nothing (a missing field is not
+    /// read as `false` or none).
     pub(crate) is_development: bool,
-    /// The environment it belongs to (`environment`, null when none).
-    #[serde(default)]
+    /// `is_production`, required too: one in production is protected
+    /// whatever else the answer says.
+    pub(crate) is_production: bool,
+    /// The environment it belongs to (`environment`, null when none;
+    /// present, as the published `DeploymentV1` requires).
+    #[serde(deserialize_with = "Option::deserialize")]
     pub(crate) environment: Option<String>,
     #[serde(default)]
     pub(crate) labels: Option<serde_json::Map<String, Value>>,
@@ -118,6 +125,13 @@ impl Api {
             let name = e.get("name").and_then(Value::as_str).ok_or_else(|| {
                 ApiError::permanent(format!("{what}: an environment has no name"))
             })?;
+            // `current_deployment` is required (null when nothing
+            // serves): an answer without it does not say what serves.
+            if e.get("current_deployment").is_none() {
+                return Err(ApiError::permanent(format!(
+                    "{what}: an environment's answer has no current_deployment (null when nothing serves it), so what serves it is not known"
+                )));
+            }
             for field in ["current_deployment", "candidate_deployment"] {
                 if let Some(d) = e.get(field).filter(|d| !d.is_null()) {
                     id::field(

@@ -80,6 +80,8 @@ pub(crate) struct Seen {
     /// The `truss_push_pull_request` label's value, when a string.
     pub(crate) pull_request: Option<String>,
     pub(crate) development: bool,
+    /// The listing says it is in production (`is_production`).
+    pub(crate) production: bool,
     /// The environment the listing says it belongs to, when any.
     pub(crate) environment: Option<String>,
     /// What it runs on and how many replicas it keeps at rest, when the
@@ -102,6 +104,7 @@ impl Seen {
                 .and_then(|v| v.as_str())
                 .map(str::to_string),
             development: d.is_development,
+            production: d.is_production,
             environment: d
                 .environment
                 .as_deref()
@@ -136,6 +139,9 @@ pub(crate) enum Protected {
     /// `keep`/`older-than` order by creation time, and the answer gave
     /// none this build can read.
     NoCreationTime,
+    /// A promotion into this environment is moving traffic and the answer
+    /// names no candidate: which deployment takes part of it is not known.
+    Moving(String),
     /// What serves this environment changed between the listing and the
     /// retirement: the previous serving deployment is no longer the one
     /// the run read.
@@ -155,6 +161,9 @@ impl Protected {
             }
             Protected::Development => "is the development deployment".into(),
             Protected::NoCreationTime => "has no readable creation time to order it by".into(),
+            Protected::Moving(e) => format!(
+                "may take traffic: a promotion into {e} is moving traffic, and the platform's answer names no candidate"
+            ),
             Protected::Changed(e) => format!(
                 "may have served {e} before what serves it now, which changed during the run, and the audit log does not say otherwise"
             ),
@@ -247,6 +256,15 @@ pub(crate) fn guards(
     out
 }
 
+/// An environment whose promotion moves traffic (not ended) while the
+/// answer names no candidate: any deployment may be the one taking part of
+/// it, so nothing of the model may be retired on this reading.
+pub(crate) fn unnamed_candidate(envs: &[(String, Env)]) -> Option<String> {
+    envs.iter()
+        .find(|(_, e)| e.candidate.is_none() && e.in_progress.as_ref().is_some_and(|f| !f.ended()))
+        .map(|(name, _)| shown_name(name))
+}
+
 /// Whether a safety rule protects `d`, and which (the first that holds).
 pub(crate) fn protection(d: &Seen, guards: &BTreeMap<String, Protected>) -> Option<Protected> {
     if let Some(p) = guards.get(&d.id) {
@@ -254,6 +272,9 @@ pub(crate) fn protection(d: &Seen, guards: &BTreeMap<String, Protected>) -> Opti
     }
     if let Some(e) = &d.environment {
         return Some(Protected::Serving(e.clone()));
+    }
+    if d.production {
+        return Some(Protected::Serving("production".into()));
     }
     if d.development {
         return Some(Protected::Development);
@@ -333,6 +354,9 @@ pub(crate) fn still_free(
     listed: &[(String, Env)],
     fresh: &[(String, Env)],
 ) -> Option<Protected> {
+    if let Some(env) = unnamed_candidate(fresh) {
+        return Some(Protected::Moving(env));
+    }
     if let Some(p) = guards(fresh, &[]).remove(id) {
         return Some(p);
     }

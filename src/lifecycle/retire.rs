@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use futures_util::StreamExt;
 
 use super::{Action, Age, Protected, Retire, Scope, Seen, Verdict};
-use crate::baseten::audit::PLACEMENT_GROUPS;
-use crate::baseten::{Api, AuditEntry, Deletion};
+use crate::baseten::audit::{self, PLACEMENT_GROUPS};
+use crate::baseten::{Api, AuditEntry, Deletion, id};
 use crate::budget::{Budget, Phase};
 use crate::ci::Reporter;
 use crate::flow::State;
@@ -150,7 +150,7 @@ pub(crate) struct Pick {
     pub(crate) listed: Arc<Vec<(String, Env)>>,
     /// The model's deployments the listing shows never served (building,
     /// deploying, or failed to): their audit entries changed nothing.
-    pub(crate) never: Arc<HashSet<String>>,
+    pub(crate) never: Arc<Never>,
 }
 
 impl Job<'_> {
@@ -211,6 +211,19 @@ impl Job<'_> {
         if !deployments.iter().any(|d| scope.selects(d)) {
             return Vec::new();
         }
+        // One deployment listed twice contradicts itself (building in one
+        // entry, settled in the other): which is true is not known.
+        let mut ids = HashSet::new();
+        if let Some(twice) = deployments.iter().find(|d| !ids.insert(d.id.as_str())) {
+            self.undecided(
+                model,
+                format!(
+                    "the listing of its deployments names deployment {} twice, so what it says of it is not known",
+                    twice.id
+                ),
+            );
+            return Vec::new();
+        }
         let envs = match self.api.environment_readings(&model.id).await {
             Ok(e) => e,
             Err(e) => {
@@ -218,11 +231,20 @@ impl Job<'_> {
                 return Vec::new();
             }
         };
-        let never: Arc<HashSet<String>> = Arc::new(
+        if let Some(env) = super::unnamed_candidate(&envs) {
+            self.undecided(
+                model,
+                format!(
+                    "a promotion into {env} is moving traffic and the platform's answer names no candidate, so which deployment takes part of the traffic is not known"
+                ),
+            );
+            return Vec::new();
+        }
+        let never: Arc<Never> = Arc::new(
             deployments
                 .iter()
                 .filter(|d| status::never_served(&d.status))
-                .map(|d| d.id.clone())
+                .map(|d| (d.id.clone(), built_never(&d.status)))
                 .collect(),
         );
         let first = super::guards(&envs, &[]);
@@ -441,6 +463,19 @@ fn ordinal(n: u32) -> String {
     format!("{n}{suffix}")
 }
 
+/// The deployments the listing shows as never having served, each with
+/// whether that is sure: a build that runs or failed never made an image
+/// (`true`); one deploying or whose deploy failed may have served before
+/// and been activated again (`false`).
+pub(crate) type Never = std::collections::HashMap<String, bool>;
+
+/// A status no deployment that served can be in: its build runs or failed.
+fn built_never(status: &str) -> bool {
+    ["BUILDING", "BUILD_FAILED", "BUILD_STOPPED"]
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(status.trim()))
+}
+
 /// The deployment that served each environment just before its current
 /// one, from the model's audit log (`history::previous_serving`): `(env,
 /// id)`. A log that cannot be read, or that does not decide one
@@ -449,24 +484,52 @@ async fn previous_serving(
     api: &Api,
     model_id: &str,
     envs: &[(String, Env)],
-    never: &HashSet<String>,
+    never: &Never,
 ) -> Result<Vec<(String, String)>, String> {
     let entries = api.audit_log(model_id, &PLACEMENT_GROUPS).await.map_err(|e| {
         format!(
             "its audit log could not be read, so what served each environment before its current deployment (the rollback target) is not known: {e}"
         )
     })?;
+    if let Some(why) = audit::not_of_model(&entries, model_id) {
+        return Err(format!(
+            "{why}: what served each environment before its current deployment (the rollback target) is not known"
+        ));
+    }
     let promoted: Vec<Promoted> = entries.iter().filter_map(AuditEntry::placement).collect();
+    // Every id the derivation reads is the platform's answer: an entry
+    // placing a deployment (in an environment read here, or in none it
+    // names) by an id that is not one decides nothing.
+    let read = |e: &Option<String>| e.as_ref().is_none_or(|e| envs.iter().any(|(n, _)| n == e));
+    if let Some(refused) = promoted
+        .iter()
+        .filter(|p| read(&p.environment))
+        .find_map(|p| id::check(&p.deployment).err())
+    {
+        return Err(format!(
+            "its audit log names a promoted deployment by an id that is not one ({refused}), so what served each environment before its current deployment (the rollback target) is not known"
+        ));
+    }
     let mut out = Vec::new();
     for (name, env) in envs {
         let Some(current) = &env.current else {
             continue;
         };
-        let not_served = |id: &str| env.candidate.as_deref() == Some(id) || never.contains(id);
+        let not_served = |id: &str| env.candidate.as_deref() == Some(id) || never.contains_key(id);
         match history::previous_serving(&promoted, name, current, &not_served) {
             Previous::Decided(Some(id)) => out.push((name.clone(), id)),
             Previous::Decided(None) => {}
             Previous::Undecided(why) => return Err(why),
+        }
+        // One deploying or whose deploy failed may have served before and
+        // been activated again: the previous one, were it counted, is
+        // protected too.
+        let surely =
+            |id: &str| env.candidate.as_deref() == Some(id) || never.get(id) == Some(&true);
+        if let Previous::Decided(Some(id)) =
+            history::previous_serving(&promoted, name, current, &surely)
+        {
+            out.push((name.clone(), id));
         }
     }
     Ok(out)

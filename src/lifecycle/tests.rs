@@ -15,6 +15,7 @@ fn dep(id: &str, days: i64) -> Seen {
         labelled: true,
         pull_request: None,
         development: false,
+        production: false,
         environment: None,
         instance_type: None,
         min_replica: None,
@@ -118,6 +119,7 @@ fn each_safety_rule_protects_and_says_why() {
         dep("prev-s", 1),
         Seen {
             development: true,
+            production: false,
             ..dep("dev", 1)
         },
         Seen {
@@ -310,6 +312,22 @@ fn a_fresh_reading_protects_a_promotion_started_since_the_listing() {
         ("canary".to_string(), env(None, None)),
     ];
     assert_eq!(still_free("y", &listed, &empty_new), None);
+    // Traffic moving with no candidate named: nothing is free.
+    let moving = |status: &str| {
+        let mut e = env(Some("p"), None);
+        e.in_progress = Some(crate::promotion::InProgressPromotion {
+            status: status.into(),
+            percent: Some(30.0),
+            error_message: None,
+            rolling: None,
+        });
+        vec![("production".to_string(), e)]
+    };
+    assert_eq!(
+        still_free("y", &listed, &moving("RAMPING_DOWN")),
+        Some(Protected::Moving("production".into()))
+    );
+    assert_eq!(still_free("y", &listed, &moving("SUCCEEDED")), None);
 }
 
 #[test]

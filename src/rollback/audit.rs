@@ -32,40 +32,56 @@ pub(super) async fn target(
                 "what served {env} before {current} could not be read from the model's audit log; nothing was changed (to-deployment names a deployment without it)"
             ))
         })?;
+    if let Some(why) = crate::baseten::audit::not_of_model(&entries, model_id) {
+        return Err(Failure::Deploy(anyhow!(
+            "{why}: what served {env} before {current} is not known; nothing was changed (to-deployment names a deployment without it)"
+        )));
+    }
     let promotions: Vec<_> = entries.iter().filter_map(AuditEntry::placement).collect();
     // Which of the model's deployments never served (building, deploying
     // or failed to), from a read: their entries changed nothing.
-    let never: HashSet<String> = ctx
-        .api
-        .deployments(model_id)
-        .await
-        .map_err(|e| {
-            deploy_error(e).context(format!(
-                "the model's deployments could not be listed, so what served {env} before {current} is not known; nothing was changed (to-deployment names a deployment without it)"
-            ))
-        })?
-        .into_iter()
+    let listed = ctx.api.deployments(model_id).await.map_err(|e| {
+        deploy_error(e).context(format!(
+            "the model's deployments could not be listed, so what served {env} before {current} is not known; nothing was changed (to-deployment names a deployment without it)"
+        ))
+    })?;
+    let never: HashSet<String> = listed
+        .iter()
         .filter(|d| status::never_served(&d.status))
-        .map(|d| d.id)
+        .map(|d| d.id.clone())
+        .collect();
+    let deploying: HashSet<String> = listed
+        .iter()
+        .filter(|d| d.status.trim().eq_ignore_ascii_case("DEPLOYING"))
+        .map(|d| d.id.clone())
         .collect();
     // Every id the derivation reads is the platform's answer: one that is
     // not a deployment id decides nothing (and is never shown as it is).
     if let Some(refused) = promotions
         .iter()
-        .filter(|p| p.environment.as_deref() == Some(env))
+        .filter(|p| p.environment.is_none() || p.environment.as_deref() == Some(env))
         .find_map(|p| id::check(&p.deployment).err())
     {
         return Err(Failure::Deploy(anyhow!(
             "the model's audit log names a deployment promoted into {env} by an id that is not one ({refused}), so it does not decide what served before {current}; nothing was changed (to-deployment names a deployment without it)"
         )));
     }
+    // A deployment DEPLOYING may be deploying for the first time (never
+    // served) or waking after an activate (having served): when passing
+    // over it changes the answer, the log does not decide.
+    let surely = previous_serving(&promotions, env, current, &|id| {
+        never.contains(id) && !deploying.contains(id)
+    });
+    let derived = previous_serving(&promotions, env, current, &|id| never.contains(id));
+    if let (Previous::Decided(Some(waking)), Previous::Decided(other)) = (&surely, &derived)
+        && Some(waking) != other.as_ref()
+    {
+        return Err(Failure::InvalidInput(format!(
+            "the audit log shows deployment {waking} in {env} just before {current}, and it is DEPLOYING now: it may be waking after an activate (so it served) or deploying for the first time (so it never did), which the platform does not say; nothing was changed: wait until it settles, or name the target with to-deployment"
+        )));
+    }
     // A promotion in flight was refused before: there is no candidate.
-    decided(
-        previous_serving(&promotions, env, current, &|id| never.contains(id)),
-        env,
-        current,
-    )
-    .inspect(|id| {
+    decided(derived, env, current).inspect(|id| {
         ctx.say(&format!(
             "The audit log names deployment {id} as what served {env} before {current}"
         ))

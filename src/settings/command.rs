@@ -204,10 +204,15 @@ fn age(v: &str) -> Result<u64, String> {
             shown(v)
         )
     };
-    let (digits, unit) = v.split_at(v.len().saturating_sub(1));
+    // The unit is the last character (of any width: `1é` is refused,
+    // never cut inside a character).
+    let Some(unit) = v.chars().last() else {
+        return Err(bad());
+    };
+    let digits = &v[..v.len() - unit.len_utf8()];
     let per = match unit {
-        "h" | "H" => 3600,
-        "d" | "D" => 86_400,
+        'h' | 'H' => 3600,
+        'd' | 'D' => 86_400,
         _ => return Err(bad()),
     };
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {

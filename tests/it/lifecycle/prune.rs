@@ -9,7 +9,7 @@ use super::*;
 /// The model: nine deployments — one serving production (made by
 /// truss-push), the previous production, one building, one unlabelled
 /// (made by hand), five labelled — and an old development deployment.
-fn nine(extra: &str) -> FakeBaseten {
+pub(super) fn nine(extra: &str) -> FakeBaseten {
     let mut y = String::from(
         "manual_clock: true\nmodels:\n  - id: prune001\n    name: pruned\n    deployments:\n",
     );
