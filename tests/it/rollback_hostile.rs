@@ -231,7 +231,11 @@ fn a_previous_deployment_waking_is_never_skipped_for_the_one_before() {
         "name: rbh\nmanual_clock: true\nmodels:\n  - name: {MODEL}\n    environments: [production]\n    deployments:\n      - {{id: old01, name: v1, status: INACTIVE, created_at: -400}}\n      - {{id: mid01, name: v2, status: DEPLOYING, created_at: -300}}\n      - {{id: cur01, name: v3, environment: production, created_at: -200}}\naudit_log:\n  entries:\n    - {{at: -350, event_type: MODEL_DEPLOYMENT_PROMOTED, model: {MODEL}, deployment: old01, environment: production}}\n    - {{at: -250, event_type: MODEL_DEPLOYMENT_PROMOTED, model: {MODEL}, deployment: mid01, environment: production}}\n    - {{at: -150, event_type: MODEL_DEPLOYMENT_PROMOTED, model: {MODEL}, deployment: cur01, environment: production}}\n"
     ));
     let dir = truss();
-    let run = rollback(&fake, dir.path()).run();
+    // A short wait: were the waking deployment skipped again, the run
+    // would wait on the one before it until this, not for ten minutes.
+    let run = rollback(&fake, dir.path())
+        .arg("wait-timeout-seconds", "15")
+        .run();
     assert_ne!(run.code, 0, "{run:?}");
     assert_eq!(run.out("rolled-back"), "false", "{run:?}");
     assert!(run.out("error-message").contains("mid01"), "{run:?}");
