@@ -257,6 +257,26 @@ pub(crate) fn replaced_later(ctx: &Ctx<'_>, model_id: Option<&str>, env: &str) {
     );
 }
 
+/// Reads, before a promote, the price of deployment `id`, which the
+/// promote replaces in the environment (reuse by content, `command:
+/// rollback`), for the summary's change. Read before, as a deploy reads
+/// what it replaces before its create: a promote that scales the previous
+/// deployment down must not change what it is said to have cost. Unread,
+/// the line says so.
+pub(crate) fn replaced_by_id_later(ctx: &Ctx<'_>, model_id: &str, id: &str) {
+    let (m, d) = (model_id.to_string(), id.to_string());
+    let shown = id.to_string();
+    super::inform::for_report(
+        ctx,
+        "the price of what the promote replaces",
+        move |api| async move { read(&api, &m, &d).await },
+        move |out: Informed<Price>, ctx| {
+            let out = out.map_err(|e| e.to_string().trim_start_matches("not read: ").to_string());
+            ctx.state.lock().unwrap().price.replaced = Some((shown, out));
+        },
+    );
+}
+
 /// A chain's price: none is published per chainlet.
 pub(crate) fn chain(ctx: &Ctx<'_>) {
     ctx.state.lock().unwrap().price.serving = Some(Err(
