@@ -255,6 +255,10 @@ pub(crate) fn report(
                     .as_ref()
                     .map(|r| r.markdown())
                     .unwrap_or_default(),
+                st.retirements
+                    .as_ref()
+                    .map(|r| r.freed_markdown())
+                    .unwrap_or_default(),
             ],
         };
         if let Err(e) = ci::append_step_summary(path, &input) {

@@ -127,6 +127,43 @@ fn count(v: Option<&Value>, what: &str, max: u64) -> Result<u64, String> {
     }
 }
 
+/// An instance type's name as a listing gave it, when it is one
+/// truss-push shows (and so may match the price list); or why not.
+pub(crate) fn type_name(name: &str) -> Result<String, String> {
+    shown_name(&Value::String(name.to_string()), "the instance type name")
+}
+
+/// The entry the price list has for instance type `name` (a name
+/// [`type_name`] passed), matched by name and by nothing looser, and its
+/// price per minute, checked; or why it is unreadable.
+pub(crate) fn listed<'a>(
+    name: &str,
+    list: &'a [PriceEntry],
+) -> Result<(&'a PriceEntry, f64), String> {
+    let mut same = list.iter().filter(|e| e.name.as_str() == Some(name));
+    let entry = match (same.next(), same.next()) {
+        (None, _) => {
+            return Err(format!("the price list has no instance type named {name}"));
+        }
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "the price list names instance type {name} more than once"
+            ));
+        }
+        (Some(e), None) => e,
+    };
+    match entry.price.as_f64() {
+        Some(p) if p.is_finite() && (0.0..=PRICE_MAX_USD_PER_MINUTE).contains(&p) => Ok((entry, p)),
+        Some(p) => Err(format!(
+            "the price of {name} ({p} USD per minute) is not from 0 to {PRICE_MAX_USD_PER_MINUTE}"
+        )),
+        None => Err(format!(
+            "the price of {name} is not a number ({})",
+            kind_of(&entry.price)
+        )),
+    }
+}
+
 /// The price from what the platform answered, every value checked; or
 /// why it is unreadable.
 pub(crate) fn price_of(cap: &Capacity, list: &[PriceEntry]) -> Result<Price, String> {
@@ -145,34 +182,7 @@ pub(crate) fn price_of(cap: &Capacity, list: &[PriceEntry]) -> Result<Price, Str
             "min_replica ({min_replica}) is above max_replica ({max_replica})"
         ));
     }
-    let mut same = list
-        .iter()
-        .filter(|e| e.name.as_str() == Some(name.as_str()));
-    let entry = match (same.next(), same.next()) {
-        (None, _) => {
-            return Err(format!("the price list has no instance type named {name}"));
-        }
-        (Some(_), Some(_)) => {
-            return Err(format!(
-                "the price list names instance type {name} more than once"
-            ));
-        }
-        (Some(e), None) => e,
-    };
-    let usd_per_minute = match entry.price.as_f64() {
-        Some(p) if p.is_finite() && (0.0..=PRICE_MAX_USD_PER_MINUTE).contains(&p) => p,
-        Some(p) => {
-            return Err(format!(
-                "the price of {name} ({p} USD per minute) is not from 0 to {PRICE_MAX_USD_PER_MINUTE}"
-            ));
-        }
-        None => {
-            return Err(format!(
-                "the price of {name} is not a number ({})",
-                kind_of(&entry.price)
-            ));
-        }
-    };
+    let (entry, usd_per_minute) = listed(&name, list)?;
     let gpu_count = count(Some(&entry.gpu_count), "gpu_count", GPUS_MAX)?;
     let gpus = match (gpu_count, &entry.gpu_type) {
         (0, _) => None,

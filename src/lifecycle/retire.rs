@@ -283,13 +283,15 @@ impl Job<'_> {
         picks
     }
 
-    /// Retires every pick, [`RETIRE_AT_ONCE`] at a time.
+    /// Retires every pick, [`RETIRE_AT_ONCE`] at a time, then says the
+    /// hourly floor they freed (`freed`: a read that only informs).
     pub(crate) async fn retire_all(&self, picks: Vec<Pick>) {
         futures_util::stream::iter(picks)
             .map(|p| async move { self.retire_one(&p).await })
             .buffer_unordered(RETIRE_AT_ONCE)
             .collect::<Vec<()>>()
             .await;
+        super::freed::weigh(self).await;
     }
 
     async fn retire_one(&self, p: &Pick) {
