@@ -331,6 +331,49 @@ pub(crate) fn hourly(r: &PriceRecord) -> Option<HourlyPrice> {
     })
 }
 
+/// The outputs and the summary's line of one run: [`hourly`], except
+/// after a gated promotion the gate rolled back. Then this run's
+/// deployment (the one priced after ready) does not serve, and cleanup
+/// usually deactivates it: the price is of what serves again — the
+/// deployment the rollback's read shows in the environment, priced by the
+/// read of what the deploy replaced when that is the same deployment —
+/// and the line names the rolled-back one's price apart. Unread or another
+/// deployment: not read, never the candidate's price in its place.
+pub(crate) fn of_run(st: &super::State) -> Option<HourlyPrice> {
+    let rolled_back = st.gate.is_some() && st.rolled_back == Some(true);
+    let serves = st.serves.as_ref();
+    let (true, Some(Ok(ours)), Some(env), Some(now)) = (
+        rolled_back,
+        st.price.serving.as_ref(),
+        serves.map(|s| s.env.as_str()),
+        serves.and_then(|s| s.deployment.as_deref()),
+    ) else {
+        return hourly(&st.price);
+    };
+    let ours_id = st
+        .tested_deployment_id
+        .as_deref()
+        .unwrap_or("this run's deployment");
+    let apart = format!(
+        "this run's deployment {ours_id}, rolled back, would cost ${:.2}–${:.2} per hour while it runs",
+        ours.hourly_min(),
+        ours.hourly_max()
+    );
+    Some(match &st.price.replaced {
+        Some((id, Ok(p))) if id == now => HourlyPrice {
+            min: format!("{:.2}", p.hourly_min()),
+            max: format!("{:.2}", p.hourly_max()),
+            line: format!("{env} serves {now} again: {}; {apart}", p.line()),
+        },
+        Some((id, Err(why))) if id == now => HourlyPrice::not_read(&format!(
+            "{env} serves {now} again, and its price was not read ({why}); {apart}"
+        )),
+        _ => HourlyPrice::not_read(&format!(
+            "{env} serves {now} again, which this run did not price; {apart}"
+        )),
+    })
+}
+
 /// Several targets: the step's price is the sum when every target was
 /// priced; otherwise empty, naming the first that was not.
 pub(crate) fn sum(targets: &[(String, &PriceRecord)]) -> Option<HourlyPrice> {
@@ -441,6 +484,73 @@ mod tests {
         assert_eq!((s.min.as_str(), s.max.as_str()), ("", ""));
         assert_eq!(s.line, "Price not read: c: timed out after 5 s");
         assert_eq!(hourly(&PriceRecord::default()), None, "no price applies");
+    }
+
+    #[test]
+    fn a_gated_rollback_prices_what_serves_again_and_names_the_candidates_apart() {
+        let list = [
+            entry("A10Gx4x16", 1, json!("A10G"), json!(0.02012)),
+            entry("1x2", 0, Value::Null, json!(0.00058)),
+        ];
+        let ours = price_of(
+            &cap(
+                json!("A10Gx4x16"),
+                json!({"min_replica": 1, "max_replica": 3}),
+            ),
+            &list,
+        )
+        .unwrap();
+        let before = price_of(
+            &cap(json!("1x2"), json!({"min_replica": 0, "max_replica": 1})),
+            &list,
+        )
+        .unwrap();
+        let mut st = super::super::State {
+            rolled_back: Some(true),
+            tested_deployment_id: Some("d1".into()),
+            serves: Some(crate::ci::ServesNow {
+                env: "production".into(),
+                deployment: Some("d0".into()),
+                moving_to: None,
+            }),
+            price: PriceRecord {
+                serving: Some(Ok(ours.clone())),
+                replaced: Some(("d0".into(), Ok(before))),
+            },
+            ..super::super::State::default()
+        };
+        // Without a gate, the rollback command's `rolled_back`: unchanged.
+        assert_eq!(of_run(&st), hourly(&st.price));
+        st.gate = Some(super::super::gate::Gate {
+            owner: crate::kind::Kind::Model,
+            owner_id: "m".into(),
+            env: "production".into(),
+            previous: Some("d0".into()),
+            tested: "d1".into(),
+            promoted: Some("d1".into()),
+            back: None,
+            stage: super::super::gate::Stage::Settled,
+        });
+        let h = of_run(&st).unwrap();
+        assert_eq!((h.min.as_str(), h.max.as_str()), ("0.00", "0.03"));
+        assert_eq!(
+            h.line,
+            "production serves d0 again: Costs $0.00–$0.03 per hour: 0–1 replicas of 1x2 (no GPU); this run's deployment d1, rolled back, would cost $1.21–$3.62 per hour while it runs"
+        );
+        // Another deployment serves than the one read before: not read.
+        st.price.replaced = Some(("d9".into(), Ok(ours)));
+        let h = of_run(&st).unwrap();
+        assert_eq!((h.min.as_str(), h.max.as_str()), ("", ""));
+        assert!(
+            h.line.starts_with(
+                "Price not read: production serves d0 again, which this run did not price"
+            ),
+            "{}",
+            h.line
+        );
+        // Not rolled back: the deploy's own price, as always.
+        st.rolled_back = Some(false);
+        assert_eq!(of_run(&st), hourly(&st.price));
     }
 
     #[test]
