@@ -14,53 +14,41 @@
 //! minimum replicas, a price that is hostile or missing. An `INACTIVE`
 //! deployment ran no replica, so its retirement freed nothing ($0.00).
 
-use crate::baseten::PriceEntry;
-use crate::budget::{Phase, SHORT_READ_SECS};
+use crate::baseten::{Api, PriceEntry};
+use crate::budget::{Budget, Phase, SHORT_READ_SECS};
 use crate::flow::price;
 use crate::flow::retired::RetiredEntry;
-
-use super::retire::Job;
 
 /// The reasons a line names, at most; the rest are counted.
 const REASONS_SHOWN: usize = 3;
 
-/// Weighs what `job`'s retirements freed and says it: the price list read
-/// once when any retired deployment needs it, under its own short
-/// deadline.
-pub(crate) async fn weigh(job: &Job<'_>) {
-    // In the record's stable order, whatever order the retirements
-    // finished in.
-    let retired = match job.state.lock().unwrap().retirements.as_mut() {
-        Some(r) => {
-            r.sort();
-            r.retired.clone()
-        }
-        None => return,
-    };
+/// The line of what `retired` (in the record's order) freed, when
+/// anything was retired: the price list read once, when any of them
+/// needs it, under its own short deadline.
+pub(crate) async fn weigh(
+    api: &Api,
+    budget: &Budget,
+    retired: &[RetiredEntry],
+    dry_run: bool,
+) -> Option<String> {
     if retired.is_empty() {
-        return;
+        return None;
     }
     let list = match retired.iter().any(needs_price) {
-        true => Some(read_prices(job).await),
+        true => Some(read_prices(api, budget).await),
         false => None,
     };
-    let Some(line) = line(&retired, list.as_ref(), job.dry_run) else {
-        return;
-    };
-    job.rep.lock().unwrap().line(&line);
-    if let Some(r) = job.state.lock().unwrap().retirements.as_mut() {
-        r.freed = Some(line);
-    }
+    line(retired, list.as_ref(), dry_run)
 }
 
 /// The price list, or why it was not read, within [`SHORT_READ_SECS`].
-async fn read_prices(job: &Job<'_>) -> Result<Vec<PriceEntry>, String> {
-    let until = job.budget.deadline(Phase::Inform);
-    let api = job.api.within(Phase::Inform, until);
+async fn read_prices(api: &Api, budget: &Budget) -> Result<Vec<PriceEntry>, String> {
+    let until = budget.deadline(Phase::Inform);
+    let api = api.within(Phase::Inform, until);
     let timed_out = || format!("the price list was not read: timed out after {SHORT_READ_SECS} s");
-    match tokio::time::timeout(job.budget.left(until), api.instance_type_prices()).await {
+    match tokio::time::timeout(budget.left(until), api.instance_type_prices()).await {
         Ok(Ok(list)) => Ok(list),
-        Ok(Err(_)) if job.budget.left(until).is_zero() => Err(timed_out()),
+        Ok(Err(_)) if budget.left(until).is_zero() => Err(timed_out()),
         Ok(Err(e)) => Err(format!("the price list was not read: {e}")),
         Err(_) => Err(timed_out()),
     }

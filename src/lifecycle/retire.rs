@@ -291,7 +291,22 @@ impl Job<'_> {
             .buffer_unordered(RETIRE_AT_ONCE)
             .collect::<Vec<()>>()
             .await;
-        super::freed::weigh(self).await;
+        self.say_freed().await;
+    }
+
+    /// Says the hourly floor the retirements freed (`freed`), in the
+    /// record's stable order whatever order they finished in.
+    async fn say_freed(&self) {
+        let mut retired = Vec::new();
+        self.record(|r| {
+            r.sort();
+            retired = r.retired.clone();
+        });
+        let freed = super::freed::weigh(&self.api, &self.budget, &retired, self.dry_run).await;
+        if let Some(line) = freed {
+            self.say(&line);
+            self.record(|r| r.freed = Some(line));
+        }
     }
 
     async fn retire_one(&self, p: &Pick) {
