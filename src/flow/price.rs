@@ -340,14 +340,7 @@ pub(crate) fn hourly(r: &PriceRecord) -> Option<HourlyPrice> {
 /// and the line names the rolled-back one's price apart. Unread or another
 /// deployment: not read, never the candidate's price in its place.
 pub(crate) fn of_run(st: &super::State) -> Option<HourlyPrice> {
-    let rolled_back = st.gate.is_some() && st.rolled_back == Some(true);
-    let serves = st.serves.as_ref();
-    let (true, Some(Ok(ours)), Some(env), Some(now)) = (
-        rolled_back,
-        st.price.serving.as_ref(),
-        serves.map(|s| s.env.as_str()),
-        serves.and_then(|s| s.deployment.as_deref()),
-    ) else {
+    let Some((env, now, ours)) = rolled_back(st) else {
         return hourly(&st.price);
     };
     let ours_id = st
@@ -359,19 +352,54 @@ pub(crate) fn of_run(st: &super::State) -> Option<HourlyPrice> {
         ours.hourly_min(),
         ours.hourly_max()
     );
-    Some(match &st.price.replaced {
-        Some((id, Ok(p))) if id == now => HourlyPrice {
+    Some(match serves_again(st, now) {
+        Ok(p) => HourlyPrice {
             min: format!("{:.2}", p.hourly_min()),
             max: format!("{:.2}", p.hourly_max()),
             line: format!("{env} serves {now} again: {}; {apart}", p.line()),
         },
-        Some((id, Err(why))) if id == now => HourlyPrice::not_read(&format!(
-            "{env} serves {now} again, and its price was not read ({why}); {apart}"
-        )),
-        _ => HourlyPrice::not_read(&format!(
-            "{env} serves {now} again, which this run did not price; {apart}"
-        )),
+        Err(why) => HourlyPrice::not_read(&format!("{env} serves {now} again, {why}; {apart}")),
     })
+}
+
+/// After a gated promotion the gate rolled back (a read showed it):
+/// the environment, what serves it now, and this run's deployment's price.
+fn rolled_back(st: &super::State) -> Option<(&str, &str, &Price)> {
+    let serves = st.serves.as_ref()?;
+    match (
+        st.gate.is_some() && st.rolled_back == Some(true),
+        &st.price.serving,
+    ) {
+        (true, Some(Ok(ours))) => Some((serves.env.as_str(), serves.deployment.as_deref()?, ours)),
+        _ => None,
+    }
+}
+
+/// The price of `now`, which serves again: the read of what the deploy
+/// replaced, when it is that deployment; or why there is none.
+fn serves_again<'a>(st: &'a super::State, now: &str) -> Result<&'a Price, String> {
+    match &st.price.replaced {
+        Some((id, Ok(p))) if id == now => Ok(p),
+        Some((id, Err(why))) if id == now => Err(format!("and its price was not read ({why})")),
+        _ => Err("which this run did not price".into()),
+    }
+}
+
+/// The price that stands for what serves at the end of a run, for a sum
+/// over several targets: [`of_run`]'s choice, as a price.
+pub(crate) fn standing(st: &super::State) -> PriceRecord {
+    let serving = match rolled_back(st) {
+        None => st.price.serving.clone(),
+        Some((env, now, _)) => Some(
+            serves_again(st, now)
+                .cloned()
+                .map_err(|why| format!("{env} serves {now} again (rolled back), {why}")),
+        ),
+    };
+    PriceRecord {
+        serving,
+        replaced: None,
+    }
 }
 
 /// Several targets: the step's price is the sum when every target was
@@ -519,6 +547,15 @@ mod tests {
             },
             ..super::super::State::default()
         };
+        let before_max = st
+            .price
+            .replaced
+            .as_ref()
+            .unwrap()
+            .1
+            .as_ref()
+            .unwrap()
+            .hourly_max();
         // Without a gate, the rollback command's `rolled_back`: unchanged.
         assert_eq!(of_run(&st), hourly(&st.price));
         st.gate = Some(super::super::gate::Gate {
@@ -536,6 +573,11 @@ mod tests {
         assert_eq!(
             h.line,
             "production serves d0 again: Costs $0.00–$0.03 per hour: 0–1 replicas of 1x2 (no GPU); this run's deployment d1, rolled back, would cost $1.21–$3.62 per hour while it runs"
+        );
+        assert_eq!(
+            standing(&st).serving.unwrap().unwrap().hourly_max(),
+            before_max,
+            "several targets sum what serves again"
         );
         // Another deployment serves than the one read before: not read.
         st.price.replaced = Some(("d9".into(), Ok(ours)));
