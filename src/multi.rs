@@ -436,11 +436,18 @@ fn step_price(done: &[Done], planned: &[Planned]) -> Option<ci::HourlyPrice> {
     if done.len() < 2 {
         return None;
     }
-    let each: Vec<(String, &crate::flow::price::PriceRecord)> = done
+    // What stands for what serves at each target's end (after a gated
+    // rollback: what serves again, not the rolled-back deployment).
+    let each: Vec<(String, crate::flow::price::PriceRecord)> = done
         .iter()
         .zip(planned)
-        .map(|(d, p)| (p.found.path.display().to_string(), &d.state.price))
+        .map(|(d, p)| {
+            let price = crate::flow::price::standing(&d.state);
+            (p.found.path.display().to_string(), price)
+        })
         .collect();
+    let each: Vec<(String, &crate::flow::price::PriceRecord)> =
+        each.iter().map(|(t, r)| (t.clone(), r)).collect();
     crate::flow::price::sum(&each)
 }
 

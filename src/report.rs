@@ -61,7 +61,7 @@ pub(crate) fn outputs_of(st: &State, status: Status, cfg: Option<&Config>) -> Ou
         reused: st.by_content.reused,
         drift: st.drift.as_ref().map(|d| d.drifted),
         drift_report: st.drift.as_ref().map(|d| d.report.clone()),
-        hourly_price: crate::flow::price::hourly(&st.price),
+        hourly_price: crate::flow::price::of_run(st),
         matrix: None,
         targets_count: None,
         results: None,
@@ -254,6 +254,10 @@ pub(crate) fn report(
                 st.retirements
                     .as_ref()
                     .map(|r| r.markdown())
+                    .unwrap_or_default(),
+                st.retirements
+                    .as_ref()
+                    .map(|r| r.freed_markdown())
                     .unwrap_or_default(),
             ],
         };

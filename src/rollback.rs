@@ -309,6 +309,8 @@ async fn choose(ctx: &Ctx<'_>, r: &Rollback) -> Result<Option<Chosen>, Failure> 
             );
             ctx.notice(&line);
             ctx.note(line);
+            // What serves costs this per hour, read on the side.
+            flow::price::later(ctx, model_id, &target);
             return Ok(None);
         }
         Needs::Promote { activate } => activate,
@@ -355,6 +357,11 @@ async fn put_in(ctx: &Ctx<'_>, env: &str, chosen: &Chosen) -> Result<(), Failure
         "Rolling {env} back from {from} to deployment {target} ({status})"
     ));
     ctx.end_group();
+    // What the promote replaces, and its price, read on the side before
+    // it, for the summary's change.
+    if let Some(from) = current.as_deref() {
+        flow::price::replaced_by_id_later(ctx, model_id, from);
+    }
     let promoted = async {
         if *activate {
             ctx.group(&format!("Activate {target}"));
@@ -384,6 +391,9 @@ async fn put_in(ctx: &Ctx<'_>, env: &str, chosen: &Chosen) -> Result<(), Failure
         }
         st.rolled_back = Some(true);
     }
+    // What serves now (the read after the promote said which) costs
+    // this per hour, read on the side.
+    flow::price::later(ctx, model_id, &serving);
     let line = summary_line(env, &serving, target, from);
     ctx.notice(&line);
     ctx.note(line);

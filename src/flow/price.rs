@@ -127,6 +127,43 @@ fn count(v: Option<&Value>, what: &str, max: u64) -> Result<u64, String> {
     }
 }
 
+/// An instance type's name as a listing gave it, when it is one
+/// truss-push shows (and so may match the price list); or why not.
+pub(crate) fn type_name(name: &str) -> Result<String, String> {
+    shown_name(&Value::String(name.to_string()), "the instance type name")
+}
+
+/// The entry the price list has for instance type `name` (a name
+/// [`type_name`] passed), matched by name and by nothing looser, and its
+/// price per minute, checked; or why it is unreadable.
+pub(crate) fn listed<'a>(
+    name: &str,
+    list: &'a [PriceEntry],
+) -> Result<(&'a PriceEntry, f64), String> {
+    let mut same = list.iter().filter(|e| e.name.as_str() == Some(name));
+    let entry = match (same.next(), same.next()) {
+        (None, _) => {
+            return Err(format!("the price list has no instance type named {name}"));
+        }
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "the price list names instance type {name} more than once"
+            ));
+        }
+        (Some(e), None) => e,
+    };
+    match entry.price.as_f64() {
+        Some(p) if p.is_finite() && (0.0..=PRICE_MAX_USD_PER_MINUTE).contains(&p) => Ok((entry, p)),
+        Some(p) => Err(format!(
+            "the price of {name} ({p} USD per minute) is not from 0 to {PRICE_MAX_USD_PER_MINUTE}"
+        )),
+        None => Err(format!(
+            "the price of {name} is not a number ({})",
+            kind_of(&entry.price)
+        )),
+    }
+}
+
 /// The price from what the platform answered, every value checked; or
 /// why it is unreadable.
 pub(crate) fn price_of(cap: &Capacity, list: &[PriceEntry]) -> Result<Price, String> {
@@ -145,34 +182,7 @@ pub(crate) fn price_of(cap: &Capacity, list: &[PriceEntry]) -> Result<Price, Str
             "min_replica ({min_replica}) is above max_replica ({max_replica})"
         ));
     }
-    let mut same = list
-        .iter()
-        .filter(|e| e.name.as_str() == Some(name.as_str()));
-    let entry = match (same.next(), same.next()) {
-        (None, _) => {
-            return Err(format!("the price list has no instance type named {name}"));
-        }
-        (Some(_), Some(_)) => {
-            return Err(format!(
-                "the price list names instance type {name} more than once"
-            ));
-        }
-        (Some(e), None) => e,
-    };
-    let usd_per_minute = match entry.price.as_f64() {
-        Some(p) if p.is_finite() && (0.0..=PRICE_MAX_USD_PER_MINUTE).contains(&p) => p,
-        Some(p) => {
-            return Err(format!(
-                "the price of {name} ({p} USD per minute) is not from 0 to {PRICE_MAX_USD_PER_MINUTE}"
-            ));
-        }
-        None => {
-            return Err(format!(
-                "the price of {name} is not a number ({})",
-                kind_of(&entry.price)
-            ));
-        }
-    };
+    let (entry, usd_per_minute) = listed(&name, list)?;
     let gpu_count = count(Some(&entry.gpu_count), "gpu_count", GPUS_MAX)?;
     let gpus = match (gpu_count, &entry.gpu_type) {
         (0, _) => None,
@@ -257,6 +267,26 @@ pub(crate) fn replaced_later(ctx: &Ctx<'_>, model_id: Option<&str>, env: &str) {
     );
 }
 
+/// Reads, before a promote, the price of deployment `id`, which the
+/// promote replaces in the environment (reuse by content, `command:
+/// rollback`), for the summary's change. Read before, as a deploy reads
+/// what it replaces before its create: a promote that scales the previous
+/// deployment down must not change what it is said to have cost. Unread,
+/// the line says so.
+pub(crate) fn replaced_by_id_later(ctx: &Ctx<'_>, model_id: &str, id: &str) {
+    let (m, d) = (model_id.to_string(), id.to_string());
+    let shown = id.to_string();
+    super::inform::for_report(
+        ctx,
+        "the price of what the promote replaces",
+        move |api| async move { read(&api, &m, &d).await },
+        move |out: Informed<Price>, ctx| {
+            let out = out.map_err(|e| e.to_string().trim_start_matches("not read: ").to_string());
+            ctx.state.lock().unwrap().price.replaced = Some((shown, out));
+        },
+    );
+}
+
 /// A chain's price: none is published per chainlet.
 pub(crate) fn chain(ctx: &Ctx<'_>) {
     ctx.state.lock().unwrap().price.serving = Some(Err(
@@ -299,6 +329,77 @@ pub(crate) fn hourly(r: &PriceRecord) -> Option<HourlyPrice> {
         max: format!("{:.2}", p.hourly_max()),
         line,
     })
+}
+
+/// The outputs and the summary's line of one run: [`hourly`], except
+/// after a gated promotion the gate rolled back. Then this run's
+/// deployment (the one priced after ready) does not serve, and cleanup
+/// usually deactivates it: the price is of what serves again — the
+/// deployment the rollback's read shows in the environment, priced by the
+/// read of what the deploy replaced when that is the same deployment —
+/// and the line names the rolled-back one's price apart. Unread or another
+/// deployment: not read, never the candidate's price in its place.
+pub(crate) fn of_run(st: &super::State) -> Option<HourlyPrice> {
+    let Some((env, now, ours)) = rolled_back(st) else {
+        return hourly(&st.price);
+    };
+    let ours_id = st
+        .tested_deployment_id
+        .as_deref()
+        .unwrap_or("this run's deployment");
+    let apart = format!(
+        "this run's deployment {ours_id}, rolled back, would cost ${:.2}–${:.2} per hour while it runs",
+        ours.hourly_min(),
+        ours.hourly_max()
+    );
+    Some(match serves_again(st, now) {
+        Ok(p) => HourlyPrice {
+            min: format!("{:.2}", p.hourly_min()),
+            max: format!("{:.2}", p.hourly_max()),
+            line: format!("{env} serves {now} again: {}; {apart}", p.line()),
+        },
+        Err(why) => HourlyPrice::not_read(&format!("{env} serves {now} again, {why}; {apart}")),
+    })
+}
+
+/// After a gated promotion the gate rolled back (a read showed it):
+/// the environment, what serves it now, and this run's deployment's price.
+fn rolled_back(st: &super::State) -> Option<(&str, &str, &Price)> {
+    let serves = st.serves.as_ref()?;
+    match (
+        st.gate.is_some() && st.rolled_back == Some(true),
+        &st.price.serving,
+    ) {
+        (true, Some(Ok(ours))) => Some((serves.env.as_str(), serves.deployment.as_deref()?, ours)),
+        _ => None,
+    }
+}
+
+/// The price of `now`, which serves again: the read of what the deploy
+/// replaced, when it is that deployment; or why there is none.
+fn serves_again<'a>(st: &'a super::State, now: &str) -> Result<&'a Price, String> {
+    match &st.price.replaced {
+        Some((id, Ok(p))) if id == now => Ok(p),
+        Some((id, Err(why))) if id == now => Err(format!("and its price was not read ({why})")),
+        _ => Err("which this run did not price".into()),
+    }
+}
+
+/// The price that stands for what serves at the end of a run, for a sum
+/// over several targets: [`of_run`]'s choice, as a price.
+pub(crate) fn standing(st: &super::State) -> PriceRecord {
+    let serving = match rolled_back(st) {
+        None => st.price.serving.clone(),
+        Some((env, now, _)) => Some(
+            serves_again(st, now)
+                .cloned()
+                .map_err(|why| format!("{env} serves {now} again (rolled back), {why}")),
+        ),
+    };
+    PriceRecord {
+        serving,
+        replaced: None,
+    }
 }
 
 /// Several targets: the step's price is the sum when every target was
@@ -411,6 +512,87 @@ mod tests {
         assert_eq!((s.min.as_str(), s.max.as_str()), ("", ""));
         assert_eq!(s.line, "Price not read: c: timed out after 5 s");
         assert_eq!(hourly(&PriceRecord::default()), None, "no price applies");
+    }
+
+    #[test]
+    fn a_gated_rollback_prices_what_serves_again_and_names_the_candidates_apart() {
+        let list = [
+            entry("A10Gx4x16", 1, json!("A10G"), json!(0.02012)),
+            entry("1x2", 0, Value::Null, json!(0.00058)),
+        ];
+        let ours = price_of(
+            &cap(
+                json!("A10Gx4x16"),
+                json!({"min_replica": 1, "max_replica": 3}),
+            ),
+            &list,
+        )
+        .unwrap();
+        let before = price_of(
+            &cap(json!("1x2"), json!({"min_replica": 0, "max_replica": 1})),
+            &list,
+        )
+        .unwrap();
+        let mut st = super::super::State {
+            rolled_back: Some(true),
+            tested_deployment_id: Some("d1".into()),
+            serves: Some(crate::ci::ServesNow {
+                env: "production".into(),
+                deployment: Some("d0".into()),
+                moving_to: None,
+            }),
+            price: PriceRecord {
+                serving: Some(Ok(ours.clone())),
+                replaced: Some(("d0".into(), Ok(before))),
+            },
+            ..super::super::State::default()
+        };
+        let before_max = st
+            .price
+            .replaced
+            .as_ref()
+            .unwrap()
+            .1
+            .as_ref()
+            .unwrap()
+            .hourly_max();
+        // Without a gate, the rollback command's `rolled_back`: unchanged.
+        assert_eq!(of_run(&st), hourly(&st.price));
+        st.gate = Some(super::super::gate::Gate {
+            owner: crate::kind::Kind::Model,
+            owner_id: "m".into(),
+            env: "production".into(),
+            previous: Some("d0".into()),
+            tested: "d1".into(),
+            promoted: Some("d1".into()),
+            back: None,
+            stage: super::super::gate::Stage::Settled,
+        });
+        let h = of_run(&st).unwrap();
+        assert_eq!((h.min.as_str(), h.max.as_str()), ("0.00", "0.03"));
+        assert_eq!(
+            h.line,
+            "production serves d0 again: Costs $0.00–$0.03 per hour: 0–1 replicas of 1x2 (no GPU); this run's deployment d1, rolled back, would cost $1.21–$3.62 per hour while it runs"
+        );
+        assert_eq!(
+            standing(&st).serving.unwrap().unwrap().hourly_max(),
+            before_max,
+            "several targets sum what serves again"
+        );
+        // Another deployment serves than the one read before: not read.
+        st.price.replaced = Some(("d9".into(), Ok(ours)));
+        let h = of_run(&st).unwrap();
+        assert_eq!((h.min.as_str(), h.max.as_str()), ("", ""));
+        assert!(
+            h.line.starts_with(
+                "Price not read: production serves d0 again, which this run did not price"
+            ),
+            "{}",
+            h.line
+        );
+        // Not rolled back: the deploy's own price, as always.
+        st.rolled_back = Some(false);
+        assert_eq!(of_run(&st), hourly(&st.price));
     }
 
     #[test]

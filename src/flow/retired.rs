@@ -20,8 +20,9 @@ pub(crate) struct RetiredEntry {
     pub(crate) status: String,
     /// Seconds from its creation to the run's start, when known.
     pub(crate) age_seconds: Option<i64>,
-    /// What it ran on and the replicas it kept at rest, as listed: what
-    /// its retirement freed, for a price read to weigh (not an output).
+    /// What it ran on (as listed, unchecked: never shown as it is) and
+    /// the replicas it kept at rest: what its retirement freed, for the
+    /// price read to weigh (`lifecycle::freed`; not an output).
     #[serde(skip)]
     pub(crate) instance_type: Option<String>,
     #[serde(skip)]
@@ -63,6 +64,9 @@ pub(crate) struct Retirements {
     /// Retirements sent and not yet answered, in words: what a cancel
     /// meanwhile may have left done.
     pub(crate) in_flight: Vec<String>,
+    /// The hourly floor the retirements freed (`lifecycle::freed`), in
+    /// words: a sum, or why it was not read.
+    pub(crate) freed: Option<String>,
 }
 
 impl Retirements {
@@ -179,6 +183,19 @@ impl Retirements {
             out.push_str(&format!("\n- {}\n", cell(f)));
         }
         out
+    }
+}
+
+impl Retirements {
+    /// The summary's line of the hourly floor freed, when one was weighed.
+    pub(crate) fn freed_markdown(&self) -> String {
+        match &self.freed {
+            Some(line) => format!(
+                "\n{}\n",
+                crate::ci::markdown::dollars(&crate::ci::markdown::inline(line))
+            ),
+            None => String::new(),
+        }
     }
 }
 

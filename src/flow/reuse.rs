@@ -120,9 +120,17 @@ async fn reuse(
         woke?;
     }
     ctx.ready();
+    // What the promote replaces, and its price, read on the side before
+    // it, for the summary's change.
+    if let Some(current) = current {
+        super::price::replaced_by_id_later(ctx, model_id, current);
+    }
     // Gated: the reused deployment is smoke-tested itself, then the gate
     // promotes it (and puts the previous one back on failure).
+    // The gated path prices the deployment it tests, as a gated deploy
+    // does (the report says so when the gate puts the previous one back).
     if cfg.gated_environment().is_some() {
+        super::price::later(ctx, model_id, &found.id);
         return test_and_promote(ctx, Kind::Model, model_id, &found.id).await;
     }
     ctx.group(&format!("Promote into {env}"));
@@ -143,5 +151,8 @@ async fn reuse(
         }
         st.deployment_id = Some(promoted.clone());
     }
+    // What serves now (the read after the promote said which) costs this
+    // per hour, read on the side.
+    super::price::later(ctx, model_id, &promoted);
     test_and_promote(ctx, Kind::Model, model_id, &promoted).await
 }

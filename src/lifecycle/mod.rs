@@ -14,6 +14,7 @@
 //! retirements a few at a time and records each as it lands, so a
 //! cancelled run reports what it did.
 
+mod freed;
 pub(crate) mod prune;
 mod retire;
 pub(crate) mod teardown;
@@ -86,6 +87,9 @@ pub(crate) struct Seen {
     pub(crate) environment: Option<String>,
     /// What it runs on and how many replicas it keeps at rest, when the
     /// listing says (what its retirement frees, for a price to weigh).
+    /// The instance type is kept as listed, unescaped, so that it matches
+    /// the price list exactly: it is never shown before `freed` checks it
+    /// (`flow::price::type_name`).
     pub(crate) instance_type: Option<String>,
     pub(crate) min_replica: Option<u32>,
 }
@@ -110,7 +114,7 @@ impl Seen {
                 .as_deref()
                 .filter(|e| !e.is_empty())
                 .map(shown_name),
-            instance_type: d.instance_type_name.as_deref().map(shown_name),
+            instance_type: d.instance_type_name.clone(),
             min_replica: d
                 .autoscaling_settings
                 .as_ref()

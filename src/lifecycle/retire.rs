@@ -305,13 +305,30 @@ impl Job<'_> {
         picks
     }
 
-    /// Retires every pick, [`RETIRE_AT_ONCE`] at a time.
+    /// Retires every pick, [`RETIRE_AT_ONCE`] at a time, then says the
+    /// hourly floor they freed (`freed`: a read that only informs).
     pub(crate) async fn retire_all(&self, picks: Vec<Pick>) {
         futures_util::stream::iter(picks)
             .map(|p| async move { self.retire_one(&p).await })
             .buffer_unordered(RETIRE_AT_ONCE)
             .collect::<Vec<()>>()
             .await;
+        self.say_freed().await;
+    }
+
+    /// Says the hourly floor the retirements freed (`freed`), in the
+    /// record's stable order whatever order they finished in.
+    async fn say_freed(&self) {
+        let mut retired = Vec::new();
+        self.record(|r| {
+            r.sort();
+            retired = r.retired.clone();
+        });
+        let freed = super::freed::weigh(&self.api, &self.budget, &retired, self.dry_run).await;
+        if let Some(line) = freed {
+            self.say(&line);
+            self.record(|r| r.freed = Some(line));
+        }
     }
 
     async fn retire_one(&self, p: &Pick) {

@@ -281,3 +281,36 @@ fn several_targets_carry_their_own_price_and_the_step_their_sum() {
     assert_eq!(run.out("hourly-price-min"), "1.21");
     assert_eq!(run.out("hourly-price-max"), "3.66");
 }
+
+/// A gated promotion whose environment test fails is rolled back: the
+/// price is of what serves again (`d0`, 1x2 at 0.00058 USD a minute, 0 to
+/// 1 replicas), never the rolled-back deployment's (A10Gx4x16, 1 to 3),
+/// which the line names apart.
+#[test]
+fn after_a_gated_rollback_the_price_is_of_what_serves_again() {
+    let fake = fake(
+        "time_scale: 20\nmodels:\n  - id: m1\n    name: hello-truss-push\n    deployments: [{id: d0, name: v1, environment: production, settings: {instance_type: 1x2, min_replica: 0, max_replica: 1}}]\ndeployments:\n  default: [[0, BUILDING], [1, DEPLOYING], [2, ACTIVE]]\ndeployment_settings: {by_model: {hello-truss-push: {instance_type: A10Gx4x16, min_replica: 1, max_replica: 3}}}\npredict:\n  by_deployment:\n    - {created: 0, via: environment, status: 500, response: {error: wrong answer behind production}}\n",
+    );
+    let run = Invocation::new(&fake)
+        .model(example_model())
+        .arg("promotion", "after-predict")
+        .arg("environment", "production")
+        .arg("predict-timeout", "2")
+        .run();
+    assert_eq!(run.status(), "predict_failed", "{run:?}");
+    assert_eq!(run.out("rolled-back"), "true", "{run:?}");
+    let ours = run.out("deployment-id");
+    assert_ne!(ours, "d0");
+    assert_eq!(
+        (run.out("hourly-price-min"), run.out("hourly-price-max")),
+        ("0.00", "0.03"),
+        "{run:?}"
+    );
+    assert!(
+        run.summary.contains(&format!(
+            r"production serves d0 again: Costs \$0.00–\$0.03 per hour: 0–1 replicas of 1x2 (no GPU); this run's deployment {ours}, rolled back, would cost \$1.21–\$3.62 per hour while it runs"
+        )),
+        "{}",
+        run.summary
+    );
+}

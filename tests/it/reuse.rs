@@ -123,6 +123,42 @@ fn a_revert_promotes_the_old_deployment_and_builds_nothing() {
 }
 
 #[test]
+fn a_reused_deployment_is_priced_once_it_serves() {
+    // The model's deployments run on A10Gx4x16 (0.02012 USD a minute),
+    // 1 to 3 replicas.
+    let fake = platform(
+        "activation_inactive_seconds: 0\ndeployment_settings: {by_model: {by-content: {instance_type: A10Gx4x16, min_replica: 1, max_replica: 3}}}",
+    );
+    let dir = a_truss();
+    let (v1, v2) = deploy_then_change(&fake, dir.path(), &[]);
+    let before = fake.requests().len();
+    let run = push(&fake, dir.path(), "v1-again").run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_eq!(run.out("reused"), "true", "{run:?}");
+    assert_eq!(run.out("deployment-id"), v1);
+    assert_eq!(
+        (run.out("hourly-price-min"), run.out("hourly-price-max")),
+        ("1.21", "3.62"),
+        "{run:?}"
+    );
+    assert!(
+        run.summary.contains(&format!(
+            r"Costs \$1.21–\$3.62 per hour: 1–3 replicas of A10Gx4x16 (1 × A10G); against {v2}, which it replaces (\$1.21–\$3.62 per hour): ±\$0.00 at the minimum, ±\$0.00 at the maximum"
+        )),
+        "{}",
+        run.summary
+    );
+    // What serves is priced after the promote that put it there.
+    let log = since(&fake, before);
+    let promote = at(&log, "rest.promote");
+    let last_price = log
+        .iter()
+        .rposition(|e| e.endpoint == "rest.list_instance_type_prices")
+        .expect("priced");
+    assert!(promote < last_price, "{log:#?}");
+}
+
+#[test]
 fn inactive_after_the_runs_own_activate_is_waking() {
     // The platform still shows INACTIVE for a while after the activate.
     let fake = platform("activation_inactive_seconds: 30");

@@ -175,6 +175,12 @@ fn the_target_already_serving_is_nothing_to_do() {
             .contains("Nothing to do: deployment cur01 already serves production"),
         "{run:?}"
     );
+    // What serves is priced all the same: the default 1x2, 0 to 1 replicas.
+    assert_eq!(
+        (run.out("hourly-price-min"), run.out("hourly-price-max")),
+        ("0.00", "0.03"),
+        "{run:?}"
+    );
     assert_eq!(changes(&fake), vec![]);
 }
 
@@ -430,4 +436,60 @@ fn an_audit_entry_with_an_id_that_is_not_one_decides_nothing() {
     );
     assert!(!run.everything().contains("::error::FORGED"), "{run:?}");
     assert_eq!(changes(&fake), vec![]);
+}
+
+/// `old01` runs on A10Gx4x16 (0.02012 USD a minute, 1 to 3 replicas);
+/// `cur01`, which serves, on the default 1x2 (0.00058, 0 to 1); `types`
+/// replaces the price list when given.
+fn priced(types: &str) -> FakeBaseten {
+    fake(&format!(
+        "name: rb\nmanual_clock: true\nactivation_seconds: 0\nmodels:\n  - name: {MODEL}\n    environments: [production]\n    deployments:\n      - {{id: old01, name: v1, created_at: -300, settings: {{instance_type: A10Gx4x16, min_replica: 1, max_replica: 3}}}}\n      - {{id: cur01, name: v2, environment: production, created_at: -200}}\naudit_log:\n  entries:\n{HISTORY}{types}"
+    ))
+}
+
+#[test]
+fn what_serves_after_the_rollback_is_priced_against_what_it_replaces() {
+    let fake = priced("");
+    let dir = truss();
+    let run = rollback(&fake, dir.path()).run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_eq!(run.out("deployment-id"), "old01", "{run:?}");
+    assert_eq!(
+        (run.out("hourly-price-min"), run.out("hourly-price-max")),
+        ("1.21", "3.62"),
+        "{run:?}"
+    );
+    assert!(
+        run.summary.contains(
+            r"Costs \$1.21–\$3.62 per hour: 1–3 replicas of A10Gx4x16 (1 × A10G); against cur01, which it replaces (\$0.00–\$0.03 per hour): +\$1.21 at the minimum, +\$3.59 at the maximum"
+        ),
+        "{}",
+        run.summary
+    );
+    // What serves is priced after the promote: its read said which.
+    let log = fake.requests();
+    let last_price = log
+        .iter()
+        .rposition(|e| e.endpoint == "rest.list_instance_type_prices")
+        .expect("priced");
+    assert!(at(&log, "rest.promote") < last_price, "{log:#?}");
+}
+
+#[test]
+fn a_hostile_price_is_not_read_and_the_rollback_still_succeeds() {
+    let fake = priced(
+        "instance_types:\n  - {id: A10Gx4x16, name: A10Gx4x16, memory_limit_mib: 16384, millicpu_limit: 4000, gpu_count: 1, gpu_type: A10G, price: -0.5}\n  - {id: 1x2, name: 1x2, memory_limit_mib: 2048, millicpu_limit: 1000, price: 0.00058}\n",
+    );
+    let dir = truss();
+    let run = rollback(&fake, dir.path()).run();
+    assert_eq!(run.status(), "success", "{run:?}");
+    assert_eq!(run.out("rolled-back"), "true", "{run:?}");
+    assert_eq!(run.out("hourly-price-min"), "", "{run:?}");
+    assert_eq!(run.out("hourly-price-max"), "", "{run:?}");
+    assert!(
+        run.summary
+            .contains("Price not read: the price of A10Gx4x16"),
+        "{}",
+        run.summary
+    );
 }

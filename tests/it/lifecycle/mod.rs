@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::harness::*;
 
+mod freed;
 mod hostile;
 mod prune;
 mod teardown;
