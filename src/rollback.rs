@@ -246,6 +246,7 @@ async fn choose(ctx: &Ctx<'_>, r: &Rollback) -> Result<Option<Chosen>, Failure> 
         )));
     }
     let current = before.current.clone();
+    ctx.saw(env, &before);
     ctx.say(&before.describe(env));
     let target = match &r.to {
         Some(id) => {
@@ -352,7 +353,10 @@ async fn put_in(ctx: &Ctx<'_>, env: &str, chosen: &Chosen) -> Result<(), Failure
         Ok(s) => s,
         Err(f) => {
             let now = switch::what_serves(ctx, model_id, env).await;
-            ctx.state.lock().unwrap().deployment_id = now.settled.clone();
+            let mut st = ctx.state.lock().unwrap();
+            st.deployment_id = now.settled.clone();
+            st.reason = Some(format!("{f}; no other deployment was tried"));
+            drop(st);
             return Err(f.context(format!("{}; no other deployment was tried", now.words)));
         }
     };
@@ -364,9 +368,8 @@ async fn put_in(ctx: &Ctx<'_>, env: &str, chosen: &Chosen) -> Result<(), Failure
         }
         st.rolled_back = Some(true);
     }
-    let line = summary_line(env, &serving, target, from);
-    ctx.notice(&line);
-    ctx.note(line);
+    // The log's notice; the page says it in its heading and serves line.
+    ctx.notice(&summary_line(env, &serving, target, from));
     ctx.event("", &format!("{env} rolled back to {serving}"));
     smoke(ctx, model_id, env).await
 }
@@ -378,6 +381,34 @@ pub(crate) fn summary_line(env: &str, serving: &str, target: &str, from: &str) -
         false => format!(
             "Rolled back: {env} serves deployment {serving}, the platform's copy of {target} made on promotion, in place of {from}"
         ),
+    }
+}
+
+/// The page's verdict, in words, from the outputs: what the rollback of
+/// `env` did (what serves is the page's own line, from a read).
+pub(crate) fn headline(out: &crate::ci::Outputs, env: &str) -> String {
+    let ok = out.status == crate::outcome::Status::Success;
+    let target = match out.tested_deployment_id.as_str() {
+        "" => out.deployment_id.as_str(),
+        copied => copied,
+    };
+    let from = match out.previous_deployment_id.as_str() {
+        "" => "no deployment",
+        id => id,
+    };
+    match (out.rolled_back == Some(true), ok) {
+        (true, true) => {
+            format!("Rollback of {env}: back to deployment {target}, in place of {from}")
+        }
+        (true, false) => format!(
+            "Rollback of {env}: traffic moved off {from}, then {}",
+            match out.status {
+                crate::outcome::Status::PredictFailed => "the smoke test failed",
+                _ => "the run failed",
+            }
+        ),
+        (false, true) => format!("Rollback of {env}: nothing changed"),
+        (false, false) => format!("Rollback of {env}: not completed"),
     }
 }
 
@@ -405,9 +436,12 @@ async fn smoke(ctx: &Ctx<'_>, model_id: &str, env: &str) -> Result<(), Failure> 
     ctx.end_group();
     if let Err(f) = tested {
         let now = switch::what_serves(ctx, model_id, env).await;
+        let mut st = ctx.state.lock().unwrap();
         if now.settled.is_some() {
-            ctx.state.lock().unwrap().deployment_id = now.settled.clone();
+            st.deployment_id = now.settled.clone();
         }
+        st.reason = Some(format!("{f}; the rollback does not try another deployment"));
+        drop(st);
         return Err(f.context(format!(
             "{}; the rollback does not try another deployment",
             now.words
@@ -472,6 +506,36 @@ mod tests {
         assert!(
             matches!(e, Failure::Deploy(_)),
             "a failed read fails closed: {e}"
+        );
+    }
+
+    #[test]
+    fn the_headline_says_what_the_rollback_did() {
+        use crate::ci::Outputs;
+        use crate::outcome::Status;
+        let mut out = Outputs::new(Status::Success);
+        out.rolled_back = Some(true);
+        out.deployment_id = "c1".into();
+        out.tested_deployment_id = "d1".into();
+        out.previous_deployment_id = "d0".into();
+        assert_eq!(
+            headline(&out, "production"),
+            "Rollback of production: back to deployment d1, in place of d0"
+        );
+        out.status = Status::PredictFailed;
+        assert_eq!(
+            headline(&out, "production"),
+            "Rollback of production: traffic moved off d0, then the smoke test failed"
+        );
+        out.rolled_back = Some(false);
+        assert_eq!(
+            headline(&out, "production"),
+            "Rollback of production: not completed"
+        );
+        out.status = Status::Success;
+        assert_eq!(
+            headline(&out, "production"),
+            "Rollback of production: nothing changed"
         );
     }
 

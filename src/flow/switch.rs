@@ -93,6 +93,7 @@ pub(crate) async fn promote_and_wait(
         .read_environment(Kind::Model, model_id, env)
         .await
         .map_err(|e| super::deploy_error(e).context("nothing was promoted"))?;
+    ctx.saw(env, &now);
     still_on(env, previous, &now)?;
     let promoted = promote_once(ctx, Kind::Model, model_id, env, id, previous).await?;
     if promoted != id {
@@ -137,10 +138,13 @@ fn still_on(env: &str, before: Option<&str>, now: &crate::promotion::Env) -> Res
 pub(crate) async fn what_serves(ctx: &Ctx<'_>, model_id: &str, env: &str) -> Serves {
     let api = ctx.api_for(Phase::Lookup);
     match api.read_environment(Kind::Model, model_id, env).await {
-        Ok(e) => Serves {
-            settled: e.current.clone(),
-            words: e.describe(env),
-        },
+        Ok(e) => {
+            ctx.saw(env, &e);
+            Serves {
+                settled: e.current.clone(),
+                words: e.describe(env),
+            }
+        }
         Err(err) => Serves {
             settled: None,
             words: format!(

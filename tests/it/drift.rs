@@ -144,7 +144,7 @@ fn three_targets_in_sync_changed_in_the_repository_and_promoted_by_hand() {
     // The summary is one table, a row per target, the state first.
     assert!(
         run.summary
-            .contains("Truss Drift: production — 1 in sync, 2 drifted"),
+            .contains("⚠️ Drift in production: 2 of 3 targets drifted (1 in sync)"),
         "{}",
         run.summary
     );
@@ -153,6 +153,7 @@ fn three_targets_in_sync_changed_in_the_repository_and_promoted_by_hand() {
         "{}",
         run.summary
     );
+    crate::snapshots::page_snapshot("drift_two_of_three_drifted", &run);
     let log = since(&fake, before);
     assert_read_only(&log);
     let audit_reads = log
@@ -171,6 +172,7 @@ fn three_targets_in_sync_changed_in_the_repository_and_promoted_by_hand() {
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(run.out("drift"), "false");
     assert_eq!(states(&run), ["in-sync"]);
+    crate::snapshots::page_snapshot("drift_in_sync", &run);
 }
 
 #[test]
@@ -209,6 +211,7 @@ fn an_audit_log_that_answers_500_is_unknown_never_in_sync() {
         log.iter()
             .any(|e| e.endpoint == "rest.get_audit_logs" && e.status == Some(500))
     );
+    crate::snapshots::page_snapshot("drift_one_target_unknown", &run);
 }
 
 #[test]

@@ -52,6 +52,15 @@ macro_rules! assert_run_snapshots {
     }};
 }
 
+/// Snapshots a run's step summary alone as `<name>_summary` (in this
+/// module's snapshot files, whichever test calls it): the pages
+/// `first_screen` checks and `scripts/render-summaries` draws.
+pub(crate) fn page_snapshot(name: &str, run: &Outcome) {
+    stable(run, || {
+        insta::assert_snapshot!(format!("{name}_summary"), run.summary.as_str());
+    });
+}
+
 /// Runs `check` with filters for everything that differs between runs of
 /// the same scenario.
 pub(crate) fn stable(run: &Outcome, check: impl FnOnce()) {

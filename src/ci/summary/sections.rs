@@ -6,16 +6,16 @@
 
 use super::{SUMMARY_TEXT_MAX_CHARS, code_or_na};
 use super::{StatusEvent, SummaryInput};
-use crate::ci::Outputs;
 use crate::ci::format::{format_deploy_time, format_elapsed, format_utc};
 use crate::ci::markdown;
 use crate::ci::outputs::truncate_chars;
+use crate::ci::{Command, Outputs};
 use crate::kind::Kind;
 use crate::outcome::Status;
 
 /// Longest reason shown whole on the first screen; a longer one keeps its
 /// start there and the whole text in a block below the details.
-const REASON_MAX_CHARS: usize = 320;
+pub(super) const REASON_MAX_CHARS: usize = 320;
 
 fn kind_word(kind: Kind) -> &'static str {
     match kind {
@@ -24,18 +24,22 @@ fn kind_word(kind: Kind) -> &'static str {
     }
 }
 
-/// Did it work: ✅/❌, the kind and the name.
+/// Did it work: ✅/❌, then what the command did (its headline), or the
+/// kind and the name of what was deployed.
 pub(super) fn verdict(input: &SummaryInput<'_>) -> Vec<String> {
     let out = input.outputs;
     let ok = out.status == Status::Success;
+    let mark = if ok { "✅" } else { "❌" };
+    if let Some(headline) = input.headline {
+        return vec![format!("## {mark} {}", markdown::inline(headline))];
+    }
     let name = if out.model_name.is_empty() {
         "unknown"
     } else {
         &out.model_name
     };
     vec![format!(
-        "## {} Truss Deploy ({}): {}",
-        if ok { "✅" } else { "❌" },
+        "## {mark} Truss Deploy ({}): {}",
         kind_word(input.kind),
         markdown::inline(name)
     )]
@@ -44,7 +48,7 @@ pub(super) fn verdict(input: &SummaryInput<'_>) -> Vec<String> {
 /// Text as Markdown that renders as the same plain words: table syntax,
 /// HTML and links escaped (`markdown::inline`), then emphasis and code
 /// marks, line breaks as spaces (the page wraps it).
-fn plain(text: &str) -> String {
+pub(super) fn plain(text: &str) -> String {
     let inline = markdown::inline(text);
     let mut out = String::with_capacity(inline.len());
     for c in inline.chars() {
@@ -117,9 +121,13 @@ pub(super) fn serves_now(input: &SummaryInput<'_>) -> Vec<String> {
     )]
 }
 
-/// The details: the metrics table.
+/// The details: the metrics table (none for teardown and prune: what
+/// they retired and kept is their own table, below).
 pub(super) fn result_table(input: &SummaryInput<'_>) -> Vec<String> {
     let out = input.outputs;
+    if matches!(out.command, Command::Teardown | Command::Prune) {
+        return Vec::new();
+    }
     let (id_label, id) = match input.kind {
         Kind::Model => ("Model ID", &out.model_id),
         Kind::Chain => ("Chain ID", &out.chain_id),
