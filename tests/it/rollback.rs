@@ -101,7 +101,7 @@ fn an_inactive_previous_deployment_is_activated_promoted_and_tested() {
         "{}",
         run.summary
     );
-    crate::snapshots::page_snapshot("rollback_activated_and_promoted", &run);
+    crate::snapshots::page_snapshot("rollback_activated_and_promoted", &run, &[]);
 }
 
 #[test]
@@ -162,7 +162,7 @@ fn a_failing_smoke_test_says_what_serves_and_tries_nothing_else() {
         1,
         "no third deployment: {log:#?}"
     );
-    crate::snapshots::page_snapshot("rollback_a_failed_smoke_test", &run);
+    crate::snapshots::page_snapshot("rollback_a_failed_smoke_test", &run, &[]);
 }
 
 #[test]

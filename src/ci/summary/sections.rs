@@ -80,10 +80,12 @@ pub(super) fn reason(input: &SummaryInput<'_>) -> Vec<String> {
         // Cut between words.
         shown = shown.rsplit_once(' ').map_or(shown, |(head, _)| head);
     }
-    let more = if shown.len() < message.len() {
-        " … (the whole error is below)"
-    } else {
-        ""
+    // Teardown and prune list each failure whole in their own section.
+    let lifecycle = matches!(out.command, Command::Teardown | Command::Prune);
+    let more = match (shown.len() < message.len(), lifecycle) {
+        (false, _) => "",
+        (true, false) => " … (the whole error is below)",
+        (true, true) => " … (each one is listed whole below)",
     };
     vec![format!(
         "**Why:** `{}`: {}{more}",
@@ -211,12 +213,14 @@ pub(super) fn links(input: &SummaryInput<'_>) -> Vec<String> {
     }
 }
 
-/// The whole error, when the reason on the first screen had to be cut.
+/// The whole error, when the reason on the first screen had to be cut
+/// (teardown and prune: their section lists each failure whole).
 pub(super) fn whole_error(input: &SummaryInput<'_>) -> Vec<String> {
     let out = input.outputs;
     let message = out.error_message.trim();
     let shown_whole = input.reason.is_none() && message.chars().count() <= REASON_MAX_CHARS;
-    if out.status == Status::Success || message.is_empty() || shown_whole {
+    let listed = matches!(out.command, Command::Teardown | Command::Prune);
+    if out.status == Status::Success || message.is_empty() || shown_whole || listed {
         return Vec::new();
     }
     let message = truncate_chars(message, SUMMARY_TEXT_MAX_CHARS);

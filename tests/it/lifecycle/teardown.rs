@@ -87,7 +87,7 @@ fn teardown_retires_a_pull_requests_previews_in_every_model_and_nothing_else() {
     assert!(!log.iter().any(
         |e| e.path.contains("beta0001/environments") || e.path.contains("beta0001/audit_logs")
     ));
-    crate::snapshots::page_snapshot("teardown_deletes_two_previews", &run);
+    crate::snapshots::page_snapshot("teardown_deletes_two_previews", &run, &[]);
 }
 
 /// How far back the environments read before a DELETE may be in the log:
@@ -178,7 +178,6 @@ fn a_refused_delete_is_a_warning_the_others_go_on_and_the_run_fails_with_5() {
         run.stdout.contains("was not retired") || run.stderr.contains("was not retired"),
         "{run:?}"
     );
-    crate::snapshots::page_snapshot("teardown_a_refused_delete", &run);
 }
 
 #[test]
@@ -205,6 +204,7 @@ fn a_delete_answered_deleted_false_is_a_refusal() {
         format!("{}{}", run.stdout, run.stderr).contains("deleted: false"),
         "{run:?}"
     );
+    crate::snapshots::page_snapshot("teardown_a_refused_delete", &run, &[]);
 }
 
 #[test]
