@@ -242,7 +242,7 @@ pub(crate) fn report(
             .or(st.serves.as_ref().map(|s| s.env.as_str()));
         let headline = match (command, &st.retirements, environment) {
             (ci::Command::Teardown | ci::Command::Prune, Some(r), _) => Some(r.headline()),
-            (ci::Command::Rollback, _, env) => Some(crate::rollback::headline(
+            (ci::Command::Rollback, _, env) => Some(crate::flow::switch::rollback_headline(
                 &outputs,
                 env.unwrap_or("the environment"),
             )),

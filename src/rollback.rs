@@ -384,34 +384,6 @@ pub(crate) fn summary_line(env: &str, serving: &str, target: &str, from: &str) -
     }
 }
 
-/// The page's verdict, in words, from the outputs: what the rollback of
-/// `env` did (what serves is the page's own line, from a read).
-pub(crate) fn headline(out: &crate::ci::Outputs, env: &str) -> String {
-    let ok = out.status == crate::outcome::Status::Success;
-    let target = match out.tested_deployment_id.as_str() {
-        "" => out.deployment_id.as_str(),
-        copied => copied,
-    };
-    let from = match out.previous_deployment_id.as_str() {
-        "" => "no deployment",
-        id => id,
-    };
-    match (out.rolled_back == Some(true), ok) {
-        (true, true) => {
-            format!("Rollback of {env}: back to deployment {target}, in place of {from}")
-        }
-        (true, false) => format!(
-            "Rollback of {env}: traffic moved off {from}, then {}",
-            match out.status {
-                crate::outcome::Status::PredictFailed => "the smoke test failed",
-                _ => "the run failed",
-            }
-        ),
-        (false, true) => format!("Rollback of {env}: nothing changed"),
-        (false, false) => format!("Rollback of {env}: not completed"),
-    }
-}
-
 /// The environment's smoke test (the `predict-payload`/`predict-cases`
 /// rules, evidence included). A failure says what serves, from a read.
 async fn smoke(ctx: &Ctx<'_>, model_id: &str, env: &str) -> Result<(), Failure> {
@@ -506,36 +478,6 @@ mod tests {
         assert!(
             matches!(e, Failure::Deploy(_)),
             "a failed read fails closed: {e}"
-        );
-    }
-
-    #[test]
-    fn the_headline_says_what_the_rollback_did() {
-        use crate::ci::Outputs;
-        use crate::outcome::Status;
-        let mut out = Outputs::new(Status::Success);
-        out.rolled_back = Some(true);
-        out.deployment_id = "c1".into();
-        out.tested_deployment_id = "d1".into();
-        out.previous_deployment_id = "d0".into();
-        assert_eq!(
-            headline(&out, "production"),
-            "Rollback of production: back to deployment d1, in place of d0"
-        );
-        out.status = Status::PredictFailed;
-        assert_eq!(
-            headline(&out, "production"),
-            "Rollback of production: traffic moved off d0, then the smoke test failed"
-        );
-        out.rolled_back = Some(false);
-        assert_eq!(
-            headline(&out, "production"),
-            "Rollback of production: not completed"
-        );
-        out.status = Status::Success;
-        assert_eq!(
-            headline(&out, "production"),
-            "Rollback of production: nothing changed"
         );
     }
 
