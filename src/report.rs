@@ -206,6 +206,8 @@ pub(crate) fn report(
         let table = TableSummary {
             heading: &f.heading,
             ok: status == crate::outcome::Status::Success,
+            warn: false,
+            reason: None,
             columns: f.columns,
             rows: &f.rows,
             details: &f.details,
@@ -216,7 +218,7 @@ pub(crate) fn report(
             ));
         }
     } else if let (Some(path), Some(d)) = (&ci_env.github_step_summary, &st.drift) {
-        if let Err(e) = drift_summary(path, d, status) {
+        if let Err(e) = drift_summary(path, d, &outputs) {
             r.warning(&format!(
                 "could not write the step summary (GITHUB_STEP_SUMMARY): {e:#}"
             ));
@@ -227,22 +229,50 @@ pub(crate) fn report(
             (Some(cfg), None, Some(c)) => cfg.endpoints.chain_page(c),
             _ => String::new(),
         };
-        // A failed evidence gate says why in its own plain words.
+        // A failed evidence gate says why in its own plain words; so does
+        // a failure whose error also says what serves (the page says that
+        // once, in its serves line).
         let evidence_reason = match result {
-            Err(_) => crate::evidence::failed_reason(&st.evidence),
+            Err(_) => crate::evidence::failed_reason(&st.evidence).or(st.reason.clone()),
             Ok(()) => None,
         };
+        // A command other than deploy says what it did in its heading.
+        let environment = cfg
+            .and_then(|c| c.environment.as_deref())
+            .or(st.serves.as_ref().map(|s| s.env.as_str()));
+        let headline = match (command, &st.retirements, environment) {
+            (ci::Command::Teardown | ci::Command::Prune, Some(r), _) => Some(r.headline()),
+            (ci::Command::Rollback, _, env) => Some(crate::flow::switch::rollback_headline(
+                &outputs,
+                env.unwrap_or("the environment"),
+            )),
+            _ => None,
+        };
+        // The protected deployments are the retirements' own table on
+        // the page (the notes carry them for --json and the log).
+        let protected = st
+            .retirements
+            .as_ref()
+            .map(|r| r.protected_lines())
+            .unwrap_or_default();
+        let notes: Vec<String> = st
+            .notes
+            .iter()
+            .filter(|n| !protected.contains(n))
+            .cloned()
+            .collect();
         let input = SummaryInput {
             kind,
             outputs: &outputs,
             predict: st.predict,
             page_url: &page,
-            notes: &st.notes,
+            notes: &notes,
             history: &st.history,
             promotion: &st.promotion,
             serves: st.serves.as_ref(),
-            environment: cfg.and_then(|c| c.environment.as_deref()),
+            environment,
             reason: evidence_reason.as_deref(),
+            headline: headline.as_deref(),
             // What the deploy changes in production, then the evidence:
             // sections of the one page, drawing on its one budget.
             sections: &[
@@ -312,16 +342,19 @@ pub(crate) fn report(
     code
 }
 
-/// `command: drift`'s summary: one table, a row per target, "ok" only
-/// when every target is in sync and every read succeeded.
+/// `command: drift`'s summary: the verdict (✅ every target in sync, ⚠️
+/// one drifted, ❌ a read failed: why, in words), then one table, a row
+/// per target: what serves each, the answer.
 fn drift_summary(
     path: &std::path::Path,
     d: &crate::content::record::DriftFound,
-    status: Status,
+    outputs: &Outputs,
 ) -> anyhow::Result<()> {
     let table = TableSummary {
         heading: &d.heading,
-        ok: status == Status::Success && !d.drifted,
+        ok: outputs.status == Status::Success,
+        warn: d.drifted,
+        reason: Some(outputs.error_message.as_str()).filter(|m| !m.is_empty()),
         columns: crate::content::record::DRIFT_COLUMNS,
         rows: &d.rows,
         details: &d.details,

@@ -266,6 +266,7 @@ async fn choose(ctx: &Ctx<'_>, r: &Rollback) -> Result<Option<Chosen>, Failure> 
         )));
     }
     let current = before.current.clone();
+    ctx.saw(env, &before);
     ctx.say(&before.describe(env));
     let target = match &r.to {
         Some(id) => {
@@ -380,6 +381,7 @@ async fn put_in(ctx: &Ctx<'_>, env: &str, chosen: &Chosen) -> Result<(), Failure
         Err(f) => {
             let now = switch::what_serves(ctx, model_id, env).await;
             served(ctx, Some(target), now.settled.clone());
+            ctx.state.lock().unwrap().reason = Some(format!("{f}; no other deployment was tried"));
             return Err(f.context(format!("{}; no other deployment was tried", now.words)));
         }
     };
@@ -394,9 +396,8 @@ async fn put_in(ctx: &Ctx<'_>, env: &str, chosen: &Chosen) -> Result<(), Failure
     // What serves now (the read after the promote said which) costs
     // this per hour, read on the side.
     flow::price::later(ctx, model_id, &serving);
-    let line = summary_line(env, &serving, target, from);
-    ctx.notice(&line);
-    ctx.note(line);
+    // The log's notice; the page says it in its heading and serves line.
+    ctx.notice(&summary_line(env, &serving, target, from));
     ctx.event("", &format!("{env} rolled back to {serving}"));
     smoke(ctx, model_id, env).await
 }
@@ -435,9 +436,12 @@ async fn smoke(ctx: &Ctx<'_>, model_id: &str, env: &str) -> Result<(), Failure> 
     ctx.end_group();
     if let Err(f) = tested {
         let now = switch::what_serves(ctx, model_id, env).await;
+        let mut st = ctx.state.lock().unwrap();
         if now.settled.is_some() {
-            ctx.state.lock().unwrap().deployment_id = now.settled.clone();
+            st.deployment_id = now.settled.clone();
         }
+        st.reason = Some(format!("{f}; the rollback does not try another deployment"));
+        drop(st);
         return Err(f.context(format!(
             "{}; the rollback does not try another deployment",
             now.words

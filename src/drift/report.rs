@@ -79,15 +79,35 @@ pub(crate) fn json_report(env: &str, checked: &[Checked]) -> String {
 pub(crate) fn found(env: &str, checked: &[Checked]) -> DriftFound {
     let count = |d: Drift| checked.iter().filter(|c| c.verdict.drift == d).count();
     let drifted = checked.iter().filter(|c| c.verdict.drift.drifted()).count();
-    let mut said = vec![format!("{} in sync", count(Drift::InSync))];
-    if drifted > 0 {
-        said.push(format!("{drifted} drifted"));
+    let (in_sync, unknown) = (count(Drift::InSync), count(Drift::Unknown));
+    // The verdict's count first (drifted, else unknown, else in sync),
+    // the other states after it.
+    let first = match (drifted, unknown) {
+        (0, 0) => "in sync",
+        (0, _) => "unknown",
+        _ => "drifted",
+    };
+    let mut rest = Vec::new();
+    for (n, words) in [
+        (in_sync, "in sync"),
+        (drifted, "drifted"),
+        (unknown, "unknown"),
+        (count(Drift::NotChecked), "not checked"),
+    ] {
+        if n > 0 && words != first {
+            rest.push(format!("{n} {words}"));
+        }
     }
-    if count(Drift::Unknown) > 0 {
-        said.push(format!("{} unknown", count(Drift::Unknown)));
-    }
-    if count(Drift::NotChecked) > 0 {
-        said.push(format!("{} not checked", count(Drift::NotChecked)));
+    let n = match first {
+        "in sync" => in_sync,
+        "unknown" => unknown,
+        _ => drifted,
+    };
+    let total = checked.len();
+    let targets = if total == 1 { "target" } else { "targets" };
+    let mut heading = format!("Drift in {env}: {n} of {total} {targets} {first}");
+    if !rest.is_empty() {
+        heading.push_str(&format!(" ({})", rest.join(", ")));
     }
     let rows = checked
         .iter()
@@ -103,7 +123,7 @@ pub(crate) fn found(env: &str, checked: &[Checked]) -> DriftFound {
     DriftFound {
         drifted: drifted > 0,
         report: json_report(env, checked),
-        heading: format!("Truss Drift: {env} — {}", said.join(", ")),
+        heading,
         rows,
         details: Vec::new(),
     }
@@ -160,7 +180,7 @@ mod tests {
         assert!(f.drifted);
         assert_eq!(
             f.heading,
-            "Truss Drift: production — 1 in sync, 2 drifted, 1 not checked"
+            "Drift in production: 2 of 4 targets drifted (1 in sync, 1 not checked)"
         );
         let report: Value = serde_json::from_str(&f.report).unwrap();
         let states: Vec<&str> = report
@@ -187,6 +207,9 @@ mod tests {
         assert_eq!(f.rows[1][1], Cell::Code("source-changed".into()));
         let in_sync = found("production", &all[..1]);
         assert!(!in_sync.drifted);
-        assert_eq!(in_sync.heading, "Truss Drift: production — 1 in sync");
+        assert_eq!(
+            in_sync.heading,
+            "Drift in production: 1 of 1 target in sync"
+        );
     }
 }

@@ -71,6 +71,9 @@ pub(crate) struct State {
     /// What the run's latest read of its environment showed serving it:
     /// the one value the summary's "serves now" line is written from.
     pub(crate) serves: Option<ServesNow>,
+    /// The failure in plain words for the page's reason, when the error
+    /// also says what serves (the page says that once, from `serves`).
+    pub(crate) reason: Option<String>,
     pub(crate) history: Vec<StatusEvent>,
     /// A gated promotion's traffic over time and its rollback, for the
     /// summary.

@@ -47,6 +47,8 @@ pub(crate) struct Kept {
 pub(crate) struct Retirements {
     /// `teardown` or `prune`.
     pub(crate) command: &'static str,
+    /// What a teardown retires the previews of (`pull request #12`).
+    pub(crate) of: Option<String>,
     pub(crate) retired: Vec<RetiredEntry>,
     /// Kept by a safety rule: `protected-count` counts these.
     pub(crate) protected: Vec<Kept>,
@@ -125,16 +127,8 @@ impl Retirements {
     /// and why, what the inputs kept, and what failed.
     pub(crate) fn markdown(&self) -> String {
         use crate::ci::markdown::cell;
-        let mut out = format!("\n### {}\n\n", self.command);
-        let verb = match self.retired.iter().any(|e| e.action.starts_with("would")) {
-            true => "would be retired (dry run: nothing changed)",
-            false => "retired",
-        };
-        out.push_str(&format!(
-            "{} {verb}, {} protected by a safety rule.\n",
-            self.retired.len(),
-            self.protected.len()
-        ));
+        // The counts are the page's heading (`headline`): not again here.
+        let mut out = format!("\n### {}\n", self.command);
         if !self.retired.is_empty() {
             out.push_str("\n| model | deployment | name | status | age | action |\n|---|---|---|---|---|---|\n");
             for e in &self.retired {
@@ -197,6 +191,52 @@ impl Retirements {
             None => String::new(),
         }
     }
+
+    /// The page's verdict, in words: what the command did, counted
+    /// (`Teardown of pull request #12: 2 previews deleted, 1 protected`).
+    pub(crate) fn headline(&self) -> String {
+        let title = match (self.command, &self.of) {
+            ("teardown", Some(of)) => format!("Teardown of {of}"),
+            ("teardown", None) => "Teardown".to_string(),
+            _ => "Prune".to_string(),
+        };
+        let noun = match self.command {
+            "teardown" => "preview",
+            _ => "deployment",
+        };
+        let count = |action: &str| self.retired.iter().filter(|e| e.action == action).count();
+        let mut said: Vec<String> = [
+            ("deleted", "deleted"),
+            ("deactivated", "deactivated"),
+            ("would-delete", "would be deleted (dry run)"),
+            ("would-deactivate", "would be deactivated (dry run)"),
+        ]
+        .into_iter()
+        .map(|(action, words)| (count(action), words))
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, words)| format!("{n} {words}"))
+        .collect();
+        match said.first_mut() {
+            Some(first) => {
+                let n = first.split(' ').next().unwrap_or_default().to_string();
+                let plural = if n == "1" { "" } else { "s" };
+                *first = first.replacen(&n, &format!("{n} {noun}{plural}"), 1);
+            }
+            None => said.push(format!("no {noun} retired")),
+        }
+        if !self.protected.is_empty() {
+            said.push(format!("{} protected", self.protected.len()));
+        }
+        if !self.failed.is_empty() {
+            said.push(format!("{} refused or failed", self.failed.len()));
+        }
+        if !self.undecided.is_empty() {
+            let n = self.undecided.len();
+            let models = if n == 1 { "model" } else { "models" };
+            said.push(format!("{n} {models} left alone (a read did not decide)"));
+        }
+        format!("{title}: {}", said.join(", "))
+    }
 }
 
 /// ` (name)` after an id, when the name says something the id does not.
@@ -223,6 +263,56 @@ mod tests {
         ] {
             assert_eq!(age_words(s), w);
         }
+    }
+
+    #[test]
+    fn the_headline_says_what_the_command_did_counted() {
+        let entry = |action: &'static str| RetiredEntry {
+            model_name: "m".into(),
+            model_id: "m1".into(),
+            deployment_id: "d1".into(),
+            deployment_name: String::new(),
+            action,
+            status: "ACTIVE".into(),
+            age_seconds: None,
+            instance_type: None,
+            min_replica: None,
+        };
+        let kept = Kept {
+            model_name: "m".into(),
+            deployment_id: "d0".into(),
+            deployment_name: String::new(),
+            status: "ACTIVE".into(),
+            age_seconds: None,
+            why: "serves production".into(),
+        };
+        let teardown = Retirements {
+            command: "teardown",
+            of: Some("pull request #12".into()),
+            retired: vec![entry("deleted"), entry("deleted")],
+            protected: vec![kept.clone()],
+            ..Retirements::default()
+        };
+        assert_eq!(
+            teardown.headline(),
+            "Teardown of pull request #12: 2 previews deleted, 1 protected"
+        );
+        let prune = Retirements {
+            command: "prune",
+            retired: vec![entry("would-deactivate")],
+            failed: vec!["x".into()],
+            undecided: vec![("m".into(), "why".into())],
+            ..Retirements::default()
+        };
+        assert_eq!(
+            prune.headline(),
+            "Prune: 1 deployment would be deactivated (dry run), 1 refused or failed, 1 model left alone (a read did not decide)"
+        );
+        let none = Retirements {
+            command: "prune",
+            ..Retirements::default()
+        };
+        assert_eq!(none.headline(), "Prune: no deployment retired");
     }
 
     #[test]

@@ -93,6 +93,7 @@ pub(crate) async fn promote_and_wait(
         .read_environment(Kind::Model, model_id, env)
         .await
         .map_err(|e| super::deploy_error(e).context("nothing was promoted"))?;
+    ctx.saw(env, &now);
     still_on(env, previous, &now)?;
     let promoted = promote_once(ctx, Kind::Model, model_id, env, id, previous).await?;
     if promoted != id {
@@ -137,10 +138,13 @@ fn still_on(env: &str, before: Option<&str>, now: &crate::promotion::Env) -> Res
 pub(crate) async fn what_serves(ctx: &Ctx<'_>, model_id: &str, env: &str) -> Serves {
     let api = ctx.api_for(Phase::Lookup);
     match api.read_environment(Kind::Model, model_id, env).await {
-        Ok(e) => Serves {
-            settled: e.current.clone(),
-            words: e.describe(env),
-        },
+        Ok(e) => {
+            ctx.saw(env, &e);
+            Serves {
+                settled: e.current.clone(),
+                words: e.describe(env),
+            }
+        }
         Err(err) => Serves {
             settled: None,
             words: format!(
@@ -158,9 +162,67 @@ pub(crate) struct Serves {
     pub(crate) words: String,
 }
 
+/// `command: rollback`'s verdict on its page, in words, from the
+/// outputs: what the rollback of `env` did (what serves is the page's own line, from a read).
+pub(crate) fn rollback_headline(out: &crate::ci::Outputs, env: &str) -> String {
+    let ok = out.status == crate::outcome::Status::Success;
+    let target = match out.tested_deployment_id.as_str() {
+        "" => out.deployment_id.as_str(),
+        copied => copied,
+    };
+    let from = match out.previous_deployment_id.as_str() {
+        "" => "no deployment",
+        id => id,
+    };
+    match (out.rolled_back == Some(true), ok) {
+        (true, true) => {
+            format!("Rollback of {env}: back to deployment {target}, in place of {from}")
+        }
+        (true, false) => format!(
+            "Rollback of {env}: traffic moved off {from}, then {}",
+            match out.status {
+                crate::outcome::Status::PredictFailed => "the smoke test failed",
+                _ => "the run failed",
+            }
+        ),
+        (false, true) => format!("Rollback of {env}: nothing changed"),
+        (false, false) => format!("Rollback of {env}: not completed"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_headline_says_what_the_rollback_did() {
+        use crate::ci::Outputs;
+        use crate::outcome::Status;
+        let mut out = Outputs::new(Status::Success);
+        out.rolled_back = Some(true);
+        out.deployment_id = "c1".into();
+        out.tested_deployment_id = "d1".into();
+        out.previous_deployment_id = "d0".into();
+        assert_eq!(
+            rollback_headline(&out, "production"),
+            "Rollback of production: back to deployment d1, in place of d0"
+        );
+        out.status = Status::PredictFailed;
+        assert_eq!(
+            rollback_headline(&out, "production"),
+            "Rollback of production: traffic moved off d0, then the smoke test failed"
+        );
+        out.rolled_back = Some(false);
+        assert_eq!(
+            rollback_headline(&out, "production"),
+            "Rollback of production: not completed"
+        );
+        out.status = Status::Success;
+        assert_eq!(
+            rollback_headline(&out, "production"),
+            "Rollback of production: nothing changed"
+        );
+    }
 
     #[test]
     fn the_environment_must_not_move_before_the_promote() {

@@ -55,6 +55,9 @@ pub(crate) async fn run(run: &Run, cs: &CommandSettings, key: &Secret) -> Result
         if settings.dry_run { " (dry run: nothing is changed)" } else { "" }
     ));
     let job = retire::job(run, "teardown", settings, cs.lifecycle.retire, key)?;
+    if let Some(r) = run.state.lock().unwrap().retirements.as_mut() {
+        r.of = Some(format!("pull request #{number}"));
+    }
     let team = settings.team.as_deref();
     retire::finish(run, tear_down(&job, &value, team)).await?;
     // GitHub hears of it only once every preview is retired (not in a dry

@@ -80,6 +80,19 @@ fn assert_read_only(log: &[LogEntry]) {
     );
 }
 
+/// The run's page as a snapshot, each serving deployment named after its
+/// target (the fake numbers deployments made side by side in any order).
+fn page(name: &str, run: &Outcome) {
+    let renamed: Vec<(String, String)> = report(run)
+        .iter()
+        .filter_map(|t| {
+            let id = t["serving_deployment_id"].as_str()?;
+            Some((id.to_string(), format!("{}01", t["name"].as_str()?)))
+        })
+        .collect();
+    crate::snapshots::page_snapshot(name, run, &renamed);
+}
+
 fn write(dir: &Path, file: &str, text: &str) {
     std::fs::write(dir.join(file), text).unwrap();
 }
@@ -144,7 +157,7 @@ fn three_targets_in_sync_changed_in_the_repository_and_promoted_by_hand() {
     // The summary is one table, a row per target, the state first.
     assert!(
         run.summary
-            .contains("Truss Drift: production — 1 in sync, 2 drifted"),
+            .contains("⚠️ Drift in production: 2 of 3 targets drifted (1 in sync)"),
         "{}",
         run.summary
     );
@@ -153,6 +166,7 @@ fn three_targets_in_sync_changed_in_the_repository_and_promoted_by_hand() {
         "{}",
         run.summary
     );
+    page("drift_two_of_three_drifted", &run);
     let log = since(&fake, before);
     assert_read_only(&log);
     let audit_reads = log
@@ -171,6 +185,7 @@ fn three_targets_in_sync_changed_in_the_repository_and_promoted_by_hand() {
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(run.out("drift"), "false");
     assert_eq!(states(&run), ["in-sync"]);
+    page("drift_in_sync", &run);
 }
 
 #[test]
@@ -209,6 +224,7 @@ fn an_audit_log_that_answers_500_is_unknown_never_in_sync() {
         log.iter()
             .any(|e| e.endpoint == "rest.get_audit_logs" && e.status == Some(500))
     );
+    page("drift_one_target_unknown", &run);
 }
 
 #[test]

@@ -6,6 +6,11 @@
 //!   the reason ("**Why:**", plain words), then what serves the
 //!   environment ("**… serves:**"), all before the first table or
 //!   `<details>` block — parsed as Markdown, not matched as text;
+//! - each command's own verdict: teardown, prune, drift and rollback
+//!   say what they did (not "Truss Deploy"); ⚠️ is a verdict that worked
+//!   (drift found drift); drift's table — what serves each target — comes
+//!   right after the verdict (and the reason); a rollback says what
+//!   serves its environment;
 //! - one truth per page: no environment is said to be served by two
 //!   different deployments, and no row of the promotion's steps is shown
 //!   twice.
@@ -113,7 +118,8 @@ fn every_page_says_verdict_then_reason_then_what_serves_before_any_details() {
             .unwrap_or(blocks.len());
         let first = &blocks[..details];
         let failed = match first.first() {
-            Some(Block::Verdict(v)) if v.starts_with('✅') => false,
+            // ⚠️: it worked and found something to look at (drift).
+            Some(Block::Verdict(v)) if v.starts_with('✅') || v.starts_with('⚠') => false,
             Some(Block::Verdict(v)) if v.starts_with('❌') => true,
             other => {
                 wrong.push(format!("{name}: the first block is {other:?}"));
@@ -136,6 +142,40 @@ fn every_page_says_verdict_then_reason_then_what_serves_before_any_details() {
         if about_env && serves.is_none() {
             wrong.push(format!(
                 "{name}: no \"serves\" line before the details: {first:?}"
+            ));
+        }
+        let verdict = match first.first() {
+            Some(Block::Verdict(v)) => v.as_str(),
+            _ => "",
+        };
+        // Each command other than deploy says what it did, not "Truss
+        // Deploy"; drift's table (what serves each target's environment)
+        // is its answer: right after the verdict and the reason.
+        let own = |cmd: &str| name.starts_with(&format!("it__snapshots__{cmd}_"));
+        let did = verdict.split_once(' ').map_or("", |(_, rest)| rest);
+        for (cmd, words) in [
+            ("teardown", "Teardown"),
+            ("prune", "Prune:"),
+            ("drift", "Drift in "),
+            ("rollback", "Rollback of "),
+        ] {
+            if own(cmd) && !did.starts_with(words) {
+                wrong.push(format!(
+                    "{name}: the verdict does not say what {cmd} did: {verdict}"
+                ));
+            }
+        }
+        if own("drift") && details != 1 + usize::from(failed) {
+            wrong.push(format!(
+                "{name}: drift's table is not the first thing after the verdict: {first:?}"
+            ));
+        }
+        // A rollback read its environment: what serves it is on the first
+        // screen (teardown and prune read many models' environments:
+        // what serves is their Protected table's "why").
+        if own("rollback") && serves.is_none() {
+            wrong.push(format!(
+                "{name}: a rollback's page does not say what serves"
             ));
         }
         if let (Some(s), Some(w)) = (serves, why)

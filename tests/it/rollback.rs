@@ -92,12 +92,16 @@ fn an_inactive_previous_deployment_is_activated_promoted_and_tested() {
     );
     let env = fake.environment(MODEL, "production").unwrap();
     assert!(format!("{env:?}").contains("old01"), "{env:?}");
+    // The page says what the rollback did, then what serves from a read,
+    // once each.
     assert!(
-        run.summary
-            .contains("Rolled back: production serves deployment old01 again, in place of cur01"),
+        run.summary.starts_with(
+            "## ✅ Rollback of production: back to deployment old01, in place of cur01\n\n**production serves:** deployment `old01`"
+        ),
         "{}",
         run.summary
     );
+    crate::snapshots::page_snapshot("rollback_activated_and_promoted", &run, &[]);
 }
 
 #[test]
@@ -158,6 +162,7 @@ fn a_failing_smoke_test_says_what_serves_and_tries_nothing_else() {
         1,
         "no third deployment: {log:#?}"
     );
+    crate::snapshots::page_snapshot("rollback_a_failed_smoke_test", &run, &[]);
 }
 
 #[test]
@@ -387,7 +392,11 @@ fn a_copy_made_on_promotion_is_what_serves() {
     let env = fake.environment(MODEL, "production").unwrap();
     assert!(format!("{env:?}").contains(copy), "{env:?}");
     assert!(
-        run.summary.contains("the platform's copy of old01"),
+        run.summary
+            .contains(&format!("**production serves:** deployment `{copy}`"))
+            && run
+                .summary
+                .contains(&format!("new deployment {copy}, created from old01")),
         "{}",
         run.summary
     );

@@ -52,15 +52,41 @@ macro_rules! assert_run_snapshots {
     }};
 }
 
+/// Snapshots a run's step summary alone as `<name>_summary` (in this
+/// module's snapshot files, whichever test calls it): the pages
+/// `first_screen` checks and `scripts/render-summaries` draws.
+/// The ids stay: these scenarios name their deployments (and the fake's
+/// generated ids are the same on every run of one scenario), and the
+/// renders show real ids, not placeholders.
+/// `renamed`: ids the fake made in an order that differs between runs
+/// (targets deployed side by side), each with the name shown instead.
+pub(crate) fn page_snapshot(name: &str, run: &Outcome, renamed: &[(String, String)]) {
+    filtered(run, false, renamed, || {
+        insta::assert_snapshot!(format!("{name}_summary"), run.summary.as_str());
+    });
+}
+
 /// Runs `check` with filters for everything that differs between runs of
 /// the same scenario.
 pub(crate) fn stable(run: &Outcome, check: impl FnOnce()) {
+    filtered(run, true, &[], check);
+}
+
+/// `stable`'s filters; the run's own ids replaced by name when `ids`.
+fn filtered(run: &Outcome, ids: bool, renamed: &[(String, String)], check: impl FnOnce()) {
     let mut settings = insta::Settings::clone_current();
+    for (id, name) in renamed {
+        settings.add_filter(&regex_escape(id), name.as_str());
+    }
     // Ids first: they are replaced by name wherever they appear (URLs too).
-    for (output, name) in [
-        ("deployment-id", "[DEPLOYMENT_ID]"),
-        ("model-id", "[MODEL_ID]"),
-    ] {
+    let outputs: &[(&str, &str)] = match ids {
+        true => &[
+            ("deployment-id", "[DEPLOYMENT_ID]"),
+            ("model-id", "[MODEL_ID]"),
+        ],
+        false => &[],
+    };
+    for &(output, name) in outputs {
         let id = run.out(output);
         if !id.is_empty() {
             settings.add_filter(&regex_escape(id), name);

@@ -133,6 +133,7 @@ mod tests {
             serves: None,
             environment: None,
             reason: None,
+            headline: None,
             sections: &[],
         };
         append_step_summary(&path, &input).unwrap();
@@ -147,6 +148,8 @@ mod tests {
         let table = TableSummary {
             heading: KEY,
             ok: false,
+            warn: false,
+            reason: Some(KEY),
             columns: &["a", "b", "c"],
             rows: &rows,
             details: &notes,

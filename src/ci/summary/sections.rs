@@ -6,16 +6,16 @@
 
 use super::{SUMMARY_TEXT_MAX_CHARS, code_or_na};
 use super::{StatusEvent, SummaryInput};
-use crate::ci::Outputs;
 use crate::ci::format::{format_deploy_time, format_elapsed, format_utc};
 use crate::ci::markdown;
 use crate::ci::outputs::truncate_chars;
+use crate::ci::{Command, Outputs};
 use crate::kind::Kind;
 use crate::outcome::Status;
 
 /// Longest reason shown whole on the first screen; a longer one keeps its
 /// start there and the whole text in a block below the details.
-const REASON_MAX_CHARS: usize = 320;
+pub(super) const REASON_MAX_CHARS: usize = 320;
 
 fn kind_word(kind: Kind) -> &'static str {
     match kind {
@@ -24,18 +24,22 @@ fn kind_word(kind: Kind) -> &'static str {
     }
 }
 
-/// Did it work: ✅/❌, the kind and the name.
+/// Did it work: ✅/❌, then what the command did (its headline), or the
+/// kind and the name of what was deployed.
 pub(super) fn verdict(input: &SummaryInput<'_>) -> Vec<String> {
     let out = input.outputs;
     let ok = out.status == Status::Success;
+    let mark = if ok { "✅" } else { "❌" };
+    if let Some(headline) = input.headline {
+        return vec![format!("## {mark} {}", markdown::inline(headline))];
+    }
     let name = if out.model_name.is_empty() {
         "unknown"
     } else {
         &out.model_name
     };
     vec![format!(
-        "## {} Truss Deploy ({}): {}",
-        if ok { "✅" } else { "❌" },
+        "## {mark} Truss Deploy ({}): {}",
         kind_word(input.kind),
         markdown::inline(name)
     )]
@@ -44,7 +48,7 @@ pub(super) fn verdict(input: &SummaryInput<'_>) -> Vec<String> {
 /// Text as Markdown that renders as the same plain words: table syntax,
 /// HTML and links escaped (`markdown::inline`), then emphasis and code
 /// marks, line breaks as spaces (the page wraps it).
-fn plain(text: &str) -> String {
+pub(super) fn plain(text: &str) -> String {
     let inline = markdown::inline(text);
     let mut out = String::with_capacity(inline.len());
     for c in inline.chars() {
@@ -76,10 +80,12 @@ pub(super) fn reason(input: &SummaryInput<'_>) -> Vec<String> {
         // Cut between words.
         shown = shown.rsplit_once(' ').map_or(shown, |(head, _)| head);
     }
-    let more = if shown.len() < message.len() {
-        " … (the whole error is below)"
-    } else {
-        ""
+    // Teardown and prune list each failure whole in their own section.
+    let lifecycle = matches!(out.command, Command::Teardown | Command::Prune);
+    let more = match (shown.len() < message.len(), lifecycle) {
+        (false, _) => "",
+        (true, false) => " … (the whole error is below)",
+        (true, true) => " … (each one is listed whole below)",
     };
     vec![format!(
         "**Why:** `{}`: {}{more}",
@@ -117,9 +123,13 @@ pub(super) fn serves_now(input: &SummaryInput<'_>) -> Vec<String> {
     )]
 }
 
-/// The details: the metrics table.
+/// The details: the metrics table (none for teardown and prune: what
+/// they retired and kept is their own table, below).
 pub(super) fn result_table(input: &SummaryInput<'_>) -> Vec<String> {
     let out = input.outputs;
+    if matches!(out.command, Command::Teardown | Command::Prune) {
+        return Vec::new();
+    }
     let (id_label, id) = match input.kind {
         Kind::Model => ("Model ID", &out.model_id),
         Kind::Chain => ("Chain ID", &out.chain_id),
@@ -203,12 +213,14 @@ pub(super) fn links(input: &SummaryInput<'_>) -> Vec<String> {
     }
 }
 
-/// The whole error, when the reason on the first screen had to be cut.
+/// The whole error, when the reason on the first screen had to be cut
+/// (teardown and prune: their section lists each failure whole).
 pub(super) fn whole_error(input: &SummaryInput<'_>) -> Vec<String> {
     let out = input.outputs;
     let message = out.error_message.trim();
     let shown_whole = input.reason.is_none() && message.chars().count() <= REASON_MAX_CHARS;
-    if out.status == Status::Success || message.is_empty() || shown_whole {
+    let listed = matches!(out.command, Command::Teardown | Command::Prune);
+    if out.status == Status::Success || message.is_empty() || shown_whole || listed {
         return Vec::new();
     }
     let message = truncate_chars(message, SUMMARY_TEXT_MAX_CHARS);

@@ -82,6 +82,9 @@ pub(crate) struct SummaryInput<'a> {
     /// The failure in plain words when a part of the run has them (a
     /// failed evidence gate's verdict); else the error's start is shown.
     pub(crate) reason: Option<&'a str>,
+    /// The verdict's words when the command has its own (teardown,
+    /// prune, rollback: what it did); else "Truss Deploy (<kind>): <name>".
+    pub(crate) headline: Option<&'a str>,
     /// Markdown sections after the result (the evidence), in order; each
     /// is cut with the marker when the page is full.
     pub(crate) sections: &'a [String],
@@ -159,6 +162,7 @@ pub(crate) fn append_step_summary(path: &Path, input: &SummaryInput<'_>) -> anyh
     let notes: Vec<String> = input.notes.iter().map(|n| scrub(n).into_owned()).collect();
     let history: Vec<StatusEvent> = input.history.iter().map(StatusEvent::redacted).collect();
     let promotion: Vec<StatusEvent> = input.promotion.iter().map(StatusEvent::redacted).collect();
+    let headline = input.headline.map(|h| scrub(h).into_owned());
     let sections: Vec<String> = input
         .sections
         .iter()
@@ -171,6 +175,7 @@ pub(crate) fn append_step_summary(path: &Path, input: &SummaryInput<'_>) -> anyh
         history: &history,
         promotion: &promotion,
         sections: &sections,
+        headline: headline.as_deref(),
         ..input.clone()
     };
     write_summary(path, |budget| render_summary(&input, budget))
@@ -221,6 +226,7 @@ mod tests {
             serves: None,
             environment: None,
             reason: None,
+            headline: None,
             sections: &[],
         };
         let want = "\
@@ -276,6 +282,7 @@ mod tests {
             serves: None,
             environment: None,
             reason: None,
+            headline: None,
             sections: &[],
         };
         let want = "\
@@ -329,6 +336,7 @@ mod tests {
             serves: Some(&serves),
             environment: Some("production"),
             reason: None,
+            headline: None,
             sections: &[],
         };
         let page = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
@@ -382,6 +390,7 @@ mod tests {
             serves: None,
             environment: None,
             reason: None,
+            headline: None,
             sections: &[],
         };
         let text = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
@@ -414,6 +423,7 @@ mod tests {
             serves: None,
             environment: None,
             reason: None,
+            headline: None,
             sections: &[],
         };
         let full = render_summary(&input, STEP_SUMMARY_MAX_BYTES);
@@ -442,6 +452,7 @@ mod tests {
             serves: None,
             environment: None,
             reason: None,
+            headline: None,
             sections: &[],
         };
         let capped = render_summary(&input, 4096);
@@ -467,6 +478,7 @@ mod tests {
             serves: None,
             environment: None,
             reason: None,
+            headline: None,
             sections: &[],
         };
         append_step_summary(&path, &input).unwrap();
@@ -510,6 +522,7 @@ mod tests {
             serves: None,
             environment: None,
             reason: None,
+            headline: None,
             sections: &sections,
         };
         let max = 256 * 1024;

@@ -27,6 +27,10 @@ pub(crate) enum Cell {
 pub(crate) struct TableSummary<'a> {
     pub(crate) heading: &'a str,
     pub(crate) ok: bool,
+    /// It worked and found something to look at (drift): ⚠️, not ✅.
+    pub(crate) warn: bool,
+    /// Why it failed, in plain words, said before the table.
+    pub(crate) reason: Option<&'a str>,
     pub(crate) columns: &'a [&'a str],
     pub(crate) rows: &'a [Vec<Cell>],
     /// Shown under the table as a list, e.g. each failed target's error.
@@ -48,13 +52,26 @@ fn render_cell(cell: &Cell) -> String {
 }
 
 fn render_table_summary(input: &TableSummary<'_>, max_bytes: usize) -> String {
+    let mark = match (input.ok, input.warn) {
+        (true, false) => "✅",
+        (true, true) => "⚠️",
+        (false, _) => "❌",
+    };
     let mut lines = vec![
-        format!(
-            "## {} {}",
-            if input.ok { "✅" } else { "❌" },
-            markdown::inline(input.heading)
-        ),
+        format!("## {mark} {}", markdown::inline(input.heading)),
         String::new(),
+    ];
+    if let Some(reason) = input.reason.filter(|_| !input.ok) {
+        let shown = truncate_chars(reason.trim(), super::sections::REASON_MAX_CHARS);
+        let more = if shown.len() < reason.trim().len() {
+            " …"
+        } else {
+            ""
+        };
+        lines.push(format!("**Why:** {}{more}", super::sections::plain(shown)));
+        lines.push(String::new());
+    }
+    lines.extend([
         format!("| {} |", input.columns.join(" | ")),
         format!(
             "|{}|",
@@ -65,7 +82,7 @@ fn render_table_summary(input: &TableSummary<'_>, max_bytes: usize) -> String {
                 .collect::<Vec<_>>()
                 .join("|")
         ),
-    ];
+    ]);
     for row in input.rows {
         let cells: Vec<String> = row.iter().map(render_cell).collect();
         lines.push(format!("| {} |", cells.join(" | ")));
@@ -106,8 +123,10 @@ pub(crate) fn append_table_summary(path: &Path, input: &TableSummary<'_>) -> any
         .collect();
     let details: Vec<String> = input.details.iter().map(|d| clean(d)).collect();
     let heading = clean(input.heading);
+    let reason = input.reason.map(clean);
     let input = TableSummary {
         heading: &heading,
+        reason: reason.as_deref(),
         rows: &rows,
         details: &details,
         ..input.clone()

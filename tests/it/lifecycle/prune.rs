@@ -105,6 +105,7 @@ fn prune_keep_2_retires_exactly_the_three_oldest_labelled() {
     ] {
         assert!(run.stdout.contains(why), "{why}: {run:?}");
     }
+    crate::snapshots::page_snapshot("prune_keep_2", &run, &[]);
 }
 
 #[test]
@@ -151,6 +152,7 @@ fn an_unreadable_audit_log_retires_nothing_of_the_model_and_says_why() {
         format!("{}{}", run.stdout, run.stderr).contains("nothing retired in model pruned"),
         "{run:?}"
     );
+    crate::snapshots::page_snapshot("prune_an_unreadable_audit_log", &run, &[]);
 }
 
 #[test]

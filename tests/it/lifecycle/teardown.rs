@@ -87,6 +87,7 @@ fn teardown_retires_a_pull_requests_previews_in_every_model_and_nothing_else() {
     assert!(!log.iter().any(
         |e| e.path.contains("beta0001/environments") || e.path.contains("beta0001/audit_logs")
     ));
+    crate::snapshots::page_snapshot("teardown_deletes_two_previews", &run, &[]);
 }
 
 /// How far back the environments read before a DELETE may be in the log:
@@ -203,6 +204,7 @@ fn a_delete_answered_deleted_false_is_a_refusal() {
         format!("{}{}", run.stdout, run.stderr).contains("deleted: false"),
         "{run:?}"
     );
+    crate::snapshots::page_snapshot("teardown_a_refused_delete", &run, &[]);
 }
 
 #[test]
