@@ -160,3 +160,52 @@ fn a_plans_file_says_the_plans_status_and_no_deploys() {
     assert_eq!(value(&vars, "TRUSS_PUSH_PLAN_STATUS"), "success");
     assert_eq!(value(&vars, "TRUSS_PUSH_TARGETS_COUNT"), "3");
 }
+
+/// Prune's widest run: many deployments retired, some protected, a price
+/// line, a JSON `retired` of every one — the file keeps its four
+/// variables and no JSON.
+#[test]
+fn a_prune_of_many_deployments_fits_and_leaves_retired_to_json() {
+    const HASH: &str = "8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4";
+    let mut y = String::from(
+        "manual_clock: true\nmodels:\n  - id: prune009\n    name: pruned\n    deployments:\n",
+    );
+    y += &format!(
+        "      - {{id: prod0009, name: prod0009, created_at: -3600, environment: production, labels: {{truss_push_content_hash: \"{HASH}\"}}}}\n"
+    );
+    for i in 0..60 {
+        y += &format!(
+            "      - {{id: old{i:05}, name: {}, created_at: -{}, labels: {{truss_push_content_hash: \"{HASH}\"}}}}\n",
+            "n".repeat(60),
+            86_400 * (i + 2)
+        );
+    }
+    y += "audit_log:\n  entries:\n    - {at: -3600, event_type: MODEL_DEPLOYED, model: pruned, deployment: prod0009, environment: production}\n";
+    let fake = fake(&y);
+    let dir = model_dir("model_name: pruned\n");
+    let run = Invocation::new(&fake)
+        .command("prune")
+        .arg("truss-directory", dir.path().to_str().unwrap())
+        .arg("keep", "1")
+        .outputs_file("outputs.env")
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.out("retired-count"), "59", "{run:?}");
+    assert!(
+        run.out("retired").len() > 5 * 1024,
+        "the JSON alone would not fit"
+    );
+    let (vars, bytes) = accepted("prune", &run);
+    assert_eq!(
+        names(&vars),
+        [
+            "TRUSS_PUSH_STATUS",
+            "TRUSS_PUSH_RETIRED_COUNT",
+            "TRUSS_PUSH_PROTECTED_COUNT",
+            "TRUSS_PUSH_TARGETS_COUNT",
+            "TRUSS_PUSH_ERROR_MESSAGE"
+        ],
+        "{bytes} bytes"
+    );
+    assert_eq!(value(&vars, "TRUSS_PUSH_RETIRED_COUNT"), "59");
+}
