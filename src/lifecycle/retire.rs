@@ -121,7 +121,7 @@ pub(crate) async fn finish(
     problems.extend(
         r.undecided
             .iter()
-            .map(|(m, why)| format!("nothing retired in model {m}: {why}")),
+            .map(|(m, why)| format!("nothing retired in {m}: {why}")),
     );
     match problems.as_slice() {
         [] => Ok(()),
@@ -206,7 +206,7 @@ impl Job<'_> {
             model.shown(),
             model.id
         ));
-        self.record(|r| r.undecided.push((model.name.clone(), why)));
+        self.record(|r| r.undecided.push((model.shown(), why)));
     }
 
     /// Reads what decides for `model` and records the verdicts on its
