@@ -265,6 +265,16 @@ fn a_cancel_reports_what_was_retired_before_it() {
 /// serving production, the previous production (per the chain's audit
 /// log), one building, three old ones — and its source file.
 fn six_chain_deployments(extra: &str) -> (FakeBaseten, tempfile::TempDir, std::path::PathBuf) {
+    let promotions = concat!(
+        "audit_log:\n  entries:\n",
+        "    - {at: -2592000, event_type: CHAIN_DEPLOYMENT_PROMOTED, model: Hello, deployment: cprev001, environment: production}\n",
+        "    - {at: -259200, event_type: CHAIN_DEPLOYMENT_PROMOTED, model: Hello, deployment: cprod001, environment: production}\n",
+    );
+    chain_with_log(promotions, extra)
+}
+
+/// The six chain deployments with `log` as the chain's audit history.
+fn chain_with_log(log: &str, extra: &str) -> (FakeBaseten, tempfile::TempDir, std::path::PathBuf) {
     let mut y = String::from(
         "manual_clock: true\nchains:\n  - id: chain001\n    name: Hello\n    deployments:\n",
     );
@@ -278,9 +288,7 @@ fn six_chain_deployments(extra: &str) -> (FakeBaseten, tempfile::TempDir, std::p
     ] {
         y += &format!("      - {{id: {id}, created_at: {}{rest}}}\n", -days * DAY);
     }
-    y += "audit_log:\n  entries:\n";
-    y += "    - {at: -2592000, event_type: CHAIN_DEPLOYMENT_PROMOTED, model: Hello, deployment: cprev001, environment: production}\n";
-    y += "    - {at: -259200, event_type: CHAIN_DEPLOYMENT_PROMOTED, model: Hello, deployment: cprod001, environment: production}\n";
+    y += log;
     y += extra;
     let (dir, chain) = file_in_temp_dir(
         "my_chain.py",
@@ -344,6 +352,51 @@ fn a_chain_whose_audit_log_fails_has_nothing_retired() {
         fake.requests()
             .iter()
             .any(|e| e.path == "/v1/chains/chain001/audit_logs"),
+        "{run:?}"
+    );
+    assert!(chain_mutations(&fake).is_empty(), "{run:?}");
+}
+
+#[test]
+fn a_chain_pruned_with_retire_deactivate_deactivates_the_same_two() {
+    let (fake, dir, chain) = six_chain_deployments("");
+    let run = prune(&fake, &chain)
+        .arg("keep", "1")
+        .arg("prune-unlabelled", "true")
+        .arg("retire", "deactivate")
+        .run();
+    drop(dir);
+    assert_eq!(run.code, 0, "{run:?}");
+    let want: Vec<(String, String)> = ["cold0002", "cold0003"]
+        .iter()
+        .map(|id| {
+            (
+                "POST".to_string(),
+                format!("/v1/chains/chain001/deployments/{id}/deactivate"),
+            )
+        })
+        .collect();
+    assert_eq!(chain_mutations(&fake), want, "{run:?}");
+}
+
+/// A chain created straight into production writes `CHAIN_DEPLOYED`, which
+/// names no environment: with no promotion recorded, what served
+/// production before is not known, and nothing of the chain is retired.
+#[test]
+fn a_chain_whose_log_records_no_promotion_is_not_pruned() {
+    let created = concat!(
+        "audit_log:\n  entries:\n",
+        "    - {at: -259200, event_type: CHAIN_DEPLOYED, model: Hello, deployment: cprod001}\n",
+    );
+    let (fake, dir, chain) = chain_with_log(created, "");
+    let run = prune(&fake, &chain)
+        .arg("keep", "1")
+        .arg("prune-unlabelled", "true")
+        .run();
+    drop(dir);
+    assert_eq!(run.code, 5, "{run:?}");
+    assert!(
+        run.stderr.contains("nothing retired in chain Hello"),
         "{run:?}"
     );
     assert!(chain_mutations(&fake).is_empty(), "{run:?}");
