@@ -1,4 +1,5 @@
-//! A model's audit log (`GET /v1/models/{id}/audit_logs`), read whole:
+//! A model's or a chain's audit log (`GET /v1/models/{id}/audit_logs`,
+//! `GET /v1/chains/{id}/audit_logs`), read whole:
 //! every page, following the cursor, as the published API pages it
 //! (`ListAuditLogsResponseV1`: `items` and `pagination {has_more,
 //! cursor}`). The log is what decides a rollback's target, what prune and
@@ -10,6 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Api, ApiError};
+use crate::kind::Kind;
 
 /// Entries per page: the published maximum.
 const AUDIT_PAGE_LIMIT: u32 = 200;
@@ -61,17 +63,23 @@ impl AuditEntry {
 
     /// An entry that places a deployment in an environment, as `history`
     /// reads it (when, which deployment, which environment): a
-    /// `MODEL_DEPLOYMENT_PROMOTED`, or a `MODEL_DEPLOYED` that names an
-    /// environment (a create straight into it).
+    /// `MODEL_DEPLOYMENT_PROMOTED`, a `MODEL_DEPLOYED` that names an
+    /// environment (a create straight into it), or a
+    /// `CHAIN_DEPLOYMENT_PROMOTED` (`chain_deployment_id`; a
+    /// `CHAIN_DEPLOYED` names no environment, so it places nothing).
     pub(crate) fn placement(&self) -> Option<crate::history::Promoted> {
-        let places = match self.event_type.as_str() {
-            "MODEL_DEPLOYMENT_PROMOTED" => true,
-            "MODEL_DEPLOYED" => self.data("environment_name").is_some(),
-            _ => false,
-        };
-        places.then(|| crate::history::Promoted {
+        let id_field = match self.event_type.as_str() {
+            "MODEL_DEPLOYMENT_PROMOTED" => Some("deployment_id"),
+            "MODEL_DEPLOYED" => self
+                .data("environment_name")
+                .is_some()
+                .then_some("deployment_id"),
+            "CHAIN_DEPLOYMENT_PROMOTED" => Some("chain_deployment_id"),
+            _ => None,
+        }?;
+        Some(crate::history::Promoted {
             at: self.created.clone(),
-            deployment: self.data("deployment_id").unwrap_or_default().to_string(),
+            deployment: self.data(id_field).unwrap_or_default().to_string(),
             environment: self.data("environment_name").map(str::to_string),
         })
     }
@@ -81,14 +89,25 @@ impl AuditEntry {
 /// history alone: an entry whose `event_data.model_id` names another model
 /// (an entry without one is not refused). Such a log decides nothing.
 pub(crate) fn not_of_model(entries: &[AuditEntry], model_id: &str) -> Option<String> {
+    not_of(entries, Kind::Model, model_id)
+}
+
+/// [`not_of_model`] for a model's or a chain's log: a chain's entries are
+/// checked against `event_data.chain_id`.
+pub(crate) fn not_of(entries: &[AuditEntry], kind: Kind, owner_id: &str) -> Option<String> {
+    let field = match kind {
+        Kind::Model => "model_id",
+        Kind::Chain => "chain_id",
+    };
+    let k = kind.as_str();
     entries
         .iter()
-        .find(|e| e.data("model_id").is_some_and(|m| m != model_id))
+        .find(|e| e.data(field).is_some_and(|m| m != owner_id))
         .map(|e| {
-            let other = super::id::check(e.data("model_id").unwrap_or_default())
+            let other = super::id::check(e.data(field).unwrap_or_default())
                 .map_or_else(|refused| refused.to_string(), str::to_string);
             format!(
-                "the model's audit log answered an entry of another model ({other}), so it is not this model's history and decides nothing"
+                "the {k}'s audit log answered an entry of another {k} ({other}), so it is not this {k}'s history and decides nothing"
             )
         })
 }
@@ -116,10 +135,25 @@ impl Api {
         model_id: &str,
         groups: &[&str],
     ) -> Result<Vec<AuditEntry>, ApiError> {
+        self.audit_log_of(Kind::Model, model_id, groups).await
+    }
+
+    /// [`Api::audit_log`] of a model's or a chain's log, one reader for
+    /// both (`GET /v1/{models|chains}/{id}/audit_logs`, paged alike).
+    pub(crate) async fn audit_log_of(
+        &self,
+        kind: Kind,
+        owner_id: &str,
+        groups: &[&str],
+    ) -> Result<Vec<AuditEntry>, ApiError> {
+        let (collection, what) = match kind {
+            Kind::Model => ("models", "reading the model's audit log"),
+            Kind::Chain => ("chains", "reading the chain's audit log"),
+        };
         let mut entries = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..AUDIT_MAX_PAGES {
-            let mut url = self.endpoints.rest(&["models", model_id, "audit_logs"]);
+            let mut url = self.endpoints.rest(&[collection, owner_id, "audit_logs"]);
             {
                 let mut q = url.query_pairs_mut();
                 q.append_pair("limit", &AUDIT_PAGE_LIMIT.to_string());
@@ -130,21 +164,20 @@ impl Api {
                     q.append_pair("cursor", c);
                 }
             }
-            let page: Page = self.rest_read("reading the model's audit log", url).await?;
+            let page: Page = self.rest_read(what, url).await?;
             entries.extend(page.items);
             match (page.pagination.has_more, page.pagination.cursor) {
                 (true, Some(next)) if Some(&next) != cursor.as_ref() => cursor = Some(next),
                 (true, _) => {
-                    return Err(ApiError::permanent(
-                        "reading the model's audit log: the platform said more entries follow but gave no new cursor to read them"
-                            .into(),
-                    ));
+                    return Err(ApiError::permanent(format!(
+                        "{what}: the platform said more entries follow but gave no new cursor to read them"
+                    )));
                 }
                 (false, _) => return Ok(entries),
             }
         }
         Err(ApiError::permanent(format!(
-            "reading the model's audit log: more than {AUDIT_MAX_PAGES} pages of {AUDIT_PAGE_LIMIT} entries; not read in part"
+            "{what}: more than {AUDIT_MAX_PAGES} pages of {AUDIT_PAGE_LIMIT} entries; not read in part"
         )))
     }
 }

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Api, ApiError, id};
+use crate::kind::Kind;
 use crate::promotion::Env;
 use crate::retry::Policy;
 
@@ -66,6 +67,25 @@ pub(crate) struct Listed {
     pub(crate) autoscaling_settings: Option<Value>,
 }
 
+/// A chain deployment as `GET /v1/chains/{id}/deployments` lists it
+/// (ChainDeploymentV1): what the retirement rules read. No name, no
+/// labels, no development deployment in the published API.
+#[derive(Clone, Debug, Deserialize)]
+pub(crate) struct ChainListed {
+    #[serde(deserialize_with = "id::checked")]
+    pub(crate) id: String,
+    /// The chain it belongs to: one of another chain decides nothing.
+    #[serde(deserialize_with = "id::checked")]
+    pub(crate) chain_id: String,
+    #[serde(deserialize_with = "id::checked_status")]
+    pub(crate) status: String,
+    /// Required and present (null when none), as `ChainDeploymentV1` has it.
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub(crate) environment: Option<String>,
+    /// Required: ISO 8601 as the platform writes it.
+    pub(crate) created_at: String,
+}
+
 /// What a `DELETE` of a deployment says happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Deletion {
@@ -106,19 +126,40 @@ impl Api {
         Ok(l.deployments)
     }
 
-    /// The model's environments, each read as an [`Env`] (what serves it
-    /// and what is being promoted into it), every id in them checked.
-    /// Retried like every read.
+    /// Every deployment of the chain (`GET /v1/chains/{id}/deployments`,
+    /// one answer), retried like every read.
+    pub(crate) async fn chain_deployments_of(
+        &self,
+        chain_id: &str,
+    ) -> Result<Vec<ChainListed>, ApiError> {
+        #[derive(Deserialize)]
+        struct Deployments {
+            deployments: Vec<ChainListed>,
+        }
+        let url = self.endpoints.rest(&["chains", chain_id, "deployments"]);
+        let l: Deployments = self
+            .rest_read("listing the chain's deployments", url)
+            .await?;
+        Ok(l.deployments)
+    }
+
+    /// The model's (or chain's) environments, each read as an [`Env`]
+    /// (what serves it and what is being promoted into it), every id in
+    /// them checked. Retried like every read.
     pub(crate) async fn environment_readings(
         &self,
-        model_id: &str,
+        kind: Kind,
+        owner_id: &str,
     ) -> Result<Vec<(String, Env)>, ApiError> {
         #[derive(Deserialize)]
         struct List {
             environments: Vec<Value>,
         }
-        let what = "reading the model's environments";
-        let url = self.endpoints.rest(&["models", model_id, "environments"]);
+        let (collection, what) = match kind {
+            Kind::Model => ("models", "reading the model's environments"),
+            Kind::Chain => ("chains", "reading the chain's environments"),
+        };
+        let url = self.endpoints.rest(&[collection, owner_id, "environments"]);
         let l: List = self.rest_read(what, url).await?;
         let mut out = Vec::with_capacity(l.environments.len());
         for e in &l.environments {
@@ -147,22 +188,27 @@ impl Api {
     }
 
     /// Deletes a model deployment (`DELETE /v1/models/{id}/deployments/{id}`,
-    /// answered with DeploymentTombstoneV1). Sent again after a lost answer
+    /// answered with DeploymentTombstoneV1) or a chain deployment
+    /// (`DELETE /v1/chains/{id}/deployments/{id}`, ChainDeploymentTombstoneV1). Sent again after a lost answer
     /// or a gateway's error, as a deactivation is: a second `DELETE` of one
     /// that went is a 404, read as gone. The platform's own 500 is final.
     pub(crate) async fn delete_deployment(
         &self,
-        model_id: &str,
+        kind: Kind,
+        owner_id: &str,
         deployment_id: &str,
     ) -> Result<Deletion, ApiError> {
         #[derive(Deserialize)]
         struct Tombstone {
             deleted: bool,
         }
-        let what = "deleting the deployment";
+        let (collection, what) = match kind {
+            Kind::Model => ("models", "deleting the deployment"),
+            Kind::Chain => ("chains", "deleting the chain deployment"),
+        };
         let url = self
             .endpoints
-            .rest(&["models", model_id, "deployments", deployment_id]);
+            .rest(&[collection, owner_id, "deployments", deployment_id]);
         let answer = self
             .retrying(Policy::DEACTIVATE, self.deadline(), |_| {
                 let req = self

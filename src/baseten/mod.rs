@@ -46,7 +46,7 @@ use crate::secret::Secret;
 pub(crate) use audit::AuditEntry;
 pub(crate) use chains::{ChainDeployed, ChainletData, ChainletStatus, DeployChainRequest};
 pub(crate) use error::ApiError;
-pub(crate) use lifecycle::{Deletion, Listed as ListedDeployment, ModelRef};
+pub(crate) use lifecycle::{ChainListed, Deletion, Listed as ListedDeployment, ModelRef};
 pub(crate) use models::{CreateRequest, Created};
 pub(crate) use prepare::Preflight;
 pub(crate) use prices::{Capacity, PriceEntry};

@@ -59,7 +59,7 @@ pub(crate) struct Retirements {
     /// Retirements that failed or were refused, in words.
     pub(crate) failed: Vec<String>,
     /// Models whose deciding read failed or did not decide: nothing of
-    /// them was retired. `(model name, why)`.
+    /// them was retired. `(what, why)`: `model NAME` or `chain NAME`.
     pub(crate) undecided: Vec<(String, String)>,
     /// Other things the run says (chains it cannot tell apart, …).
     pub(crate) notes: Vec<String>,
@@ -168,7 +168,7 @@ impl Retirements {
         }
         for (model, why) in &self.undecided {
             out.push_str(&format!(
-                "\n- nothing retired in model {}: {}\n",
+                "\n- nothing retired in {}: {}\n",
                 cell(model),
                 cell(why)
             ));
@@ -301,7 +301,7 @@ mod tests {
             command: "prune",
             retired: vec![entry("would-deactivate")],
             failed: vec!["x".into()],
-            undecided: vec![("m".into(), "why".into())],
+            undecided: vec![("model m".into(), "why".into())],
             ..Retirements::default()
         };
         assert_eq!(

@@ -125,6 +125,30 @@ impl Seen {
     }
 }
 
+impl Seen {
+    /// Reads one listed chain deployment: no name, no labels, never the
+    /// development one; the environment it serves as the listing says.
+    pub(crate) fn from_chain(d: &crate::baseten::ChainListed) -> Seen {
+        Seen {
+            id: d.id.clone(),
+            name: String::new(),
+            status: d.status.trim().to_ascii_uppercase(),
+            created: epoch_seconds(&d.created_at),
+            labelled: false,
+            pull_request: None,
+            development: false,
+            production: false,
+            environment: d
+                .environment
+                .as_deref()
+                .filter(|e| !e.is_empty())
+                .map(shown_name),
+            instance_type: None,
+            min_replica: None,
+        }
+    }
+}
+
 /// Why a deployment is never retired, whatever the inputs say.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Protected {

@@ -2,15 +2,15 @@
 //! default only deployments carrying truss-push's labels are candidates
 //! (`prune-unlabelled` widens it to every deployment of the model); `keep`
 //! keeps the newest retirable ones, `older-than` retires only what is
-//! older. Chains: their deployments carry no labels, and this version
-//! does not read a chain's audit log (`GET /v1/chains/{id}/audit_logs`),
-//! so which chain deployment served an environment before the current one
-//! is not known: nothing of a chain is retired, and with
-//! `prune-unlabelled` the run says why and ends `cleanup_failed`.
+//! older. Chains: their deployments carry no labels, so a chain is pruned
+//! only with `prune-unlabelled` (every chain deployment a candidate), by
+//! the same rules and reads as a model's (`retire`, switched on the kind:
+//! the chain's environments, its audit log's `CHAIN_DEPLOYMENT_PROMOTED`
+//! entries for what served before, the listing's status).
 
-use super::retire::{self, Job, Model};
+use super::retire::{self, Job, Model, Pick};
 use super::{Age, Scope, Seen, shown_name};
-use crate::baseten::ModelRef;
+use crate::baseten::{ModelRef, Named};
 use crate::handles::Run;
 use crate::kind::Kind;
 use crate::outcome::Failure;
@@ -113,17 +113,19 @@ pub(crate) async fn prune(
         format!("the team's models could not be listed, so nothing was retired: {e}")
     })?;
     let mut picks = Vec::new();
+    // The chains the key sees, listed once, when a chain is pruned.
+    let mut chains: Option<Result<Vec<Named>, String>> = None;
     for t in targets {
         let named = Model {
+            kind: t.kind,
             id: String::new(),
             name: shown_name(&t.name),
         };
         if t.kind == Kind::Chain {
             match scope {
-                Scope::Everything => job.undecided(
-                    &named,
-                    "which chain deployment served each environment before the current one is not known (this version does not read a chain's audit log), so none of its deployments is retired".into(),
-                ),
+                Scope::Everything => {
+                    picks.extend(prune_chain(job, &mut chains, named, scope, age).await);
+                }
                 _ => job.note(format!(
                     "chain {}: chain deployments carry no labels in the published API, so none is a candidate without prune-unlabelled",
                     named.name
@@ -146,6 +148,7 @@ pub(crate) async fn prune(
             }
         };
         let model = Model {
+            kind: Kind::Model,
             id: m.id.clone(),
             name: named.name,
         };
@@ -159,6 +162,81 @@ pub(crate) async fn prune(
     }
     job.retire_all(picks).await;
     Ok(())
+}
+
+/// Prunes one chain (`prune-unlabelled`): found by name among the chains
+/// the key sees (exactly one of that name, else nothing of it is retired),
+/// its deployments listed, then the models' assessment.
+async fn prune_chain(
+    job: &Job<'_>,
+    chains: &mut Option<Result<Vec<Named>, String>>,
+    named: Model,
+    scope: &Scope,
+    age: Age,
+) -> Vec<Pick> {
+    if chains.is_none() {
+        *chains = Some(job.api.chains(None).await.map_err(|e| e.to_string()));
+    }
+    let seen_chains = match chains.as_ref() {
+        Some(Ok(c)) => c,
+        Some(Err(e)) => {
+            job.undecided(
+                &named,
+                format!("the chains the key sees could not be listed: {e}"),
+            );
+            return Vec::new();
+        }
+        None => return Vec::new(),
+    };
+    let same: Vec<&Named> = seen_chains
+        .iter()
+        .filter(|c| c.name == named.name)
+        .collect();
+    let c = match same.as_slice() {
+        [] => {
+            job.note(format!(
+                "chain {}: the key sees no chain of that name, nothing to prune",
+                named.name
+            ));
+            return Vec::new();
+        }
+        [c] => c,
+        _ => {
+            job.undecided(
+                &named,
+                format!(
+                    "{} chains are named {:?} among those the key sees, so which one to prune is not known",
+                    same.len(),
+                    named.name
+                ),
+            );
+            return Vec::new();
+        }
+    };
+    let chain = Model {
+        id: c.id.clone(),
+        ..named
+    };
+    match job.api.chain_deployments_of(&chain.id).await {
+        Ok(list) => {
+            if let Some(other) = list.iter().find(|d| d.chain_id != chain.id) {
+                job.undecided(
+                    &chain,
+                    format!(
+                        "the listing of its deployments answered chain deployment {} of another chain ({}), so it decides nothing",
+                        other.id, other.chain_id
+                    ),
+                );
+                return Vec::new();
+            }
+            let seen: Vec<Seen> = list.iter().map(Seen::from_chain).collect();
+            job.assess(&chain, &seen, scope, Some(age)).await
+        }
+        Err(e) => {
+            job.undecided(&chain, format!("its deployments could not be listed: {e}"));
+            Vec::new()
+        }
+    }
 }
 
 #[cfg(test)]

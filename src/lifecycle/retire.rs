@@ -20,6 +20,7 @@ use crate::flow::State;
 use crate::flow::retired::{Kept, RetiredEntry, Retirements};
 use crate::handles::Run;
 use crate::history::{self, Previous, Promoted};
+use crate::kind::Kind;
 use crate::outcome::{CancelReason, Failure};
 use crate::promotion::Env;
 use crate::secret::Secret;
@@ -120,7 +121,7 @@ pub(crate) async fn finish(
     problems.extend(
         r.undecided
             .iter()
-            .map(|(m, why)| format!("nothing retired in model {m}: {why}")),
+            .map(|(m, why)| format!("nothing retired in {m}: {why}")),
     );
     match problems.as_slice() {
         [] => Ok(()),
@@ -133,12 +134,21 @@ pub(crate) async fn finish(
     }
 }
 
-/// One model the command looks at.
+/// One model (or chain) the command looks at: every read and retirement
+/// switches on its kind, so the rules stay one copy for both.
 #[derive(Clone, Debug)]
 pub(crate) struct Model {
+    pub(crate) kind: Kind,
     pub(crate) id: String,
     /// As [`super::shown_name`] made it.
     pub(crate) name: String,
+}
+
+impl Model {
+    /// `model NAME` or `chain NAME`, for the run's lines.
+    pub(crate) fn shown(&self) -> String {
+        format!("{} {}", self.kind.as_str(), self.name)
+    }
 }
 
 /// A deployment the rules chose to retire.
@@ -192,10 +202,11 @@ impl Job<'_> {
     /// is retired, and the run says why.
     pub(crate) fn undecided(&self, model: &Model, why: String) {
         self.warn(&format!(
-            "nothing retired in model {} ({}): {why}",
-            model.name, model.id
+            "nothing retired in {} ({}): {why}",
+            model.shown(),
+            model.id
         ));
-        self.record(|r| r.undecided.push((model.name.clone(), why)));
+        self.record(|r| r.undecided.push((model.shown(), why)));
     }
 
     /// Reads what decides for `model` and records the verdicts on its
@@ -224,7 +235,7 @@ impl Job<'_> {
             );
             return Vec::new();
         }
-        let envs = match self.api.environment_readings(&model.id).await {
+        let envs = match self.api.environment_readings(model.kind, &model.id).await {
             Ok(e) => e,
             Err(e) => {
                 self.undecided(model, format!("its environments could not be read: {e}"));
@@ -252,7 +263,7 @@ impl Job<'_> {
             .iter()
             .any(|d| scope.selects(d) && super::protection(d, &first).is_none());
         let previous = match open {
-            true => match previous_serving(&self.api, &model.id, &envs, &never).await {
+            true => match previous_serving(&self.api, model, &envs, &never).await {
                 Ok(p) => p,
                 Err(why) => {
                     self.undecided(model, why);
@@ -275,9 +286,9 @@ impl Job<'_> {
                 }),
                 Verdict::Protected(p) => {
                     self.say(&format!(
-                        "Protected: deployment {} of model {} ({}): it {}",
+                        "Protected: deployment {} of {} ({}): it {}",
                         shown(&d),
-                        model.name,
+                        model.shown(),
                         d.status,
                         p.describe()
                     ));
@@ -353,9 +364,9 @@ impl Job<'_> {
         let shown = shown(d);
         if self.dry_run {
             self.say(&format!(
-                "Dry run: {} deployment {shown} of model {}",
+                "Dry run: {} deployment {shown} of {}",
                 action.word(),
-                model.name
+                model.shown()
             ));
             self.record(|r| r.retired.push(entry()));
             return;
@@ -363,12 +374,16 @@ impl Job<'_> {
         // Just before the retirement: what serves and what is being
         // promoted, read again (a promotion started since the listing
         // protects its deployments).
-        let fresh: Vec<(String, Env)> = match self.api.environment_readings(&model.id).await {
+        let fresh: Vec<(String, Env)> = match self
+            .api
+            .environment_readings(model.kind, &model.id)
+            .await
+        {
             Ok(f) => f,
             Err(e) => {
                 let why = format!(
-                    "deployment {shown} of model {} not retired: its environments could not be read again just before ({e})",
-                    model.name
+                    "deployment {shown} of {} not retired: its environments could not be read again just before ({e})",
+                    model.shown()
                 );
                 self.warn(&why);
                 self.record(|r| r.failed.push(why));
@@ -380,15 +395,15 @@ impl Job<'_> {
             // again, says what served before the new one (undecided or
             // unreadable: kept).
             Some(Protected::Changed(env)) => {
-                match previous_serving(&self.api, &model.id, &fresh, never).await {
+                match previous_serving(&self.api, model, &fresh, never).await {
                     Ok(previous) => previous
                         .into_iter()
                         .find(|(_, id)| *id == d.id)
                         .map(|(e, _)| Protected::PreviousServing(super::shown_name(&e))),
                     Err(why) => {
                         self.say(&format!(
-                            "What serves {env} in model {} changed during the run, and the audit log read again does not say what served before it: {why}",
-                            model.name
+                            "What serves {env} in {} changed during the run, and the audit log read again does not say what served before it: {why}",
+                            model.shown()
                         ));
                         Some(Protected::Changed(env))
                     }
@@ -398,8 +413,8 @@ impl Job<'_> {
         };
         if let Some(p) = kept {
             self.say(&format!(
-                "Kept deployment {shown} of model {}, read again just before its retirement: it {}",
-                model.name,
+                "Kept deployment {shown} of {}, read again just before its retirement: it {}",
+                model.shown(),
                 p.describe()
             ));
             let k = self.kept(
@@ -412,46 +427,50 @@ impl Job<'_> {
         }
         // Until its answer comes, this retirement may or may not happen: a
         // cancel meanwhile says so rather than leaving it out.
-        let in_flight = format!("deployment {shown} of model {}", model.name);
+        let in_flight = format!("deployment {shown} of {}", model.shown());
         self.record(|r| r.in_flight.push(in_flight.clone()));
         let done = match self.retire {
-            Retire::Delete => self.api.delete_deployment(&model.id, &d.id).await,
-            Retire::Deactivate => self
-                .api
-                .deactivate(&model.id, &d.id)
-                .await
-                .map(|()| Deletion::Done),
+            Retire::Delete => {
+                self.api
+                    .delete_deployment(model.kind, &model.id, &d.id)
+                    .await
+            }
+            Retire::Deactivate => match model.kind {
+                Kind::Model => self.api.deactivate(&model.id, &d.id).await,
+                Kind::Chain => self.api.deactivate_chain(&model.id, &d.id).await,
+            }
+            .map(|()| Deletion::Done),
         };
         self.record(|r| r.in_flight.retain(|f| *f != in_flight));
         match done {
             Ok(Deletion::Done) => {
                 self.say(&format!(
-                    "Retired: {} deployment {shown} of model {}",
+                    "Retired: {} deployment {shown} of {}",
                     action.word(),
-                    model.name
+                    model.shown()
                 ));
                 self.record(|r| r.retired.push(entry()));
             }
             Ok(Deletion::Gone) => {
                 self.say(&format!(
-                    "Gone already: deployment {shown} of model {} (another run or a person retired it first)",
-                    model.name
+                    "Gone already: deployment {shown} of {} (another run or a person retired it first)",
+                    model.shown()
                 ));
                 let k = self.kept(model, d, "gone already (404)".into());
                 self.record(|r| r.gone.push(k));
             }
             Ok(Deletion::Refused(why)) => {
                 let why = format!(
-                    "deployment {shown} of model {} was not retired: {why}",
-                    model.name
+                    "deployment {shown} of {} was not retired: {why}",
+                    model.shown()
                 );
                 self.warn(&why);
                 self.record(|r| r.failed.push(why));
             }
             Err(e) => {
                 let why = format!(
-                    "deployment {shown} of model {} was not retired: {e}",
-                    model.name
+                    "deployment {shown} of {} was not retired: {e}",
+                    model.shown()
                 );
                 self.warn(&why);
                 self.record(|r| r.failed.push(why));
@@ -499,16 +518,19 @@ fn built_never(status: &str) -> bool {
 /// environment, is the reason nothing of the model is retired.
 async fn previous_serving(
     api: &Api,
-    model_id: &str,
+    model: &Model,
     envs: &[(String, Env)],
     never: &Never,
 ) -> Result<Vec<(String, String)>, String> {
-    let entries = api.audit_log(model_id, &PLACEMENT_GROUPS).await.map_err(|e| {
+    let entries = api
+        .audit_log_of(model.kind, &model.id, &PLACEMENT_GROUPS)
+        .await
+        .map_err(|e| {
         format!(
             "its audit log could not be read, so what served each environment before its current deployment (the rollback target) is not known: {e}"
         )
     })?;
-    if let Some(why) = audit::not_of_model(&entries, model_id) {
+    if let Some(why) = audit::not_of(&entries, model.kind, &model.id) {
         return Err(format!(
             "{why}: what served each environment before its current deployment (the rollback target) is not known"
         ));

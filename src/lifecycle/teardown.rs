@@ -109,6 +109,7 @@ pub(crate) async fn tear_down(
             let scope = &scope;
             async move {
                 let model = Model {
+                    kind: crate::kind::Kind::Model,
                     id: m.id.clone(),
                     name: shown_name(&m.name),
                 };

@@ -77,6 +77,8 @@ pub enum Route {
     InstanceTypePrices,
     /// `GET /v1/models/{model_id}/audit_logs`.
     AuditLogs(String),
+    /// `GET /v1/chains/{chain_id}/audit_logs`.
+    ChainAuditLogs(String),
     ListDeployments(String),
     GetDeployment(String, String),
     DeactivateDeployment(String, String),
@@ -116,6 +118,7 @@ impl Route {
             Route::InstanceTypes => "rest.list_instance_types",
             Route::InstanceTypePrices => "rest.list_instance_type_prices",
             Route::AuditLogs(..) => "rest.get_audit_logs",
+            Route::ChainAuditLogs(..) => "rest.get_chain_audit_logs",
             Route::ListDeployments(..) => "rest.list_deployments",
             Route::GetDeployment(..) => "rest.get_deployment",
             Route::DeactivateDeployment(..) => "rest.deactivate_deployment",
@@ -201,6 +204,7 @@ pub fn route(method: &Method, path: &str) -> Route {
             (Route::EnvironmentMetrics(m.to_string(), e.to_string()), get)
         }
         ["v1", "chains", c, "deployments"] => (Route::ListChainDeployments(c.to_string()), get),
+        ["v1", "chains", c, "audit_logs"] => (Route::ChainAuditLogs(c.to_string()), get),
         ["v1", "chains", c, "deployments", d] => {
             (Route::GetChainDeployment(c.to_string(), d.to_string()), get)
         }
@@ -317,8 +321,12 @@ pub fn handle(
             None => not_found(format!("Model {m} not found")),
         },
         Route::AuditLogs(m) => match p.model(m) {
-            Some(_) => audit::audit_logs(p, m, query),
+            Some(_) => audit::audit_logs(p, m, false, query),
             None => not_found(format!("Model {m} not found")),
+        },
+        Route::ChainAuditLogs(c) => match p.chain(c) {
+            Some(_) => audit::audit_logs(p, c, true, query),
+            None => not_found(format!("Chain {c} not found")),
         },
         Route::ListDeployments(m) => {
             if p.model(m).is_none() {
@@ -669,6 +677,7 @@ mod tests {
             ),
             (&g, "/v1/models/m1", "rest.get_model"),
             (&g, "/v1/models/m1/audit_logs", "rest.get_audit_logs"),
+            (&g, "/v1/chains/c1/audit_logs", "rest.get_chain_audit_logs"),
             (&post, "/v1/models/m1/audit_logs", "rest.method_not_allowed"),
             (&g, "/v1/models/m1/deployments", "rest.list_deployments"),
             (

@@ -20,6 +20,7 @@
 //!     environments: [production, staging]
 //!     deployments: [{name: v1, status: ACTIVE, environment: production}]
 //! chains: [{name: existing-chain, environments: [production, staging]}]
+//!   # a chain's existing deployments (see lifecycle): deployments: [{id: cd1, status: ACTIVE, environment: production, created_at: -3600}]
 //! new_model_environments: [staging]   # environments every new model gets besides production
 //! deployments:             # model deployment status timelines (public statuses)
 //!   default: [[0, BUILDING], [5, DEPLOYING], [10, ACTIVE]]
@@ -459,6 +460,9 @@ pub struct ChainSpec {
     pub team: Option<String>,
     #[serde(default)]
     pub environments: Vec<String>,
+    /// Chain deployments the chain has before the run.
+    #[serde(default)]
+    pub deployments: Vec<ChainDeploymentSpec>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

@@ -139,7 +139,6 @@ impl Platform {
         for m in &sc.models {
             self.add_model_spec(m, 0.0);
         }
-        self.load_audit_entries();
         for c in &sc.chains {
             let team_id = self.team_id_by_name(c.team.as_deref());
             let mut envs = vec![Environment::new(PRODUCTION, 0.0)];
@@ -155,6 +154,83 @@ impl Platform {
                 team_id,
                 created_at: 0.0,
                 environments: envs,
+            });
+            self.add_chain_deployments(self.chains.len() - 1, &c.deployments);
+        }
+        // After the chains: a scenario's entries may name one.
+        self.load_audit_entries();
+    }
+
+    /// A scenario chain's existing deployments: each one chainlet
+    /// (`entrypoint`, its model made as `deploy_chain_atomic` makes a
+    /// chainlet's) whose model deployment is in the scripted status.
+    fn add_chain_deployments(
+        &mut self,
+        chain_idx: usize,
+        specs: &[crate::scenario::ChainDeploymentSpec],
+    ) {
+        if specs.is_empty() {
+            return;
+        }
+        let (chain_id, team_id, name) = {
+            let c = &self.chains[chain_idx];
+            (c.id.clone(), c.team_id.clone(), c.name.clone())
+        };
+        let model_idx = self.add_model(&format!("{name}-entrypoint"), &team_id, "CHAINS", 0.0);
+        let model_id = self.models[model_idx].id.clone();
+        for (i, d) in specs.iter().enumerate() {
+            let cd_id = d.id.clone().unwrap_or_else(|| self.ids.next(7));
+            let dep_id = self.ids.next(7);
+            if let Some(env) = &d.environment {
+                let envs = &mut self.chains[chain_idx].environments;
+                match envs.iter_mut().find(|e| &e.name == env) {
+                    Some(e) => e.initial_current = Some(cd_id.clone()),
+                    None => {
+                        let mut e = Environment::new(env, 0.0);
+                        e.initial_current = Some(cd_id.clone());
+                        envs.push(e);
+                    }
+                }
+            }
+            self.deployments.push(Deployment {
+                id: dep_id.clone(),
+                model_id: model_id.clone(),
+                name: format!("deployment-{}", i + 1),
+                created_at: d.created_at,
+                steps: vec![(d.created_at, d.status.clone())],
+                raw: false,
+                is_draft: false,
+                labels: None,
+                s3_key: None,
+                config: Value::Null,
+                raw_config: None,
+                semver: format!("0.{}.0", i + 1),
+                instance_type_name: "1x2".into(),
+                min_replica: 0,
+                max_replica: 1,
+                deploy_timeout_minutes: None,
+                chain_deployment_id: Some(cd_id.clone()),
+                deactivated_at: None,
+                created_index: None,
+                copied_from: None,
+            });
+            let chainlet_id = self.ids.next(7);
+            self.chain_deployments.push(ChainDeployment {
+                id: cd_id,
+                chain_id: chain_id.clone(),
+                name: None,
+                created_at: d.created_at,
+                is_draft: false,
+                chainlets: vec![Chainlet {
+                    id: chainlet_id,
+                    name: "entrypoint".into(),
+                    is_entrypoint: true,
+                    model_id: model_id.clone(),
+                    deployment_id: dep_id,
+                }],
+                original_source_artifact_s3_key: None,
+                created_index: None,
+                copied_from: None,
             });
         }
     }

@@ -261,24 +261,155 @@ fn a_cancel_reports_what_was_retired_before_it() {
     }
 }
 
-#[test]
-fn prune_retires_nothing_of_a_chain_and_says_why() {
-    let fake = nine("");
+/// The chain: six chain deployments of chain `Hello` — one
+/// serving production, the previous production (per the chain's audit
+/// log), one building, three old ones — and its source file.
+fn six_chain_deployments(extra: &str) -> (FakeBaseten, tempfile::TempDir, std::path::PathBuf) {
+    let promotions = concat!(
+        "audit_log:\n  entries:\n",
+        "    - {at: -2592000, event_type: CHAIN_DEPLOYMENT_PROMOTED, model: Hello, deployment: cprev001, environment: production}\n",
+        "    - {at: -259200, event_type: CHAIN_DEPLOYMENT_PROMOTED, model: Hello, deployment: cprod001, environment: production}\n",
+    );
+    chain_with_log(promotions, extra)
+}
+
+/// The six chain deployments with `log` as the chain's audit history.
+fn chain_with_log(log: &str, extra: &str) -> (FakeBaseten, tempfile::TempDir, std::path::PathBuf) {
+    let mut y = String::from(
+        "manual_clock: true\nchains:\n  - id: chain001\n    name: Hello\n    deployments:\n",
+    );
+    for (id, days, rest) in [
+        ("cprod001", 3, ", environment: production"),
+        ("cprev001", 30, ""),
+        ("cbld0001", 0, ", status: BUILDING"),
+        ("cold0001", 10, ""),
+        ("cold0002", 20, ""),
+        ("cold0003", 50, ""),
+    ] {
+        y += &format!("      - {{id: {id}, created_at: {}{rest}}}\n", -days * DAY);
+    }
+    y += log;
+    y += extra;
     let (dir, chain) = file_in_temp_dir(
         "my_chain.py",
         "import truss_chains as chains\n\n@chains.mark_entrypoint\nclass Hello(chains.ChainletBase):\n    def run_remote(self) -> str:\n        return 'hi'\n",
     );
-    let run = prune(&fake, &chain).arg("keep", "1").run();
+    (fake(&y), dir, chain)
+}
+
+/// What a chain prune sent that may change the platform: every request
+/// but reads (the GraphQL listing of chains included).
+fn chain_mutations(fake: &FakeBaseten) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = mutations_of(fake)
+        .into_iter()
+        .filter(|e| e.mutation || !e.path.starts_with("/graphql"))
+        .map(|e| (e.method, e.path))
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn prune_unlabelled_retires_a_chains_oldest_deployments_past_keep_and_nothing_that_serves() {
+    let (fake, dir, chain) = six_chain_deployments("");
+    let run = prune(&fake, &chain)
+        .arg("keep", "1")
+        .arg("prune-unlabelled", "true")
+        .run();
+    drop(dir);
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stdout.contains("carry no labels"), "{run:?}");
+    let want = vec![
+        (
+            "DELETE".to_string(),
+            "/v1/chains/chain001/deployments/cold0002".to_string(),
+        ),
+        (
+            "DELETE".to_string(),
+            "/v1/chains/chain001/deployments/cold0003".to_string(),
+        ),
+    ];
+    assert_eq!(chain_mutations(&fake), want, "{run:?}");
+    assert_eq!(run.out("retired-count"), "2", "{run:?}");
+    assert!(
+        run.stdout
+            .contains("deployment cprev001 of chain Hello (ACTIVE): it served production before the current deployment"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn a_chain_whose_audit_log_fails_has_nothing_retired() {
+    let (fake, dir, chain) =
+        six_chain_deployments("faults: [{endpoint: rest.get_chain_audit_logs, status: 500}]\n");
     let run = prune(&fake, &chain)
         .arg("keep", "1")
         .arg("prune-unlabelled", "true")
         .run();
     drop(dir);
     assert_eq!(run.code, 5, "{run:?}");
-    assert!(run.stderr.contains("chain's audit log"), "{run:?}");
-    assert!(mutations_of(&fake).is_empty());
+    assert_eq!(run.out("status"), "cleanup_failed", "{run:?}");
+    assert!(
+        fake.requests()
+            .iter()
+            .any(|e| e.path == "/v1/chains/chain001/audit_logs"),
+        "{run:?}"
+    );
+    assert!(chain_mutations(&fake).is_empty(), "{run:?}");
+}
+
+#[test]
+fn a_chain_pruned_with_retire_deactivate_deactivates_the_same_two() {
+    let (fake, dir, chain) = six_chain_deployments("");
+    let run = prune(&fake, &chain)
+        .arg("keep", "1")
+        .arg("prune-unlabelled", "true")
+        .arg("retire", "deactivate")
+        .run();
+    drop(dir);
+    assert_eq!(run.code, 0, "{run:?}");
+    let want: Vec<(String, String)> = ["cold0002", "cold0003"]
+        .iter()
+        .map(|id| {
+            (
+                "POST".to_string(),
+                format!("/v1/chains/chain001/deployments/{id}/deactivate"),
+            )
+        })
+        .collect();
+    assert_eq!(chain_mutations(&fake), want, "{run:?}");
+}
+
+/// A chain created straight into production writes `CHAIN_DEPLOYED`, which
+/// names no environment: with no promotion recorded, what served
+/// production before is not known, and nothing of the chain is retired.
+#[test]
+fn a_chain_whose_log_records_no_promotion_is_not_pruned() {
+    let created = concat!(
+        "audit_log:\n  entries:\n",
+        "    - {at: -259200, event_type: CHAIN_DEPLOYED, model: Hello, deployment: cprod001}\n",
+    );
+    let (fake, dir, chain) = chain_with_log(created, "");
+    let run = prune(&fake, &chain)
+        .arg("keep", "1")
+        .arg("prune-unlabelled", "true")
+        .run();
+    drop(dir);
+    assert_eq!(run.code, 5, "{run:?}");
+    assert!(
+        run.stderr.contains("nothing retired in chain Hello"),
+        "{run:?}"
+    );
+    assert!(chain_mutations(&fake).is_empty(), "{run:?}");
+}
+
+#[test]
+fn prune_without_prune_unlabelled_retires_nothing_of_a_chain_and_says_why() {
+    let (fake, dir, chain) = six_chain_deployments("");
+    let run = prune(&fake, &chain).arg("keep", "1").run();
+    drop(dir);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("carry no labels"), "{run:?}");
+    assert!(mutations_of(&fake).is_empty(), "{run:?}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! A model's audit log (`GET /v1/models/{model_id}/audit_logs`,
-//! `ListAuditLogsResponseV1`): the events the fake recorded
+//! A model's or a chain's audit log (`GET /v1/models/{model_id}/audit_logs`,
+//! `GET /v1/chains/{chain_id}/audit_logs`, `ListAuditLogsResponseV1`,
+//! paged and filtered alike): the events the fake recorded
 //! (`Platform::audit`: creates, promotions, activations, deactivations,
 //! deletes, and a scenario's own entries), newest first unless
 //! `direction=ASC`, filtered and paged as the published parameters say.
@@ -12,7 +13,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{Answer, message, parse_query};
-use crate::scenario::{AuditOrder, api_key_prefix};
+use crate::scenario::{AuditOrder, api_key_prefix, is_chain_event};
 use crate::state::{AuditEvent, Platform};
 
 /// The documented default and bounds of `limit`.
@@ -23,8 +24,8 @@ const LIMIT_MAX: usize = 200;
 /// records.
 fn group_of(event_type: &str) -> &'static str {
     match event_type {
-        "MODEL_DEPLOYED" => "DEPLOYED",
-        "MODEL_DEPLOYMENT_PROMOTED" => "PROMOTED",
+        "MODEL_DEPLOYED" | "CHAIN_DEPLOYED" => "DEPLOYED",
+        "MODEL_DEPLOYMENT_PROMOTED" | "CHAIN_DEPLOYMENT_PROMOTED" => "PROMOTED",
         "MODEL_DEPLOYMENT_ACTIVATED" | "MODEL_DEPLOYMENT_DEACTIVATED" => "ACTIVATED_DEACTIVATED",
         "MODEL_DEPLOYMENT_AUTOSCALING_SETTINGS_CHANGED" => "AUTOSCALING_SETTINGS",
         "MODEL_DEPLOYMENT_INSTANCE_TYPE_CHANGED" => "INSTANCE_TYPE_CHANGED",
@@ -44,7 +45,8 @@ fn parse_cursor(v: &str) -> Option<(bool, usize)> {
     Some((ascending, n.parse().ok()?))
 }
 
-pub(super) fn audit_logs(p: &Platform, model_id: &str, query: Option<&str>) -> Answer {
+/// The log of model `owner_id`, or of chain `owner_id` when `chain`.
+pub(super) fn audit_logs(p: &Platform, owner_id: &str, chain: bool, query: Option<&str>) -> Answer {
     let bad = |m: String| message(StatusCode::BAD_REQUEST, m);
     let (mut deployments, mut environments, mut groups, mut sources) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -101,7 +103,7 @@ pub(super) fn audit_logs(p: &Platform, model_id: &str, query: Option<&str>) -> A
         .audit
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.model_id == model_id)
+        .filter(|(_, e)| e.model_id == owner_id && is_chain_event(&e.event_type) == chain)
         .filter(|(_, e)| deployments.is_empty() || deployments.contains(&e.deployment_id))
         .filter(|(_, e)| {
             environments.is_empty()
@@ -144,6 +146,9 @@ pub(super) fn audit_logs(p: &Platform, model_id: &str, query: Option<&str>) -> A
 
 /// `AuditLogEntryV1` for the `i`-th recorded event.
 fn entry(p: &Platform, i: usize, e: &AuditEvent) -> Value {
+    if is_chain_event(&e.event_type) {
+        return chain_entry(p, i, e);
+    }
     let model_name = p
         .model(&e.model_id)
         .map(|m| m.name.clone())
@@ -195,6 +200,40 @@ fn entry(p: &Platform, i: usize, e: &AuditEvent) -> Value {
             );
         }
         _ => {}
+    }
+    json!({
+        "id": format!("audit{i:06}"),
+        "created": p.scenario_iso(e.at),
+        "event_type": e.event_type,
+        "event_data": data,
+        "source": e.by.source(),
+        "actor": e.by.actor_v1(&api_key_prefix(&p.scenario.api_key)),
+    })
+}
+
+/// `AuditLogEntryV1` for a chain's event (`AuditLogEventChainDeployedV1`,
+/// `AuditLogEventChainDeploymentPromotedV1`).
+fn chain_entry(p: &Platform, i: usize, e: &AuditEvent) -> Value {
+    let chain_name = p
+        .chain(&e.model_id)
+        .map(|c| c.name.clone())
+        .unwrap_or_default();
+    let mut data = json!({
+        "event_type": e.event_type,
+        "chain_id": e.model_id,
+        "chain_name": chain_name,
+        "chain_deployment_id": e.deployment_id,
+        "chain_deployment_name": e.deployment_name,
+    });
+    match e.event_type.as_str() {
+        "CHAIN_DEPLOYED" => {
+            data["is_primary"] = json!(false);
+            data["publish"] = json!(e.publish);
+        }
+        _ => {
+            data["environment_name"] = json!(e.environment);
+            data["environment_id"] = Value::Null;
+        }
     }
     json!({
         "id": format!("audit{i:06}"),

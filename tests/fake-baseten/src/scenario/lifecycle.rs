@@ -8,6 +8,9 @@
 //!   order: time            # time (documented: by when the action occurred) | recorded (in the order written: a scripted entry with an earlier `at` shows out of order)
 //!   entries:               # history before the run (or at set times), e.g. promotions made by hand
 //!     - {at: -7200, event_type: MODEL_DEPLOYMENT_PROMOTED, model: m, deployment: d1, deployment_name: v1, environment: production, by: {source: UI, email: ann@example.com}}
+//!     - {at: -3600, event_type: CHAIN_DEPLOYMENT_PROMOTED, model: my-chain, deployment: cd1, environment: production}   # a CHAIN_ event names a chain in `model`
+//! chains:                  # a chain's existing deployments (in `chains:`)
+//!   - {name: my-chain, deployments: [{id: cd1, status: ACTIVE, environment: production, created_at: -3600}]}
 //! refuse_deletes:          # DELETE …/deployments/{id} the platform refuses
 //!   - {deployment: d1, status: 200}   # 200: answered `deleted: false` (default); 4xx: the platform's error body
 //! prepare_model_upload:
@@ -106,7 +109,7 @@ pub struct AuditEntrySpec {
     pub at: f64,
     /// One of [`MODEL_EVENT_TYPES`].
     pub event_type: String,
-    /// Model name.
+    /// Model name; a chain's name for a `CHAIN_` event.
     pub model: String,
     /// Deployment id; need not exist (a deleted deployment).
     pub deployment: String,
@@ -130,6 +133,38 @@ pub const MODEL_EVENT_TYPES: &[&str] = &[
     "MODEL_DEPLOYMENT_AUTOSCALING_SETTINGS_CHANGED",
     "MODEL_DEPLOYMENT_INSTANCE_TYPE_CHANGED",
 ];
+
+/// The chain events a scenario may write (`model` then names a chain).
+pub const CHAIN_EVENT_TYPES: &[&str] = &["CHAIN_DEPLOYED", "CHAIN_DEPLOYMENT_PROMOTED"];
+
+/// Whether an audit event is a chain's (its owner id is a chain's).
+pub fn is_chain_event(event_type: &str) -> bool {
+    event_type.starts_with("CHAIN_")
+}
+
+/// A chain deployment a scenario's chain has before the run: one
+/// chainlet (`entrypoint`) whose model deployment is in `status`, so the
+/// chain deployment's status, derived from its chainlets as for any
+/// chain deployment, is `status`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainDeploymentSpec {
+    #[serde(default)]
+    pub id: Option<String>,
+    /// A public status (`DeploymentStatusV1`).
+    #[serde(default = "active_status")]
+    pub status: String,
+    /// Environment this chain deployment is the current deployment of.
+    #[serde(default)]
+    pub environment: Option<String>,
+    /// Scenario seconds (negative: before the run; default 0).
+    #[serde(default)]
+    pub created_at: f64,
+}
+
+fn active_status() -> String {
+    "ACTIVE".into()
+}
 
 /// One refused `DELETE …/deployments/{id}`.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -283,15 +318,25 @@ impl DeploymentSettings {
 pub(super) fn validate(s: &Scenario) -> anyhow::Result<()> {
     for e in &s.audit_log.entries {
         anyhow::ensure!(
-            MODEL_EVENT_TYPES.contains(&e.event_type.as_str()),
-            "audit_log entry event_type must be one of {MODEL_EVENT_TYPES:?}, got {:?}",
+            MODEL_EVENT_TYPES.contains(&e.event_type.as_str())
+                || CHAIN_EVENT_TYPES.contains(&e.event_type.as_str()),
+            "audit_log entry event_type must be one of {MODEL_EVENT_TYPES:?} or {CHAIN_EVENT_TYPES:?}, got {:?}",
             e.event_type
         );
-        anyhow::ensure!(
-            s.models.iter().any(|m| m.name == e.model),
-            "audit_log entry names model {:?}, which is not in models",
-            e.model
-        );
+        if is_chain_event(&e.event_type) {
+            anyhow::ensure!(
+                s.chains.iter().any(|c| c.name == e.model),
+                "audit_log entry {} names chain {:?}, which is not in chains",
+                e.event_type,
+                e.model
+            );
+        } else {
+            anyhow::ensure!(
+                s.models.iter().any(|m| m.name == e.model),
+                "audit_log entry names model {:?}, which is not in models",
+                e.model
+            );
+        }
     }
     for r in &s.refuse_deletes {
         anyhow::ensure!(

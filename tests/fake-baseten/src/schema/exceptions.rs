@@ -27,11 +27,17 @@ pub struct Exception {
     pub reason: &'static str,
 }
 
-/// Empty today: every exchange the suite makes is published. (The chain
-/// promotion deviations the check first found — chain cancel endpoints,
-/// `in_progress_promotion` on chain environments, the chain promote's
-/// `preserve_env_instance_type` — were removed from client and fake.)
-pub const EXCEPTIONS: &[Exception] = &[];
+/// One entry. (The chain promotion deviations the check first found —
+/// chain cancel endpoints, `in_progress_promotion` on chain environments,
+/// the chain promote's `preserve_env_instance_type` — were removed from
+/// client and fake.)
+pub const EXCEPTIONS: &[Exception] = &[Exception {
+    method: "GET",
+    path: "/v1/chains/{chain_id}/environments",
+    side: Side::Answer,
+    field: Some("environments"),
+    reason: "the published spec answers a chain's environment list with the model's EnvironmentsV1 (items with model_id, is_production, …, which a chain environment has not); the fake lists ChainEnvironmentV1, what the published single chain environment endpoint answers. truss-push reads only name, current_deployment.id and candidate_deployment.id, which both shapes have (GUESSES.md)",
+}];
 
 /// The exceptions for `method path` (a concrete path).
 pub fn matching(method: &str, path: &str) -> Vec<&'static Exception> {

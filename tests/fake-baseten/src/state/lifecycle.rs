@@ -33,12 +33,19 @@ impl Platform {
     pub(super) fn load_audit_entries(&mut self) {
         let entries = self.scenario.audit_log.entries.clone();
         for s in entries {
-            let Some(model_id) = self
-                .models
-                .iter()
-                .find(|m| m.name == s.model)
-                .map(|m| m.id.clone())
-            else {
+            let owner = match crate::scenario::is_chain_event(&s.event_type) {
+                true => self
+                    .chains
+                    .iter()
+                    .find(|c| c.name == s.model)
+                    .map(|c| c.id.clone()),
+                false => self
+                    .models
+                    .iter()
+                    .find(|m| m.name == s.model)
+                    .map(|m| m.id.clone()),
+            };
+            let Some(model_id) = owner else {
                 continue;
             };
             self.record(AuditEvent {

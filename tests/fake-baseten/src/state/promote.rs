@@ -162,11 +162,15 @@ impl Platform {
             cancel: None,
             replaces,
         });
-        if let Owner::Model(model_id) = owner {
+        let (owner_id, event_type) = match owner {
+            Owner::Model(m) => (m, "MODEL_DEPLOYMENT_PROMOTED"),
+            Owner::Chain(c) => (c, "CHAIN_DEPLOYMENT_PROMOTED"),
+        };
+        {
             self.record(AuditEvent {
                 at: now,
-                event_type: "MODEL_DEPLOYMENT_PROMOTED".into(),
-                model_id: model_id.clone(),
+                event_type: event_type.into(),
+                model_id: owner_id.clone(),
                 deployment_id: target.clone(),
                 deployment_name: String::new(),
                 by: by.clone(),

@@ -453,3 +453,94 @@ async fn another_client_deletes_a_deployment_on_cue() {
     let v = audit(&c, "?event_type_groups=DELETED").await;
     assert_eq!(v["items"][0]["actor"]["api_key_prefix"], "other999");
 }
+
+#[tokio::test]
+async fn a_chains_audit_log_holds_its_promotions_only_and_pages_as_a_models() {
+    let fake = FakeBaseten::start(
+        Scenario::from_yaml(
+            r#"
+manual_clock: true
+models: [{id: mdl00009, name: m}]
+chains:
+  - id: chain009
+    name: hello
+    environments: [staging]
+    deployments:
+      - {id: cprd0009, environment: production, created_at: -86400}
+      - {id: cold0009, created_at: -172800}
+      - {id: cbld0009, status: BUILDING}
+audit_log:
+  entries:
+    - {at: -86400, event_type: CHAIN_DEPLOYMENT_PROMOTED, model: hello, deployment: cprd0009, environment: production}
+    - {at: -80000, event_type: MODEL_DEPLOYMENT_PROMOTED, model: m, deployment: d0, environment: production}
+"#,
+        )
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let c = Client::new(&fake);
+    let (s, v) = c.get("/v1/chains/chain009/deployments").await;
+    assert_eq!(s, 200, "{v}");
+    let listed: Vec<(String, String, Value)> = v["deployments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["id"].as_str().unwrap().to_string(),
+                d["status"].as_str().unwrap().to_string(),
+                d["environment"].clone(),
+            )
+        })
+        .collect();
+    assert!(listed.contains(&("cprd0009".into(), "ACTIVE".into(), json!("production"))));
+    assert!(listed.contains(&("cbld0009".into(), "BUILDING".into(), Value::Null)));
+    // Our own promotion of a chain is recorded in the chain's log.
+    let (s, v) = c
+        .post(
+            "/v1/chains/chain009/environments/staging/promote",
+            Some(json!({"deployment_id": "cold0009"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let (s, first) = c
+        .get("/v1/chains/chain009/audit_logs?limit=1&event_type_groups=PROMOTED")
+        .await;
+    assert_eq!(s, 200, "{first}");
+    let placed = |v: &Value| -> Vec<(String, String)> {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                assert_eq!(e["event_data"]["chain_id"], "chain009", "{e}");
+                (
+                    e["event_type"].as_str().unwrap().to_string(),
+                    e["event_data"]["chain_deployment_id"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(first["pagination"]["has_more"], true, "{first}");
+    let cursor = first["pagination"]["cursor"].as_str().unwrap().to_string();
+    let (_, second) = c
+        .get(&format!(
+            "/v1/chains/chain009/audit_logs?limit=1&event_type_groups=PROMOTED&cursor={cursor}"
+        ))
+        .await;
+    assert_eq!(second["pagination"]["has_more"], false, "{second}");
+    let mut all = placed(&first);
+    all.extend(placed(&second));
+    let promoted = "CHAIN_DEPLOYMENT_PROMOTED".to_string();
+    assert_eq!(all.len(), 2, "{first} {second}");
+    assert_eq!(all[1], (promoted.clone(), "cprd0009".into()));
+    assert_eq!(all[0].0, promoted);
+    // The model's log holds none of the chain's entries.
+    let (_, m) = c.get("/v1/models/mdl00009/audit_logs").await;
+    assert_eq!(m["items"].as_array().unwrap().len(), 1, "{m}");
+    assert_eq!(m["items"][0]["event_type"], "MODEL_DEPLOYMENT_PROMOTED");
+}
