@@ -229,20 +229,7 @@ struct Chosen {
 async fn choose(ctx: &Ctx<'_>, r: &Rollback) -> Result<Option<Chosen>, Failure> {
     let (cfg, env) = (ctx.cfg, r.env.as_str());
     let name = cfg.model_name.as_str();
-    let team = flow::pick_team(ctx, async || {
-        let models = ctx.api.models(None).await?;
-        Ok(models
-            .into_iter()
-            .filter(|m| m.name == name)
-            .filter_map(|m| m.team.map(|t| t.id))
-            .collect())
-    })
-    .await?;
-    let models = ctx
-        .api
-        .models(team.as_ref().map(|t| t.id.as_str()))
-        .await
-        .map_err(deploy_error)?;
+    let (_team, models) = flow::team_and_models(ctx).await?;
     let Some(model) = models.into_iter().find(|m| m.name == name) else {
         return Err(Failure::InvalidInput(format!(
             "model {name:?} does not exist in this workspace: nothing to roll back"

@@ -378,6 +378,13 @@ pub(crate) async fn pick_team(
 pub(crate) async fn model_team_and_existing(
     ctx: &Ctx<'_>,
 ) -> Result<(Option<Team>, Option<Named>), Failure> {
+    let (team, models) = team_and_models(ctx).await?;
+    Ok((team, existing(ctx, "Model", &ctx.cfg.model_name, models)))
+}
+
+/// The team of the config's model (when the key sees several) and the
+/// models in it: a model deploy's first reads, and a rollback's.
+pub(crate) async fn team_and_models(ctx: &Ctx<'_>) -> Result<(Option<Team>, Vec<Named>), Failure> {
     let name = ctx.cfg.model_name.as_str();
     let team = pick_team(ctx, async || {
         let models = ctx.api.models(None).await?;
@@ -393,7 +400,7 @@ pub(crate) async fn model_team_and_existing(
         .models(team.as_ref().map(|t| t.id.as_str()))
         .await
         .map_err(deploy_error)?;
-    Ok((team, existing(ctx, "Model", name, models)))
+    Ok((team, models))
 }
 
 /// The model or chain named `name` among `listed`, if it exists, said
